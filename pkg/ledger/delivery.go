@@ -1,0 +1,127 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Status is a delivery's state.
+type Status string
+
+// Delivery states. Sent, Dead, Expired and Cancelled are terminal, except
+// that a Dead delivery can be claimed again by a redriven message.
+const (
+	StatusPending   Status = "pending"   // in the calendar, not yet handed off
+	StatusQueued    Status = "queued"    // handed off to the queue
+	StatusSending   Status = "sending"   // claimed by a consumer, lease running
+	StatusRetrying  Status = "retrying"  // failed transiently, waiting to retry
+	StatusSent      Status = "sent"      // the provider accepted it
+	StatusDead      Status = "dead"      // dead-lettered with a reason
+	StatusExpired   Status = "expired"   // past expiresAt before it could be sent
+	StatusCancelled Status = "cancelled" // cancelled by an operator or the owner
+)
+
+// Terminal reports whether no further delivery attempt follows s.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSent, StatusDead, StatusExpired, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Delivery is one delivery item.
+type Delivery struct {
+	ReminderID string
+	Channel    string
+	Provider   string
+	Status     Status
+	// RecipientRef and TemplateRef are references the provider resolves;
+	// never the recipient's address or the rendered text.
+	RecipientRef string
+	TemplateRef  string
+	DueAt        time.Time
+	ExpiresAt    time.Time
+	// Attempts counts claims: delivery attempts started.
+	Attempts       int
+	ClaimToken     string
+	LeaseUntil     time.Time
+	LastErrorClass string
+	LastError      string
+	NextAttemptAt  time.Time
+	SentAt         time.Time
+	Receipt        string
+	UpdatedAt      time.Time
+	History        []Entry
+}
+
+// Entry is one transition in a delivery's history.
+type Entry struct {
+	// At is when the transition happened (Format'ed).
+	At string `dynamodbav:"t" json:"at"`
+	// Status is the state entered.
+	Status Status `dynamodbav:"s" json:"status"`
+	// Attempt is the attempt number, where there is one.
+	Attempt int `dynamodbav:"a,omitempty" json:"attempt,omitempty"`
+	// Class is the error class, for failures.
+	Class string `dynamodbav:"c,omitempty" json:"class,omitempty"`
+	// Note is a short free text: a reason, a retry time, a receipt.
+	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
+}
+
+// Key returns the delivery key.
+func (d Delivery) Key() message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider}
+}
+
+// TimeFormat is how times are stored: fixed-width UTC, so that strings sort
+// and compare in time order inside DynamoDB conditions.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// Format renders t in TimeFormat.
+func Format(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Sentinel reasons a conditional write was refused; match with errors.Is.
+var (
+	// ErrNotFound: no delivery item has that key.
+	ErrNotFound = errors.New("delivery not found")
+	// ErrAlreadySent: the delivery was sent before; this is a duplicate.
+	ErrAlreadySent = errors.New("delivery already sent")
+	// ErrFinished: the delivery ended without being sent (cancelled, expired,
+	// or dead-lettered where the write needed it live).
+	ErrFinished = errors.New("delivery already finished")
+	// ErrLeased: another consumer holds the delivery's lease.
+	ErrLeased = errors.New("delivery in flight elsewhere")
+	// ErrNotDue: the delivery's dueAt is later than the claim allows.
+	ErrNotDue = errors.New("delivery not yet due")
+	// ErrExpired: the delivery is past its expiresAt.
+	ErrExpired = errors.New("delivery expired")
+	// ErrLeaseLost: the write needed this consumer's lease, which is gone.
+	ErrLeaseLost = errors.New("delivery lease lost")
+	// ErrNotReleasable: the delivery is not in a state that can go back to
+	// the calendar.
+	ErrNotReleasable = errors.New("delivery cannot be released")
+)
+
+// RefusedError is a conditional write that the ledger refused. Current is
+// the item as it was, from ALL_OLD, so the caller needs no extra read.
+type RefusedError struct {
+	// Op is the transition that was refused ("claim", "complete", …).
+	Op string
+	// Key is the delivery the write was for.
+	Key message.DeliveryKey
+	// Reason is one of the Err sentinels.
+	Reason error
+	// Current is the delivery as DynamoDB had it; zero for ErrNotFound.
+	Current Delivery
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("ledger: %s %s: %v (status %q)", e.Op, e.Key, e.Reason, e.Current.Status)
+}
+
+// Is matches the sentinel reason.
+func (e *RefusedError) Is(target error) bool { return target == e.Reason }

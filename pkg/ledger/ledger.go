@@ -1,0 +1,450 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// API is the part of the DynamoDB client the ledger uses.
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// ErrExists is the reason Create refuses a delivery that already exists.
+var ErrExists = errors.New("delivery already exists")
+
+// Config configures a Ledger.
+type Config struct {
+	// Table is the DynamoDB table name. Required.
+	Table string
+	// HistoryLimit is how many transitions a delivery item keeps; older
+	// ones are dropped (the logs keep the full stream). Default 20.
+	HistoryLimit int
+	// Retention is how long a delivery item lives after it ends, through the
+	// table's TTL attribute "ttl". Default 90 days.
+	Retention time.Duration
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+}
+
+// Ledger is the delivery ledger. It is safe for concurrent use.
+type Ledger struct {
+	api API
+	cfg Config
+
+	mu         sync.Mutex
+	writeUnits float64
+}
+
+// New validates cfg and returns a Ledger on api.
+func New(api API, cfg Config) (*Ledger, error) {
+	if api == nil {
+		return nil, errors.New("ledger: DynamoDB client is nil")
+	}
+	if cfg.Table == "" {
+		return nil, errors.New("ledger: table name is empty; set the ledger table (NUDGE_TABLE)")
+	}
+	if cfg.HistoryLimit == 0 {
+		cfg.HistoryLimit = 20
+	}
+	if cfg.HistoryLimit < 2 {
+		return nil, fmt.Errorf("ledger: history limit %d is below 2", cfg.HistoryLimit)
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 90 * 24 * time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Ledger{api: api, cfg: cfg}, nil
+}
+
+// WriteUnits returns the write capacity units DynamoDB reported for this
+// ledger's writes so far.
+func (l *Ledger) WriteUnits() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.writeUnits
+}
+
+func (l *Ledger) count(cc *types.ConsumedCapacity) {
+	if cc == nil || cc.CapacityUnits == nil {
+		return
+	}
+	l.mu.Lock()
+	l.writeUnits += *cc.CapacityUnits
+	l.mu.Unlock()
+}
+
+// Create writes a new pending delivery; it refuses (ErrExists) if the key
+// is taken. Status defaults to pending.
+func (l *Ledger) Create(ctx context.Context, d Delivery) error {
+	if err := d.Key().Validate(); err != nil {
+		return fmt.Errorf("ledger: create: %w", err)
+	}
+	if d.DueAt.IsZero() || d.ExpiresAt.IsZero() || !d.ExpiresAt.After(d.DueAt) {
+		return fmt.Errorf("ledger: create %s: dueAt and expiresAt must be set and expiresAt after dueAt", d.Key())
+	}
+	now := l.cfg.Clock.Now()
+	if d.Status == "" {
+		d.Status = StatusPending
+	}
+	d.UpdatedAt = now
+	if len(d.History) == 0 {
+		d.History = []Entry{{At: Format(now), Status: d.Status}}
+	}
+	av, err := toItem(d)
+	if err != nil {
+		return err
+	}
+	out, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(l.cfg.Table),
+		Item:                                av,
+		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			cur, _ := fromItem(ccf.Item)
+			return &RefusedError{Op: "create", Key: d.Key(), Reason: ErrExists, Current: cur}
+		}
+		return fmt.Errorf("ledger: create %s: %w", d.Key(), err)
+	}
+	l.count(out.ConsumedCapacity)
+	return nil
+}
+
+// Get reads a delivery with a strongly consistent read.
+func (l *Ledger) Get(ctx context.Context, key message.DeliveryKey) (Delivery, error) {
+	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(l.cfg.Table),
+		Key:            keyAttrs(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Delivery{}, fmt.Errorf("ledger: get %s: %w", key, err)
+	}
+	if len(out.Item) == 0 {
+		return Delivery{}, &RefusedError{Op: "get", Key: key, Reason: ErrNotFound}
+	}
+	return fromItem(out.Item)
+}
+
+// Claim is a request to start a delivery attempt.
+type Claim struct {
+	Key message.DeliveryKey
+	// Token identifies this attempt; later writes must present it.
+	Token string
+	// LeaseUntil is when the claim lapses if this consumer dies.
+	LeaseUntil time.Time
+	// DueBy is the latest dueAt that may be claimed now (now plus the
+	// consumer's early tolerance).
+	DueBy time.Time
+	// Attempt is the delivery attempt number, for the history.
+	Attempt int
+}
+
+// Claim moves a delivery to sending under a lease and returns it as it now
+// is. It succeeds from pending, queued, retrying or dead (a redrive), or
+// from sending whose lease has lapsed, and only if the delivery is due by
+// c.DueBy and not expired. Otherwise it returns a *RefusedError with reason
+// ErrAlreadySent, ErrFinished, ErrLeased, ErrExpired, ErrNotDue or
+// ErrNotFound, and the delivery as it was.
+func (l *Ledger) Claim(ctx context.Context, c Claim) (Delivery, error) {
+	if c.Token == "" {
+		return Delivery{}, errors.New("ledger: claim without a token")
+	}
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("claim", c.Key, now)
+	u.set("#status", ":sending", StatusSending)
+	u.set("claimToken", ":token", c.Token)
+	u.set("leaseUntil", ":lease", Format(c.LeaseUntil))
+	u.add("attempts", ":one", 1)
+	u.history(Delivery{}, Entry{Status: StatusSending, Attempt: c.Attempt})
+	u.values[":pending"], u.values[":queued"], u.values[":retrying"], u.values[":dead"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying), sv(StatusDead)
+	u.values[":dueBy"] = sv(Format(c.DueBy))
+	u.cond = "attribute_exists(PK) AND (#status IN (:pending, :queued, :retrying, :dead) OR (#status = :sending AND leaseUntil < :now)) AND dueAt <= :dueBy AND expiresAt > :now"
+	return l.write(ctx, u, func(old Delivery) error {
+		switch {
+		case old.Status == StatusSent:
+			return ErrAlreadySent
+		case old.Status == StatusCancelled || old.Status == StatusExpired:
+			return ErrFinished
+		case !old.ExpiresAt.After(now):
+			return ErrExpired
+		case old.Status == StatusSending && !old.LeaseUntil.Before(now):
+			return ErrLeased
+		case old.DueAt.After(c.DueBy):
+			return ErrNotDue
+		}
+		return fmt.Errorf("unexpected state %q", old.Status)
+	})
+}
+
+// Complete records that the provider accepted the claimed delivery d. It
+// refuses with ErrAlreadySent if another attempt recorded the send first,
+// or ErrLeaseLost if d's lease is no longer held.
+func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("complete", d.Key(), now)
+	u.set("#status", ":sent", StatusSent)
+	u.set("sentAt", ":now", nil)
+	u.set("receipt", ":receipt", receipt)
+	u.terminal(now)
+	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: clip(receipt, 80)})
+	u.holdsLease(d)
+	return l.write(ctx, u, leaseRefusal)
+}
+
+// Failure describes a failed attempt.
+type Failure struct {
+	// Class is the error class (failure.Class…).
+	Class string
+	// Message is a short description, free of recipient data.
+	Message string
+	// NextAttemptAt is when the retry is expected, for Retry.
+	NextAttemptAt time.Time
+}
+
+// Retry records a transient failure of the claimed delivery d: it moves to
+// retrying, releasing the lease.
+func (l *Ledger) Retry(ctx context.Context, d Delivery, f Failure) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("retry", d.Key(), now)
+	u.set("#status", ":retrying", StatusRetrying)
+	u.set("lastErrorClass", ":class", f.Class)
+	u.set("lastError", ":error", clip(f.Message, 500))
+	u.set("nextAttemptAt", ":next", Format(f.NextAttemptAt))
+	u.remove("claimToken", "leaseUntil")
+	u.history(d, Entry{Status: StatusRetrying, Attempt: d.Attempts, Class: f.Class, Note: "next " + Format(f.NextAttemptAt)})
+	u.holdsLease(d)
+	return l.write(ctx, u, leaseRefusal)
+}
+
+// DeadLetter records that d will not be retried. d is either the claimed
+// delivery (its token proves the lease) or a delivery this consumer did not
+// claim, which must then not be in flight elsewhere. It refuses with
+// ErrAlreadySent, ErrFinished or ErrLeased.
+func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("dead-letter", d.Key(), now)
+	u.set("#status", ":dead", StatusDead)
+	u.set("lastErrorClass", ":class", f.Class)
+	u.set("lastError", ":error", clip(f.Message, 500))
+	u.terminal(now)
+	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: clip(f.Message, 120)})
+	u.live(d)
+	return l.write(ctx, u, liveRefusal(now))
+}
+
+// Expire records that d passed its expiresAt unsent. Like DeadLetter, d is
+// the claimed delivery or one not in flight elsewhere.
+func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("expire", d.Key(), now)
+	u.set("#status", ":expired", StatusExpired)
+	u.terminal(now)
+	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+	u.history(d, Entry{Status: StatusExpired, Attempt: d.Attempts, Note: "expiresAt " + Format(d.ExpiresAt)})
+	u.live(d)
+	return l.write(ctx, u, liveRefusal(now))
+}
+
+// Release hands a delivery that is not yet due back to the calendar: it
+// becomes pending again, to be enqueued when due. It refuses with
+// ErrNotReleasable unless the delivery is pending, queued or retrying.
+func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, note string) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("release", key, now)
+	u.set("#status", ":pending", StatusPending)
+	u.history(Delivery{}, Entry{Status: StatusPending, Note: clip(note, 120)})
+	u.values[":queued"], u.values[":retrying"] = sv(StatusQueued), sv(StatusRetrying)
+	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying)"
+	return l.write(ctx, u, func(old Delivery) error {
+		if old.Status == StatusSent {
+			return ErrAlreadySent
+		}
+		return ErrNotReleasable
+	})
+}
+
+func leaseRefusal(old Delivery) error {
+	if old.Status == StatusSent {
+		return ErrAlreadySent
+	}
+	return ErrLeaseLost
+}
+
+func liveRefusal(now time.Time) func(Delivery) error {
+	return func(old Delivery) error {
+		switch {
+		case old.Status == StatusSent:
+			return ErrAlreadySent
+		case old.Status.Terminal():
+			return ErrFinished
+		case old.Status == StatusSending:
+			return ErrLeased
+		}
+		return fmt.Errorf("unexpected state %q", old.Status)
+	}
+}
+
+// update builds one conditional UpdateItem.
+type update struct {
+	op      string
+	key     message.DeliveryKey
+	sets    []string
+	adds    []string
+	removes []string
+	cond    string
+	names   map[string]string
+	values  map[string]types.AttributeValue
+	limit   int
+	ttl     time.Duration
+	now     time.Time
+}
+
+func (l *Ledger) newUpdate(op string, key message.DeliveryKey, now time.Time) *update {
+	u := &update{
+		op: op, key: key, limit: l.cfg.HistoryLimit, ttl: l.cfg.Retention, now: now,
+		names:  map[string]string{"#status": "status"},
+		values: map[string]types.AttributeValue{":now": sv(Format(now))},
+	}
+	u.sets = append(u.sets, "updatedAt = :now")
+	return u
+}
+
+func (u *update) set(attr, placeholder string, v any) {
+	u.sets = append(u.sets, attr+" = "+placeholder)
+	if v != nil {
+		u.values[placeholder] = av(v)
+	}
+}
+
+func (u *update) add(attr, placeholder string, v any) {
+	u.adds = append(u.adds, attr+" "+placeholder)
+	u.values[placeholder] = av(v)
+}
+
+func (u *update) remove(attrs ...string) { u.removes = append(u.removes, attrs...) }
+
+// terminal sets the TTL and takes the delivery out of the due index.
+func (u *update) terminal(now time.Time) {
+	u.set(attrTTL, ":ttl", now.Add(u.ttl).Unix())
+	u.remove(attrDueShard, attrDueSort)
+}
+
+// history appends e. When d is a delivery this consumer claimed (it has a
+// token and its history), the list is rewritten to the last limit entries;
+// the lease condition guarantees no one else changed it meanwhile.
+func (u *update) history(d Delivery, e Entry) {
+	e.At = Format(u.now)
+	if d.ClaimToken != "" && len(d.History)+1 > u.limit {
+		kept := append(append([]Entry{}, d.History[len(d.History)-(u.limit-1):]...), e)
+		u.set("history", ":history", kept)
+		return
+	}
+	u.sets = append(u.sets, "history = list_append(if_not_exists(history, :noHistory), :entry)")
+	u.values[":noHistory"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	u.values[":entry"] = av([]Entry{e})
+}
+
+// holdsLease requires d's claim to be current.
+func (u *update) holdsLease(d Delivery) {
+	u.values[":sending"] = sv(StatusSending)
+	u.values[":token"] = sv(d.ClaimToken)
+	u.cond = "#status = :sending AND claimToken = :token"
+}
+
+// live requires the delivery to be unfinished and not in flight elsewhere.
+func (u *update) live(d Delivery) {
+	token := d.ClaimToken
+	if token == "" {
+		token = "-" // matches no claim
+	}
+	for _, s := range []Status{StatusSent, StatusDead, StatusExpired, StatusCancelled, StatusSending} {
+		u.values[":"+string(s)] = sv(s)
+	}
+	u.values[":token"] = sv(token)
+	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled)) AND (#status <> :sending OR claimToken = :token OR leaseUntil < :now)"
+}
+
+func (l *Ledger) write(ctx context.Context, u *update, refusal func(old Delivery) error) (Delivery, error) {
+	expr := "SET " + strings.Join(u.sets, ", ")
+	if len(u.adds) > 0 {
+		expr += " ADD " + strings.Join(u.adds, ", ")
+	}
+	if len(u.removes) > 0 {
+		expr += " REMOVE " + strings.Join(u.removes, ", ")
+	}
+	out, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(l.cfg.Table),
+		Key:                                 keyAttrs(u.key),
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String(u.cond),
+		ExpressionAttributeNames:            maps.Clone(u.names),
+		ExpressionAttributeValues:           u.values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return Delivery{}, fmt.Errorf("ledger: %s %s: %w", u.op, u.key, err)
+		}
+		if len(ccf.Item) == 0 {
+			return Delivery{}, &RefusedError{Op: u.op, Key: u.key, Reason: ErrNotFound}
+		}
+		old, perr := fromItem(ccf.Item)
+		if perr != nil {
+			return Delivery{}, perr
+		}
+		return Delivery{}, &RefusedError{Op: u.op, Key: u.key, Reason: refusal(old), Current: old}
+	}
+	l.count(out.ConsumedCapacity)
+	return fromItem(out.Attributes)
+}
+
+func sv[T ~string](s T) types.AttributeValue { return &types.AttributeValueMemberS{Value: string(s)} }
+
+func av(v any) types.AttributeValue {
+	a, err := attributevalue.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("ledger: cannot marshal %T: %v", v, err)) // only fixed internal types reach here
+	}
+	return a
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,201 @@
+package standin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Service is a running stand-in.
+type Service struct {
+	// Name is "dynamodb", "sqs" or "lambda".
+	Name string
+	// Endpoint is its base URL on loopback.
+	Endpoint string
+	// Port is its port.
+	Port int
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Options for starting a service.
+type Options struct {
+	// Log receives the service's output. Default: a file in the stand-in
+	// folder (dir/logs/<name>-<port>.log).
+	Log io.Writer
+	// Env is added to the service's environment.
+	Env []string
+}
+
+// start runs cmd in its own process group, killed if this process dies, and
+// waits until ready succeeds.
+func start(ctx context.Context, dir, name string, port int, opts Options, ready func(context.Context) error, argv ...string) (*Service, error) {
+	log := opts.Log
+	if log == nil {
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.Create(filepath.Join(dir, "logs", fmt.Sprintf("%s-%d.log", name, port)))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the child keeps its own descriptor
+		log = f
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("standin: start %s: %w", name, err)
+	}
+	s := &Service{Name: name, Port: port, Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := ready(rctx)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("standin: %s exited while starting (see its log in %s/logs)", name, dir)
+		case <-ctx.Done():
+			s.Stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("standin: %s not ready on port %d after 60s: %v", name, port, err)
+		}
+	}
+}
+
+// Stop stops the service and its children, politely then firmly.
+func (s *Service) Stop() {
+	if s == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+// Pid returns the service's process id.
+func (s *Service) Pid() int { return s.cmd.Process.Pid }
+
+// StartDynamoDB starts DynamoDB Local, in memory, on a free port.
+func StartDynamoDB(ctx context.Context, dir string, opts Options) (*Service, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	emu := dynamoDir(dir)
+	return start(ctx, dir, "dynamodb", port, opts, httpReady(port, 400),
+		"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m",
+		"-Djava.library.path="+filepath.Join(emu, "DynamoDBLocal_lib"),
+		"-jar", DynamoDBJar(dir), "-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
+}
+
+// StartSQS starts the fauxqs SQS emulator on a free port.
+func StartSQS(ctx context.Context, dir string, opts Options) (*Service, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	opts.Env = append(opts.Env, "FAUXQS_PORT="+strconv.Itoa(port), "FAUXQS_HOST=127.0.0.1", "FAUXQS_LOGGER=false", "NODE_NO_WARNINGS=1")
+	return start(ctx, dir, "sqs", port, opts, httpReady(port, 0), NodeBinary(dir), FauxqsCLI(dir))
+}
+
+// Lambda is a function running under the runtime interface emulator.
+type Lambda struct {
+	*Service
+}
+
+// StartLambda runs the bootstrap binary under the runtime interface
+// emulator on a free port, with env added to its environment. The
+// emulator runs one invocation at a time.
+func StartLambda(ctx context.Context, dir, bootstrap string, opts Options) (*Lambda, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	apiPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("standin: bootstrap %s not found; build it first (make build-local)", bootstrap)
+	}
+	s, err := start(ctx, dir, "lambda", port, opts, tcpReady(port),
+		RIEBinary(dir), "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(port),
+		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(apiPort), abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Lambda{Service: s}, nil
+}
+
+// InvokeURL is where events are POSTed.
+func (l *Lambda) InvokeURL() string {
+	return l.Endpoint + "/2015-03-31/functions/function/invocations"
+}
+
+func httpReady(port, wantStatus int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if wantStatus != 0 && resp.StatusCode != wantStatus {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+func tcpReady(port int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// ErrNotConfigured is returned by FromEnv when no stand-in endpoints are set.
+var ErrNotConfigured = errors.New("standin: AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS are not set; run the tests with `make test`, which starts the stand-ins")

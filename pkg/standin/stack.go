@@ -1,0 +1,72 @@
+package standin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+)
+
+// Stack is DynamoDB Local and fauxqs running together.
+type Stack struct {
+	Dir      string
+	DynamoDB *Service
+	SQS      *Service
+}
+
+// Up installs what is missing and starts DynamoDB Local and fauxqs.
+func Up(ctx context.Context, dir string, log io.Writer) (*Stack, error) {
+	if err := Install(ctx, dir, log); err != nil {
+		return nil, err
+	}
+	s := &Stack{Dir: dir}
+	type result struct {
+		svc *Service
+		err error
+	}
+	ddb, sqs := make(chan result, 1), make(chan result, 1)
+	go func() { svc, err := StartDynamoDB(ctx, dir, Options{}); ddb <- result{svc, err} }()
+	go func() { svc, err := StartSQS(ctx, dir, Options{}); sqs <- result{svc, err} }()
+	d, q := <-ddb, <-sqs
+	s.DynamoDB, s.SQS = d.svc, q.svc
+	if d.err != nil || q.err != nil {
+		s.Stop()
+		if d.err != nil {
+			return nil, d.err
+		}
+		return nil, q.err
+	}
+	fmt.Fprintf(log, "standin: DynamoDB Local on %s (pid %d), fauxqs on %s (pid %d)\n", s.DynamoDB.Endpoint, s.DynamoDB.Pid(), s.SQS.Endpoint, s.SQS.Pid())
+	return s, nil
+}
+
+// Env returns the environment that points the AWS SDK (and Nudge's tests)
+// at the stand-ins, with static test credentials.
+func (s *Stack) Env() []string {
+	return []string{
+		"AWS_ENDPOINT_URL_DYNAMODB=" + s.DynamoDB.Endpoint,
+		"AWS_ENDPOINT_URL_SQS=" + s.SQS.Endpoint,
+		"AWS_ACCESS_KEY_ID=local",
+		"AWS_SECRET_ACCESS_KEY=local",
+		"AWS_SESSION_TOKEN=",
+		"AWS_REGION=us-east-1",
+		"AWS_PROFILE=",
+		"AWS_CONFIG_FILE=/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_EC2_METADATA_DISABLED=true",
+		"NUDGE_RIE=" + RIEBinary(s.Dir),
+		"NUDGE_LOCAL_DIR=" + s.Dir,
+	}
+}
+
+// Stop stops both services.
+func (s *Stack) Stop() {
+	if s == nil {
+		return
+	}
+	s.DynamoDB.Stop()
+	s.SQS.Stop()
+}
+
+// LogDir is where the services write their output.
+func (s *Stack) LogDir() string { return filepath.Join(s.Dir, "logs") }

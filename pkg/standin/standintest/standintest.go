@@ -1,0 +1,108 @@
+// Package standintest gives tests AWS clients pointed at the local
+// stand-ins that `make test` starts, and fresh tables and queues per test.
+//
+// Without the stand-ins (AWS_ENDPOINT_URL_DYNAMODB / _SQS unset) a test is
+// skipped, unless CI or NUDGE_REQUIRE_STANDINS is set, where it fails: the
+// integration tests must never silently not run there. Tests never reach
+// real AWS: without a local endpoint they do not run at all.
+package standintest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/standin"
+)
+
+// AWSConfig returns an SDK config for the stand-ins, or skips (fails under
+// CI) when they are not running.
+func AWSConfig(t testing.TB) aws.Config {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" || os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
+		if os.Getenv("CI") != "" || os.Getenv("NUDGE_REQUIRE_STANDINS") != "" {
+			t.Fatal(standin.ErrNotConfigured)
+		}
+		t.Skip(standin.ErrNotConfigured)
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(),
+		config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Name returns a unique resource name with the given prefix.
+func Name(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "-" + time.Now().UTC().Format("150405") + "-" + hex.EncodeToString(b)
+}
+
+// Table creates a fresh ledger table, deleted when the test ends.
+func Table(t testing.TB, db *dynamodb.Client) string {
+	t.Helper()
+	name := Name("nudge-ledger")
+	ctx := context.Background()
+	if err := ledger.CreateTable(ctx, db, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	return name
+}
+
+// Queues are a work queue and its DLQ.
+type Queues struct {
+	WorkURL, WorkARN, DLQURL, DLQARN string
+}
+
+// QueuePair creates a work queue whose redrive policy moves a message to a
+// fresh DLQ after maxReceiveCount receives, both deleted when the test ends.
+func QueuePair(t testing.TB, client *sqs.Client, visibility time.Duration, maxReceiveCount int) Queues {
+	t.Helper()
+	base := Name("nudge")
+	var q Queues
+	q.DLQURL, q.DLQARN = createQueue(t, client, base+"-dlq", map[string]string{"MessageRetentionPeriod": "1209600"})
+	q.WorkURL, q.WorkARN = createQueue(t, client, base+"-work", map[string]string{
+		"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
+		"RedrivePolicy":     `{"deadLetterTargetArn":"` + q.DLQARN + `","maxReceiveCount":"` + strconv.Itoa(maxReceiveCount) + `"}`,
+	})
+	return q
+}
+
+func createQueue(t testing.TB, client *sqs.Client, name string, attrs map[string]string) (url, arn string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	url = aws.ToString(out.QueueUrl)
+	t.Cleanup(func() { _, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatalf("queue %s attributes: %v", name, err)
+	}
+	arn = a.Attributes[string(types.QueueAttributeNameQueueArn)]
+	if !strings.HasPrefix(arn, "arn:") {
+		t.Fatalf("queue %s has no ARN: %q", name, arn)
+	}
+	return url, arn
+}
+
