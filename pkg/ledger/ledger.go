@@ -351,7 +351,8 @@ func (u *update) remove(attrs ...string) { u.removes = append(u.removes, attrs..
 
 // terminal sets the TTL and takes the delivery out of the due index.
 func (u *update) terminal(now time.Time) {
-	u.set(attrTTL, ":ttl", now.Add(u.ttl).Unix())
+	u.names["#ttl"] = attrTTL // a reserved word
+	u.set("#ttl", ":ttl", now.Add(u.ttl).Unix())
 	u.remove(attrDueShard, attrDueSort)
 }
 

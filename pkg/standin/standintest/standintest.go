@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/standin"
 )
@@ -39,6 +40,7 @@ func AWSConfig(t testing.TB) aws.Config {
 		t.Skip(standin.ErrNotConfigured)
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background(),
+		config.WithRetryMaxAttempts(5),
 		config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
 	)
@@ -63,7 +65,9 @@ func Table(t testing.TB, db *dynamodb.Client) string {
 	if err := ledger.CreateTable(ctx, db, name); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
 	return name
 }
 
@@ -94,7 +98,9 @@ func createQueue(t testing.TB, client *sqs.Client, name string, attrs map[string
 		t.Fatalf("create queue %s: %v", name, err)
 	}
 	url = aws.ToString(out.QueueUrl)
-	t.Cleanup(func() { _, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}) })
+	t.Cleanup(func() {
+		_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+	})
 	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 	if err != nil {
 		t.Fatalf("queue %s attributes: %v", name, err)
@@ -106,3 +112,8 @@ func createQueue(t testing.TB, client *sqs.Client, name string, attrs map[string
 	return url, arn
 }
 
+// DynamoDB returns a DynamoDB client for the stand-in.
+func DynamoDB(t testing.TB) *dynamodb.Client { return awsclient.DynamoDB(AWSConfig(t)) }
+
+// SQS returns an SQS client for the stand-in.
+func SQS(t testing.TB) *sqs.Client { return awsclient.SQS(AWSConfig(t)) }

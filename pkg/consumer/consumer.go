@@ -1,0 +1,438 @@
+package consumer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/heartbeat"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/metrics"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/retry"
+)
+
+// MaxDelaySeconds is the longest delay SQS gives a message at send time.
+const MaxDelaySeconds = 900
+
+// Ledger is the part of the delivery ledger the consumer uses.
+type Ledger interface {
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	Complete(ctx context.Context, d ledger.Delivery, receipt string) (ledger.Delivery, error)
+	Retry(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+}
+
+var _ Ledger = (*ledger.Ledger)(nil)
+
+// SenderAPI is the part of the SQS client the consumer uses: dead-lettering
+// and re-publishing deferred messages.
+type SenderAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ SenderAPI = (*sqs.Client)(nil)
+
+// Message attributes on a message the consumer dead-letters.
+const (
+	AttrErrorClass      = "nudge-error-class"
+	AttrReason          = "nudge-reason"
+	AttrAttempts        = "nudge-attempts"
+	AttrSourceMessageID = "nudge-source-message-id"
+	AttrDeliveryKey     = "nudge-delivery-key"
+)
+
+// Metric names.
+const (
+	MetricReceived     = "Received"
+	MetricSent         = "Sent"
+	MetricDuplicate    = "Duplicate"
+	MetricDeferred     = "Deferred"
+	MetricRetried      = "Retried"
+	MetricDeadLettered = "DeadLettered"
+	MetricExpired      = "Expired"
+	MetricLate         = "Late"
+	MetricUnstarted    = "Unstarted"
+	MetricDueToSent    = "DueToSentSeconds"
+)
+
+// Config configures a Consumer.
+type Config struct {
+	// Ledger is the delivery ledger. Required.
+	Ledger Ledger
+	// Providers maps a message's provider name to its Provider. Required.
+	Providers map[string]provider.Provider
+	// Queue sends dead letters and deferred messages. Required.
+	Queue SenderAPI
+	// QueueURL is the work queue, where deferred messages are re-published.
+	// Required.
+	QueueURL string
+	// DLQURL is the dead-letter queue. Required.
+	DLQURL string
+	// MaxAttempts is the attempt budget: a transient failure on this attempt
+	// is dead-lettered with its reason. Default 5.
+	MaxAttempts int
+	// MaxReceiveCount is the work queue's redrive maxReceiveCount, if known;
+	// MaxAttempts may not exceed it, or the queue would move a message to
+	// the DLQ silently before the consumer records why.
+	MaxReceiveCount int
+	// Backoff is the retry policy. Default retry.New(retry.Config{}).
+	Backoff *retry.Backoff
+	// Classifier classifies provider and AWS errors. Default failure.Default.
+	Classifier failure.Chain
+	// EarlyTolerance is how early a message may arrive and still be sent.
+	// Default 2s.
+	EarlyTolerance time.Duration
+	// LateAfter is how late a send may be before it counts as Late.
+	// Default 60s.
+	LateAfter time.Duration
+	// Lease is the claim's lease when the context has no deadline; with a
+	// deadline the lease ends 5s after it. Default 5m.
+	Lease time.Duration
+	// Heartbeat extends visibility of long sends. Nil disables it.
+	Heartbeat *heartbeat.Heartbeat
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+	// Logger receives one line per transition. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics records counters. Nil records none.
+	Metrics *metrics.Recorder
+	// NewToken makes claim tokens. Default: 128 random bits in hex.
+	NewToken func() string
+}
+
+// Consumer handles delivery records. It implements batch.Handler.
+type Consumer struct{ cfg Config }
+
+// New validates cfg, applies defaults and returns a Consumer.
+func New(cfg Config) (*Consumer, error) {
+	switch {
+	case cfg.Ledger == nil:
+		return nil, errors.New("consumer: Ledger is nil")
+	case len(cfg.Providers) == 0:
+		return nil, errors.New("consumer: no providers configured; configure at least one (NUDGE_WEBHOOK_URL)")
+	case cfg.Queue == nil:
+		return nil, errors.New("consumer: Queue (SQS client) is nil")
+	case cfg.QueueURL == "":
+		return nil, errors.New("consumer: work queue URL is empty; set NUDGE_QUEUE_URL")
+	case cfg.DLQURL == "":
+		return nil, errors.New("consumer: dead-letter queue URL is empty; set NUDGE_DLQ_URL")
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.MaxAttempts < 1 {
+		return nil, fmt.Errorf("consumer: attempt budget %d is below 1", cfg.MaxAttempts)
+	}
+	if cfg.MaxReceiveCount > 0 && cfg.MaxAttempts > cfg.MaxReceiveCount {
+		return nil, fmt.Errorf("consumer: attempt budget %d exceeds the queue's maxReceiveCount %d; lower the budget or raise maxReceiveCount, or SQS moves messages to the DLQ without a recorded reason", cfg.MaxAttempts, cfg.MaxReceiveCount)
+	}
+	if cfg.Backoff == nil {
+		b, err := retry.New(retry.Config{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Backoff = b
+	}
+	if cfg.Classifier == nil {
+		cfg.Classifier = failure.Default
+	}
+	if cfg.EarlyTolerance == 0 {
+		cfg.EarlyTolerance = 2 * time.Second
+	}
+	if cfg.LateAfter == 0 {
+		cfg.LateAfter = time.Minute
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 5 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NewToken == nil {
+		cfg.NewToken = randomToken
+	}
+	return &Consumer{cfg: cfg}, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// record is the state of one record's handling, for logs.
+type record struct {
+	rec     events.SQSMessage
+	attempt int
+	log     *slog.Logger
+}
+
+// Handle processes one SQS record. It returns nil when the record may be
+// deleted (sent, duplicate, expired, deferred, or dead-lettered with its
+// reason recorded) and an error, usually carrying a retry delay, otherwise.
+func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
+	c.cfg.Metrics.Add(MetricReceived, 1)
+	r := &record{rec: rec, attempt: receiveCount(rec)}
+	r.log = c.cfg.Logger.With("messageId", rec.MessageId, "attempt", r.attempt)
+
+	msg, err := message.Decode([]byte(rec.Body))
+	if err != nil {
+		return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
+	}
+	key := msg.Key()
+	r.log = r.log.With("deliveryKey", key.String())
+	now := c.cfg.Clock.Now()
+	if msg.DueAt.After(now.Add(c.cfg.EarlyTolerance)) {
+		return c.deferUntil(ctx, r, msg, msg.DueAt)
+	}
+	prov, ok := c.cfg.Providers[msg.Provider]
+	if !ok {
+		return c.deadLetter(ctx, r, &ledger.Delivery{ReminderID: key.ReminderID, Channel: key.Channel, Provider: key.Provider},
+			failure.ClassConfig, fmt.Sprintf("no provider %q is configured in this consumer", msg.Provider))
+	}
+
+	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
+		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
+		DueBy: now.Add(c.cfg.EarlyTolerance), Attempt: r.attempt,
+	})
+	if err != nil {
+		return c.refusedClaim(ctx, r, msg, err)
+	}
+	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
+		c.cfg.Metrics.Add(MetricLate, 1)
+		r.log = r.log.With("lateBy", late.Round(time.Second).String())
+	}
+
+	sendCtx, stop := ctx, func() {}
+	if c.cfg.Heartbeat != nil && rec.ReceiptHandle != "" {
+		sendCtx, stop = c.cfg.Heartbeat.Start(ctx, c.cfg.QueueURL, rec.ReceiptHandle)
+	}
+	receipt, sendErr := prov.Send(sendCtx, provider.Request{
+		DeliveryKey: key.String(), ReminderID: d.ReminderID, Channel: d.Channel,
+		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempt,
+	}, key.String())
+	stop()
+	if sendErr == nil {
+		return c.complete(ctx, r, d, receipt)
+	}
+	return c.failed(ctx, r, d, sendErr)
+}
+
+func (c *Consumer) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl.Add(5 * time.Second)
+	}
+	return now.Add(c.cfg.Lease)
+}
+
+// refusedClaim acts on a claim the ledger refused.
+func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Message, err error) error {
+	var re *ledger.RefusedError
+	if !errors.As(err, &re) {
+		o := c.cfg.Classifier.Classify(err)
+		delay := c.cfg.Backoff.Delay(r.attempt, o.RetryAfter)
+		c.transition(r, "retry", "errorClass", o.Class, "next", delay.String(), "error", err.Error())
+		c.cfg.Metrics.Add(MetricRetried, 1)
+		return failure.Retryable(failure.WithClass(err, o.Class), delay)
+	}
+	cur := re.Current
+	switch {
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished):
+		c.cfg.Metrics.Add(MetricDuplicate, 1)
+		c.transition(r, "duplicate", "status", string(cur.Status))
+		return nil
+	case errors.Is(err, ledger.ErrNotDue):
+		return c.deferUntil(ctx, r, msg, cur.DueAt)
+	case errors.Is(err, ledger.ErrExpired):
+		if _, err := c.cfg.Ledger.Expire(ctx, cur); err != nil && !isSettled(err) {
+			return failure.Retryable(err, 0)
+		}
+		c.cfg.Metrics.Add(MetricExpired, 1)
+		c.transition(r, "expired", "expiresAt", ledger.Format(cur.ExpiresAt))
+		return nil
+	case errors.Is(err, ledger.ErrLeased):
+		wait := max(cur.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second)
+		c.transition(r, "leased", "next", wait.Round(time.Second).String())
+		return failure.Retryable(err, wait.Round(time.Second))
+	case errors.Is(err, ledger.ErrNotFound):
+		return c.deadLetter(ctx, r, nil, failure.ClassNotFound, "no delivery "+re.Key.String()+" in the ledger")
+	}
+	return failure.Retryable(err, 0)
+}
+
+// isSettled reports whether a refused write means someone else already
+// brought the delivery to an end.
+func isSettled(err error) bool {
+	return errors.Is(err, ledger.ErrAlreadySent) || errors.Is(err, ledger.ErrFinished)
+}
+
+func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, receipt provider.Receipt) error {
+	_, err := c.cfg.Ledger.Complete(ctx, d, receipt.ID)
+	switch {
+	case err == nil:
+		c.cfg.Metrics.Add(MetricSent, 1)
+		c.cfg.Metrics.Observe(MetricDueToSent, c.cfg.Clock.Now().Sub(d.DueAt).Seconds())
+		c.transition(r, "sent")
+		return nil
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrLeaseLost):
+		// Another attempt holds or finished the delivery; it sends with the
+		// same idempotency key, so this copy of the message is done.
+		c.cfg.Metrics.Add(MetricDuplicate, 1)
+		c.transition(r, "duplicate", "reason", err.Error())
+		return nil
+	}
+	// The provider accepted but the ledger did not record it: retry. The
+	// retry sends the same idempotency key, so the provider deduplicates.
+	c.transition(r, "retry", "errorClass", failure.ClassAWS, "error", err.Error())
+	c.cfg.Metrics.Add(MetricRetried, 1)
+	return failure.Ambiguous(err)
+}
+
+func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sendErr error) error {
+	o := c.cfg.Classifier.Classify(sendErr)
+	if o.Kind == failure.KindPermanent {
+		return c.deadLetter(ctx, r, &d, o.Class, sendErr.Error())
+	}
+	if r.attempt >= c.cfg.MaxAttempts {
+		return c.deadLetter(ctx, r, &d, failure.ClassExhausted,
+			fmt.Sprintf("attempts exhausted (%d of %d); last failure %s: %v", r.attempt, c.cfg.MaxAttempts, o.Class, sendErr))
+	}
+	delay := c.cfg.Backoff.Delay(r.attempt, o.RetryAfter)
+	next := c.cfg.Clock.Now().Add(delay)
+	if _, err := c.cfg.Ledger.Retry(ctx, d, ledger.Failure{Class: o.Class, Message: sendErr.Error(), NextAttemptAt: next}); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
+		if isSettled(err) {
+			c.transition(r, "duplicate", "reason", err.Error())
+			return nil
+		}
+		r.log.Warn("could not record the retry in the ledger; the message is retried anyway", "error", err.Error())
+	}
+	c.cfg.Metrics.Add(MetricRetried, 1)
+	c.transition(r, "retry", "kind", o.Kind.String(), "errorClass", o.Class, "next", delay.String(), "error", sendErr.Error())
+	return &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}
+}
+
+// deadLetter sends the original body to the DLQ with the reason, then
+// records it in the ledger (when d is known), and acknowledges. If either
+// step fails, the record is retried: nothing is lost, at worst the DLQ gets
+// the message twice.
+func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class, reason string) error {
+	attrs := map[string]sqstypes.MessageAttributeValue{
+		AttrErrorClass:      strAttr(class),
+		AttrReason:          strAttr(clip(reason, 256)),
+		AttrAttempts:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.attempt))},
+		AttrSourceMessageID: strAttr(r.rec.MessageId),
+	}
+	if d != nil {
+		attrs[AttrDeliveryKey] = strAttr(d.Key().String())
+	}
+	body := r.rec.Body
+	if body == "" {
+		body = "(empty body)" // SQS refuses empty bodies
+	}
+	if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(c.cfg.DLQURL), MessageBody: aws.String(body), MessageAttributes: attrs,
+	}); err != nil {
+		r.log.Error("could not dead-letter; the message stays on the work queue", "errorClass", class, "error", err.Error())
+		return failure.Retryable(err, 0)
+	}
+	if d != nil {
+		if _, err := c.cfg.Ledger.DeadLetter(ctx, *d, ledger.Failure{Class: class, Message: reason}); err != nil && !isSettled(err) && !errors.Is(err, ledger.ErrLeased) && !errors.Is(err, ledger.ErrNotFound) {
+			r.log.Error("dead-lettered, but the ledger write failed; retrying", "error", err.Error())
+			return failure.Retryable(err, 0)
+		}
+	}
+	c.cfg.Metrics.Add(MetricDeadLettered, 1)
+	c.transition(r, "dead", "errorClass", class, "reason", clip(reason, 256))
+	return nil
+}
+
+// deferUntil handles a message that arrived before dueAt, without spending
+// a receive: re-published with a delay when due within 15 minutes (FIFO
+// queues, which have no per-message delay, get a visibility delay instead),
+// otherwise handed back to the calendar.
+func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Message, dueAt time.Time) error {
+	wait := dueAt.Sub(c.cfg.Clock.Now())
+	secs := int32((wait + time.Second - 1) / time.Second)
+	if r.rec.Attributes["MessageGroupId"] != "" && wait <= 12*time.Hour {
+		c.cfg.Metrics.Add(MetricDeferred, 1)
+		c.transition(r, "deferred", "next", wait.Round(time.Second).String(), "via", "visibility")
+		return failure.Retryable(errors.New("not yet due"), time.Duration(secs)*time.Second)
+	}
+	if secs <= MaxDelaySeconds {
+		msg.DueAt = dueAt
+		body, err := message.Encode(msg)
+		if err != nil {
+			return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
+		}
+		if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl: aws.String(c.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: secs,
+		}); err != nil {
+			return failure.Retryable(err, 0)
+		}
+		c.cfg.Metrics.Add(MetricDeferred, 1)
+		c.transition(r, "deferred", "next", (time.Duration(secs) * time.Second).String(), "via", "republish")
+		return nil
+	}
+	_, err := c.cfg.Ledger.Release(ctx, msg.Key(), "released: due "+ledger.Format(dueAt))
+	switch {
+	case err == nil:
+	case isSettled(err), errors.Is(err, ledger.ErrNotReleasable):
+		c.transition(r, "duplicate", "reason", err.Error())
+		return nil
+	case errors.Is(err, ledger.ErrNotFound):
+		return c.deadLetter(ctx, r, nil, failure.ClassNotFound, "no delivery "+msg.Key().String()+" in the ledger")
+	default:
+		return failure.Retryable(err, 0)
+	}
+	c.cfg.Metrics.Add(MetricDeferred, 1)
+	c.transition(r, "deferred", "next", wait.Round(time.Second).String(), "via", "calendar")
+	return nil
+}
+
+func (c *Consumer) transition(r *record, outcome string, kv ...any) {
+	r.log.Info("transition", append([]any{"outcome", outcome}, kv...)...)
+}
+
+func receiveCount(rec events.SQSMessage) int {
+	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+func strAttr(s string) sqstypes.MessageAttributeValue {
+	if s == "" {
+		s = "-"
+	}
+	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

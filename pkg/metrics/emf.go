@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Namespace is the CloudWatch namespace of Nudge's metrics.
+const Namespace = "Nudge"
+
+// maxValues is the most values one EMF document may carry per metric.
+const maxValues = 100
+
+// Recorder accumulates metrics until Flush. It is safe for concurrent use.
+// A nil *Recorder records nothing.
+type Recorder struct {
+	dims map[string]string
+
+	mu     sync.Mutex
+	counts map[string]float64
+	values map[string][]float64
+}
+
+// New returns a Recorder whose metrics carry the given dimensions, such as
+// {"Function": "consumer"}.
+func New(dims map[string]string) *Recorder {
+	return &Recorder{dims: dims}
+}
+
+// Add adds n to the counter name.
+func (r *Recorder) Add(name string, n float64) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[string]float64{}
+	}
+	r.counts[name] += n
+}
+
+// Observe records one value (seconds) of the timing name.
+func (r *Recorder) Observe(name string, v float64) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.values == nil {
+		r.values = map[string][]float64{}
+	}
+	if len(r.values[name]) < maxValues {
+		r.values[name] = append(r.values[name], v)
+	}
+}
+
+// Count returns the counter name's value since the last Flush.
+func (r *Recorder) Count(name string) float64 {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[name]
+}
+
+// Flush writes everything recorded since the last Flush as one EMF line
+// and starts over. It writes nothing when nothing was recorded.
+func (r *Recorder) Flush(w io.Writer, now time.Time) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	counts, values := r.counts, r.values
+	r.counts, r.values = nil, nil
+	r.mu.Unlock()
+	if len(counts) == 0 && len(values) == 0 {
+		return nil
+	}
+	type metric struct {
+		Name string `json:"Name"`
+		Unit string `json:"Unit"`
+	}
+	doc := map[string]any{}
+	var defs []metric
+	for name, v := range counts {
+		defs = append(defs, metric{name, "Count"})
+		doc[name] = v
+	}
+	for name, v := range values {
+		defs = append(defs, metric{name, "Seconds"})
+		doc[name] = v
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	dimNames := make([]string, 0, len(r.dims))
+	for k, v := range r.dims {
+		dimNames = append(dimNames, k)
+		doc[k] = v
+	}
+	sort.Strings(dimNames)
+	doc["_aws"] = map[string]any{
+		"Timestamp": now.UnixMilli(),
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace":  Namespace,
+			"Dimensions": [][]string{dimNames},
+			"Metrics":    defs,
+		}},
+	}
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(line, '\n'))
+	return err
+}

@@ -1,0 +1,166 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+// Header names of the webhook protocol.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderTimestamp      = "Nudge-Timestamp"
+	HeaderSignature      = "Nudge-Signature"
+)
+
+// WebhookConfig configures a Webhook.
+type WebhookConfig struct {
+	// URL receives the POSTs. It must be https, except on a loopback host.
+	// Required.
+	URL string
+	// Secret signs each request. Required, at least 16 bytes.
+	Secret []byte
+	// Timeout bounds one request. Default 10s.
+	Timeout time.Duration
+	// MaxResponseBytes caps how much of a response is read. Default 64 KiB.
+	MaxResponseBytes int64
+	// Client sends the requests. Default: a client with the timeout.
+	Client *http.Client
+	// Clock tells the time for signatures and Retry-After dates. Default
+	// clock.Real.
+	Clock clock.Clock
+}
+
+// Webhook sends deliveries as signed JSON POSTs. The receiver must verify
+// the signature and deduplicate by the Idempotency-Key header.
+//
+// Signature: Nudge-Signature is "v1=" + hex(HMAC-SHA256(secret, timestamp +
+// "." + body)), with timestamp the Nudge-Timestamp header (Unix seconds).
+type Webhook struct{ cfg WebhookConfig }
+
+// NewWebhook validates cfg and applies its defaults.
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("webhook: URL %q is not an absolute URL; set NUDGE_WEBHOOK_URL to https://…", cfg.URL)
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	default:
+		return nil, fmt.Errorf("webhook: URL %q must use https (plain http is allowed only to a loopback host)", cfg.URL)
+	}
+	if len(cfg.Secret) < 16 {
+		return nil, errors.New("webhook: signing secret is missing or shorter than 16 bytes; set the provider secret")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.MaxResponseBytes == 0 {
+		cfg.MaxResponseBytes = 64 << 10
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Webhook{cfg: cfg}, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Sign returns the signature header value for body at timestamp ts.
+func Sign(secret []byte, ts string, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts))
+	m.Write([]byte("."))
+	m.Write(body)
+	return "v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify reports whether sig is body's signature at ts.
+func Verify(secret []byte, ts string, body []byte, sig string) bool {
+	return hmac.Equal([]byte(Sign(secret, ts, body)), []byte(sig))
+}
+
+// Send POSTs req. A failure before the request was fully written is a
+// plain retry; after it, the provider may have accepted, so it is
+// ambiguous. A non-2xx answer is a *StatusError.
+func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Receipt{}, failure.Permanent(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return Receipt{}, failure.Permanent(err)
+	}
+	ts := strconv.FormatInt(w.cfg.Clock.Now().Unix(), 10)
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set(HeaderIdempotencyKey, key)
+	hreq.Header.Set(HeaderTimestamp, ts)
+	hreq.Header.Set(HeaderSignature, Sign(w.cfg.Secret, ts, body))
+	resp, err := w.cfg.Client.Do(hreq)
+	if err != nil {
+		err = fmt.Errorf("webhook: %w", err)
+		if wrote.Load() {
+			return Receipt{}, failure.Ambiguous(failure.WithClass(err, classOfTransport(err)))
+		}
+		return Receipt{}, failure.WithClass(err, classOfTransport(err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, w.cfg.MaxResponseBytes))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return Receipt{}, &StatusError{Code: resp.StatusCode, After: ParseRetryAfter(resp.Header.Get("Retry-After"), w.cfg.Clock.Now())}
+	}
+	if err != nil {
+		// Accepted, but the answer was cut: the send happened.
+		return Receipt{}, nil
+	}
+	var ack struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &ack) // a receipt id is optional
+	return Receipt{ID: ack.ID}, nil
+}
+
+func classOfTransport(err error) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return failure.ClassTimeout
+	}
+	return failure.ClassNetwork
+}

@@ -1,0 +1,142 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/sink"
+)
+
+var secret = []byte("0123456789abcdef-test-secret")
+
+func setup(t *testing.T, script string) (*provider.Webhook, *sink.Sink) {
+	t.Helper()
+	t.Parallel()
+	plan, err := sink.ParseScript(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sink.Sink{Secret: secret, Plan: plan}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	w, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, s
+}
+
+var req = provider.Request{DeliveryKey: "rem-1:email:webhook", ReminderID: "rem-1", Channel: "email", RecipientRef: "acct/contact", TemplateRef: "tpl", Attempt: 1}
+
+func TestWebhookSendsSignedAndIdempotent(t *testing.T) {
+	w, s := setup(t, "")
+	r1, err := w.Send(context.Background(), req, req.DeliveryKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := w.Send(context.Background(), req, req.DeliveryKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.ID == "" || r1 != r2 {
+		t.Fatalf("receipts %q and %q, want the same non-empty receipt", r1.ID, r2.ID)
+	}
+	a, _ := s.Accepted(req.DeliveryKey)
+	if s.Sends(req.DeliveryKey) != 1 || s.Requests(req.DeliveryKey) != 2 || a.Repeats != 1 || a.Request.TemplateRef != "tpl" {
+		t.Fatalf("sink saw %+v", a)
+	}
+}
+
+func TestWebhookBadSignatureIsRejectedPermanently(t *testing.T) {
+	_, s := setup(t, "")
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	w, _ := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: []byte("another-secret-of-16b")})
+	_, err := w.Send(context.Background(), req, req.DeliveryKey)
+	if o := failure.Default.Classify(err); o.Kind != failure.KindPermanent {
+		t.Fatalf("bad signature classified %+v", o)
+	}
+}
+
+func TestWebhookFaultsAreClassified(t *testing.T) {
+	w, s := setup(t, "rem-1=429/30s,500,400,hang,drop")
+	want := []failure.Outcome{
+		{Kind: failure.KindRetry, Class: failure.ClassThrottled, RetryAfter: 30 * time.Second},
+		{Kind: failure.KindRetry, Class: failure.ClassServer},
+		{Kind: failure.KindPermanent, Class: failure.ClassRejected},
+		{Kind: failure.KindAmbiguous, Class: failure.ClassTimeout},
+		{Kind: failure.KindAmbiguous, Class: failure.ClassNetwork},
+	}
+	for i, w0 := range want {
+		_, err := w.Send(context.Background(), req, req.DeliveryKey)
+		if err == nil {
+			t.Fatalf("attempt %d succeeded", i+1)
+		}
+		if got := failure.Default.Classify(err); got != w0 {
+			t.Fatalf("attempt %d: %v classified %+v, want %+v", i+1, err, got, w0)
+		}
+	}
+	// The dropped attempt was accepted: the retry gets the same receipt.
+	r, err := w.Send(context.Background(), req, req.DeliveryKey)
+	if err != nil || r.ID != "sink-1" || s.Sends(req.DeliveryKey) != 1 {
+		t.Fatalf("retry after drop = %v, %v; sends %d", r, err, s.Sends(req.DeliveryKey))
+	}
+}
+
+func TestWebhookRefusesConnectionBeforeWriting(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(&sink.Sink{})
+	url := srv.URL
+	srv.Close()
+	w, _ := provider.NewWebhook(provider.WebhookConfig{URL: url, Secret: secret})
+	_, err := w.Send(context.Background(), req, req.DeliveryKey)
+	if o := failure.Default.Classify(err); o.Kind != failure.KindRetry || o.Class != failure.ClassNetwork {
+		t.Fatalf("refused connection classified %+v (%v)", o, err)
+	}
+}
+
+func TestNewWebhookValidates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cfg  provider.WebhookConfig
+		want string
+	}{
+		{provider.WebhookConfig{URL: "http://example.com/hook", Secret: secret}, "https"},
+		{provider.WebhookConfig{URL: "not a url", Secret: secret}, "absolute"},
+		{provider.WebhookConfig{URL: "https://example.com/hook", Secret: []byte("short")}, "16 bytes"},
+	} {
+		if _, err := provider.NewWebhook(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewWebhook(%q) = %v, want an error about %s", tc.cfg.URL, err, tc.want)
+		}
+	}
+	if _, err := provider.NewWebhook(provider.WebhookConfig{URL: "http://127.0.0.1:9/x", Secret: secret}); err != nil {
+		t.Errorf("loopback http refused: %v", err)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"":                              0,
+		"120":                           2 * time.Minute,
+		"-5":                            0,
+		"soon":                          0,
+		"Mon, 30 Nov 2026 09:01:30 GMT": 90 * time.Second,
+		"Mon, 30 Nov 2026 08:00:00 GMT": 0,
+	} {
+		if got := provider.ParseRetryAfter(v, now); got != want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+	var se *provider.StatusError
+	if !errors.As(error(&provider.StatusError{Code: 429, After: time.Second}), &se) {
+		t.Fatal("StatusError is not an error")
+	}
+}
