@@ -1,11 +1,228 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/sink"
+	"github.com/nudgehq/nudge/pkg/standin"
 )
 
+// localSecret signs webhook requests between the local consumer and sink.
+const localSecret = "nudge-local-webhook-secret"
+
 func localInvoke(args []string) int {
-	fmt.Fprintln(os.Stderr, "nudge local invoke: not built yet", args)
-	return 1
+	fs := flag.NewFlagSet("nudge local invoke", flag.ContinueOnError)
+	eventPath := fs.String("event", "events/sqs-batch.json", "the SQS event to invoke the consumer with")
+	bootstrap := fs.String("bootstrap", "build/local/consumer/bootstrap", "the consumer binary, built for this machine (make build-local)")
+	fault := fs.String("fault", "", `provider faults per reminder, e.g. "rem-185=500;rem-186=400"`)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := invoke(ctx, *eventPath, *bootstrap, *fault); err != nil {
+		fmt.Fprintln(os.Stderr, "nudge local invoke:", err)
+		return 1
+	}
+	return 0
+}
+
+func invoke(ctx context.Context, eventPath, bootstrap, fault string) error {
+	raw, err := os.ReadFile(eventPath)
+	if err != nil {
+		return err
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
+		return fmt.Errorf("%s is not an SQS event with records (see events/ for examples)", eventPath)
+	}
+	plan, err := sink.ParseScript(fault)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bootstrap); err != nil {
+		return fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
+	}
+	dir, err := standin.DefaultDir()
+	if err != nil {
+		return err
+	}
+	stack, err := standin.Up(ctx, dir, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer stack.Stop()
+	for _, kv := range stack.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+
+	// The provider sink, on a free loopback port.
+	snk := &sink.Sink{Secret: []byte(localSecret), Plan: plan}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: snk, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	res, err := provision(ctx, "nudge-local")
+	if err != nil {
+		return err
+	}
+	seeded, err := seed(ctx, res.ledger, ev)
+	if err != nil {
+		return err
+	}
+
+	logs := &lockedBuffer{}
+	fn, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: append(stack.Env(),
+		"NUDGE_TABLE="+res.table, "NUDGE_QUEUE_URL="+res.workURL, "NUDGE_DLQ_URL="+res.dlqURL,
+		"NUDGE_WEBHOOK_URL=http://"+ln.Addr().String()+"/deliveries", "NUDGE_WEBHOOK_SECRET="+localSecret,
+		"NUDGE_PROVIDER_TIMEOUT=3s", "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+		"AWS_LAMBDA_FUNCTION_NAME=nudge-consumer",
+	)})
+	if err != nil {
+		return err
+	}
+	defer fn.Stop()
+
+	resp, err := http.Post(fn.InvokeURL(), "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("invoke: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	time.Sleep(200 * time.Millisecond) // let the emulator print its REPORT line
+
+	fmt.Println("== function output")
+	fmt.Print(logs.String())
+	fmt.Println("== response")
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, body, "", "  ") == nil {
+		fmt.Println(pretty.String())
+	} else {
+		fmt.Println(string(body))
+	}
+	fmt.Println("== ledger")
+	for _, k := range seeded {
+		d, err := res.ledger.Get(ctx, k)
+		if err != nil {
+			fmt.Printf("%-28s %v\n", k, err)
+			continue
+		}
+		fmt.Printf("%-28s %-9s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.Attempts, d.Receipt, d.LastError)
+	}
+	accepted, dupes := snk.Totals()
+	dlq, _ := res.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(res.dlqURL), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages"}})
+	depth := "?"
+	if dlq != nil {
+		depth = dlq.Attributes["ApproximateNumberOfMessages"]
+	}
+	fmt.Printf("== provider sink: %d accepted, %d duplicates suppressed; DLQ: %s messages\n", accepted, dupes, depth)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the emulator answered %s", resp.Status)
+	}
+	return nil
+}
+
+type resources struct {
+	table, workURL, dlqURL string
+	ledger                 *ledger.Ledger
+	sqs                    *sqs.Client
+}
+
+// provision creates the ledger table, the work queue and its DLQ.
+func provision(ctx context.Context, prefix string) (*resources, error) {
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
+	r := &resources{table: prefix + "-ledger", sqs: q}
+	if err := ledger.CreateTable(ctx, db, r.table); err != nil {
+		return nil, err
+	}
+	if r.ledger, err = ledger.New(db, ledger.Config{Table: r.table}); err != nil {
+		return nil, err
+	}
+	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "-dlq"), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
+	if err != nil {
+		return nil, err
+	}
+	r.dlqURL = aws.ToString(dlq.QueueUrl)
+	arn, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+	if err != nil {
+		return nil, err
+	}
+	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "-work"), Attributes: map[string]string{
+		"VisibilityTimeout": "180",
+		"RedrivePolicy":     `{"deadLetterTargetArn":"` + arn.Attributes["QueueArn"] + `","maxReceiveCount":"10"}`,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	r.workURL = aws.ToString(work.QueueUrl)
+	return r, nil
+}
+
+// seed writes a queued delivery for each valid message of ev.
+func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.DeliveryKey, error) {
+	var keys []message.DeliveryKey
+	seen := map[message.DeliveryKey]bool{}
+	for i, r := range ev.Records {
+		m, err := message.Decode([]byte(r.Body))
+		if err != nil || seen[m.Key()] {
+			continue // poison bodies are the point of some events
+		}
+		seen[m.Key()] = true
+		d := ledger.Delivery{ReminderID: m.ReminderID, Channel: m.Channel, Provider: m.Provider, Status: ledger.StatusQueued,
+			RecipientRef: fmt.Sprintf("local/contact-%d", i+1), TemplateRef: "local-template",
+			DueAt: m.DueAt, ExpiresAt: time.Now().Add(24 * time.Hour)}
+		if err := l.Create(ctx, d); err != nil && !errors.Is(err, ledger.ErrExists) {
+			return nil, err
+		}
+		keys = append(keys, m.Key())
+	}
+	return keys, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -240,7 +240,9 @@ func (b *bundle) dlq() []types.Message {
 	return out.Messages
 }
 
-func attr(m types.Message, name string) string { return aws.ToString(m.MessageAttributes[name].StringValue) }
+func attr(m types.Message, name string) string {
+	return aws.ToString(m.MessageAttributes[name].StringValue)
+}
 
 func failures(resp events.SQSEventResponse) int { return len(resp.BatchItemFailures) }
 

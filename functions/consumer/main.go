@@ -1,0 +1,79 @@
+// Command consumer is the consumer Lambda: it delivers the reminders named by
+// SQS records, once each, and reports partial batch failures. Configuration
+// comes from the environment (see consumer.Settings); everything else lives in
+// pkg/.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/batch"
+	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/heartbeat"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/metrics"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/retry"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", "consumer")
+	fn, err := build(context.Background(), log)
+	if err != nil {
+		log.Error("cannot start", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(fn.Handle)
+}
+
+func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
+	s, err := consumer.SettingsFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
+	led, err := ledger.New(db, ledger.Config{Table: s.Table})
+	if err != nil {
+		return nil, err
+	}
+	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(s.WebhookSecret), Timeout: s.ProviderTimeout})
+	if err != nil {
+		return nil, err
+	}
+	backoff, err := retry.New(retry.Config{Base: s.BackoffBase, Cap: s.BackoffCap})
+	if err != nil {
+		return nil, err
+	}
+	hb, err := heartbeat.New(heartbeat.Config{Visibility: q, Extension: s.Visibility, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	rec := metrics.New(map[string]string{"Function": "consumer"})
+	c, err := consumer.New(consumer.Config{
+		Ledger: led, Providers: map[string]provider.Provider{"webhook": hook},
+		Queue: q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
+		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,
+		Backoff: backoff, Heartbeat: hb, Logger: log, Metrics: rec,
+	})
+	if err != nil {
+		return nil, err
+	}
+	proc, err := batch.New(c, batch.Config{
+		Concurrency: s.Concurrency, CutoffMargin: s.CutoffMargin, Visibility: q, Logger: log,
+		QueueURL: func(string) string { return s.QueueURL },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	return &consumer.Function{Processor: proc, Metrics: rec, Logger: log}, nil
+}
