@@ -42,36 +42,46 @@ func localInvoke(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := invoke(ctx, *eventPath, *bootstrap, *fault); err != nil {
+	if _, err := invoke(ctx, os.Stdout, *eventPath, *bootstrap, *fault); err != nil {
 		fmt.Fprintln(os.Stderr, "nudge local invoke:", err)
 		return 1
 	}
 	return 0
 }
 
-func invoke(ctx context.Context, eventPath, bootstrap, fault string) error {
+// invokeResult is what one local invocation did.
+type invokeResult struct {
+	Response   events.SQSEventResponse
+	Statuses   map[string]ledger.Status
+	Accepted   int
+	Duplicates int
+	DLQDepth   string
+	Output     string
+}
+
+func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault string) (*invokeResult, error) {
 	raw, err := os.ReadFile(eventPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var ev events.SQSEvent
 	if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
-		return fmt.Errorf("%s is not an SQS event with records (see events/ for examples)", eventPath)
+		return nil, fmt.Errorf("%s is not an SQS event with records (see events/ for examples)", eventPath)
 	}
 	plan, err := sink.ParseScript(fault)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := os.Stat(bootstrap); err != nil {
-		return fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
+		return nil, fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
 	}
 	dir, err := standin.DefaultDir()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stack, err := standin.Up(ctx, dir, os.Stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stack.Stop()
 	for _, kv := range stack.Env() {
@@ -83,7 +93,7 @@ func invoke(ctx context.Context, eventPath, bootstrap, fault string) error {
 	snk := &sink.Sink{Secret: []byte(localSecret), Plan: plan}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srv := &http.Server{Handler: snk, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -91,11 +101,11 @@ func invoke(ctx context.Context, eventPath, bootstrap, fault string) error {
 
 	res, err := provision(ctx, "nudge-local")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	seeded, err := seed(ctx, res.ledger, ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	logs := &lockedBuffer{}
@@ -106,47 +116,52 @@ func invoke(ctx context.Context, eventPath, bootstrap, fault string) error {
 		"AWS_LAMBDA_FUNCTION_NAME=nudge-consumer",
 	)})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer fn.Stop()
 
 	resp, err := http.Post(fn.InvokeURL(), "application/json", bytes.NewReader(raw))
 	if err != nil {
-		return fmt.Errorf("invoke: %w", err)
+		return nil, fmt.Errorf("invoke: %w", err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	time.Sleep(200 * time.Millisecond) // let the emulator print its REPORT line
 
-	fmt.Println("== function output")
-	fmt.Print(logs.String())
-	fmt.Println("== response")
+	result := &invokeResult{Statuses: map[string]ledger.Status{}, Output: logs.String()}
+	_ = json.Unmarshal(body, &result.Response)
+	fmt.Fprintln(out, "== function output")
+	fmt.Fprint(out, result.Output)
+	fmt.Fprintln(out, "== response")
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, body, "", "  ") == nil {
-		fmt.Println(pretty.String())
+		fmt.Fprintln(out, pretty.String())
 	} else {
-		fmt.Println(string(body))
+		fmt.Fprintln(out, string(body))
 	}
-	fmt.Println("== ledger")
+	fmt.Fprintln(out, "== ledger")
 	for _, k := range seeded {
 		d, err := res.ledger.Get(ctx, k)
 		if err != nil {
-			fmt.Printf("%-28s %v\n", k, err)
+			fmt.Fprintf(out, "%-28s %v\n", k, err)
 			continue
 		}
-		fmt.Printf("%-28s %-9s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.Attempts, d.Receipt, d.LastError)
+		result.Statuses[k.String()] = d.Status
+		fmt.Fprintf(out, "%-28s %-9s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.Attempts, d.Receipt, d.LastError)
 	}
 	accepted, dupes := snk.Totals()
+	result.Accepted, result.Duplicates = accepted, dupes
 	dlq, _ := res.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(res.dlqURL), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages"}})
 	depth := "?"
 	if dlq != nil {
 		depth = dlq.Attributes["ApproximateNumberOfMessages"]
 	}
-	fmt.Printf("== provider sink: %d accepted, %d duplicates suppressed; DLQ: %s messages\n", accepted, dupes, depth)
+	result.DLQDepth = depth
+	fmt.Fprintf(out, "== provider sink: %d accepted, %d duplicates suppressed; DLQ: %s messages\n", accepted, dupes, depth)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the emulator answered %s", resp.Status)
+		return result, fmt.Errorf("the emulator answered %s", resp.Status)
 	}
-	return nil
+	return result, nil
 }
 
 type resources struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/batch/batchtest"
 	"github.com/nudgehq/nudge/pkg/clock"
@@ -36,7 +37,8 @@ import (
 var secret = []byte("test-secret-0123456789")
 
 type bundle struct {
-	t        *testing.T
+	t        testing.TB
+	counter  *awsclient.Counter
 	ctx      context.Context
 	clk      *clock.Fake
 	sqs      *sqs.Client
@@ -76,13 +78,17 @@ type options struct {
 	wrapSend    func(provider.Provider) provider.Provider
 }
 
-func setup(t *testing.T, o options) *bundle {
+func setup(t testing.TB, o options) *bundle {
 	t.Helper()
-	t.Parallel()
-	b := &bundle{t: t, ctx: context.Background(), logs: &syncBuffer{}}
+	if tt, ok := t.(*testing.T); ok {
+		tt.Parallel()
+	}
+	b := &bundle{t: t, ctx: context.Background(), logs: &syncBuffer{}, counter: &awsclient.Counter{}}
 	b.clk = clock.NewFake(time.Now().UTC().Truncate(time.Second))
-	db := standintest.DynamoDB(t)
-	b.sqs = standintest.SQS(t)
+	cfg := standintest.AWSConfig(t)
+	b.counter.Attach(&cfg)
+	db := awsclient.DynamoDB(cfg)
+	b.sqs = awsclient.SQS(cfg)
 	b.q = standintest.QueuePair(t, b.sqs, 30*time.Second, 10)
 	var err error
 	b.ledger, err = ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: b.clk})

@@ -40,7 +40,8 @@ type WebhookConfig struct {
 	Timeout time.Duration
 	// MaxResponseBytes caps how much of a response is read. Default 64 KiB.
 	MaxResponseBytes int64
-	// Client sends the requests. Default: a client with the timeout.
+	// Client sends the requests. Default: a client with the timeout that
+	// keeps up to 64 idle connections to the provider.
 	Client *http.Client
 	// Clock tells the time for signatures and Retry-After dates. Default
 	// clock.Real.
@@ -76,7 +77,9 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		cfg.MaxResponseBytes = 64 << 10
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64 // a batch sends in parallel to one host
+		cfg.Client = &http.Client{Timeout: cfg.Timeout, Transport: t}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
