@@ -25,6 +25,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/batch/batchtest"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/heartbeat"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/metrics"
@@ -76,6 +77,8 @@ type options struct {
 	concurrency int
 	wrapLedger  func(consumer.Ledger) consumer.Ledger
 	wrapSend    func(provider.Provider) provider.Provider
+	visibility  time.Duration
+	heartbeat   bool
 }
 
 func setup(t testing.TB, o options) *bundle {
@@ -89,7 +92,10 @@ func setup(t testing.TB, o options) *bundle {
 	b.counter.Attach(&cfg)
 	db := awsclient.DynamoDB(cfg)
 	b.sqs = awsclient.SQS(cfg)
-	b.q = standintest.QueuePair(t, b.sqs, 30*time.Second, 10)
+	if o.visibility == 0 {
+		o.visibility = 30 * time.Second
+	}
+	b.q = standintest.QueuePair(t, b.sqs, o.visibility, 10)
 	var err error
 	b.ledger, err = ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: b.clk})
 	if err != nil {
@@ -102,7 +108,7 @@ func setup(t testing.TB, o options) *bundle {
 	b.sink = &sink.Sink{Secret: secret, Plan: plan}
 	srv := httptest.NewServer(b.sink)
 	t.Cleanup(srv.Close)
-	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Timeout: time.Second})
+	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +122,19 @@ func setup(t testing.TB, o options) *bundle {
 		l = o.wrapLedger(l)
 	}
 	log := slog.New(slog.NewJSONHandler(b.logs, nil))
+	var hb *heartbeat.Heartbeat
+	if o.heartbeat { // real time: visibility is real in the queue
+		hb, err = heartbeat.New(heartbeat.Config{Visibility: b.sqs, Extension: 2 * o.visibility, Threshold: o.visibility / 4, Interval: o.visibility / 2, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	b.metrics = metrics.New(map[string]string{"Function": "consumer"})
 	c, err := consumer.New(consumer.Config{
 		Ledger: l, Providers: map[string]provider.Provider{"webhook": b.provider},
 		Queue: b.sqs, QueueURL: b.q.WorkURL, DLQURL: b.q.DLQURL,
 		MaxAttempts: o.maxAttempts, MaxReceiveCount: 10, Backoff: backoff,
-		Clock: b.clk, Logger: log, Metrics: b.metrics,
+		Clock: b.clk, Logger: log, Metrics: b.metrics, Heartbeat: hb,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -616,5 +629,33 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := consumer.New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New = %v, want an error mentioning %q", err, tc.want)
 		}
+	}
+}
+
+func TestLongSendIsKeptInvisibleByTheHeartbeat(t *testing.T) {
+	b := setup(t, options{script: "rem-16=ok+2500ms", visibility: time.Second, heartbeat: true})
+	k := b.schedule("rem-16", b.clk.Now())
+	stop := make(chan struct{})
+	redelivered := make(chan int, 1)
+	go func() { // a second consumer polling while the first one sends
+		n := 0
+		defer func() { redelivered <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			ev, _ := batchtest.Receive(b.ctx, b.sqs, b.q.WorkURL, b.q.WorkARN, 1, 0)
+			n += len(ev.Records)
+		}
+	}()
+	_, resp := b.poll(1)
+	close(stop)
+	if n := <-redelivered; n != 0 || failures(resp) != 0 {
+		t.Fatalf("the message was redelivered %d times during a 2.5s send with a 1s visibility timeout", n)
+	}
+	if b.sink.Requests(k.String()) != 1 || b.delivery(k).Status != ledger.StatusSent {
+		t.Fatalf("sink requests %d", b.sink.Requests(k.String()))
 	}
 }
