@@ -183,6 +183,7 @@ func randomToken() string {
 type record struct {
 	rec     events.SQSMessage
 	attempt int
+	late    bool
 	log     *slog.Logger
 }
 
@@ -218,7 +219,7 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 		return c.refusedClaim(ctx, r, msg, err)
 	}
 	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
-		c.cfg.Metrics.Add(MetricLate, 1)
+		r.late = true
 		r.log = r.log.With("lateBy", late.Round(time.Second).String())
 	}
 
@@ -290,6 +291,9 @@ func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, r
 	switch {
 	case err == nil:
 		c.cfg.Metrics.Add(MetricSent, 1)
+		if r.late {
+			c.cfg.Metrics.Add(MetricLate, 1)
+		}
 		c.cfg.Metrics.Observe(MetricDueToSent, c.cfg.Clock.Now().Sub(d.DueAt).Seconds())
 		c.transition(r, "sent")
 		return nil

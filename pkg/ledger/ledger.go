@@ -35,7 +35,9 @@ type Config struct {
 	// Table is the DynamoDB table name. Required.
 	Table string
 	// HistoryLimit is how many transitions a delivery item keeps; older
-	// ones are dropped (the logs keep the full stream). Default 20.
+	// ones are dropped (the logs keep the full stream). Default 8: the last
+	// four attempts, which keeps a delivery item under 1 KB so that each
+	// transition costs one write unit (docs/ledger.md has the measurement).
 	HistoryLimit int
 	// Retention is how long a delivery item lives after it ends, through the
 	// table's TTL attribute "ttl". Default 90 days.
@@ -62,7 +64,7 @@ func New(api API, cfg Config) (*Ledger, error) {
 		return nil, errors.New("ledger: table name is empty; set the ledger table (NUDGE_TABLE)")
 	}
 	if cfg.HistoryLimit == 0 {
-		cfg.HistoryLimit = 20
+		cfg.HistoryLimit = 8
 	}
 	if cfg.HistoryLimit < 2 {
 		return nil, fmt.Errorf("ledger: history limit %d is below 2", cfg.HistoryLimit)
