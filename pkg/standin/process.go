@@ -62,6 +62,7 @@ func start(ctx context.Context, dir, name string, port int, opts Options, ready 
 		log = f
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir // DynamoDB Local writes a metadata file into its working directory
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
