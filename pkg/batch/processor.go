@@ -183,6 +183,10 @@ func (p *Processor) Run(ctx context.Context, ev events.SQSEvent) Report {
 	cutoff, hasDeadline := p.cfg.Deadline(ctx)
 	cutoff = cutoff.Add(-p.cfg.CutoffMargin)
 	tooLate := func() bool { return hasDeadline && !p.cfg.Clock.Now().Before(cutoff) }
+	if len(ev.Records) > 0 && tooLate() {
+		p.cfg.Logger.Error("the invocation started past its cut-off: no record will run; make the cut-off margin shorter than the function timeout",
+			"cutoffMargin", p.cfg.CutoffMargin.String(), "timeLeft", cutoff.Add(p.cfg.CutoffMargin).Sub(p.cfg.Clock.Now()).String())
+	}
 
 	run := func(i int) Status {
 		if tooLate() {

@@ -1,11 +1,13 @@
 package batch_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,4 +280,18 @@ func BenchmarkProcessorOverhead(b *testing.B) {
 		p.Process(ctx, ev)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.Records)), "ns/record")
+}
+
+func TestCutoffPastAtStartIsLoggedAsAnError(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	p := newProcessor(t, func(context.Context, events.SQSMessage) error { return nil }, batch.Config{
+		Clock: clock.NewFake(now), CutoffMargin: 12 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Deadline: func(context.Context) (time.Time, bool) { return now.Add(10 * time.Second), true },
+	})
+	rep := p.Run(context.Background(), batchtest.Event("a", "b"))
+	if rep.Count(batch.Unstarted) != 2 || !strings.Contains(logs.String(), "cut-off margin shorter than the function timeout") {
+		t.Fatalf("unstarted %d; logs: %s", rep.Count(batch.Unstarted), logs.String())
+	}
 }

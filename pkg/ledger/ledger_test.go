@@ -294,3 +294,39 @@ func TestWriteUnitsAreCounted(t *testing.T) {
 		t.Fatalf("create+claim+complete consumed %v write units, want 3 (1 KB items)", got)
 	}
 }
+
+// BenchmarkClaim measures one claim against DynamoDB Local, alone and ten
+// at once, to show how far the stand-in serialises parallel writes.
+func BenchmarkClaim(b *testing.B) {
+	for _, parallel := range []int{1, 10} {
+		b.Run(fmt.Sprint("parallel=", parallel), func(b *testing.B) {
+			db := standintest.DynamoDB(b)
+			clk := clock.NewFake(t0)
+			l, err := ledger.New(db, ledger.Config{Table: standintest.Table(b, db), Clock: clk})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ds := make([]ledger.Delivery, b.N*parallel)
+			for i := range ds {
+				ds[i] = ledger.Delivery{ReminderID: fmt.Sprint("rem-", i), Channel: "email", Provider: "webhook", DueAt: t0, ExpiresAt: t0.Add(time.Hour), Status: ledger.StatusQueued}
+				if err := l.Create(context.Background(), ds[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var wg sync.WaitGroup
+				for j := 0; j < parallel; j++ {
+					wg.Add(1)
+					go func(d ledger.Delivery) {
+						defer wg.Done()
+						if _, err := l.Claim(context.Background(), ledger.Claim{Key: d.Key(), Token: "t", LeaseUntil: t0.Add(time.Minute), DueBy: t0}); err != nil {
+							b.Error(err)
+						}
+					}(ds[i*parallel+j])
+				}
+				wg.Wait()
+			}
+		})
+	}
+}

@@ -53,9 +53,7 @@ func (r *Recorder) Observe(name string, v float64) {
 	if r.values == nil {
 		r.values = map[string][]float64{}
 	}
-	if len(r.values[name]) < maxValues {
-		r.values[name] = append(r.values[name], v)
-	}
+	r.values[name] = append(r.values[name], v)
 }
 
 // Count returns the counter name's value since the last Flush.
@@ -68,8 +66,10 @@ func (r *Recorder) Count(name string) float64 {
 	return r.counts[name]
 }
 
-// Flush writes everything recorded since the last Flush as one EMF line
-// and starts over. It writes nothing when nothing was recorded.
+// Flush writes everything recorded since the last Flush and starts over:
+// one EMF line, or more when a timing has more than 100 values (the most one
+// EMF document may carry per metric; counters go in the first line). It
+// writes nothing when nothing was recorded.
 func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 	if r == nil {
 		return nil
@@ -78,9 +78,29 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 	counts, values := r.counts, r.values
 	r.counts, r.values = nil, nil
 	r.mu.Unlock()
-	if len(counts) == 0 && len(values) == 0 {
-		return nil
+	for first := true; first || len(values) > 0; first = false {
+		chunk := map[string][]float64{}
+		for name, v := range values {
+			n := min(len(v), maxValues)
+			chunk[name] = v[:n]
+			if n == len(v) {
+				delete(values, name)
+			} else {
+				values[name] = v[n:]
+			}
+		}
+		if len(counts) == 0 && len(chunk) == 0 {
+			return nil
+		}
+		if err := r.write(w, now, counts, chunk); err != nil {
+			return err
+		}
+		counts = nil
 	}
+	return nil
+}
+
+func (r *Recorder) write(w io.Writer, now time.Time, counts map[string]float64, values map[string][]float64) error {
 	type metric struct {
 		Name string `json:"Name"`
 		Unit string `json:"Unit"`

@@ -46,3 +46,38 @@ func TestFlushWritesOneEMFLine(t *testing.T) {
 	var nilRec *Recorder
 	nilRec.Add("x", 1) // must not panic
 }
+
+func TestFlushSplitsMoreThan100Values(t *testing.T) {
+	t.Parallel()
+	r := New(map[string]string{"Function": "consumer"})
+	r.Add("Sent", 250)
+	for i := 0; i < 250; i++ {
+		r.Observe("DueToSentSeconds", float64(i))
+	}
+	var buf bytes.Buffer
+	if err := r.Flush(&buf, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3 (100+100+50 values)", len(lines))
+	}
+	total, sent := 0, 0.0
+	for _, l := range lines {
+		var doc struct {
+			Sent             float64
+			DueToSentSeconds []float64
+		}
+		if err := json.Unmarshal(l, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.DueToSentSeconds) > 100 {
+			t.Fatalf("a line carries %d values", len(doc.DueToSentSeconds))
+		}
+		total += len(doc.DueToSentSeconds)
+		sent += doc.Sent
+	}
+	if total != 250 || sent != 250 {
+		t.Fatalf("values %d, Sent %v; want 250 and 250 counted once", total, sent)
+	}
+}
