@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -352,9 +353,16 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 	if body == "" {
 		body = "(empty body)" // SQS refuses empty bodies
 	}
-	if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(c.cfg.DLQURL), MessageBody: aws.String(body), MessageAttributes: attrs,
-	}); err != nil {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(c.cfg.DLQURL), MessageBody: aws.String(body), MessageAttributes: attrs}
+	if strings.HasSuffix(c.cfg.DLQURL, ".fifo") { // a FIFO queue's DLQ is FIFO too
+		group := r.rec.Attributes["MessageGroupId"]
+		if group == "" {
+			group = "nudge-dead-letters"
+		}
+		in.MessageGroupId = aws.String(group)
+		in.MessageDeduplicationId = aws.String(r.rec.MessageId)
+	}
+	if _, err := c.cfg.Queue.SendMessage(ctx, in); err != nil {
 		r.log.Error("could not dead-letter; the message stays on the work queue", "errorClass", class, "error", err.Error())
 		return failure.Retryable(err, 0)
 	}
