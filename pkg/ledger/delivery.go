@@ -120,6 +120,9 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
+	if e.Current.Status == "" {
+		return fmt.Sprintf("ledger: %s %s: %v", e.Op, e.Key, e.Reason)
+	}
 	return fmt.Sprintf("ledger: %s %s: %v (status %q)", e.Op, e.Key, e.Reason, e.Current.Status)
 }
 

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -138,5 +139,23 @@ func TestParseRetryAfter(t *testing.T) {
 	var se *provider.StatusError
 	if !errors.As(error(&provider.StatusError{Code: 429, After: time.Second}), &se) {
 		t.Fatal("StatusError is not an error")
+	}
+}
+
+func TestWebhookReadsAtMostTheResponseCap(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"id":"` + r.URL.Query().Get("id") + `"}`))
+	}))
+	defer srv.Close()
+	for id, want := range map[string]string{"short": "short", strings.Repeat("x", 64): ""} {
+		w, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL + "/?id=" + id, Secret: secret, MaxResponseBytes: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := w.Send(context.Background(), req, req.DeliveryKey)
+		if err != nil || r.ID != want {
+			t.Errorf("id %d bytes: receipt %q, %v; want %q (a 2xx is a send even when its answer is cut)", len(id), r.ID, err, want)
+		}
 	}
 }
