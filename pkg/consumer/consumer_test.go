@@ -183,14 +183,14 @@ func (b *bundle) publish(body string) {
 	}
 }
 
-// poll does what the event source mapping does once: receive a batch,
-// invoke, delete what succeeded. It returns the event and the response.
-func (b *bundle) poll(want int) (events.SQSEvent, events.SQSEventResponse) {
+// receive collects want records from the work queue, as the event source
+// mapping would hand them to one invocation.
+func (b *bundle) receive(want int) events.SQSEvent {
 	b.t.Helper()
 	var ev events.SQSEvent
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err := batchtest.Receive(b.ctx, b.sqs, b.q.WorkURL, b.q.WorkARN, int32(max(want, 1)), 0)
+		got, err := batchtest.Receive(b.ctx, b.sqs, b.q.WorkURL, b.q.WorkARN, int32(max(want-len(ev.Records), 1)), 0)
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -203,6 +203,14 @@ func (b *bundle) poll(want int) (events.SQSEvent, events.SQSEventResponse) {
 	if len(ev.Records) != want {
 		b.t.Fatalf("received %d records, want %d", len(ev.Records), want)
 	}
+	return ev
+}
+
+// poll does what the event source mapping does once: receive a batch,
+// invoke, delete what succeeded. It returns the event and the response.
+func (b *bundle) poll(want int) (events.SQSEvent, events.SQSEventResponse) {
+	b.t.Helper()
+	ev := b.receive(want)
 	resp, err := b.fn.Handle(b.ctx, ev)
 	if err != nil {
 		b.t.Fatal(err)
@@ -377,10 +385,7 @@ func TestSameDeliveryInTwoConcurrentBatches(t *testing.T) {
 	b := setup(t, options{script: "rem-6=ok+300ms"})
 	k := b.schedule("rem-6", b.clk.Now())
 	b.publish(b.body("rem-6", b.clk.Now()))
-	ev, err := batchtest.Receive(b.ctx, b.sqs, b.q.WorkURL, b.q.WorkARN, 2, 1*time.Second)
-	if err != nil || len(ev.Records) != 2 {
-		t.Fatalf("received %d, %v", len(ev.Records), err)
-	}
+	ev := b.receive(2)
 	var wg sync.WaitGroup
 	resps := make([]events.SQSEventResponse, 2)
 	for i := range 2 {
@@ -633,13 +638,26 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestLongSendIsKeptInvisibleByTheHeartbeat(t *testing.T) {
-	b := setup(t, options{script: "rem-16=ok+2500ms", visibility: time.Second, heartbeat: true})
+	sending := make(chan struct{})
+	var once sync.Once
+	b := setup(t, options{script: "rem-16=ok+2500ms", visibility: time.Second, heartbeat: true,
+		wrapSend: func(p provider.Provider) provider.Provider {
+			return provider.Func(func(ctx context.Context, req provider.Request, key string) (provider.Receipt, error) {
+				once.Do(func() { close(sending) })
+				return p.Send(ctx, req, key)
+			})
+		}})
 	k := b.schedule("rem-16", b.clk.Now())
 	stop := make(chan struct{})
 	redelivered := make(chan int, 1)
 	go func() { // a second consumer polling while the first one sends
 		n := 0
 		defer func() { redelivered <- n }()
+		select {
+		case <-sending:
+		case <-stop:
+			return
+		}
 		for {
 			select {
 			case <-stop:

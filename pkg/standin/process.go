@@ -81,7 +81,7 @@ func start(ctx context.Context, dir, name string, port int, opts Options, ready 
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("standin: %s exited while starting (see its log in %s/logs)", name, dir)
+			return nil, fmt.Errorf("standin: %s %w (see its log in %s/logs)", name, errExited, dir)
 		case <-ctx.Done():
 			s.Stop()
 			return nil, ctx.Err()
@@ -111,27 +111,41 @@ func (s *Service) Stop() {
 // Pid returns the service's process id.
 func (s *Service) Pid() int { return s.cmd.Process.Pid }
 
+// onFreePort runs launch on a free port, trying again on another port if the
+// service dies while starting (another process took the port meanwhile).
+func onFreePort(ctx context.Context, launch func(port int) (*Service, error)) (*Service, error) {
+	var err error
+	for try := 0; try < 3; try++ {
+		var port int
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		var s *Service
+		if s, err = launch(port); err == nil || ctx.Err() != nil || !errors.Is(err, errExited) {
+			return s, err
+		}
+	}
+	return nil, err
+}
+
 // StartDynamoDB starts DynamoDB Local, in memory, on a free port.
 func StartDynamoDB(ctx context.Context, dir string, opts Options) (*Service, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
 	emu := dynamoDir(dir)
-	return start(ctx, dir, "dynamodb", port, opts, httpReady(port, 400),
-		"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m",
-		"-Djava.library.path="+filepath.Join(emu, "DynamoDBLocal_lib"),
-		"-jar", DynamoDBJar(dir), "-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
+	return onFreePort(ctx, func(port int) (*Service, error) {
+		return start(ctx, dir, "dynamodb", port, opts, httpReady(port, 400),
+			"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m",
+			"-Djava.library.path="+filepath.Join(emu, "DynamoDBLocal_lib"),
+			"-jar", DynamoDBJar(dir), "-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
+	})
 }
 
 // StartSQS starts the fauxqs SQS emulator on a free port.
 func StartSQS(ctx context.Context, dir string, opts Options) (*Service, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	opts.Env = append(opts.Env, "FAUXQS_PORT="+strconv.Itoa(port), "FAUXQS_HOST=127.0.0.1", "FAUXQS_LOGGER=false", "NODE_NO_WARNINGS=1")
-	return start(ctx, dir, "sqs", port, opts, httpReady(port, 0), NodeBinary(dir), FauxqsCLI(dir))
+	return onFreePort(ctx, func(port int) (*Service, error) {
+		o := opts
+		o.Env = append(append([]string{}, opts.Env...), "FAUXQS_PORT="+strconv.Itoa(port), "FAUXQS_HOST=127.0.0.1", "FAUXQS_LOGGER=false", "NODE_NO_WARNINGS=1")
+		return start(ctx, dir, "sqs", port, o, httpReady(port, 0), NodeBinary(dir), FauxqsCLI(dir))
+	})
 }
 
 // Lambda is a function running under the runtime interface emulator.
@@ -143,14 +157,6 @@ type Lambda struct {
 // emulator on a free port, with env added to its environment. The
 // emulator runs one invocation at a time.
 func StartLambda(ctx context.Context, dir, bootstrap string, opts Options) (*Lambda, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	apiPort, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
 	abs, err := filepath.Abs(bootstrap)
 	if err != nil {
 		return nil, err
@@ -158,9 +164,15 @@ func StartLambda(ctx context.Context, dir, bootstrap string, opts Options) (*Lam
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("standin: bootstrap %s not found; build it first (make build-local)", bootstrap)
 	}
-	s, err := start(ctx, dir, "lambda", port, opts, tcpReady(port),
-		RIEBinary(dir), "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(port),
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(apiPort), abs)
+	s, err := onFreePort(ctx, func(port int) (*Service, error) {
+		apiPort, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		return start(ctx, dir, "lambda", port, opts, tcpReady(port),
+			RIEBinary(dir), "--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(port),
+			"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(apiPort), abs)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +209,9 @@ func tcpReady(port int) func(context.Context) error {
 		return c.Close()
 	}
 }
+
+// errExited is why start fails when the service died before it was ready.
+var errExited = errors.New("exited while starting")
 
 // ErrNotConfigured is returned by FromEnv when no stand-in endpoints are set.
 var ErrNotConfigured = errors.New("standin: AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS are not set; run the tests with `make test`, which starts the stand-ins")
