@@ -1,0 +1,249 @@
+package ledgertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Store is what a delivery ledger offers; *ledger.Ledger and *Memory
+// implement it.
+type Store interface {
+	Create(ctx context.Context, d ledger.Delivery) error
+	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	Complete(ctx context.Context, d ledger.Delivery, receipt string) (ledger.Delivery, error)
+	Retry(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+}
+
+var (
+	_ Store = (*ledger.Ledger)(nil)
+	_ Store = (*Memory)(nil)
+)
+
+// Memory is an in-memory ledger with the same conditions, refusals and
+// history bound as the DynamoDB ledger. It is safe for concurrent use.
+type Memory struct {
+	clk   clock.Clock
+	limit int
+
+	mu    sync.Mutex
+	items map[message.DeliveryKey]ledger.Delivery
+}
+
+// NewMemory returns an empty Memory ledger keeping historyLimit entries
+// (0: the ledger's default of 8).
+func NewMemory(clk clock.Clock, historyLimit int) *Memory {
+	if historyLimit == 0 {
+		historyLimit = 8
+	}
+	return &Memory{clk: clk, limit: historyLimit, items: map[message.DeliveryKey]ledger.Delivery{}}
+}
+
+// ms truncates to the stored precision.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func (m *Memory) now() time.Time { return ms(m.clk.Now()) }
+
+// Create adds a delivery unless its key exists.
+func (m *Memory) Create(_ context.Context, d ledger.Delivery) error {
+	if err := d.Key().Validate(); err != nil {
+		return fmt.Errorf("ledger: create: %w", err)
+	}
+	if d.DueAt.IsZero() || d.ExpiresAt.IsZero() || !d.ExpiresAt.After(d.DueAt) {
+		return fmt.Errorf("ledger: create %s: dueAt and expiresAt must be set and expiresAt after dueAt", d.Key())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.items[d.Key()]; ok {
+		return &ledger.RefusedError{Op: "create", Key: d.Key(), Reason: ledger.ErrExists, Current: copyOf(cur)}
+	}
+	now := m.now()
+	if d.Status == "" {
+		d.Status = ledger.StatusPending
+	}
+	d.DueAt, d.ExpiresAt, d.UpdatedAt = ms(d.DueAt), ms(d.ExpiresAt), now
+	if len(d.History) == 0 {
+		d.History = []ledger.Entry{{At: ledger.Format(now), Status: d.Status}}
+	}
+	m.items[d.Key()] = copyOf(d)
+	return nil
+}
+
+// Get returns a delivery.
+func (m *Memory) Get(_ context.Context, key message.DeliveryKey) (ledger.Delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.items[key]
+	if !ok {
+		return ledger.Delivery{}, &ledger.RefusedError{Op: "get", Key: key, Reason: ledger.ErrNotFound}
+	}
+	return copyOf(d), nil
+}
+
+// transition applies change to the item at key if guard allows it, else
+// returns the refusal that reason gives.
+func (m *Memory) transition(op string, key message.DeliveryKey, guard func(d ledger.Delivery, now time.Time) bool,
+	reason func(old ledger.Delivery, now time.Time) error, change func(d *ledger.Delivery, now time.Time)) (ledger.Delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	d, ok := m.items[key]
+	if !ok {
+		return ledger.Delivery{}, &ledger.RefusedError{Op: op, Key: key, Reason: ledger.ErrNotFound}
+	}
+	if !guard(d, now) {
+		return ledger.Delivery{}, &ledger.RefusedError{Op: op, Key: key, Reason: reason(d, now), Current: copyOf(d)}
+	}
+	d = copyOf(d)
+	change(&d, now)
+	d.UpdatedAt = now
+	m.items[key] = d
+	return copyOf(d), nil
+}
+
+// Claim starts an attempt; see ledger.Ledger.Claim.
+func (m *Memory) Claim(_ context.Context, c ledger.Claim) (ledger.Delivery, error) {
+	if c.Token == "" {
+		return ledger.Delivery{}, errors.New("ledger: claim without a token")
+	}
+	dueBy := ms(c.DueBy)
+	return m.transition("claim", c.Key, func(d ledger.Delivery, now time.Time) bool {
+		claimable := slices.Contains([]ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusRetrying, ledger.StatusDead}, d.Status) ||
+			(d.Status == ledger.StatusSending && d.LeaseUntil.Before(now))
+		return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
+	}, func(old ledger.Delivery, now time.Time) error {
+		switch {
+		case old.Status == ledger.StatusSent:
+			return ledger.ErrAlreadySent
+		case old.Status == ledger.StatusCancelled || old.Status == ledger.StatusExpired:
+			return ledger.ErrFinished
+		case !old.ExpiresAt.After(now):
+			return ledger.ErrExpired
+		case old.Status == ledger.StatusSending && !old.LeaseUntil.Before(now):
+			return ledger.ErrLeased
+		case old.DueAt.After(dueBy):
+			return ledger.ErrNotDue
+		}
+		return fmt.Errorf("unexpected state %q", old.Status)
+	}, func(d *ledger.Delivery, now time.Time) {
+		d.Status, d.ClaimToken, d.LeaseUntil = ledger.StatusSending, c.Token, ms(c.LeaseUntil)
+		d.Attempts++
+		d.History = append(d.History, ledger.Entry{At: ledger.Format(now), Status: ledger.StatusSending, Attempt: c.Attempt})
+	})
+}
+
+func holdsLease(tok string) func(ledger.Delivery, time.Time) bool {
+	return func(d ledger.Delivery, _ time.Time) bool {
+		return d.Status == ledger.StatusSending && d.ClaimToken == tok
+	}
+}
+
+func leaseRefusal(old ledger.Delivery, _ time.Time) error {
+	if old.Status == ledger.StatusSent {
+		return ledger.ErrAlreadySent
+	}
+	return ledger.ErrLeaseLost
+}
+
+func live(tok string) func(ledger.Delivery, time.Time) bool {
+	return func(d ledger.Delivery, now time.Time) bool {
+		if d.Status.Terminal() {
+			return false
+		}
+		return d.Status != ledger.StatusSending || (tok != "" && d.ClaimToken == tok) || d.LeaseUntil.Before(now)
+	}
+}
+
+func liveRefusal(old ledger.Delivery, _ time.Time) error {
+	switch {
+	case old.Status == ledger.StatusSent:
+		return ledger.ErrAlreadySent
+	case old.Status.Terminal():
+		return ledger.ErrFinished
+	case old.Status == ledger.StatusSending:
+		return ledger.ErrLeased
+	}
+	return fmt.Errorf("unexpected state %q", old.Status)
+}
+
+// history appends e, trimming to the limit when held is this consumer's
+// claimed copy, as the DynamoDB ledger does.
+func (m *Memory) history(d *ledger.Delivery, held ledger.Delivery, e ledger.Entry, now time.Time) {
+	e.At = ledger.Format(now)
+	if held.ClaimToken != "" && len(held.History)+1 > m.limit {
+		d.History = append(slices.Clone(held.History[len(held.History)-(m.limit-1):]), e)
+		return
+	}
+	d.History = append(d.History, e)
+}
+
+func endLease(d *ledger.Delivery) { d.ClaimToken, d.LeaseUntil = "", time.Time{} }
+
+// Complete records a send; see ledger.Ledger.Complete.
+func (m *Memory) Complete(_ context.Context, held ledger.Delivery, receipt string) (ledger.Delivery, error) {
+	return m.transition("complete", held.Key(), holdsLease(held.ClaimToken), leaseRefusal, func(d *ledger.Delivery, now time.Time) {
+		d.Status, d.SentAt, d.Receipt, d.NextAttemptAt = ledger.StatusSent, now, receipt, time.Time{}
+		endLease(d)
+		m.history(d, held, ledger.Entry{Status: ledger.StatusSent, Attempt: held.Attempts, Note: receipt}, now)
+	})
+}
+
+// Retry records a transient failure; see ledger.Ledger.Retry.
+func (m *Memory) Retry(_ context.Context, held ledger.Delivery, f ledger.Failure) (ledger.Delivery, error) {
+	return m.transition("retry", held.Key(), holdsLease(held.ClaimToken), leaseRefusal, func(d *ledger.Delivery, now time.Time) {
+		d.Status, d.LastErrorClass, d.LastError, d.NextAttemptAt = ledger.StatusRetrying, f.Class, f.Message, ms(f.NextAttemptAt)
+		endLease(d)
+		m.history(d, held, ledger.Entry{Status: ledger.StatusRetrying, Attempt: held.Attempts, Class: f.Class, Note: "next " + ledger.Format(f.NextAttemptAt)}, now)
+	})
+}
+
+// DeadLetter records that a delivery will not be retried; see
+// ledger.Ledger.DeadLetter.
+func (m *Memory) DeadLetter(_ context.Context, held ledger.Delivery, f ledger.Failure) (ledger.Delivery, error) {
+	return m.transition("dead-letter", held.Key(), live(held.ClaimToken), liveRefusal, func(d *ledger.Delivery, now time.Time) {
+		d.Status, d.LastErrorClass, d.LastError, d.NextAttemptAt = ledger.StatusDead, f.Class, f.Message, time.Time{}
+		endLease(d)
+		m.history(d, held, ledger.Entry{Status: ledger.StatusDead, Attempt: held.Attempts, Class: f.Class, Note: f.Message}, now)
+	})
+}
+
+// Expire records that a delivery passed its expiresAt; see
+// ledger.Ledger.Expire.
+func (m *Memory) Expire(_ context.Context, held ledger.Delivery) (ledger.Delivery, error) {
+	return m.transition("expire", held.Key(), live(held.ClaimToken), liveRefusal, func(d *ledger.Delivery, now time.Time) {
+		d.Status, d.NextAttemptAt = ledger.StatusExpired, time.Time{}
+		endLease(d)
+		m.history(d, held, ledger.Entry{Status: ledger.StatusExpired, Attempt: held.Attempts, Note: "expiresAt " + ledger.Format(held.ExpiresAt)}, now)
+	})
+}
+
+// Release hands a delivery back to the calendar; see ledger.Ledger.Release.
+func (m *Memory) Release(_ context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error) {
+	return m.transition("release", key, func(d ledger.Delivery, _ time.Time) bool {
+		return d.Status == ledger.StatusPending || d.Status == ledger.StatusQueued || d.Status == ledger.StatusRetrying
+	}, func(old ledger.Delivery, _ time.Time) error {
+		if old.Status == ledger.StatusSent {
+			return ledger.ErrAlreadySent
+		}
+		return ledger.ErrNotReleasable
+	}, func(d *ledger.Delivery, now time.Time) {
+		d.Status = ledger.StatusPending
+		d.History = append(d.History, ledger.Entry{At: ledger.Format(now), Status: ledger.StatusPending, Note: note})
+	})
+}
+
+func copyOf(d ledger.Delivery) ledger.Delivery {
+	d.History = slices.Clone(d.History)
+	return d
+}
