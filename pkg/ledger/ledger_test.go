@@ -87,3 +87,46 @@ func BenchmarkClaim(b *testing.B) {
 		})
 	}
 }
+
+// TestHistoryLimitKeepsEveryWriteAtOneUnit drives one delivery through
+// twelve failed attempts and reads the write units DynamoDB Local reports
+// for each claim and retry: with the default history limit the item stays
+// under 1 KB. Run with -v to see the units per attempt, and with a limit
+// of 20 for comparison.
+func TestHistoryLimitKeepsEveryWriteAtOneUnit(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	for _, limit := range []int{0, 20} { // 0: the default
+		clk := clock.NewFake(t0)
+		l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk, HistoryLimit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		d := ledger.Delivery{ReminderID: "rem-18400000", Channel: "email", Provider: "webhook", RecipientRef: "acct-1/contact-2", TemplateRef: "renewal-v3",
+			DueAt: t0, ExpiresAt: t0.Add(time.Hour), Status: ledger.StatusQueued}
+		if err := l.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		var units []float64
+		for i := 1; i <= 12; i++ {
+			before := l.WriteUnits()
+			c, err := l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: fmt.Sprintf("%032d", i), LeaseUntil: t0.Add(time.Minute), DueBy: t0, Attempt: i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Retry(ctx, c, ledger.Failure{Class: "server", Message: "provider answered 503 (retry after 30s)", NextAttemptAt: t0.Add(time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+			units = append(units, l.WriteUnits()-before)
+		}
+		t.Logf("history limit %d: write units per attempt (claim + retry): %v", limit, units)
+		if limit == 0 {
+			for i, u := range units {
+				if u != 2 {
+					t.Errorf("attempt %d cost %v write units, want 2 (1 per write)", i+1, u)
+				}
+			}
+		}
+	}
+}
