@@ -185,21 +185,7 @@ func (l *Ledger) Claim(ctx context.Context, c Claim) (Delivery, error) {
 	u.values[":pending"], u.values[":queued"], u.values[":retrying"], u.values[":dead"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying), sv(StatusDead)
 	u.values[":dueBy"] = sv(Format(c.DueBy))
 	u.cond = "attribute_exists(PK) AND (#status IN (:pending, :queued, :retrying, :dead) OR (#status = :sending AND leaseUntil < :now)) AND dueAt <= :dueBy AND expiresAt > :now"
-	return l.write(ctx, u, func(old Delivery) error {
-		switch {
-		case old.Status == StatusSent:
-			return ErrAlreadySent
-		case old.Status == StatusCancelled || old.Status == StatusExpired:
-			return ErrFinished
-		case !old.ExpiresAt.After(now):
-			return ErrExpired
-		case old.Status == StatusSending && !old.LeaseUntil.Before(now):
-			return ErrLeased
-		case old.DueAt.After(c.DueBy):
-			return ErrNotDue
-		}
-		return fmt.Errorf("unexpected state %q", old.Status)
-	})
+	return l.write(ctx, u, func(old Delivery) error { return ClaimRefusal(old, now, c.DueBy) })
 }
 
 // Complete records that the provider accepted the claimed delivery d. It
@@ -215,7 +201,7 @@ func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Deli
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: clip(receipt, 80)})
 	u.holdsLease(d)
-	return l.write(ctx, u, leaseRefusal)
+	return l.write(ctx, u, LeaseRefusal)
 }
 
 // Failure describes a failed attempt.
@@ -240,7 +226,7 @@ func (l *Ledger) Retry(ctx context.Context, d Delivery, f Failure) (Delivery, er
 	u.remove("claimToken", "leaseUntil")
 	u.history(d, Entry{Status: StatusRetrying, Attempt: d.Attempts, Class: f.Class, Note: "next " + Format(f.NextAttemptAt)})
 	u.holdsLease(d)
-	return l.write(ctx, u, leaseRefusal)
+	return l.write(ctx, u, LeaseRefusal)
 }
 
 // DeadLetter records that d will not be retried. d is either the claimed
@@ -257,7 +243,7 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: clip(f.Message, 120)})
 	u.live(d)
-	return l.write(ctx, u, liveRefusal(now))
+	return l.write(ctx, u, LiveRefusal)
 }
 
 // Expire records that d passed its expiresAt unsent. Like DeadLetter, d is
@@ -270,7 +256,7 @@ func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusExpired, Attempt: d.Attempts, Note: "expiresAt " + Format(d.ExpiresAt)})
 	u.live(d)
-	return l.write(ctx, u, liveRefusal(now))
+	return l.write(ctx, u, LiveRefusal)
 }
 
 // Release hands a delivery that is not yet due back to the calendar: it
@@ -283,33 +269,58 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, note stri
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: clip(note, 120)})
 	u.values[":queued"], u.values[":retrying"] = sv(StatusQueued), sv(StatusRetrying)
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying)"
-	return l.write(ctx, u, func(old Delivery) error {
-		if old.Status == StatusSent {
-			return ErrAlreadySent
-		}
-		return ErrNotReleasable
-	})
+	return l.write(ctx, u, ReleaseRefusal)
 }
 
-func leaseRefusal(old Delivery) error {
+// The reasons a refused write gives, from the item as it was. They are
+// exported so that other ledgers (ledgertest.Memory) refuse alike.
+
+// ClaimRefusal says why a claim due by dueBy was refused at now.
+func ClaimRefusal(old Delivery, now, dueBy time.Time) error {
+	switch {
+	case old.Status == StatusSent:
+		return ErrAlreadySent
+	case old.Status == StatusCancelled || old.Status == StatusExpired:
+		return ErrFinished
+	case !old.ExpiresAt.After(now):
+		return ErrExpired
+	case old.Status == StatusSending && !old.LeaseUntil.Before(now):
+		return ErrLeased
+	case old.DueAt.After(dueBy):
+		return ErrNotDue
+	}
+	return fmt.Errorf("unexpected state %q", old.Status)
+}
+
+// LeaseRefusal says why a write that needed the writer's lease (Complete,
+// Retry) was refused.
+func LeaseRefusal(old Delivery) error {
 	if old.Status == StatusSent {
 		return ErrAlreadySent
 	}
 	return ErrLeaseLost
 }
 
-func liveRefusal(now time.Time) func(Delivery) error {
-	return func(old Delivery) error {
-		switch {
-		case old.Status == StatusSent:
-			return ErrAlreadySent
-		case old.Status.Terminal():
-			return ErrFinished
-		case old.Status == StatusSending:
-			return ErrLeased
-		}
-		return fmt.Errorf("unexpected state %q", old.Status)
+// LiveRefusal says why a write that needed an unfinished delivery not in
+// flight elsewhere (DeadLetter, Expire) was refused.
+func LiveRefusal(old Delivery) error {
+	switch {
+	case old.Status == StatusSent:
+		return ErrAlreadySent
+	case old.Status.Terminal():
+		return ErrFinished
+	case old.Status == StatusSending:
+		return ErrLeased
 	}
+	return fmt.Errorf("unexpected state %q", old.Status)
+}
+
+// ReleaseRefusal says why a Release was refused.
+func ReleaseRefusal(old Delivery) error {
+	if old.Status == StatusSent {
+		return ErrAlreadySent
+	}
+	return ErrNotReleasable
 }
 
 // update builds one conditional UpdateItem.

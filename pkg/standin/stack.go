@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 )
 
 // Stack is DynamoDB Local and fauxqs running together.
@@ -67,6 +66,3 @@ func (s *Stack) Stop() {
 	s.DynamoDB.Stop()
 	s.SQS.Stop()
 }
-
-// LogDir is where the services write their output.
-func (s *Stack) LogDir() string { return filepath.Join(s.Dir, "logs") }

@@ -123,19 +123,7 @@ func (m *Memory) Claim(_ context.Context, c ledger.Claim) (ledger.Delivery, erro
 			(d.Status == ledger.StatusSending && d.LeaseUntil.Before(now))
 		return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
 	}, func(old ledger.Delivery, now time.Time) error {
-		switch {
-		case old.Status == ledger.StatusSent:
-			return ledger.ErrAlreadySent
-		case old.Status == ledger.StatusCancelled || old.Status == ledger.StatusExpired:
-			return ledger.ErrFinished
-		case !old.ExpiresAt.After(now):
-			return ledger.ErrExpired
-		case old.Status == ledger.StatusSending && !old.LeaseUntil.Before(now):
-			return ledger.ErrLeased
-		case old.DueAt.After(dueBy):
-			return ledger.ErrNotDue
-		}
-		return fmt.Errorf("unexpected state %q", old.Status)
+		return ledger.ClaimRefusal(old, now, dueBy)
 	}, func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.ClaimToken, d.LeaseUntil = ledger.StatusSending, c.Token, ms(c.LeaseUntil)
 		d.Attempts++
@@ -149,13 +137,6 @@ func holdsLease(tok string) func(ledger.Delivery, time.Time) bool {
 	}
 }
 
-func leaseRefusal(old ledger.Delivery, _ time.Time) error {
-	if old.Status == ledger.StatusSent {
-		return ledger.ErrAlreadySent
-	}
-	return ledger.ErrLeaseLost
-}
-
 func live(tok string) func(ledger.Delivery, time.Time) bool {
 	return func(d ledger.Delivery, now time.Time) bool {
 		if d.Status.Terminal() {
@@ -165,16 +146,9 @@ func live(tok string) func(ledger.Delivery, time.Time) bool {
 	}
 }
 
-func liveRefusal(old ledger.Delivery, _ time.Time) error {
-	switch {
-	case old.Status == ledger.StatusSent:
-		return ledger.ErrAlreadySent
-	case old.Status.Terminal():
-		return ledger.ErrFinished
-	case old.Status == ledger.StatusSending:
-		return ledger.ErrLeased
-	}
-	return fmt.Errorf("unexpected state %q", old.Status)
+// byOld adapts a ledger refusal reason to transition's signature.
+func byOld(reason func(ledger.Delivery) error) func(ledger.Delivery, time.Time) error {
+	return func(old ledger.Delivery, _ time.Time) error { return reason(old) }
 }
 
 // history appends e, trimming to the limit when held is this consumer's
@@ -192,7 +166,7 @@ func endLease(d *ledger.Delivery) { d.ClaimToken, d.LeaseUntil = "", time.Time{}
 
 // Complete records a send; see ledger.Ledger.Complete.
 func (m *Memory) Complete(_ context.Context, held ledger.Delivery, receipt string) (ledger.Delivery, error) {
-	return m.transition("complete", held.Key(), holdsLease(held.ClaimToken), leaseRefusal, func(d *ledger.Delivery, now time.Time) {
+	return m.transition("complete", held.Key(), holdsLease(held.ClaimToken), byOld(ledger.LeaseRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.SentAt, d.Receipt, d.NextAttemptAt = ledger.StatusSent, now, receipt, time.Time{}
 		endLease(d)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusSent, Attempt: held.Attempts, Note: receipt}, now)
@@ -201,7 +175,7 @@ func (m *Memory) Complete(_ context.Context, held ledger.Delivery, receipt strin
 
 // Retry records a transient failure; see ledger.Ledger.Retry.
 func (m *Memory) Retry(_ context.Context, held ledger.Delivery, f ledger.Failure) (ledger.Delivery, error) {
-	return m.transition("retry", held.Key(), holdsLease(held.ClaimToken), leaseRefusal, func(d *ledger.Delivery, now time.Time) {
+	return m.transition("retry", held.Key(), holdsLease(held.ClaimToken), byOld(ledger.LeaseRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.LastErrorClass, d.LastError, d.NextAttemptAt = ledger.StatusRetrying, f.Class, f.Message, ms(f.NextAttemptAt)
 		endLease(d)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusRetrying, Attempt: held.Attempts, Class: f.Class, Note: "next " + ledger.Format(f.NextAttemptAt)}, now)
@@ -211,7 +185,7 @@ func (m *Memory) Retry(_ context.Context, held ledger.Delivery, f ledger.Failure
 // DeadLetter records that a delivery will not be retried; see
 // ledger.Ledger.DeadLetter.
 func (m *Memory) DeadLetter(_ context.Context, held ledger.Delivery, f ledger.Failure) (ledger.Delivery, error) {
-	return m.transition("dead-letter", held.Key(), live(held.ClaimToken), liveRefusal, func(d *ledger.Delivery, now time.Time) {
+	return m.transition("dead-letter", held.Key(), live(held.ClaimToken), byOld(ledger.LiveRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.LastErrorClass, d.LastError, d.NextAttemptAt = ledger.StatusDead, f.Class, f.Message, time.Time{}
 		endLease(d)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusDead, Attempt: held.Attempts, Class: f.Class, Note: f.Message}, now)
@@ -221,7 +195,7 @@ func (m *Memory) DeadLetter(_ context.Context, held ledger.Delivery, f ledger.Fa
 // Expire records that a delivery passed its expiresAt; see
 // ledger.Ledger.Expire.
 func (m *Memory) Expire(_ context.Context, held ledger.Delivery) (ledger.Delivery, error) {
-	return m.transition("expire", held.Key(), live(held.ClaimToken), liveRefusal, func(d *ledger.Delivery, now time.Time) {
+	return m.transition("expire", held.Key(), live(held.ClaimToken), byOld(ledger.LiveRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.NextAttemptAt = ledger.StatusExpired, time.Time{}
 		endLease(d)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusExpired, Attempt: held.Attempts, Note: "expiresAt " + ledger.Format(held.ExpiresAt)}, now)
@@ -232,12 +206,7 @@ func (m *Memory) Expire(_ context.Context, held ledger.Delivery) (ledger.Deliver
 func (m *Memory) Release(_ context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error) {
 	return m.transition("release", key, func(d ledger.Delivery, _ time.Time) bool {
 		return d.Status == ledger.StatusPending || d.Status == ledger.StatusQueued || d.Status == ledger.StatusRetrying
-	}, func(old ledger.Delivery, _ time.Time) error {
-		if old.Status == ledger.StatusSent {
-			return ledger.ErrAlreadySent
-		}
-		return ledger.ErrNotReleasable
-	}, func(d *ledger.Delivery, now time.Time) {
+	}, byOld(ledger.ReleaseRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status = ledger.StatusPending
 		d.History = append(d.History, ledger.Entry{At: ledger.Format(now), Status: ledger.StatusPending, Note: note})
 	})
