@@ -36,7 +36,7 @@ type Ledger interface {
 	Retry(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
 	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
 	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
-	Release(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
@@ -404,7 +404,7 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 		c.transition(r, "deferred", "next", (time.Duration(secs) * time.Second).String(), "via", "republish")
 		return nil
 	}
-	_, err := c.cfg.Ledger.Release(ctx, msg.Key(), "released: due "+ledger.Format(dueAt))
+	_, err := c.cfg.Ledger.Release(ctx, msg.Key(), dueAt, "released: due "+ledger.Format(dueAt))
 	switch {
 	case err == nil:
 	case isSettled(err), errors.Is(err, ledger.ErrNotReleasable):

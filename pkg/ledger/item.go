@@ -41,6 +41,8 @@ type item struct {
 	Receipt        string  `dynamodbav:"receipt,omitempty"`
 	UpdatedAt      string  `dynamodbav:"updatedAt,omitempty"`
 	History        []Entry `dynamodbav:"history"`
+	DueShard       string  `dynamodbav:"dueShard,omitempty"`
+	DueSort        string  `dynamodbav:"dueSort,omitempty"`
 }
 
 // PartitionKey returns the PK of a reminder's items.
@@ -74,7 +76,7 @@ func parseOpt(field, s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-func toItem(d Delivery) (map[string]types.AttributeValue, error) {
+func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, error) {
 	it := item{
 		PK: PartitionKey(d.ReminderID), SK: SortKey(d.Channel, d.Provider),
 		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status,
@@ -84,6 +86,7 @@ func toItem(d Delivery) (map[string]types.AttributeValue, error) {
 		LastErrorClass: d.LastErrorClass, LastError: d.LastError,
 		NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt),
 		Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt), History: d.History,
+		DueShard: shard, DueSort: sort,
 	}
 	if it.History == nil {
 		it.History = []Entry{}

@@ -30,6 +30,10 @@ var _ API = (*dynamodb.Client)(nil)
 // ErrExists is the reason Create refuses a delivery that already exists.
 var ErrExists = errors.New("delivery already exists")
 
+// ErrChanged is the reason Requeue refuses a delivery that changed since
+// the caller read it.
+var ErrChanged = errors.New("delivery changed since it was read")
+
 // Config configures a Ledger.
 type Config struct {
 	// Table is the DynamoDB table name. Required.
@@ -42,6 +46,15 @@ type Config struct {
 	// Retention is how long a delivery item lives after it ends, through the
 	// table's TTL attribute "ttl". Default 90 days.
 	Retention time.Duration
+	// Shards is how many due index shards new deliveries spread over.
+	// Default 8, at most 1000. It may grow, never shrink: the ledger records
+	// the largest count it used (StoredShards) and the enqueue reads that
+	// many.
+	Shards int
+	// Lookahead is how long before dueAt a delivery may be handed to the
+	// queue, which delays it until due. Default and maximum 15 minutes (the
+	// longest SQS delay).
+	Lookahead time.Duration
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
 }
@@ -53,6 +66,7 @@ type Ledger struct {
 
 	mu         sync.Mutex
 	writeUnits float64
+	recorded   bool // the shard count is in the table
 }
 
 // New validates cfg and returns a Ledger on api.
@@ -72,11 +86,32 @@ func New(api API, cfg Config) (*Ledger, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = 90 * 24 * time.Hour
 	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 8
+	}
+	if cfg.Shards < 1 || cfg.Shards > 1000 {
+		return nil, fmt.Errorf("ledger: %d shards; use 1 to 1000 (NUDGE_SHARDS)", cfg.Shards)
+	}
+	if cfg.Lookahead == 0 {
+		cfg.Lookahead = MaxLookahead
+	}
+	if cfg.Lookahead < 0 || cfg.Lookahead > MaxLookahead {
+		return nil, fmt.Errorf("ledger: lookahead %v is outside (0, %v]; SQS delays a message at most 15 minutes (NUDGE_LOOKAHEAD)", cfg.Lookahead, MaxLookahead)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	return &Ledger{api: api, cfg: cfg}, nil
 }
+
+// Table returns the table name.
+func (l *Ledger) Table() string { return l.cfg.Table }
+
+// Shards returns the configured shard count.
+func (l *Ledger) Shards() int { return l.cfg.Shards }
+
+// Lookahead returns the configured lookahead.
+func (l *Ledger) Lookahead() time.Duration { return l.cfg.Lookahead }
 
 // WriteUnits returns the write capacity units DynamoDB reported for this
 // ledger's writes so far.
@@ -95,8 +130,9 @@ func (l *Ledger) count(cc *types.ConsumedCapacity) {
 	l.mu.Unlock()
 }
 
-// Create writes a new pending delivery; it refuses (ErrExists) if the key
-// is taken. Status defaults to pending.
+// Create writes a new pending delivery and enters it in the due index; it
+// refuses (ErrExists, with the stored delivery) if the key is taken. Status
+// defaults to pending.
 func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 	if err := d.Key().Validate(); err != nil {
 		return fmt.Errorf("ledger: create: %w", err)
@@ -112,7 +148,14 @@ func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 	if len(d.History) == 0 {
 		d.History = []Entry{{At: Format(now), Status: d.Status}}
 	}
-	av, err := toItem(d)
+	if err := l.recordShards(ctx); err != nil {
+		return err
+	}
+	var shard, sort string
+	if !d.Status.Terminal() {
+		shard, sort = ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)), IndexSort(PublishAt(d.DueAt, now, l.cfg.Lookahead), d.Key())
+	}
+	av, err := toItem(d, shard, sort)
 	if err != nil {
 		return err
 	}
@@ -204,6 +247,12 @@ func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Deli
 	return l.write(ctx, u, LeaseRefusal)
 }
 
+// RetryNote is the history note of a retry: the wait, which is shorter
+// than the time it ends at and keeps the item under 1 KB.
+func RetryNote(now, next time.Time) string {
+	return "in " + next.Sub(now).Round(time.Second).String()
+}
+
 // Failure describes a failed attempt.
 type Failure struct {
 	// Class is the error class (failure.Class…).
@@ -224,7 +273,7 @@ func (l *Ledger) Retry(ctx context.Context, d Delivery, f Failure) (Delivery, er
 	u.set("lastError", ":error", clip(f.Message, 500))
 	u.set("nextAttemptAt", ":next", Format(f.NextAttemptAt))
 	u.remove("claimToken", "leaseUntil")
-	u.history(d, Entry{Status: StatusRetrying, Attempt: d.Attempts, Class: f.Class, Note: "next " + Format(f.NextAttemptAt)})
+	u.history(d, Entry{Status: StatusRetrying, Attempt: d.Attempts, Class: f.Class, Note: RetryNote(now, f.NextAttemptAt)})
 	u.holdsLease(d)
 	return l.write(ctx, u, LeaseRefusal)
 }
@@ -260,16 +309,48 @@ func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 }
 
 // Release hands a delivery that is not yet due back to the calendar: it
-// becomes pending again, to be enqueued when due. It refuses with
-// ErrNotReleasable unless the delivery is pending, queued or retrying.
-func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, note string) (Delivery, error) {
+// becomes pending again, and its due index entry moves to its new publish
+// time, max(dueAt − Lookahead, now), which is ahead of any enqueue cursor.
+// dueAt must be the delivery's own. It refuses with ErrNotReleasable unless
+// the delivery is pending, queued or retrying with that dueAt.
+func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("release", key, now)
 	u.set("#status", ":pending", StatusPending)
+	u.set(attrDueSort, ":sort", IndexSort(PublishAt(dueAt, now, l.cfg.Lookahead), key))
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: clip(note, 120)})
-	u.values[":queued"], u.values[":retrying"] = sv(StatusQueued), sv(StatusRetrying)
-	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying)"
+	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
+	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
 	return l.write(ctx, u, ReleaseRefusal)
+}
+
+// Cancel ends a delivery that has not been sent: it becomes cancelled and
+// leaves the due index. It refuses with ErrAlreadySent, ErrFinished, or
+// ErrLeased while a consumer holds it (the send may be under way).
+func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note string) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("cancel", key, now)
+	u.set("#status", ":cancelled", StatusCancelled)
+	u.terminal(now)
+	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: clip(note, 120)})
+	u.live(Delivery{})
+	return l.write(ctx, u, LiveRefusal)
+}
+
+// Requeue records that the enqueue handed d to the queue again because its
+// earlier hand-off was lost: d becomes queued, with updatedAt as the time
+// of the hand-off. d must be as the caller read it (status and updatedAt
+// unchanged since), so that of two concurrent enqueue runs only one hands
+// it off; the other gets ErrChanged, or ErrAlreadySent or ErrFinished.
+func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery, error) {
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("requeue", d.Key(), now)
+	u.set("#status", ":queued", StatusQueued)
+	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: clip(note, 120)})
+	u.values[":was"], u.values[":wasAt"] = sv(d.Status), sv(formatOpt(d.UpdatedAt))
+	u.cond = "attribute_exists(PK) AND #status = :was AND updatedAt = :wasAt"
+	return l.write(ctx, u, RequeueRefusal)
 }
 
 // The reasons a refused write gives, from the item as it was. They are
@@ -313,6 +394,17 @@ func LiveRefusal(old Delivery) error {
 		return ErrLeased
 	}
 	return fmt.Errorf("unexpected state %q", old.Status)
+}
+
+// RequeueRefusal says why a Requeue was refused.
+func RequeueRefusal(old Delivery) error {
+	switch {
+	case old.Status == StatusSent:
+		return ErrAlreadySent
+	case old.Status.Terminal():
+		return ErrFinished
+	}
+	return ErrChanged
 }
 
 // ReleaseRefusal says why a Release was refused.

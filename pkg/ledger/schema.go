@@ -11,7 +11,9 @@ import (
 )
 
 // TableInput returns the definition of the ledger table: string keys PK and
-// SK, on-demand billing. The CDK stack and the local stand-ins both use it.
+// SK, on-demand billing, and the sparse due index (IndexName) keyed by
+// dueShard and dueSort, projecting dueAt and expiresAt. The CDK stack and the
+// local stand-ins both use it.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
@@ -19,13 +21,33 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrDueShard), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrDueSort), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
 		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(IndexName),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrDueShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrDueSort), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{
+				ProjectionType:   types.ProjectionTypeInclude,
+				NonKeyAttributes: IndexProjection(),
+			},
+		}},
 	}
 }
+
+// IndexProjection is the due index's projected non-key attributes.
+func IndexProjection() []string { return []string{"dueAt", "expiresAt"} }
+
+// IndexKeyAttributes returns the due index's partition and sort key
+// attribute names.
+func IndexKeyAttributes() (partition, sort string) { return attrDueShard, attrDueSort }
 
 // TableAPI is what CreateTable needs.
 type TableAPI interface {

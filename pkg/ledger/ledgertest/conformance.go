@@ -40,6 +40,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"ConcurrentClaimsHaveOneWinner", testConcurrentClaimsHaveOneWinner},
 		{"DueAndExpiryBoundaries", testDueAndExpiryBoundaries},
 		{"ExpireWaitsForAForeignLease", testExpireWaitsForAForeignLease},
+		{"CancelEndsAnUnsentDeliveryOnly", testCancelEndsAnUnsentDeliveryOnly},
+		{"RequeueNeedsTheDeliveryAsRead", testRequeueNeedsTheDeliveryAsRead},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -222,19 +224,74 @@ func testCreateIsConditional(t *testing.T, b bundle) {
 
 func testReleaseReturnsToTheCalendar(t *testing.T, b bundle) {
 	d := b.create(t, "rem-9")
-	got, err := b.l.Release(context.Background(), d.Key(), "due in 2h")
+	_, err := b.l.Release(context.Background(), d.Key(), d.DueAt.Add(time.Hour), "a message with another dueAt")
+	refusal(t, err, ledger.ErrNotReleasable)
+	got, err := b.l.Release(context.Background(), d.Key(), d.DueAt, "due in 2h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != ledger.StatusPending {
+	if got.Status != ledger.StatusPending || got.History[len(got.History)-1].Note != "due in 2h" {
 		t.Fatalf("released = %+v", got)
 	}
 	c, _ := b.claim("tok", d)
 	if _, err := b.l.Complete(context.Background(), c, "r"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.l.Release(context.Background(), d.Key(), "x")
+	_, err = b.l.Release(context.Background(), d.Key(), d.DueAt, "x")
 	refusal(t, err, ledger.ErrAlreadySent)
+}
+
+func testCancelEndsAnUnsentDeliveryOnly(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-c1")
+	got, err := b.l.Cancel(ctx, d.Key(), "by operator")
+	if err != nil || got.Status != ledger.StatusCancelled {
+		t.Fatalf("cancel = %+v, %v", got, err)
+	}
+	refusal(t, func() error { _, err := b.l.Cancel(ctx, d.Key(), "again"); return err }(), ledger.ErrFinished)
+	_, err = b.claim("tok", d)
+	refusal(t, err, ledger.ErrFinished)
+
+	inFlight := b.create(t, "rem-c2")
+	if _, err := b.claim("tok", inFlight); err != nil {
+		t.Fatal(err)
+	}
+	re := refusal(t, func() error { _, err := b.l.Cancel(ctx, inFlight.Key(), "x"); return err }(), ledger.ErrLeased)
+	if re.Current.LeaseUntil.IsZero() {
+		t.Fatalf("refusal lacks the lease: %+v", re.Current)
+	}
+
+	sent := b.create(t, "rem-c3")
+	c, _ := b.claim("tok", sent)
+	if _, err := b.l.Complete(ctx, c, "r"); err != nil {
+		t.Fatal(err)
+	}
+	refusal(t, func() error { _, err := b.l.Cancel(ctx, sent.Key(), "x"); return err }(), ledger.ErrAlreadySent)
+	refusal(t, func() error { _, err := b.l.Cancel(ctx, ledger.Delivery{ReminderID: "nope", Channel: "email", Provider: "webhook"}.Key(), "x"); return err }(), ledger.ErrNotFound)
+}
+
+func testRequeueNeedsTheDeliveryAsRead(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-q1")
+	read, err := b.l.Get(ctx, d.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Second)
+	got, err := b.l.Requeue(ctx, read, "repair")
+	if err != nil || got.Status != ledger.StatusQueued || !got.UpdatedAt.Equal(b.clk.Now()) {
+		t.Fatalf("requeue = %+v, %v", got, err)
+	}
+	// A second run that read the same version loses.
+	re := refusal(t, func() error { _, err := b.l.Requeue(ctx, read, "repair"); return err }(), ledger.ErrChanged)
+	if re.Current.Status != ledger.StatusQueued {
+		t.Fatalf("refusal current = %+v", re.Current)
+	}
+	c, _ := b.claim("tok", d)
+	if _, err := b.l.Complete(ctx, c, "r"); err != nil {
+		t.Fatal(err)
+	}
+	refusal(t, func() error { _, err := b.l.Requeue(ctx, got, "repair"); return err }(), ledger.ErrAlreadySent)
 }
 
 func testHistoryIsBounded(t *testing.T, b bundle) {

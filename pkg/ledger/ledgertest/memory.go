@@ -23,7 +23,9 @@ type Store interface {
 	Retry(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
 	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
 	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
-	Release(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+	Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error)
 }
 
 var (
@@ -178,7 +180,7 @@ func (m *Memory) Retry(_ context.Context, held ledger.Delivery, f ledger.Failure
 	return m.transition("retry", held.Key(), holdsLease(held.ClaimToken), byOld(ledger.LeaseRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.LastErrorClass, d.LastError, d.NextAttemptAt = ledger.StatusRetrying, f.Class, f.Message, ms(f.NextAttemptAt)
 		endLease(d)
-		m.history(d, held, ledger.Entry{Status: ledger.StatusRetrying, Attempt: held.Attempts, Class: f.Class, Note: "next " + ledger.Format(f.NextAttemptAt)}, now)
+		m.history(d, held, ledger.Entry{Status: ledger.StatusRetrying, Attempt: held.Attempts, Class: f.Class, Note: ledger.RetryNote(now, ms(f.NextAttemptAt))}, now)
 	})
 }
 
@@ -203,12 +205,32 @@ func (m *Memory) Expire(_ context.Context, held ledger.Delivery) (ledger.Deliver
 }
 
 // Release hands a delivery back to the calendar; see ledger.Ledger.Release.
-func (m *Memory) Release(_ context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error) {
+func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error) {
 	return m.transition("release", key, func(d ledger.Delivery, _ time.Time) bool {
-		return d.Status == ledger.StatusPending || d.Status == ledger.StatusQueued || d.Status == ledger.StatusRetrying
+		return (d.Status == ledger.StatusPending || d.Status == ledger.StatusQueued || d.Status == ledger.StatusRetrying) && d.DueAt.Equal(ms(dueAt))
 	}, byOld(ledger.ReleaseRefusal), func(d *ledger.Delivery, now time.Time) {
 		d.Status = ledger.StatusPending
-		d.History = append(d.History, ledger.Entry{At: ledger.Format(now), Status: ledger.StatusPending, Note: note})
+		m.history(d, ledger.Delivery{}, ledger.Entry{Status: ledger.StatusPending, Note: note}, now)
+	})
+}
+
+// Cancel ends an unsent delivery; see ledger.Ledger.Cancel.
+func (m *Memory) Cancel(_ context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error) {
+	return m.transition("cancel", key, live(""), byOld(ledger.LiveRefusal), func(d *ledger.Delivery, now time.Time) {
+		d.Status, d.NextAttemptAt = ledger.StatusCancelled, time.Time{}
+		endLease(d)
+		m.history(d, ledger.Delivery{}, ledger.Entry{Status: ledger.StatusCancelled, Note: note}, now)
+	})
+}
+
+// Requeue records a repeated hand-off of a delivery as read; see
+// ledger.Ledger.Requeue.
+func (m *Memory) Requeue(_ context.Context, read ledger.Delivery, note string) (ledger.Delivery, error) {
+	return m.transition("requeue", read.Key(), func(d ledger.Delivery, _ time.Time) bool {
+		return d.Status == read.Status && d.UpdatedAt.Equal(ms(read.UpdatedAt))
+	}, byOld(ledger.RequeueRefusal), func(d *ledger.Delivery, now time.Time) {
+		d.Status = ledger.StatusQueued
+		m.history(d, ledger.Delivery{}, ledger.Entry{Status: ledger.StatusQueued, Attempt: read.Attempts, Note: note}, now)
 	})
 }
 
