@@ -1,0 +1,295 @@
+package schedule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Limits on a reminder.
+const (
+	MaxDeliveries    = 8
+	MaxRefLen        = 256
+	MaxMetadataKeys  = 16
+	MaxMetadataKey   = 64
+	MaxMetadataValue = 256
+	MaxInputBytes    = 8 << 10
+)
+
+// Input is a reminder as a user writes it: JSON with RFC 3339 times.
+type Input struct {
+	// ID identifies the reminder: 1–128 of [A-Za-z0-9._-]. Creating the
+	// same id twice with the same content is harmless.
+	ID string `json:"id"`
+	// AccountRef is the owning account's reference, not its name.
+	AccountRef string `json:"accountRef"`
+	// DueAt is when the reminder is due, RFC 3339.
+	DueAt string `json:"dueAt"`
+	// ExpiresAt is when it is no longer worth sending, RFC 3339. Default:
+	// DueAt plus the store's lateness window.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Deliveries lists where it goes: 1 to MaxDeliveries.
+	Deliveries []DeliveryInput `json:"deliveries"`
+	// Metadata is optional labels for the operator; never personal data.
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// DeliveryInput is one delivery of an Input.
+type DeliveryInput struct {
+	// Channel is a known channel (email, sms, push, voice, webhook).
+	Channel string `json:"channel"`
+	// Provider names the provider: 1–32 of [a-z0-9_-].
+	Provider string `json:"provider"`
+	// RecipientRef is a reference the provider resolves to an address.
+	RecipientRef string `json:"recipientRef"`
+	// TemplateRef is a reference to the message template.
+	TemplateRef string `json:"templateRef"`
+}
+
+// Reminder is a validated reminder.
+type Reminder struct {
+	ID         string            `dynamodbav:"reminderId" json:"id"`
+	AccountRef string            `dynamodbav:"accountRef" json:"accountRef"`
+	DueAt      time.Time         `dynamodbav:"-" json:"dueAt"`
+	ExpiresAt  time.Time         `dynamodbav:"-" json:"expiresAt"`
+	Deliveries []Delivery        `dynamodbav:"deliveries" json:"deliveries"`
+	Metadata   map[string]string `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
+}
+
+// Delivery is one validated delivery of a Reminder.
+type Delivery struct {
+	Channel      string `dynamodbav:"channel" json:"channel"`
+	Provider     string `dynamodbav:"provider" json:"provider"`
+	RecipientRef string `dynamodbav:"recipientRef" json:"recipientRef"`
+	TemplateRef  string `dynamodbav:"templateRef" json:"templateRef"`
+}
+
+// Key returns the delivery key of d in r.
+func (r Reminder) Key(d Delivery) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider}
+}
+
+// ValidationError is a reminder that cannot be accepted. It names the
+// field, what is wrong and how to fix it.
+type ValidationError struct {
+	ID      string // the reminder id, if it was readable
+	Field   string // JSON path of the field, such as "deliveries[1].channel"
+	Problem string
+	Fix     string
+}
+
+func (e *ValidationError) Error() string {
+	who := "reminder"
+	if e.ID != "" {
+		who = fmt.Sprintf("reminder %q", e.ID)
+	}
+	s := fmt.Sprintf("%s: %s %s", who, e.Field, e.Problem)
+	if e.Field == "" {
+		s = fmt.Sprintf("%s: %s", who, e.Problem)
+	}
+	if e.Fix != "" {
+		s += "; " + e.Fix
+	}
+	return s
+}
+
+// DefaultChannels are the channels a Validator knows unless told others.
+var DefaultChannels = []string{"email", "sms", "push", "voice", "webhook"}
+
+// Validator turns Inputs into Reminders.
+type Validator struct {
+	// Channels are the known channels. Default DefaultChannels.
+	Channels []string
+	// Lateness is the default expiresAt − dueAt. Default 24h.
+	Lateness time.Duration
+	// Now tells the time; a reminder already expired is refused.
+	Now func() time.Time
+}
+
+func (v Validator) withDefaults() Validator {
+	if len(v.Channels) == 0 {
+		v.Channels = DefaultChannels
+	}
+	if v.Lateness == 0 {
+		v.Lateness = 24 * time.Hour
+	}
+	if v.Now == nil {
+		v.Now = time.Now
+	}
+	return v
+}
+
+// ParseJSON decodes one reminder from JSON and validates it. Unknown
+// fields are refused, so that a misspelt "expiresAt" is not silently
+// replaced by the default.
+func (v Validator) ParseJSON(data []byte) (Reminder, error) {
+	if len(data) > MaxInputBytes {
+		return Reminder{}, &ValidationError{Problem: fmt.Sprintf("is %d bytes; the limit is %d", len(data), MaxInputBytes), Fix: "keep metadata short and references brief"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in Input
+	if err := dec.Decode(&in); err != nil {
+		return Reminder{}, jsonError(err)
+	}
+	if dec.More() {
+		return Reminder{}, &ValidationError{Problem: "has more than one JSON value", Fix: "give one reminder object per line"}
+	}
+	return v.Validate(in)
+}
+
+func jsonError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		return &ValidationError{Field: typeErr.Field, Problem: fmt.Sprintf("is a JSON %s", typeErr.Value), Fix: "want " + goTypeName(typeErr.Type.String())}
+	case errors.As(err, &syntaxErr):
+		return &ValidationError{Problem: fmt.Sprintf("is not valid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr), Fix: "write one JSON object per reminder"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef) and metadata"}
+	}
+	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
+}
+
+func goTypeName(t string) string {
+	switch {
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "an object of strings"
+	}
+	return "an object"
+}
+
+// Validate checks in and applies defaults.
+func (v Validator) Validate(in Input) (Reminder, error) {
+	v = v.withDefaults()
+	bad := func(field, problem, fix string) error {
+		return &ValidationError{ID: in.ID, Field: field, Problem: problem, Fix: fix}
+	}
+	if err := (message.DeliveryKey{ReminderID: in.ID, Channel: "x", Provider: "x"}).Validate(); err != nil {
+		return Reminder{}, bad("id", describe(in.ID, err), "use 1–128 letters, digits, '.', '_' or '-'")
+	}
+	r := Reminder{ID: in.ID, AccountRef: in.AccountRef}
+	if err := checkRef(in.AccountRef, 128); err != "" {
+		return Reminder{}, bad("accountRef", err, "give the account's reference (not its name), up to 128 characters")
+	}
+	var err error
+	if r.DueAt, err = parseTime(in.DueAt); err != nil {
+		return Reminder{}, bad("dueAt", describeTime(in.DueAt, err), "write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z")
+	}
+	if in.ExpiresAt == "" {
+		r.ExpiresAt = r.DueAt.Add(v.Lateness)
+	} else if r.ExpiresAt, err = parseTime(in.ExpiresAt); err != nil {
+		return Reminder{}, bad("expiresAt", describeTime(in.ExpiresAt, err), "write an RFC 3339 time with a zone, like 2026-12-02T09:00:00Z, or leave it out for dueAt + "+v.Lateness.String())
+	}
+	if !r.ExpiresAt.After(r.DueAt) {
+		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is not after dueAt %s", ledger.Format(r.ExpiresAt), ledger.Format(r.DueAt)), "set expiresAt later than dueAt, or leave it out")
+	}
+	if now := v.Now(); !r.ExpiresAt.After(now) {
+		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s has passed (it is %s), so it could never be sent", ledger.Format(r.ExpiresAt), ledger.Format(now)), "set a later expiresAt, or drop the reminder")
+	}
+	if len(in.Deliveries) == 0 || len(in.Deliveries) > MaxDeliveries {
+		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d entries", len(in.Deliveries)), fmt.Sprintf("give 1 to %d deliveries", MaxDeliveries))
+	}
+	seen := map[string]bool{}
+	for i, d := range in.Deliveries {
+		f := fmt.Sprintf("deliveries[%d].", i)
+		if !slices.Contains(v.Channels, d.Channel) {
+			return Reminder{}, bad(f+"channel", fmt.Sprintf("%q is not a known channel", clip(d.Channel)), "use one of "+strings.Join(v.Channels, ", "))
+		}
+		if err := (message.DeliveryKey{ReminderID: "x", Channel: d.Channel, Provider: d.Provider}).Validate(); err != nil {
+			return Reminder{}, bad(f+"provider", describe(d.Provider, err), "use 1–32 lower-case letters, digits, '_' or '-'")
+		}
+		if seen[d.Channel+"#"+d.Provider] {
+			return Reminder{}, bad(f+"provider", fmt.Sprintf("repeats channel %q with provider %q", d.Channel, d.Provider), "list each channel and provider pair once")
+		}
+		seen[d.Channel+"#"+d.Provider] = true
+		if p := checkRef(d.RecipientRef, MaxRefLen); p != "" {
+			return Reminder{}, bad(f+"recipientRef", p, "give a reference the provider resolves (not the address itself), up to 256 characters")
+		}
+		if p := checkRef(d.TemplateRef, 128); p != "" {
+			return Reminder{}, bad(f+"templateRef", p, "give the template's reference, up to 128 characters")
+		}
+		r.Deliveries = append(r.Deliveries, Delivery(d))
+	}
+	if len(in.Metadata) > MaxMetadataKeys {
+		return Reminder{}, bad("metadata", fmt.Sprintf("has %d keys", len(in.Metadata)), fmt.Sprintf("keep at most %d", MaxMetadataKeys))
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.Metadata)) {
+		if err := (message.DeliveryKey{ReminderID: k, Channel: "x", Provider: "x"}).Validate(); err != nil || len(k) > MaxMetadataKey {
+			return Reminder{}, bad("metadata", fmt.Sprintf("key %q is not 1–%d letters, digits, '.', '_' or '-'", clip(k), MaxMetadataKey), "rename the key")
+		}
+		if p := checkRef(in.Metadata[k], MaxMetadataValue); p != "" && in.Metadata[k] != "" {
+			return Reminder{}, bad("metadata."+k, p, fmt.Sprintf("keep values printable and under %d bytes", MaxMetadataValue))
+		}
+	}
+	if len(in.Metadata) > 0 {
+		r.Metadata = maps.Clone(in.Metadata)
+	}
+	return r, nil
+}
+
+// parseTime parses RFC 3339 and keeps millisecond precision, which is what
+// the ledger stores.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC().Truncate(time.Millisecond), nil
+}
+
+func describeTime(s string, err error) string {
+	if s == "" {
+		return "is missing"
+	}
+	return fmt.Sprintf("%q is not an RFC 3339 time", clip(s))
+}
+
+func describe(s string, err error) string {
+	if s == "" {
+		return "is missing"
+	}
+	var de *message.DecodeError
+	if errors.As(err, &de) {
+		return de.Reason
+	}
+	return fmt.Sprintf("%q is not allowed", clip(s))
+}
+
+// checkRef returns what is wrong with a reference, or "".
+func checkRef(s string, max int) string {
+	switch {
+	case s == "":
+		return "is missing"
+	case len(s) > max:
+		return fmt.Sprintf("is %d bytes long; the limit is %d", len(s), max)
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) >= 0:
+		return "contains a control character"
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

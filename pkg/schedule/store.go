@@ -1,0 +1,315 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Ledger is the part of the delivery ledger the store uses.
+type Ledger interface {
+	Table() string
+	Create(ctx context.Context, d ledger.Delivery) error
+	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+}
+
+var _ Ledger = (*ledger.Ledger)(nil)
+
+// API is the part of the DynamoDB client the store uses.
+type API interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Config configures a Store.
+type Config struct {
+	// Ledger writes the delivery items (and their due index entries).
+	// Required.
+	Ledger Ledger
+	// API writes the reminder item to the ledger's table. Required.
+	API API
+	// Channels are the known channels. Default DefaultChannels.
+	Channels []string
+	// Lateness is the default expiresAt − dueAt. Default 24h.
+	Lateness time.Duration
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+}
+
+// Store creates and cancels reminders. It is safe for concurrent use.
+type Store struct {
+	cfg       Config
+	validator Validator
+}
+
+// New validates cfg and returns a Store.
+func New(cfg Config) (*Store, error) {
+	if cfg.Ledger == nil || cfg.API == nil {
+		return nil, errors.New("schedule: Ledger and API are required")
+	}
+	if cfg.Lateness < 0 {
+		return nil, fmt.Errorf("schedule: lateness %v is negative; it is how long after dueAt a reminder is still worth sending", cfg.Lateness)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, Now: cfg.Clock.Now}.withDefaults()
+	return &Store{cfg: cfg, validator: v}, nil
+}
+
+// Validator returns the store's validator.
+func (s *Store) Validator() Validator { return s.validator }
+
+// Outcome is what Create did.
+type Outcome string
+
+// Create outcomes.
+const (
+	// Created: the reminder, or the deliveries a previous attempt left
+	// unwritten, were written now.
+	Created Outcome = "created"
+	// Unchanged: the same reminder was already there, in full.
+	Unchanged Outcome = "unchanged"
+)
+
+// ConflictError is a Create refused because a different reminder already
+// has the id.
+type ConflictError struct {
+	ID     string
+	Field  string
+	Stored string
+	Given  string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("reminder %q already exists with %s %s, not %s; give the changed reminder a new id, or cancel the old one first (nudge cancel %s)",
+		e.ID, e.Field, e.Stored, e.Given, e.ID)
+}
+
+// reminderSK is the sort key of the reminder item, beside its deliveries.
+const reminderSK = "REMINDER"
+
+type reminderItem struct {
+	PK        string `dynamodbav:"PK"`
+	SK        string `dynamodbav:"SK"`
+	Reminder         // inline
+	DueAt     string `dynamodbav:"dueAt"`
+	ExpiresAt string `dynamodbav:"expiresAt"`
+	CreatedAt string `dynamodbav:"createdAt"`
+}
+
+// Create writes r (validated) idempotently: the reminder item first, then
+// one ledger delivery per delivery, each with a conditional put, before
+// anything can be published. The same reminder again is Unchanged; a
+// different one under the same id is a *ConflictError. If an earlier
+// Create stopped half-way, this one writes what is missing.
+func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
+	item := reminderItem{
+		PK: ledger.PartitionKey(r.ID), SK: reminderSK, Reminder: r,
+		DueAt: ledger.Format(r.DueAt), ExpiresAt: ledger.Format(r.ExpiresAt), CreatedAt: ledger.Format(s.cfg.Clock.Now()),
+	}
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return "", fmt.Errorf("schedule: reminder %q: %w", r.ID, err)
+	}
+	outcome := Created
+	_, err = s.cfg.API.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.cfg.Ledger.Table()), Item: av,
+		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		stored, perr := fromReminderItem(ccf.Item)
+		if perr != nil {
+			return "", perr
+		}
+		if c := conflict(stored, r); c != nil {
+			return "", c
+		}
+		outcome = Unchanged
+	case err != nil:
+		return "", fmt.Errorf("schedule: write reminder %q: %w", r.ID, err)
+	}
+	for _, d := range r.Deliveries {
+		err := s.cfg.Ledger.Create(ctx, ledger.Delivery{
+			ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider,
+			RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
+		})
+		var re *ledger.RefusedError
+		switch {
+		case errors.As(err, &re) && errors.Is(err, ledger.ErrExists):
+			// Written by an earlier attempt; the reminder item matched.
+		case err != nil:
+			return "", fmt.Errorf("schedule: reminder %q: %w; run the same create again to finish it", r.ID, err)
+		default:
+			outcome = Created
+		}
+	}
+	return outcome, nil
+}
+
+func fromReminderItem(av map[string]types.AttributeValue) (Reminder, error) {
+	var it reminderItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return Reminder{}, fmt.Errorf("schedule: stored reminder is unreadable: %w", err)
+	}
+	r := it.Reminder
+	var err error
+	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
+		return Reminder{}, fmt.Errorf("schedule: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)
+	}
+	if r.ExpiresAt, err = time.Parse(time.RFC3339Nano, it.ExpiresAt); err != nil {
+		return Reminder{}, fmt.Errorf("schedule: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
+	}
+	return r, nil
+}
+
+// conflict names the first field in which given differs from stored.
+func conflict(stored, given Reminder) *ConflictError {
+	c := func(field, a, b string) *ConflictError {
+		return &ConflictError{ID: given.ID, Field: field, Stored: a, Given: b}
+	}
+	switch {
+	case !stored.DueAt.Equal(given.DueAt):
+		return c("dueAt", ledger.Format(stored.DueAt), ledger.Format(given.DueAt))
+	case !stored.ExpiresAt.Equal(given.ExpiresAt):
+		return c("expiresAt", ledger.Format(stored.ExpiresAt), ledger.Format(given.ExpiresAt))
+	case stored.AccountRef != given.AccountRef:
+		return c("accountRef", fmt.Sprintf("%q", stored.AccountRef), fmt.Sprintf("%q", given.AccountRef))
+	case !sameDeliveries(stored.Deliveries, given.Deliveries):
+		return c("deliveries", describeDeliveries(stored.Deliveries), describeDeliveries(given.Deliveries))
+	case !maps.Equal(stored.Metadata, given.Metadata):
+		return c("metadata", fmt.Sprint(stored.Metadata), fmt.Sprint(given.Metadata))
+	}
+	return nil
+}
+
+func sameDeliveries(a, b []Delivery) bool {
+	cmp := func(x, y Delivery) int {
+		if x.Channel != y.Channel {
+			return compare(x.Channel, y.Channel)
+		}
+		return compare(x.Provider, y.Provider)
+	}
+	return slices.Equal(slices.SortedFunc(slices.Values(a), cmp), slices.SortedFunc(slices.Values(b), cmp))
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func describeDeliveries(ds []Delivery) string {
+	s := "["
+	for i, d := range ds {
+		if i > 0 {
+			s += ", "
+		}
+		s += d.Channel + "/" + d.Provider + " to " + d.RecipientRef + " with " + d.TemplateRef
+	}
+	return s + "]"
+}
+
+// CancelResult is what Cancel did to one delivery.
+type CancelResult struct {
+	Key message.DeliveryKey
+	// Cancelled is true if this call cancelled it.
+	Cancelled bool
+	// Status is the delivery's status after the call.
+	Status ledger.Status
+	// Refused says why it was not cancelled: ledger.ErrAlreadySent,
+	// ErrFinished or ErrLeased (in flight; try again shortly).
+	Refused error
+	// At is, for a refused delivery, when it was sent or last changed, and
+	// for one in flight, when its lease ends.
+	At time.Time
+}
+
+// ErrNoReminder is Cancel's answer for an id with no deliveries.
+var ErrNoReminder = errors.New("no such reminder")
+
+// Cancel cancels every delivery of reminder id that has not been sent.
+// Each delivery is a conditional write: one already sent, finished, or in
+// flight is refused and reported, never changed.
+func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, error) {
+	keys, err := s.deliveryKeys(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("schedule: cancel %q: %w; check the id (nudge reminder ids are case-sensitive)", id, ErrNoReminder)
+	}
+	var out []CancelResult
+	for _, k := range keys {
+		d, err := s.cfg.Ledger.Cancel(ctx, k, note)
+		res := CancelResult{Key: k, Cancelled: err == nil, Status: d.Status}
+		var re *ledger.RefusedError
+		switch {
+		case err == nil:
+		case errors.As(err, &re):
+			res.Refused, res.Status, res.At = re.Reason, re.Current.Status, re.Current.UpdatedAt
+			if re.Current.Status == ledger.StatusSent {
+				res.At = re.Current.SentAt
+			}
+			if errors.Is(err, ledger.ErrLeased) {
+				res.At = re.Current.LeaseUntil
+			}
+		default:
+			return out, fmt.Errorf("schedule: cancel %s: %w", k, err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// deliveryKeys lists the deliveries of reminder id from the table.
+func (s *Store) deliveryKeys(ctx context.Context, id string) ([]message.DeliveryKey, error) {
+	var keys []message.DeliveryKey
+	p := dynamodb.NewQueryPaginator(s.cfg.API, &dynamodb.QueryInput{
+		TableName:              aws.String(s.cfg.Ledger.Table()),
+		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :dlv)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: ledger.PartitionKey(id)}, ":dlv": &types.AttributeValueMemberS{Value: "DLV#"},
+		},
+		ProjectionExpression: aws.String("channel, provider"),
+		ConsistentRead:       aws.Bool(true),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("schedule: read deliveries of %q: %w", id, err)
+		}
+		for _, it := range page.Items {
+			var d struct {
+				Channel  string `dynamodbav:"channel"`
+				Provider string `dynamodbav:"provider"`
+			}
+			if err := attributevalue.UnmarshalMap(it, &d); err != nil {
+				return nil, fmt.Errorf("schedule: delivery of %q is unreadable: %w", id, err)
+			}
+			keys = append(keys, message.DeliveryKey{ReminderID: id, Channel: d.Channel, Provider: d.Provider})
+		}
+	}
+	return keys, nil
+}

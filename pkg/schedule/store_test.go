@@ -1,0 +1,242 @@
+package schedule_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
+	"github.com/nudgehq/nudge/pkg/standin/standintest"
+)
+
+type bundle struct {
+	ctx    context.Context
+	clk    *clock.Fake
+	ledger *ledger.Ledger
+	store  *schedule.Store
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	db := standintest.DynamoDB(t)
+	clk := clock.NewFake(now)
+	l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.New(schedule.Config{Ledger: l, API: db, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bundle{ctx: context.Background(), clk: clk, ledger: l, store: s}
+}
+
+func (b bundle) parse(t *testing.T, js string) schedule.Reminder {
+	t.Helper()
+	r, err := b.store.Validator().ParseJSON([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCreateIsIdempotentByID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, good)
+	for i, want := range []schedule.Outcome{schedule.Created, schedule.Unchanged} {
+		got, err := b.store.Create(b.ctx, r)
+		if err != nil || got != want {
+			t.Fatalf("create #%d = %q, %v; want %q", i+1, got, err, want)
+		}
+	}
+	d, err := b.ledger.Get(b.ctx, r.Key(r.Deliveries[0]))
+	if err != nil || d.Status != ledger.StatusPending || d.RecipientRef != "acct-1/contact-2" || !d.DueAt.Equal(r.DueAt) || !d.ExpiresAt.Equal(r.ExpiresAt) {
+		t.Fatalf("delivery = %+v, %v", d, err)
+	}
+
+	changed := b.parse(t, strings.Replace(good, "10:00:00+01:00", "11:00:00+01:00", 1))
+	_, err = b.store.Create(b.ctx, changed)
+	var ce *schedule.ConflictError
+	if !errors.As(err, &ce) || ce.Field != "dueAt" || !strings.Contains(err.Error(), "nudge cancel rem-1") {
+		t.Fatalf("changed dueAt: %v, want a conflict naming dueAt and the way out", err)
+	}
+	other := b.parse(t, strings.Replace(good, "renewal-v3", "renewal-v4", 1))
+	if _, err := b.store.Create(b.ctx, other); !errors.As(err, &ce) || ce.Field != "deliveries" {
+		t.Fatalf("changed template: %v, want a conflict naming deliveries", err)
+	}
+}
+
+// failingLedger fails the nth delivery create, as a crash half-way would.
+type failingLedger struct {
+	*ledger.Ledger
+	fail int
+	n    int
+}
+
+func (f *failingLedger) Create(ctx context.Context, d ledger.Delivery) error {
+	f.n++
+	if f.n == f.fail {
+		return errors.New("connection reset")
+	}
+	return f.Ledger.Create(ctx, d)
+}
+
+func TestCreateFinishesWhatAnInterruptedCreateLeft(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := standintest.DynamoDB(t)
+	r := b.parse(t, strings.Replace(good, `}]`, `},{"channel":"sms","provider":"webhook","recipientRef":"acct-1/phone","templateRef":"renewal-sms"}]`, 1))
+	broken, _ := schedule.New(schedule.Config{Ledger: &failingLedger{Ledger: b.ledger, fail: 2}, API: db, Clock: b.clk})
+	if _, err := broken.Create(b.ctx, r); err == nil || !strings.Contains(err.Error(), "run the same create again") {
+		t.Fatalf("interrupted create: %v", err)
+	}
+	if _, err := b.ledger.Get(b.ctx, r.Key(r.Deliveries[1])); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("second delivery exists after the interruption: %v", err)
+	}
+	if got, err := b.store.Create(b.ctx, r); err != nil || got != schedule.Created {
+		t.Fatalf("create again = %q, %v; want created (finished)", got, err)
+	}
+	for _, d := range r.Deliveries {
+		if _, err := b.ledger.Get(b.ctx, r.Key(d)); err != nil {
+			t.Fatalf("delivery %s: %v", d.Channel, err)
+		}
+	}
+}
+
+func TestCancelRefusesASentDeliveryAndSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, strings.Replace(good, `}]`, `},{"channel":"sms","provider":"webhook","recipientRef":"acct-1/phone","templateRef":"renewal-sms"}]`, 1))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(25 * time.Hour) // due
+	email := r.Key(r.Deliveries[0])
+	c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: email, Token: "t", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ledger.Complete(b.ctx, c, "receipt-1"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Cancel(b.ctx, r.ID, "customer renewed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[message.DeliveryKey]schedule.CancelResult{}
+	for _, x := range res {
+		byKey[x.Key] = x
+	}
+	if x := byKey[email]; x.Cancelled || !errors.Is(x.Refused, ledger.ErrAlreadySent) || x.At.IsZero() {
+		t.Fatalf("sent delivery: %+v", x)
+	}
+	if x := byKey[r.Key(r.Deliveries[1])]; !x.Cancelled || x.Status != ledger.StatusCancelled {
+		t.Fatalf("pending delivery: %+v", x)
+	}
+	if _, err := b.store.Cancel(b.ctx, "rem-unknown", "x"); !errors.Is(err, schedule.ErrNoReminder) {
+		t.Fatalf("unknown id: %v", err)
+	}
+}
+
+func TestImportWritesValidRowsAndReportsTheRestByLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file                 string
+		created, unchanged   int
+		invalid, conflicting []int
+	}{
+		{"testdata/mixed.jsonl", 4, 0, []int{2, 5, 6}, []int{7}},
+		{"testdata/mixed.csv", 2, 0, []int{5, 6, 7}, nil},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b := setup(t)
+			f, err := os.Open(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			format, _ := schedule.FormatOf(tc.file)
+			rows, err := schedule.ReadRows(f, format, b.store.Validator())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls int
+			sum, err := schedule.Import(b.ctx, rows, schedule.ImportConfig{Creator: b.store, Progress: func(done, total int) {
+				calls++
+				if done != calls || total != len(rows) {
+					t.Errorf("progress %d/%d at call %d", done, total, calls)
+				}
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Created != tc.created || sum.Unchanged != tc.unchanged || !sameLines(sum.Invalid, tc.invalid) || !sameLines(sum.Conflicts, tc.conflicting) || len(sum.Failed) != 0 {
+				t.Fatalf("summary = %+v", sum)
+			}
+			for _, e := range sum.Invalid {
+				t.Logf("line %d: %v", e.Line, e.Err)
+			}
+			// Importing the same file again changes nothing.
+			again, err := schedule.Import(b.ctx, rows, schedule.ImportConfig{Creator: b.store})
+			if err != nil || again.Created != 0 || again.Unchanged != tc.created {
+				t.Fatalf("second import = %+v, %v", again, err)
+			}
+		})
+	}
+}
+
+func sameLines(es []schedule.RowError, lines []int) bool {
+	if len(es) != len(lines) {
+		return false
+	}
+	for i := range es {
+		if es[i].Line != lines[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// flaky fails every reminder's first two writes, as throttling would.
+type flaky struct {
+	schedule.Creator
+	seen map[string]int
+}
+
+func (f *flaky) Create(ctx context.Context, r schedule.Reminder) (schedule.Outcome, error) {
+	f.seen[r.ID]++
+	if f.seen[r.ID] <= 2 {
+		return "", errors.New("ProvisionedThroughputExceededException")
+	}
+	return f.Creator.Create(ctx, r)
+}
+
+func TestImportRetriesFailedWrites(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows, err := schedule.ReadRows(strings.NewReader(good+"\n"), schedule.JSONLines, b.store.Validator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &flaky{Creator: b.store, seen: map[string]int{}}
+	sum, err := schedule.Import(b.ctx, rows, schedule.ImportConfig{Creator: f, Concurrency: 1, Backoff: time.Millisecond})
+	if err != nil || sum.Created != 1 || f.seen["rem-1"] != 3 {
+		t.Fatalf("summary = %+v, %v, attempts %d", sum, err, f.seen["rem-1"])
+	}
+	f.seen = map[string]int{}
+	sum, _ = schedule.Import(b.ctx, rows, schedule.ImportConfig{Creator: f, Attempts: 2, Backoff: time.Millisecond})
+	if len(sum.Failed) != 1 || sum.Failed[0].Line != 1 {
+		t.Fatalf("summary with too few attempts = %+v", sum)
+	}
+}
+
+var _ schedule.API = (*dynamodb.Client)(nil)
