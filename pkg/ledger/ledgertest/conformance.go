@@ -267,7 +267,10 @@ func testCancelEndsAnUnsentDeliveryOnly(t *testing.T, b bundle) {
 		t.Fatal(err)
 	}
 	refusal(t, func() error { _, err := b.l.Cancel(ctx, sent.Key(), "x"); return err }(), ledger.ErrAlreadySent)
-	refusal(t, func() error { _, err := b.l.Cancel(ctx, ledger.Delivery{ReminderID: "nope", Channel: "email", Provider: "webhook"}.Key(), "x"); return err }(), ledger.ErrNotFound)
+	refusal(t, func() error {
+		_, err := b.l.Cancel(ctx, ledger.Delivery{ReminderID: "nope", Channel: "email", Provider: "webhook"}.Key(), "x")
+		return err
+	}(), ledger.ErrNotFound)
 }
 
 func testRequeueNeedsTheDeliveryAsRead(t *testing.T, b bundle) {
