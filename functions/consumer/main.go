@@ -42,7 +42,7 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		return nil, err
 	}
 	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
-	led, err := ledger.New(db, ledger.Config{Table: s.Table})
+	led, err := ledger.New(db, ledger.Config{Table: s.Table, Shards: s.Shards, Lookahead: s.Lookahead})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
-// TestSampleEventsDecode decodes every file in events/ and checks that each
+// TestSampleEventsDecode decodes every SQS event in events/ and checks that each
 // record's body is what the file claims to show.
 func TestSampleEventsDecode(t *testing.T) {
 	t.Parallel()
@@ -20,7 +20,7 @@ func TestSampleEventsDecode(t *testing.T) {
 		"sqs-duplicates.json": {true, true},
 		"sqs-redriven.json":   {true},
 	}
-	files, err := filepath.Glob("../../events/*.json")
+	files, err := filepath.Glob("../../events/sqs-*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no events found: %v", err)
 	}

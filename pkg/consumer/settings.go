@@ -2,8 +2,9 @@ package consumer
 
 import (
 	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/nudgehq/nudge/pkg/envconfig"
 )
 
 // Settings are the consumer function's deployment settings, read from its
@@ -22,73 +23,35 @@ type Settings struct {
 	CutoffMargin    time.Duration // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s.
 	BackoffBase     time.Duration // NUDGE_BACKOFF_BASE: default 15s.
 	BackoffCap      time.Duration // NUDGE_BACKOFF_CAP: default 6h.
+	Shards          int           // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
+	Lookahead       time.Duration // NUDGE_LOOKAHEAD: hand-off lookahead (ledger.Config.Lookahead). Default 15m.
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
+	r := &envconfig.Reader{Getenv: getenv, Who: "consumer"}
 	s := Settings{
-		Table: getenv("NUDGE_TABLE"), QueueURL: getenv("NUDGE_QUEUE_URL"), DLQURL: getenv("NUDGE_DLQ_URL"),
-		WebhookURL: getenv("NUDGE_WEBHOOK_URL"), WebhookSecret: getenv("NUDGE_WEBHOOK_SECRET"),
+		Table: r.Required("NUDGE_TABLE"), QueueURL: r.Required("NUDGE_QUEUE_URL"), DLQURL: r.Required("NUDGE_DLQ_URL"),
+		WebhookURL: r.Required("NUDGE_WEBHOOK_URL"), WebhookSecret: r.Required("NUDGE_WEBHOOK_SECRET"),
+		ProviderTimeout: r.Duration("NUDGE_PROVIDER_TIMEOUT", 10*time.Second),
+		Visibility:      r.Duration("NUDGE_VISIBILITY_TIMEOUT", 180*time.Second),
+		BackoffBase:     r.Duration("NUDGE_BACKOFF_BASE", 15*time.Second),
+		BackoffCap:      r.Duration("NUDGE_BACKOFF_CAP", 6*time.Hour),
+		CutoffMargin:    r.Duration("NUDGE_CUTOFF_MARGIN", 0),
+		MaxAttempts:     r.Int("NUDGE_MAX_ATTEMPTS", 5),
+		MaxReceiveCount: r.Int("NUDGE_MAX_RECEIVE_COUNT", 10),
+		Concurrency:     r.Int("NUDGE_CONCURRENCY", 10),
+		Shards:          r.Int("NUDGE_SHARDS", 8),
+		Lookahead:       r.Duration("NUDGE_LOOKAHEAD", 15*time.Minute),
 	}
-	for name, v := range map[string]string{"NUDGE_TABLE": s.Table, "NUDGE_QUEUE_URL": s.QueueURL, "NUDGE_DLQ_URL": s.DLQURL,
-		"NUDGE_WEBHOOK_URL": s.WebhookURL, "NUDGE_WEBHOOK_SECRET": s.WebhookSecret} {
-		if v == "" {
-			return s, fmt.Errorf("consumer: %s is not set; the stack (or `nudge local`) sets it", name)
-		}
-	}
-	var err error
-	durations := []struct {
-		name string
-		dst  *time.Duration
-		def  time.Duration
-	}{
-		{"NUDGE_PROVIDER_TIMEOUT", &s.ProviderTimeout, 10 * time.Second},
-		{"NUDGE_VISIBILITY_TIMEOUT", &s.Visibility, 180 * time.Second},
-		{"NUDGE_BACKOFF_BASE", &s.BackoffBase, 15 * time.Second},
-		{"NUDGE_BACKOFF_CAP", &s.BackoffCap, 6 * time.Hour},
-		{"NUDGE_CUTOFF_MARGIN", &s.CutoffMargin, 0},
-	}
-	for _, d := range durations {
-		if *d.dst, err = duration(getenv, d.name, d.def); err != nil {
-			return s, err
-		}
+	if err := r.Err(); err != nil {
+		return s, err
 	}
 	if s.CutoffMargin == 0 {
 		s.CutoffMargin = s.ProviderTimeout + 2*time.Second
-	}
-	ints := []struct {
-		name string
-		dst  *int
-		def  int
-	}{
-		{"NUDGE_MAX_ATTEMPTS", &s.MaxAttempts, 5},
-		{"NUDGE_MAX_RECEIVE_COUNT", &s.MaxReceiveCount, 10},
-		{"NUDGE_CONCURRENCY", &s.Concurrency, 10},
-	}
-	for _, n := range ints {
-		v := getenv(n.name)
-		if v == "" {
-			*n.dst = n.def
-			continue
-		}
-		if *n.dst, err = strconv.Atoi(v); err != nil || *n.dst < 1 {
-			return s, fmt.Errorf("consumer: %s=%q is not a positive whole number", n.name, v)
-		}
 	}
 	if s.Visibility <= s.ProviderTimeout {
 		return s, fmt.Errorf("consumer: NUDGE_VISIBILITY_TIMEOUT %v must exceed NUDGE_PROVIDER_TIMEOUT %v (AWS recommends 6× the function timeout)", s.Visibility, s.ProviderTimeout)
 	}
 	return s, nil
-}
-
-func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("consumer: %s=%q is not a positive duration such as 30s or 6h", name, v)
-	}
-	return d, nil
 }

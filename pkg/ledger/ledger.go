@@ -23,6 +23,7 @@ type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -192,6 +193,46 @@ func (l *Ledger) Get(ctx context.Context, key message.DeliveryKey) (Delivery, er
 		return Delivery{}, &RefusedError{Op: "get", Key: key, Reason: ErrNotFound}
 	}
 	return fromItem(out.Item)
+}
+
+// GetMany reads up to 100 deliveries with strongly consistent reads, in one
+// BatchGetItem (and more for keys DynamoDB leaves unprocessed). Keys with
+// no item are absent from the result.
+func (l *Ledger) GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]Delivery, error) {
+	if len(keys) > 100 {
+		return nil, fmt.Errorf("ledger: get %d deliveries at once; the limit is 100", len(keys))
+	}
+	out := make(map[message.DeliveryKey]Delivery, len(keys))
+	req := &types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+	for _, k := range keys {
+		req.Keys = append(req.Keys, keyAttrs(k))
+	}
+	for attempt := 0; len(req.Keys) > 0; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond): // real time: a pause for DynamoDB
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if attempt == 8 {
+			return nil, fmt.Errorf("ledger: %d deliveries stayed unprocessed after %d reads; DynamoDB is throttling", len(req.Keys), attempt)
+		}
+		res, err := l.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{l.cfg.Table: *req}})
+		if err != nil {
+			return nil, fmt.Errorf("ledger: get %d deliveries: %w", len(req.Keys), err)
+		}
+		for _, it := range res.Responses[l.cfg.Table] {
+			d, err := fromItem(it)
+			if err != nil {
+				return nil, err
+			}
+			out[d.Key()] = d
+		}
+		next := res.UnprocessedKeys[l.cfg.Table]
+		req.Keys = next.Keys
+	}
+	return out, nil
 }
 
 // Claim is a request to start a delivery attempt.

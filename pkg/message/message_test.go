@@ -109,7 +109,7 @@ func TestParseDeliveryKey(t *testing.T) {
 // message or a *DecodeError, and that what it accepts re-encodes to a body it
 // accepts again. The corpus is seeded with every body in events/.
 func FuzzDecode(f *testing.F) {
-	files, _ := filepath.Glob("../../events/*.json")
+	files, _ := filepath.Glob("../../events/sqs-*.json")
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {

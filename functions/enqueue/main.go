@@ -1,0 +1,56 @@
+// Command enqueue is the enqueue Lambda: on each schedule tick it hands the
+// deliveries whose time has come from the calendar (the ledger's due index)
+// to the work queue, and repairs hand-offs that were lost. Configuration
+// comes from the environment (see enqueue.Settings); everything else lives
+// in pkg/.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/metrics"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", "enqueue")
+	fn, err := build(context.Background(), log)
+	if err != nil {
+		log.Error("cannot start", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(fn.Handle)
+}
+
+func build(ctx context.Context, log *slog.Logger) (*enqueue.Function, error) {
+	s, err := enqueue.SettingsFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
+	led, err := ledger.New(db, ledger.Config{Table: s.Table, Shards: s.Shards, Lookahead: s.Lookahead})
+	if err != nil {
+		return nil, err
+	}
+	rec := metrics.New(map[string]string{"Function": "enqueue"})
+	e, err := enqueue.New(enqueue.Config{
+		Ledger: led, API: db, Queue: q, QueueURL: s.QueueURL, Shards: s.Shards,
+		Settle: s.Settle, OverdueAfter: s.OverdueAfter, RepairAfter: s.RepairAfter, RepairLimit: s.RepairLimit,
+		Concurrency: s.Concurrency, PageSize: s.PageSize, CutoffMargin: s.CutoffMargin,
+		Logger: log, Metrics: rec,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &enqueue.Function{Enqueuer: e, Metrics: rec, Logger: log}, nil
+}

@@ -1,0 +1,402 @@
+package enqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/metrics"
+)
+
+// Ledger is the part of the delivery ledger the enqueue uses.
+type Ledger interface {
+	Table() string
+	Lookahead() time.Duration
+	StoredShards(ctx context.Context) (int, error)
+	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
+	Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error)
+	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+}
+
+var _ Ledger = (*ledger.Ledger)(nil)
+
+// API is the part of the DynamoDB client the enqueue uses: due index
+// queries and the shard cursors.
+type API interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Publisher is the part of the SQS client the enqueue uses.
+type Publisher interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+var _ Publisher = (*sqs.Client)(nil)
+
+// Metric names.
+const (
+	MetricEnqueued       = "Enqueued"
+	MetricRepaired       = "Repaired"
+	MetricExpired        = "Expired"
+	MetricPublishFailed  = "PublishFailed"
+	MetricRepublished    = "Republished"
+	MetricOverduePending = "OverduePending"
+	MetricOldestOverdue  = "OldestOverdueSeconds"
+	MetricLag            = "EnqueueLagSeconds"
+)
+
+// Config configures an Enqueuer. Durations are measured on Clock.
+type Config struct {
+	// Ledger is the delivery ledger, whose table holds the due index and
+	// the shard cursors. Required.
+	Ledger Ledger
+	// API reads the due index and moves the cursors. Required.
+	API API
+	// Queue publishes to the work queue. Required.
+	Queue Publisher
+	// QueueURL is the work queue. Required.
+	QueueURL string
+	// Shards is the due index shard count; the enqueue reads the larger of
+	// this and the count the ledger recorded. Default 8.
+	Shards int
+	// Settle is how far behind now the cursors stay, so that an entry
+	// written a moment ago (the index is eventually consistent, and
+	// writers' clocks differ a little) is never passed unseen. Default 15s.
+	Settle time.Duration
+	// OverdueAfter is how long past dueAt a live delivery counts as
+	// overdue (OverduePending). Default 5m.
+	OverdueAfter time.Duration
+	// RepairAfter is how long a handed-off delivery may go without a
+	// consumer taking it (past dueAt, its retry time, or its lease) before
+	// its hand-off counts as lost and it is published again. At least
+	// OverdueAfter. Default 10m.
+	RepairAfter time.Duration
+	// RepairLimit is the most overdue deliveries examined for repair per
+	// run. Default 1000.
+	RepairLimit int
+	// Concurrency is how many shards are worked at once. Default 4.
+	Concurrency int
+	// PageSize is how many index entries one cursor step hands off.
+	// Default 100.
+	PageSize int
+	// PublishAttempts is how often an entry SQS refuses is sent before it
+	// is left for the next run. Default 4.
+	PublishAttempts int
+	// CutoffMargin is how long before the invocation deadline the run
+	// stops starting work. Default 3s.
+	CutoffMargin time.Duration
+	// MaxRun bounds a run whose context has no deadline. Default 50s.
+	MaxRun time.Duration
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+	// Logger receives the run summary. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics records the run's metrics. Nil records none.
+	Metrics *metrics.Recorder
+}
+
+// Enqueuer hands due deliveries from the calendar to the queue.
+type Enqueuer struct {
+	cfg  Config
+	fifo bool
+}
+
+// New validates cfg, applies defaults and returns an Enqueuer.
+func New(cfg Config) (*Enqueuer, error) {
+	switch {
+	case cfg.Ledger == nil:
+		return nil, errors.New("enqueue: Ledger is nil")
+	case cfg.API == nil:
+		return nil, errors.New("enqueue: API (DynamoDB client) is nil")
+	case cfg.Queue == nil:
+		return nil, errors.New("enqueue: Queue (SQS client) is nil")
+	case cfg.QueueURL == "":
+		return nil, errors.New("enqueue: work queue URL is empty; set NUDGE_QUEUE_URL")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
+	}
+	defInt(&cfg.Shards, 8)
+	def(&cfg.Settle, 15*time.Second)
+	def(&cfg.OverdueAfter, 5*time.Minute)
+	def(&cfg.RepairAfter, 10*time.Minute)
+	defInt(&cfg.RepairLimit, 1000)
+	defInt(&cfg.Concurrency, 4)
+	defInt(&cfg.PageSize, 100)
+	defInt(&cfg.PublishAttempts, 4)
+	def(&cfg.CutoffMargin, 3*time.Second)
+	def(&cfg.MaxRun, 50*time.Second)
+	switch {
+	case cfg.Shards < 1 || cfg.Shards > 1000:
+		return nil, fmt.Errorf("enqueue: %d shards; use 1 to 1000 (NUDGE_SHARDS)", cfg.Shards)
+	case cfg.Settle < 0 || cfg.OverdueAfter < 0 || cfg.RepairAfter < 0 || cfg.CutoffMargin < 0 || cfg.MaxRun < 0:
+		return nil, errors.New("enqueue: durations must not be negative")
+	case cfg.RepairAfter < cfg.OverdueAfter:
+		return nil, fmt.Errorf("enqueue: RepairAfter %v is shorter than OverdueAfter %v; a delivery is repaired only once it is overdue", cfg.RepairAfter, cfg.OverdueAfter)
+	case cfg.Settle >= cfg.Ledger.Lookahead():
+		return nil, fmt.Errorf("enqueue: Settle %v must be shorter than the lookahead %v, or deliveries would be handed off late", cfg.Settle, cfg.Ledger.Lookahead())
+	case cfg.Concurrency < 1 || cfg.PageSize < 1 || cfg.PageSize > 1000 || cfg.RepairLimit < 1 || cfg.PublishAttempts < 1:
+		return nil, errors.New("enqueue: Concurrency, RepairLimit and PublishAttempts must be positive and PageSize 1 to 1000")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Enqueuer{cfg: cfg, fifo: strings.HasSuffix(cfg.QueueURL, ".fifo")}, nil
+}
+
+// Report is what one run did.
+type Report struct {
+	Shards int `json:"shards"`
+	// Enqueued is deliveries handed off for the first time.
+	Enqueued int `json:"enqueued"`
+	// Repaired is deliveries published again because their hand-off was
+	// lost (each may reach the consumer twice; it deduplicates).
+	Repaired int `json:"repaired"`
+	// Expired is live deliveries found past expiresAt and ended unsent.
+	Expired int `json:"expired"`
+	// PublishFailed is deliveries SQS kept refusing; they are handed
+	// back to the calendar for the next run.
+	PublishFailed int `json:"publishFailed"`
+	// Republished is entries sent again after SQS failed a whole batch
+	// call, which it may have accepted: possible duplicate messages.
+	Republished int `json:"republished"`
+	// Contended is cursor steps lost to a concurrent run.
+	Contended int `json:"contended"`
+	// OverduePending is live deliveries more than OverdueAfter past dueAt.
+	OverduePending int `json:"overduePending"`
+	// OldestOverdue is how far past dueAt the oldest of them is.
+	OldestOverdue time.Duration `json:"oldestOverdueNs"`
+	// Lag is how long after its publish time the most delayed delivery of
+	// this run was handed off.
+	Lag time.Duration `json:"lagNs"`
+	// Caught is true if every shard's cursor reached the present.
+	Caught bool `json:"caughtUp"`
+	// Cut is true if the time budget ended the run with work left.
+	Cut bool `json:"cut"`
+}
+
+// run is the state of one Run.
+type run struct {
+	e         *Enqueuer
+	now       time.Time
+	handOffBy time.Time // stop starting hand-off pages
+	stopBy    time.Time // stop starting anything
+
+	mu     sync.Mutex
+	report Report
+	pos    map[int]string // cursor position per shard, as last seen
+}
+
+func (r *run) add(f func(rep *Report)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.report)
+}
+
+// Run hands off what is due and repairs what was lost, within the time
+// budget the context's deadline (or MaxRun) leaves.
+func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
+	c := e.cfg
+	start := c.Clock.Now()
+	budget := c.MaxRun
+	if dl, ok := ctx.Deadline(); ok {
+		budget = time.Until(dl)
+	}
+	budget -= c.CutoffMargin
+	r := &run{e: e, now: start, pos: map[int]string{}}
+	r.stopBy = start.Add(budget)
+	r.handOffBy = start.Add(budget * 4 / 5) // a fifth of the budget is kept for the overdue scan
+	if budget <= 0 {
+		return Report{}, fmt.Errorf("enqueue: no time left to run (budget %v after the %v cut-off margin)", budget+c.CutoffMargin, c.CutoffMargin)
+	}
+	shards, err := c.Ledger.StoredShards(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	shards = max(shards, c.Shards)
+	r.report.Shards = shards
+
+	caught, err := r.handOff(ctx, shards)
+	if err != nil {
+		return r.report, err
+	}
+	scanned, err := r.scanOverdue(ctx, shards)
+	if err != nil {
+		return r.report, err
+	}
+	r.report.Caught = caught
+	r.report.Cut = !caught || !scanned
+	e.emit(r.report)
+	return r.report, nil
+}
+
+func (e *Enqueuer) emit(rep Report) {
+	m := e.cfg.Metrics
+	m.Add(MetricEnqueued, float64(rep.Enqueued))
+	m.Add(MetricRepaired, float64(rep.Repaired))
+	m.Add(MetricExpired, float64(rep.Expired))
+	m.Add(MetricPublishFailed, float64(rep.PublishFailed))
+	m.Add(MetricRepublished, float64(rep.Republished))
+	m.Add(MetricOverduePending, float64(rep.OverduePending))
+	m.Observe(MetricOldestOverdue, rep.OldestOverdue.Seconds())
+	m.Observe(MetricLag, rep.Lag.Seconds())
+	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "repaired", rep.Repaired,
+		"expired", rep.Expired, "publishFailed", rep.PublishFailed, "republished", rep.Republished, "contended", rep.Contended,
+		"overduePending", rep.OverduePending, "oldestOverdue", rep.OldestOverdue.Round(time.Second).String(),
+		"lag", rep.Lag.Round(time.Second).String(), "caughtUp", rep.Caught, "cut", rep.Cut)
+}
+
+// handOff works every shard's cursor forward a page at a time, round
+// robin, until each has caught up or the hand-off budget ends. Round robin
+// means a backlog in one shard never starves another; the starting shard
+// rotates each minute so that a budget too small for one page per shard
+// still reaches all of them over a few runs.
+func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
+	var mu sync.Mutex
+	queue := make([]int, 0, shards)
+	offset := int(r.now.Unix()/60) % shards
+	for i := range shards {
+		queue = append(queue, (offset+i)%shards)
+	}
+	caught := true
+	var firstErr error
+	var wg sync.WaitGroup
+	for range min(r.e.cfg.Concurrency, shards) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if len(queue) == 0 || firstErr != nil {
+					mu.Unlock()
+					return
+				}
+				if !r.e.cfg.Clock.Now().Before(r.handOffBy) || ctx.Err() != nil {
+					caught = false
+					mu.Unlock()
+					return
+				}
+				shard := queue[0]
+				queue = queue[1:]
+				mu.Unlock()
+				more, err := r.page(ctx, shard)
+				mu.Lock()
+				switch {
+				case err != nil && firstErr == nil:
+					firstErr = err
+				case more:
+					queue = append(queue, shard)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return caught && firstErr == nil, firstErr
+}
+
+// page hands off the next page of one shard: it reads the entries after
+// the cursor up to now − Settle, moves the cursor past them with a
+// conditional write (which is what keeps two runs from handing off the
+// same entries), then publishes them. It reports whether more may remain.
+func (r *run) page(ctx context.Context, shard int) (bool, error) {
+	c := r.e.cfg
+	bound := ledger.SortBound(r.now.Add(-c.Settle))
+	for {
+		cur, err := r.e.readCursor(ctx, shard)
+		if err != nil {
+			return false, err
+		}
+		entries, err := r.e.queryAfter(ctx, shard, cur, bound, c.PageSize)
+		if err != nil {
+			return false, err
+		}
+		r.mu.Lock()
+		r.pos[shard] = cur
+		r.mu.Unlock()
+		if len(entries) == 0 {
+			return false, nil
+		}
+		last := entries[len(entries)-1].Sort
+		moved, err := r.e.advanceCursor(ctx, shard, cur, last, r.now)
+		if err != nil {
+			return false, err
+		}
+		if !moved {
+			r.add(func(rep *Report) { rep.Contended++ })
+			continue // another run took these; look again from where it left the cursor
+		}
+		r.mu.Lock()
+		r.pos[shard] = last
+		r.mu.Unlock()
+		r.publishEntries(ctx, entries)
+		return len(entries) == c.PageSize, nil
+	}
+}
+
+// publishEntries expires what has expired and publishes the rest; what SQS
+// keeps refusing goes back to the calendar, ahead of the cursor.
+func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
+	c := r.e.cfg
+	var out []ledger.IndexEntry
+	for _, e := range entries {
+		if !e.ExpiresAt.After(r.now) {
+			r.expire(ctx, ledger.Delivery{ReminderID: e.Key.ReminderID, Channel: e.Key.Channel, Provider: e.Key.Provider, DueAt: e.DueAt, ExpiresAt: e.ExpiresAt})
+			continue
+		}
+		out = append(out, e)
+		if lag := r.now.Sub(e.PublishAt); lag > 0 {
+			r.add(func(rep *Report) { rep.Lag = max(rep.Lag, lag) })
+		}
+	}
+	failed, republished := r.e.publish(ctx, out, r.now)
+	r.add(func(rep *Report) {
+		rep.Enqueued += len(out) - len(failed)
+		rep.PublishFailed += len(failed)
+		rep.Republished += republished
+	})
+	for _, e := range failed {
+		if _, err := c.Ledger.Release(ctx, e.Key, e.DueAt, "publish failed; retried by the next run"); err != nil {
+			c.Logger.Warn("publish failed and the delivery could not be handed back; the overdue scan will repair it",
+				"deliveryKey", e.Key.String(), "error", err.Error())
+		}
+	}
+}
+
+func (r *run) expire(ctx context.Context, d ledger.Delivery) {
+	_, err := r.e.cfg.Ledger.Expire(ctx, d)
+	switch {
+	case err == nil:
+		r.add(func(rep *Report) { rep.Expired++ })
+		r.e.cfg.Logger.Info("transition", "deliveryKey", d.Key().String(), "outcome", "expired", "expiresAt", ledger.Format(d.ExpiresAt))
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished), errors.Is(err, ledger.ErrLeased):
+		// Ended meanwhile, or a consumer holds it and will expire it itself.
+	default:
+		r.e.cfg.Logger.Warn("cannot expire delivery", "deliveryKey", d.Key().String(), "error", err.Error())
+	}
+}

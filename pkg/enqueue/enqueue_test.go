@@ -1,0 +1,476 @@
+package enqueue_test
+
+// The enqueue against DynamoDB Local and fauxqs, with a fake clock. A
+// recording publisher in front of the real queue shows what each run
+// published and with which delay.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
+	"github.com/nudgehq/nudge/pkg/standin/standintest"
+)
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// published is one message a run sent.
+type published struct {
+	Key   message.DeliveryKey
+	Delay int32
+	At    time.Time
+}
+
+// recorder publishes through the real queue and records what went out.
+// fail, if set, decides per entry whether SQS "refuses" it; drop sends
+// nothing yet reports success (a message lost in transit); onCall runs
+// before each call.
+type recorder struct {
+	next   enqueue.Publisher
+	clk    clock.Clock
+	fail   func(message.DeliveryKey) bool
+	drop   bool
+	onCall func()
+
+	mu   sync.Mutex
+	sent []published
+}
+
+func (r *recorder) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	if r.onCall != nil {
+		r.onCall()
+	}
+	out := &sqs.SendMessageBatchOutput{}
+	var pass []types.SendMessageBatchRequestEntry
+	for _, e := range in.Entries {
+		m, err := message.Decode([]byte(aws.ToString(e.MessageBody)))
+		if err != nil {
+			return nil, fmt.Errorf("enqueue published a body the consumer cannot read: %w", err)
+		}
+		if r.fail != nil && r.fail(m.Key()) {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), SenderFault: false})
+			continue
+		}
+		r.mu.Lock()
+		r.sent = append(r.sent, published{Key: m.Key(), Delay: e.DelaySeconds, At: r.clk.Now()})
+		r.mu.Unlock()
+		pass = append(pass, e)
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	if len(pass) == 0 || r.drop {
+		return out, nil
+	}
+	in.Entries = pass
+	real, err := r.next.SendMessageBatch(ctx, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	real.Failed = append(real.Failed, out.Failed...)
+	return real, nil
+}
+
+func (r *recorder) take() []published {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sent
+	r.sent = nil
+	return s
+}
+
+type bundle struct {
+	ctx    context.Context
+	clk    *clock.Fake
+	db     *dynamodb.Client
+	sqs    *sqs.Client
+	q      standintest.Queues
+	ledger *ledger.Ledger
+	store  *schedule.Store
+	pub    *recorder
+	logs   *bytes.Buffer
+	logMu  *sync.Mutex
+	cfg    enqueue.Config
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func setup(t *testing.T, shards int) *bundle {
+	t.Helper()
+	t.Parallel()
+	cfg := standintest.AWSConfig(t)
+	b := &bundle{ctx: context.Background(), clk: clock.NewFake(t0), db: awsclient.DynamoDB(cfg), sqs: awsclient.SQS(cfg), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	b.q = standintest.QueuePair(t, b.sqs, 30*time.Second, 10)
+	var err error
+	b.ledger, err = ledger.New(b.db, ledger.Config{Table: standintest.Table(t, b.db), Clock: b.clk, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.store, err = schedule.New(schedule.Config{Ledger: b.ledger, API: b.db, Clock: b.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.pub = &recorder{next: b.sqs, clk: b.clk}
+	b.cfg = enqueue.Config{
+		Ledger: b.ledger, API: b.db, Queue: b.pub, QueueURL: b.q.WorkURL, Shards: shards, Clock: b.clk,
+		Logger: slog.New(slog.NewJSONHandler(lockedWriter{b.logMu, b.logs}, nil)),
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.logMu.Lock()
+			t.Logf("logs:\n%s", b.logs.String())
+			b.logMu.Unlock()
+		}
+	})
+	return b
+}
+
+func (b *bundle) enqueuer(t *testing.T, edit func(*enqueue.Config)) *enqueue.Enqueuer {
+	t.Helper()
+	cfg := b.cfg
+	if edit != nil {
+		edit(&cfg)
+	}
+	e, err := enqueue.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (b *bundle) run(t *testing.T, e *enqueue.Enqueuer) enqueue.Report {
+	t.Helper()
+	rep, err := e.Run(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// schedule creates reminder id with one email delivery due at due.
+func (b *bundle) schedule(t *testing.T, id string, due time.Time, expires ...time.Time) message.DeliveryKey {
+	t.Helper()
+	r := schedule.Reminder{ID: id, AccountRef: "acct-1", DueAt: due, ExpiresAt: due.Add(24 * time.Hour),
+		Deliveries: []schedule.Delivery{{Channel: "email", Provider: "webhook", RecipientRef: "acct-1/contact-1", TemplateRef: "t-1"}}}
+	if len(expires) > 0 {
+		r.ExpiresAt = expires[0]
+	}
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Key(r.Deliveries[0])
+}
+
+func (b *bundle) status(t *testing.T, k message.DeliveryKey) ledger.Delivery {
+	t.Helper()
+	d, err := b.ledger.Get(b.ctx, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func keysOf(ps []published) map[message.DeliveryKey]int {
+	m := map[message.DeliveryKey]int{}
+	for _, p := range ps {
+		m[p.Key]++
+	}
+	return m
+}
+
+func TestDueBoundariesLookaheadAndDelay(t *testing.T) {
+	b := setup(t, 2)
+	e := b.enqueuer(t, nil) // settle 15s, lookahead 15m
+	in5 := b.schedule(t, "rem-in5m", t0.Add(5*time.Minute))
+	in15 := b.schedule(t, "rem-in15m", t0.Add(15*time.Minute))
+	in16 := b.schedule(t, "rem-in16m", t0.Add(16*time.Minute))
+	in2h := b.schedule(t, "rem-in2h", t0.Add(2*time.Hour))
+
+	// Just before the settle time nothing written at t0 is read.
+	b.clk.Advance(15*time.Second - time.Millisecond)
+	if rep := b.run(t, e); rep.Enqueued != 0 {
+		t.Fatalf("run at t0+15s-1ms enqueued %d, want 0", rep.Enqueued)
+	}
+	// At exactly the settle time both within the lookahead go, delayed
+	// until due; the one due in 16 minutes does not.
+	b.clk.Advance(time.Millisecond)
+	rep := b.run(t, e)
+	got := b.pub.take()
+	if rep.Enqueued != 2 || len(got) != 2 || !rep.Caught || rep.Cut {
+		t.Fatalf("report %+v, published %+v", rep, got)
+	}
+	delays := map[message.DeliveryKey]int32{}
+	for _, p := range got {
+		delays[p.Key] = p.Delay
+	}
+	if delays[in5] != 285 || delays[in15] != 885 {
+		t.Fatalf("delays = %v; want 285s and 885s (due minus now)", delays)
+	}
+	// A second run at the same time publishes nothing again.
+	if rep := b.run(t, e); rep.Enqueued != 0 {
+		t.Fatalf("second run enqueued %d", rep.Enqueued)
+	}
+	// A minute later the 16-minute one comes into the lookahead.
+	b.clk.Advance(time.Minute)
+	b.run(t, e)
+	got = b.pub.take()
+	if len(got) != 1 || got[0].Key != in16 || got[0].Delay != 885 {
+		t.Fatalf("published %+v, want %s with 885s", got, in16)
+	}
+	if d := b.status(t, in2h); d.Status != ledger.StatusPending {
+		t.Fatalf("far delivery = %s", d.Status)
+	}
+}
+
+func TestReminderScheduledBehindTheCursorIsPublishedOnTime(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, nil)
+	b.schedule(t, "rem-early", t0.Add(10*time.Minute))
+	b.clk.Advance(time.Minute)
+	b.run(t, e) // the cursor is now past everything published at t0
+	b.pub.take()
+	// Scheduled at t0+1m, due at t0+3m: inside the window already passed.
+	late := b.schedule(t, "rem-late", t0.Add(3*time.Minute))
+	b.clk.Advance(20 * time.Second)
+	b.run(t, e)
+	got := b.pub.take()
+	if len(got) != 1 || got[0].Key != late || got[0].Delay != 100 {
+		t.Fatalf("published %+v, want %s delayed 100s until due", got, late)
+	}
+}
+
+func TestDeliveriesSpreadOverShardsAndEachIsPublishedOnce(t *testing.T) {
+	b := setup(t, 8)
+	for i := range 400 {
+		b.schedule(t, fmt.Sprintf("rem-%04d", i), t0)
+	}
+	b.clk.Advance(time.Minute)
+	e := b.enqueuer(t, nil)
+	rep := b.run(t, e)
+	got := keysOf(b.pub.take())
+	if rep.Enqueued != 400 || len(got) != 400 {
+		t.Fatalf("report %+v, %d distinct published", rep, len(got))
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Fatalf("%s published %d times", k, n)
+		}
+	}
+	for shard := range 8 {
+		pos, err := e.Cursor(b.ctx, shard)
+		if err != nil || pos == "" {
+			t.Fatalf("shard %d cursor %q, %v: a shard received nothing", shard, pos, err)
+		}
+	}
+}
+
+func TestFailedPublishIsRetriedByTheNextRun(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, func(c *enqueue.Config) { c.PublishAttempts = 2 })
+	ok := b.schedule(t, "rem-ok", t0)
+	bad := b.schedule(t, "rem-refused", t0)
+	down := true
+	b.pub.fail = func(k message.DeliveryKey) bool { return down && k == bad }
+	b.clk.Advance(time.Minute)
+	rep := b.run(t, e)
+	if rep.Enqueued != 1 || rep.PublishFailed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	// Handed back to the calendar ahead of the cursor.
+	if d := b.status(t, bad); d.Status != ledger.StatusPending || d.History[len(d.History)-1].Note == "" {
+		t.Fatalf("refused delivery = %+v", d)
+	}
+	down = false
+	b.pub.take()
+	b.clk.Advance(time.Minute)
+	b.run(t, e)
+	if got := keysOf(b.pub.take()); len(got) != 1 || got[bad] != 1 || got[ok] != 0 {
+		t.Fatalf("second run published %v, want only %s", got, bad)
+	}
+}
+
+func TestLostHandOffIsRepairedAndOverdueIsCounted(t *testing.T) {
+	b := setup(t, 2)
+	e := b.enqueuer(t, nil) // overdue after 5m, repair after 10m
+	lost := b.schedule(t, "rem-lost", t0)
+	b.pub.drop = true // SQS "accepts" and the message is never delivered
+	b.clk.Advance(time.Minute)
+	if rep := b.run(t, e); rep.Enqueued != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	b.pub.drop = false
+	b.pub.take()
+
+	b.clk.Advance(5 * time.Minute) // 6m past due: overdue, not yet repaired
+	rep := b.run(t, e)
+	if rep.OverduePending != 1 || rep.OldestOverdue != 6*time.Minute || rep.Repaired != 0 {
+		t.Fatalf("at 6m: %+v", rep)
+	}
+	b.clk.Advance(5 * time.Minute) // 11m past due: repaired
+	rep = b.run(t, e)
+	got := b.pub.take()
+	if rep.Repaired != 1 || len(got) != 1 || got[0].Key != lost || got[0].Delay != 0 {
+		t.Fatalf("at 11m: %+v, published %+v", rep, got)
+	}
+	d := b.status(t, lost)
+	if d.Status != ledger.StatusQueued || !d.UpdatedAt.Equal(b.clk.Now()) {
+		t.Fatalf("repaired delivery = %+v", d)
+	}
+	// Queued just now: the next run leaves it to the consumer.
+	if rep := b.run(t, e); rep.Repaired != 0 || rep.OverduePending != 1 {
+		t.Fatalf("run after repair: %+v", rep)
+	}
+}
+
+func TestConcurrentRunsNeverHandOffTheSameDelivery(t *testing.T) {
+	b := setup(t, 4)
+	for i := range 300 {
+		b.schedule(t, fmt.Sprintf("rem-%03d", i), t0)
+	}
+	b.clk.Advance(time.Minute)
+	e1 := b.enqueuer(t, func(c *enqueue.Config) { c.PageSize = 10 })
+	e2 := b.enqueuer(t, func(c *enqueue.Config) { c.PageSize = 10 })
+	var wg sync.WaitGroup
+	reps := make([]enqueue.Report, 2)
+	for i, e := range []*enqueue.Enqueuer{e1, e2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if reps[i], err = e.Run(b.ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got := keysOf(b.pub.take())
+	if len(got) != 300 || reps[0].Enqueued+reps[1].Enqueued != 300 {
+		t.Fatalf("reports %+v; %d distinct published", reps, len(got))
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Fatalf("%s published %d times", k, n)
+		}
+	}
+	t.Logf("run 1 enqueued %d, run 2 enqueued %d; cursor steps lost to the other run: %d", reps[0].Enqueued, reps[1].Enqueued, reps[0].Contended+reps[1].Contended)
+}
+
+func TestTimeBudgetCutsTheRunAndTheNextResumesEveryShard(t *testing.T) {
+	b := setup(t, 4)
+	for i := range 200 {
+		b.schedule(t, fmt.Sprintf("rem-%03d", i), t0)
+	}
+	b.clk.Advance(time.Minute)
+	// Each publish call takes a second of the fake clock; a run may use 20s.
+	b.pub.onCall = func() { b.clk.Advance(time.Second) }
+	e := b.enqueuer(t, func(c *enqueue.Config) { c.PageSize = 10; c.MaxRun = 21 * time.Second; c.CutoffMargin = time.Second; c.Concurrency = 1 })
+	first := b.run(t, e)
+	if !first.Cut || first.Caught || first.Enqueued == 0 || first.Enqueued >= 200 {
+		t.Fatalf("first run: %+v; want a cut run that did part of the work", first)
+	}
+	for shard := range 4 {
+		if pos, _ := e.Cursor(b.ctx, shard); pos == "" {
+			t.Fatalf("shard %d was starved by the first run", shard)
+		}
+	}
+	total, runs := first.Enqueued, 1
+	for ; total < 200 && runs < 20; runs++ {
+		b.clk.Advance(time.Minute)
+		total += b.run(t, e).Enqueued
+	}
+	got := keysOf(b.pub.take())
+	if total != 200 || len(got) != 200 {
+		t.Fatalf("after %d runs: enqueued %d, %d distinct", runs, total, len(got))
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Fatalf("%s published %d times", k, n)
+		}
+	}
+	t.Logf("first run handed off %d of 200 and was cut; %d runs in all", first.Enqueued, runs)
+}
+
+func TestCancelledAndExpiredDeliveriesAreNeverPublished(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, nil)
+	cancelled := b.schedule(t, "rem-cancelled", t0)
+	expired := b.schedule(t, "rem-expires", t0, t0.Add(30*time.Second))
+	live := b.schedule(t, "rem-live", t0)
+	if _, err := b.store.Cancel(b.ctx, "rem-cancelled", "test"); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	rep := b.run(t, e)
+	got := keysOf(b.pub.take())
+	if len(got) != 1 || got[live] != 1 || rep.Expired != 1 {
+		t.Fatalf("report %+v, published %v; want only %s", rep, got, live)
+	}
+	if d := b.status(t, expired); d.Status != ledger.StatusExpired {
+		t.Fatalf("expired delivery = %s", d.Status)
+	}
+	if d := b.status(t, cancelled); d.Status != ledger.StatusCancelled {
+		t.Fatalf("cancelled delivery = %s", d.Status)
+	}
+
+	// One handed off and then lost, which expires before repair: the overdue
+	// scan ends it instead of publishing it.
+	lost := b.schedule(t, "rem-lost", b.clk.Now(), b.clk.Now().Add(8*time.Minute))
+	b.pub.drop = true
+	b.clk.Advance(time.Minute)
+	b.run(t, e)
+	b.pub.drop = false
+	b.pub.take()
+	b.clk.Advance(10 * time.Minute)
+	rep = b.run(t, e)
+	// (rem-live, never consumed here, is repaired meanwhile; that is right.)
+	if keysOf(b.pub.take())[lost] != 0 || rep.Expired != 1 || b.status(t, lost).Status != ledger.StatusExpired {
+		t.Fatalf("report %+v; lost delivery = %s", rep, b.status(t, lost).Status)
+	}
+}
+
+func TestConfigIsValidated(t *testing.T) {
+	t.Parallel()
+	l, err := ledger.New(&dynamodb.Client{}, ledger.Config{Table: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := enqueue.Config{Ledger: l, API: &dynamodb.Client{}, Queue: &sqs.Client{}, QueueURL: "https://sqs/q"}
+	for name, edit := range map[string]func(*enqueue.Config){
+		"no queue url":          func(c *enqueue.Config) { c.QueueURL = "" },
+		"zero shards":           func(c *enqueue.Config) { c.Shards = -1 },
+		"repair before overdue": func(c *enqueue.Config) { c.OverdueAfter = time.Hour },
+		"settle past lookahead": func(c *enqueue.Config) { c.Settle = time.Hour },
+		"page too big":          func(c *enqueue.Config) { c.PageSize = 5000 },
+	} {
+		cfg := base
+		edit(&cfg)
+		if _, err := enqueue.New(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := enqueue.New(base); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+}

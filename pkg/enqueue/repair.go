@@ -1,0 +1,187 @@
+package enqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// scanOverdue reads, per shard, the live entries more than OverdueAfter past
+// due: it counts them (OverduePending, OldestOverdue), and those behind the
+// cursor whose hand-off looks lost (RepairAfter) or that have expired are
+// read from the table and repaired or expired. It reports whether every
+// shard was scanned in full.
+func (r *run) scanOverdue(ctx context.Context, shards int) (bool, error) {
+	c := r.e.cfg
+	perShard := max(1, c.RepairLimit/shards)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	full := true
+	var firstErr error
+	sem := make(chan struct{}, c.Concurrency)
+	for shard := range shards {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			done, err := r.scanShard(ctx, shard, perShard)
+			mu.Lock()
+			defer mu.Unlock()
+			full = full && done
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	return full, firstErr
+}
+
+func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
+	c := r.e.cfg
+	overdueBefore := r.now.Add(-c.OverdueAfter)
+	repairBefore := r.now.Add(-c.RepairAfter)
+	r.mu.Lock()
+	pos, known := r.pos[shard]
+	r.mu.Unlock()
+	if !known {
+		var err error
+		if pos, err = r.e.readCursor(ctx, shard); err != nil {
+			return false, err
+		}
+	}
+	partition, sortKey := ledger.IndexKeyAttributes()
+	in := &dynamodb.QueryInput{
+		TableName: aws.String(c.Ledger.Table()), IndexName: aws.String(ledger.IndexName),
+		KeyConditionExpression: aws.String(partition + " = :shard AND " + sortKey + " <= :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":shard": &types.AttributeValueMemberS{Value: ledger.ShardKey(shard)},
+			":hi":    &types.AttributeValueMemberS{Value: ledger.SortBound(overdueBefore)},
+		},
+	}
+	var overdue int
+	var oldest time.Duration
+	var candidates []ledger.IndexEntry
+	full := true
+	for {
+		if !c.Clock.Now().Before(r.stopBy) || ctx.Err() != nil {
+			full = false
+			break
+		}
+		out, err := c.API.Query(ctx, in)
+		if err != nil {
+			return false, fmt.Errorf("enqueue: scan shard %d for overdue deliveries: %w", shard, err)
+		}
+		for _, it := range out.Items {
+			en, err := ledger.ParseIndexEntry(it)
+			if err != nil {
+				return false, err
+			}
+			if en.DueAt.Before(overdueBefore) {
+				overdue++
+				oldest = max(oldest, r.now.Sub(en.DueAt))
+			}
+			handedOff := en.Sort <= pos
+			if handedOff && (en.DueAt.Before(repairBefore) || !en.ExpiresAt.After(r.now)) {
+				candidates = append(candidates, en)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	r.add(func(rep *Report) {
+		rep.OverduePending += overdue
+		rep.OldestOverdue = max(rep.OldestOverdue, oldest)
+	})
+	// Examine at most limit candidates, starting at an offset that rotates
+	// each minute, so that many deliveries legitimately waiting for a retry
+	// cannot keep a lost one from ever being looked at.
+	if len(candidates) > limit {
+		off := int(r.now.Unix()/60) % len(candidates)
+		candidates = append(candidates[off:], candidates[:off]...)[:limit]
+		full = false
+	}
+	for start := 0; start < len(candidates); start += 100 {
+		if !c.Clock.Now().Before(r.stopBy) || ctx.Err() != nil {
+			return false, nil
+		}
+		if err := r.repair(ctx, candidates[start:min(start+100, len(candidates))]); err != nil {
+			return false, err
+		}
+	}
+	return full, nil
+}
+
+// stale reports whether d was handed off but no consumer has it: nothing
+// took it RepairAfter past its due time, its retry time or its lease.
+func (r *run) stale(d ledger.Delivery) bool {
+	before := r.now.Add(-r.e.cfg.RepairAfter)
+	switch d.Status {
+	case ledger.StatusPending:
+		return d.DueAt.Before(before)
+	case ledger.StatusQueued:
+		return d.DueAt.Before(before) && d.UpdatedAt.Before(before)
+	case ledger.StatusSending:
+		return d.LeaseUntil.Before(before)
+	case ledger.StatusRetrying:
+		return d.NextAttemptAt.Before(before)
+	}
+	return false
+}
+
+// repair reads candidates from the table and, for each, expires it or, if
+// its hand-off is lost, requeues it (a condition on the state it was read
+// in, so that of two runs only one republishes) and publishes it again.
+func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error {
+	c := r.e.cfg
+	keys := make([]message.DeliveryKey, len(candidates))
+	for i, en := range candidates {
+		keys[i] = en.Key
+	}
+	ds, err := c.Ledger.GetMany(ctx, keys)
+	if err != nil {
+		return fmt.Errorf("enqueue: read overdue deliveries: %w", err)
+	}
+	var republish []ledger.IndexEntry
+	for _, en := range candidates {
+		d, ok := ds[en.Key]
+		if !ok || d.Status.Terminal() {
+			continue // ended since the index was read
+		}
+		if !d.ExpiresAt.After(r.now) {
+			r.expire(ctx, d)
+			continue
+		}
+		if !r.stale(d) {
+			continue
+		}
+		note := fmt.Sprintf("repair: %s and untouched since %s", d.Status, ledger.Format(d.UpdatedAt))
+		if _, err := c.Ledger.Requeue(ctx, d, note); err != nil {
+			if !errors.As(err, new(*ledger.RefusedError)) {
+				c.Logger.Warn("cannot requeue a lost delivery", "deliveryKey", en.Key.String(), "error", err.Error())
+			}
+			continue // changed meanwhile: someone else has it
+		}
+		c.Logger.Info("transition", "deliveryKey", en.Key.String(), "outcome", "repaired", "was", string(d.Status),
+			"dueAt", ledger.Format(d.DueAt), "attempts", d.Attempts)
+		republish = append(republish, en)
+	}
+	failed, republished := r.e.publish(ctx, republish, r.now)
+	r.add(func(rep *Report) {
+		rep.Repaired += len(republish) - len(failed)
+		rep.PublishFailed += len(failed)
+		rep.Republished += republished
+	})
+	return nil
+}
