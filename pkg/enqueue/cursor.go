@@ -42,7 +42,9 @@ func (e *Enqueuer) readCursor(ctx context.Context, shard int) (string, error) {
 }
 
 // Cursor returns shard's cursor position; for tests and the operator CLI.
-func (e *Enqueuer) Cursor(ctx context.Context, shard int) (string, error) { return e.readCursor(ctx, shard) }
+func (e *Enqueuer) Cursor(ctx context.Context, shard int) (string, error) {
+	return e.readCursor(ctx, shard)
+}
 
 // advanceCursor moves shard's cursor from old to pos if no other run moved
 // it first; it reports whether it did.

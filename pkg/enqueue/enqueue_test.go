@@ -385,7 +385,12 @@ func TestTimeBudgetCutsTheRunAndTheNextResumesEveryShard(t *testing.T) {
 	b.clk.Advance(time.Minute)
 	// Each publish call takes a second of the fake clock; a run may use 20s.
 	b.pub.onCall = func() { b.clk.Advance(time.Second) }
-	e := b.enqueuer(t, func(c *enqueue.Config) { c.PageSize = 10; c.MaxRun = 21 * time.Second; c.CutoffMargin = time.Second; c.Concurrency = 1 })
+	e := b.enqueuer(t, func(c *enqueue.Config) {
+		c.PageSize = 10
+		c.MaxRun = 21 * time.Second
+		c.CutoffMargin = time.Second
+		c.Concurrency = 1
+	})
 	first := b.run(t, e)
 	if !first.Cut || first.Caught || first.Enqueued == 0 || first.Enqueued >= 200 {
 		t.Fatalf("first run: %+v; want a cut run that did part of the work", first)

@@ -3,6 +3,7 @@ package enqueue
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 
@@ -15,8 +16,11 @@ import (
 type Function struct {
 	Enqueuer *Enqueuer
 	Metrics  *metrics.Recorder
-	Logger   *slog.Logger
-	Clock    clock.Clock
+	// MetricsOut receives the EMF line. Default os.Stdout, where Lambda
+	// sends it to CloudWatch.
+	MetricsOut io.Writer
+	Logger     *slog.Logger
+	Clock      clock.Clock
 }
 
 // Handle runs the enqueue for one schedule event and returns its report.
@@ -40,7 +44,11 @@ func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (Report, err
 	if err != nil {
 		log.Error("enqueue run failed", "error", err.Error())
 	}
-	if ferr := f.Metrics.Flush(os.Stdout, clk.Now()); ferr != nil {
+	out := f.MetricsOut
+	if out == nil {
+		out = os.Stdout
+	}
+	if ferr := f.Metrics.Flush(out, clk.Now()); ferr != nil {
 		log.Warn("cannot write metrics", "error", ferr.Error())
 	}
 	return rep, err
