@@ -1,5 +1,8 @@
 // Command nudge is Nudge's operator and local tooling CLI.
 //
+//	nudge schedule [flags]             create one reminder (idempotent by id)
+//	nudge import FILE                  create reminders from JSON Lines or CSV
+//	nudge cancel ID                    cancel a reminder's unsent deliveries
 //	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
 //	nudge local invoke --event FILE    run the consumer's bootstrap under the Lambda emulator
 package main
@@ -10,6 +13,17 @@ import (
 )
 
 const usage = `usage:
+  nudge schedule --id ID --account REF --due TIME --recipient REF --template REF [--channel C] [--provider P] [--expires TIME] [--meta K=V]
+  nudge schedule --json FILE|-
+      Create one reminder. The same id with the same content is harmless; with
+      different content it is refused as a conflict.
+  nudge import [--format jsonl|csv] [--concurrency N] FILE
+      Create reminders in bulk. Invalid rows are reported by line and never stop
+      valid ones; exits 1 if any row was not created or unchanged.
+  nudge cancel [--note TEXT] ID
+      Cancel the reminder's deliveries that have not been sent; says which were.
+  (schedule, import and cancel take --table, default $NUDGE_TABLE, and the
+   standard AWS settings: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB.)
   nudge local exec -- CMD [ARG...]
       Install the local stand-ins if missing, start DynamoDB Local and fauxqs on
       free ports, run CMD with AWS_ENDPOINT_URL_DYNAMODB/_SQS pointing at them,
@@ -25,6 +39,19 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "schedule":
+			return scheduleCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+		case "import":
+			return importCmd(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+		case "cancel":
+			return cancelCmd(args[1:], os.Stdout, os.Stderr)
+		case "-h", "--help", "help":
+			fmt.Print(usage)
+			return 0
+		}
+	}
 	if len(args) < 2 || args[0] != "local" {
 		fmt.Fprint(os.Stderr, usage)
 		return 2
@@ -37,4 +64,9 @@ func run(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "nudge: unknown command %q\n\n%s", "local "+args[1], usage)
 	return 2
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

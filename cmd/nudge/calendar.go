@@ -1,0 +1,281 @@
+package main
+
+// nudge schedule, import and cancel: the calendar's intake.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/schedule"
+)
+
+// tableFlags are the settings every calendar command shares.
+type tableFlags struct {
+	table    *string
+	shards   *int
+	lateness *time.Duration
+}
+
+func addTableFlags(fs *flag.FlagSet) tableFlags {
+	return tableFlags{
+		table:    fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger table (default $NUDGE_TABLE)"),
+		shards:   fs.Int("shards", envInt("NUDGE_SHARDS", 8), "due index shards; use the stack's setting (default $NUDGE_SHARDS or 8)"),
+		lateness: fs.Duration("lateness", envDuration("NUDGE_LATENESS", 24*time.Hour), "default expiresAt − dueAt (default $NUDGE_LATENESS or 24h)"),
+	}
+}
+
+func envInt(name string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv(name), &n); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// store connects to the ledger table with the standard AWS configuration
+// (region, credentials, AWS_ENDPOINT_URL_* for the local stand-ins).
+func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
+	if *f.table == "" {
+		return nil, errors.New("no ledger table: pass --table NAME or set NUDGE_TABLE (the stack's output LedgerTable)")
+	}
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RetryMaxAttempts = 8 // a bulk import meets throttling; Create is idempotent
+	db := awsclient.DynamoDB(cfg)
+	l, err := ledger.New(db, ledger.Config{Table: *f.table, Shards: *f.shards})
+	if err != nil {
+		return nil, err
+	}
+	return schedule.New(schedule.Config{Ledger: l, API: db, Lateness: *f.lateness})
+}
+
+type metaFlag map[string]string
+
+func (m metaFlag) String() string { return fmt.Sprint(map[string]string(m)) }
+func (m metaFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("%q is not KEY=VALUE", s)
+	}
+	m[k] = v
+	return nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// scheduleCmd: nudge schedule [flags] | nudge schedule --json - < reminder.json
+func scheduleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("nudge schedule", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tf := addTableFlags(fs)
+	jsonPath := fs.String("json", "", "read the reminder as JSON from this file ('-' for stdin) instead of flags")
+	id := fs.String("id", "", "reminder id: 1–128 of [A-Za-z0-9._-]")
+	account := fs.String("account", "", "account reference")
+	due := fs.String("due", "", "due time, RFC 3339 (2026-12-01T09:00:00Z)")
+	expires := fs.String("expires", "", "expiry, RFC 3339 (default due + lateness)")
+	channel := fs.String("channel", "email", "channel")
+	prov := fs.String("provider", "webhook", "provider")
+	recipient := fs.String("recipient", "", "recipient reference the provider resolves")
+	template := fs.String("template", "", "template reference")
+	meta := metaFlag{}
+	fs.Var(meta, "meta", "metadata KEY=VALUE (repeatable)")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	st, err := tf.store(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge schedule:", err)
+		return 1
+	}
+	var r schedule.Reminder
+	if *jsonPath != "" {
+		var data []byte
+		if *jsonPath == "-" {
+			data, err = io.ReadAll(io.LimitReader(stdin, schedule.MaxInputBytes+1))
+		} else {
+			data, err = os.ReadFile(*jsonPath)
+		}
+		if err == nil {
+			r, err = st.Validator().ParseJSON(data)
+		}
+	} else {
+		in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires,
+			Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template}}}
+		if len(meta) > 0 {
+			in.Metadata = meta
+		}
+		r, err = st.Validator().Validate(in)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge schedule:", err)
+		return 1
+	}
+	outcome, err := st.Create(ctx, r)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge schedule:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s %s: %d deliveries due %s, expiring %s\n", outcome, r.ID, len(r.Deliveries), ledger.Format(r.DueAt), ledger.Format(r.ExpiresAt))
+	return 0
+}
+
+// importCmd: nudge import [--format jsonl|csv] FILE
+func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
+	fs := flag.NewFlagSet("nudge import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tf := addTableFlags(fs)
+	format := fs.String("format", "", "jsonl or csv (default: from the file's extension)")
+	concurrency := fs.Int("concurrency", 16, "reminders written at once")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "nudge import: give one FILE (JSON Lines or CSV)")
+		return 2
+	}
+	path := fs.Arg(0)
+	f := schedule.Format(*format)
+	if f == "" {
+		var err error
+		if f, err = schedule.FormatOf(path); err != nil {
+			fmt.Fprintln(stderr, "nudge", err)
+			return 2
+		}
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	st, err := tf.store(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge import:", err)
+		return 1
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge import:", err)
+		return 1
+	}
+	defer file.Close()
+	rows, err := schedule.ReadRows(file, f, st.Validator())
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge", err)
+		return 1
+	}
+	start := time.Now()
+	progress := progressPrinter(stderr, terminal, start)
+	sum, err := schedule.Import(ctx, rows, schedule.ImportConfig{Creator: st, Concurrency: *concurrency, Progress: progress})
+	if terminal {
+		fmt.Fprintln(stderr)
+	}
+	printSummary(stdout, path, sum, time.Since(start))
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge import: stopped:", err, "— run the same import again to finish; written rows report unchanged")
+		return 1
+	}
+	if !sum.OK() {
+		return 1
+	}
+	return 0
+}
+
+// progressPrinter draws a bar on a terminal, and otherwise a plain line
+// every 5 seconds and at the end, for logs.
+func progressPrinter(w io.Writer, terminal bool, start time.Time) func(done, total int) {
+	last := time.Time{}
+	return func(done, total int) {
+		now := time.Now()
+		if terminal {
+			if done != total && now.Sub(last) < 100*time.Millisecond {
+				return
+			}
+			last = now
+			const width = 30
+			filled := width * done / max(total, 1)
+			rate := float64(done) / max(now.Sub(start).Seconds(), 0.001)
+			fmt.Fprintf(w, "\r[%s%s] %d/%d  %.0f/s ", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, rate)
+			return
+		}
+		if done == total || now.Sub(last) >= 5*time.Second {
+			last = now
+			fmt.Fprintf(w, "import: %d/%d rows done after %s\n", done, total, now.Sub(start).Round(time.Millisecond))
+		}
+	}
+}
+
+func printSummary(w io.Writer, path string, sum schedule.Summary, took time.Duration) {
+	fmt.Fprintf(w, "%s: %d rows in %s: %d created, %d unchanged, %d conflicting, %d invalid, %d failed\n",
+		path, sum.Rows, took.Round(time.Millisecond), sum.Created, sum.Unchanged, len(sum.Conflicts), len(sum.Invalid), len(sum.Failed))
+	for _, group := range []struct {
+		name string
+		rows []schedule.RowError
+	}{{"conflicting", sum.Conflicts}, {"invalid", sum.Invalid}, {"failed", sum.Failed}} {
+		for _, e := range group.rows {
+			fmt.Fprintf(w, "  line %d: %s: %v\n", e.Line, group.name, e.Err)
+		}
+	}
+}
+
+// cancelCmd: nudge cancel [--note TEXT] ID
+func cancelCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("nudge cancel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tf := addTableFlags(fs)
+	note := fs.String("note", "cancelled by operator", "why, for the delivery history")
+	if fs.Parse(args) != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "nudge cancel: give one reminder ID")
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	st, err := tf.store(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge cancel:", err)
+		return 1
+	}
+	res, err := st.Cancel(ctx, fs.Arg(0), *note)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge", err)
+		return 1
+	}
+	code := 0
+	for _, r := range res {
+		switch {
+		case r.Cancelled:
+			fmt.Fprintf(stdout, "%s: cancelled\n", r.Key)
+		case errors.Is(r.Refused, ledger.ErrAlreadySent):
+			fmt.Fprintf(stdout, "%s: not cancelled: it was already sent at %s\n", r.Key, ledger.Format(r.At))
+			code = 1
+		case errors.Is(r.Refused, ledger.ErrLeased):
+			fmt.Fprintf(stdout, "%s: not cancelled: a consumer is sending it now (lease until %s); run the cancel again after that\n", r.Key, ledger.Format(r.At))
+			code = 1
+		default:
+			fmt.Fprintf(stdout, "%s: already ended (%s); nothing to cancel\n", r.Key, r.Status)
+		}
+	}
+	return code
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/standin/standintest"
+)
+
+// TestCalendarCommands runs schedule, import and cancel as a user would,
+// against DynamoDB Local.
+func TestCalendarCommands(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	table := standintest.Table(t, db)
+	due := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
+	run := func(cmd string, stdin string, args ...string) (int, string, string) {
+		var out, errs bytes.Buffer
+		args = append([]string{"--table", table}, args...)
+		var code int
+		switch cmd {
+		case "schedule":
+			code = scheduleCmd(args, strings.NewReader(stdin), &out, &errs)
+		case "import":
+			code = importCmd(args, &out, &errs, false)
+		case "cancel":
+			code = cancelCmd(args, &out, &errs)
+		}
+		return code, out.String(), errs.String()
+	}
+	flags := []string{"--id", "rem-cli-1", "--account", "acct-1", "--due", due, "--recipient", "acct-1/contact-1", "--template", "renewal-v3", "--meta", "plan=pro"}
+	if code, out, errs := run("schedule", "", flags...); code != 0 || !strings.HasPrefix(out, "created rem-cli-1: 1 deliveries") {
+		t.Fatalf("schedule: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := run("schedule", "", flags...); code != 0 || !strings.HasPrefix(out, "unchanged rem-cli-1") {
+		t.Fatalf("schedule again: %d %q", code, out)
+	}
+	changed := append(append([]string{}, flags...), "--template", "renewal-v4")
+	if code, _, errs := run("schedule", "", changed...); code != 1 || !strings.Contains(errs, "already exists with deliveries") {
+		t.Fatalf("conflicting schedule: %d %q", code, errs)
+	}
+	if code, _, errs := run("schedule", "", "--id", "rem-cli-2", "--account", "a", "--due", "tomorrow", "--recipient", "r", "--template", "t"); code != 1 || !strings.Contains(errs, `dueAt "tomorrow" is not an RFC 3339 time`) {
+		t.Fatalf("invalid schedule: %d %q", code, errs)
+	}
+	js := `{"id":"rem-cli-3","accountRef":"acct-3","dueAt":"` + due + `","deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"acct-3/phone","templateRef":"t"}]}`
+	if code, out, errs := run("schedule", js, "--json", "-"); code != 0 || !strings.HasPrefix(out, "created rem-cli-3") {
+		t.Fatalf("schedule --json -: %d %q %q", code, out, errs)
+	}
+
+	file := filepath.Join(t.TempDir(), "reminders.jsonl")
+	lines := strings.Join([]string{
+		`{"id":"imp-1","accountRef":"a","dueAt":"` + due + `","deliveries":[{"channel":"email","provider":"webhook","recipientRef":"r","templateRef":"t"}]}`,
+		`{"id":"imp-2","accountRef":"a","dueAt":"soon","deliveries":[{"channel":"email","provider":"webhook","recipientRef":"r","templateRef":"t"}]}`,
+		``,
+		`{"id":"rem-cli-3","accountRef":"other","dueAt":"` + due + `","deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"acct-3/phone","templateRef":"t"}]}`,
+		js,
+	}, "\n")
+	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run("import", "", file)
+	if code != 1 || !strings.Contains(out, "4 rows") || !strings.Contains(out, "1 created, 1 unchanged, 1 conflicting, 1 invalid, 0 failed") ||
+		!strings.Contains(out, "line 2: invalid:") || !strings.Contains(out, "line 4: conflicting:") || !strings.Contains(errs, "import: 4/4 rows done") {
+		t.Fatalf("import: %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := run("import", "", "reminders.txt"); code != 2 || !strings.Contains(errs, "--format") {
+		t.Fatalf("import of an unknown format: %d %q", code, errs)
+	}
+
+	if code, out, _ := run("cancel", "", "rem-cli-1"); code != 0 || out != "rem-cli-1:email:webhook: cancelled\n" {
+		t.Fatalf("cancel: %d %q", code, out)
+	}
+	if code, out, _ := run("cancel", "", "rem-cli-1"); code != 0 || !strings.Contains(out, "already ended (cancelled)") {
+		t.Fatalf("cancel again: %d %q", code, out)
+	}
+	if code, _, errs := run("cancel", "", "rem-nope"); code != 1 || !strings.Contains(errs, "no such reminder") {
+		t.Fatalf("cancel unknown: %d %q", code, errs)
+	}
+}
