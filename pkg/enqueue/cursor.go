@@ -41,6 +41,13 @@ func (e *Enqueuer) readCursor(ctx context.Context, shard int) (string, error) {
 	return "", nil
 }
 
+// CursorWriteUnits returns the write units the cursor moves consumed so far.
+func (e *Enqueuer) CursorWriteUnits() float64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cursorUnits
+}
+
 // Cursor returns shard's cursor position; for tests and the operator CLI.
 func (e *Enqueuer) Cursor(ctx context.Context, shard int) (string, error) {
 	return e.readCursor(ctx, shard)
@@ -55,13 +62,19 @@ func (e *Enqueuer) advanceCursor(ctx context.Context, shard int, old, pos string
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pos": &types.AttributeValueMemberS{Value: pos}, ":now": &types.AttributeValueMemberS{Value: ledger.Format(now)},
 		},
-		ConditionExpression: aws.String("attribute_not_exists(pos)"),
+		ConditionExpression:    aws.String("attribute_not_exists(pos)"),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	}
 	if old != "" {
 		in.ConditionExpression = aws.String("pos = :old")
 		in.ExpressionAttributeValues[":old"] = &types.AttributeValueMemberS{Value: old}
 	}
-	_, err := e.cfg.API.UpdateItem(ctx, in)
+	out, err := e.cfg.API.UpdateItem(ctx, in)
+	if err == nil && out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits != nil {
+		e.mu.Lock()
+		e.cursorUnits += *out.ConsumedCapacity.CapacityUnits
+		e.mu.Unlock()
+	}
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):

@@ -114,6 +114,9 @@ type Config struct {
 type Enqueuer struct {
 	cfg  Config
 	fifo bool
+
+	mu          sync.Mutex
+	cursorUnits float64
 }
 
 // New validates cfg, applies defaults and returns an Enqueuer.
@@ -327,18 +330,23 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 func (r *run) page(ctx context.Context, shard int) (bool, error) {
 	c := r.e.cfg
 	bound := ledger.SortBound(r.now.Add(-c.Settle))
+	r.mu.Lock()
+	cur, known := r.pos[shard] // where this run left the cursor, if it moved it
+	r.mu.Unlock()
 	for {
-		cur, err := r.e.readCursor(ctx, shard)
-		if err != nil {
-			return false, err
+		if !known {
+			var err error
+			if cur, err = r.e.readCursor(ctx, shard); err != nil {
+				return false, err
+			}
+			r.mu.Lock()
+			r.pos[shard] = cur
+			r.mu.Unlock()
 		}
 		entries, err := r.e.queryAfter(ctx, shard, cur, bound, c.PageSize)
 		if err != nil {
 			return false, err
 		}
-		r.mu.Lock()
-		r.pos[shard] = cur
-		r.mu.Unlock()
 		if len(entries) == 0 {
 			return false, nil
 		}
@@ -348,8 +356,10 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 			return false, err
 		}
 		if !moved {
+			// Another run took these; look again from where it left the cursor.
 			r.add(func(rep *Report) { rep.Contended++ })
-			continue // another run took these; look again from where it left the cursor
+			known = false
+			continue
 		}
 		r.mu.Lock()
 		r.pos[shard] = last

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,6 +55,17 @@ type Config struct {
 type Store struct {
 	cfg       Config
 	validator Validator
+
+	mu         sync.Mutex
+	writeUnits float64
+}
+
+// WriteUnits returns the write units the reminder items consumed so far
+// (the ledger counts its delivery items).
+func (s *Store) WriteUnits() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeUnits
 }
 
 // New validates cfg and returns a Store.
@@ -127,11 +139,17 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 		return "", fmt.Errorf("schedule: reminder %q: %w", r.ID, err)
 	}
 	outcome := Created
-	_, err = s.cfg.API.PutItem(ctx, &dynamodb.PutItemInput{
+	out, err := s.cfg.API.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.cfg.Ledger.Table()), Item: av,
 		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
 	})
+	if err == nil && out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits != nil {
+		s.mu.Lock()
+		s.writeUnits += *out.ConsumedCapacity.CapacityUnits
+		s.mu.Unlock()
+	}
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
