@@ -84,9 +84,19 @@ func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault stri
 		return nil, err
 	}
 	defer stack.Stop()
+	// Point this process's AWS clients at the stack, and put the
+	// environment back afterwards (tests run other commands in-process).
 	for _, kv := range stack.Env() {
 		k, v, _ := strings.Cut(kv, "=")
+		old, had := os.LookupEnv(k)
 		os.Setenv(k, v)
+		defer func() {
+			if had {
+				os.Setenv(k, old)
+			} else {
+				os.Unsetenv(k)
+			}
+		}()
 	}
 
 	// The provider sink, on a free loopback port.

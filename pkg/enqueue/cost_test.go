@@ -3,6 +3,8 @@ package enqueue_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -168,7 +170,8 @@ func BenchmarkEnqueueThroughput(b *testing.B) {
 				}
 				b.ReportMetric(float64(n)/time.Since(importStart).Seconds(), "imported/s")
 				queues := standintest.QueuePair(b, q, 30*time.Second, 10)
-				e, err := enqueue.New(enqueue.Config{Ledger: l, API: db, Queue: q, QueueURL: queues.WorkURL, Settle: time.Nanosecond, MaxRun: time.Hour})
+				e, err := enqueue.New(enqueue.Config{Ledger: l, API: db, Queue: q, QueueURL: queues.WorkURL, Settle: time.Nanosecond, MaxRun: time.Hour,
+					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				if err != nil {
 					b.Fatal(err)
 				}
