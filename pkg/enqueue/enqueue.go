@@ -2,6 +2,7 @@ package enqueue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -193,14 +194,25 @@ type Report struct {
 	// OverduePending is live deliveries more than OverdueAfter past dueAt.
 	OverduePending int `json:"overduePending"`
 	// OldestOverdue is how far past dueAt the oldest of them is.
-	OldestOverdue time.Duration `json:"oldestOverdueNs"`
+	OldestOverdue time.Duration `json:"-"`
 	// Lag is how long after its publish time the most delayed delivery of
 	// this run was handed off.
-	Lag time.Duration `json:"lagNs"`
+	Lag time.Duration `json:"-"`
 	// Caught is true if every shard's cursor reached the present.
 	Caught bool `json:"caughtUp"`
 	// Cut is true if the time budget ended the run with work left.
 	Cut bool `json:"cut"`
+}
+
+// MarshalJSON writes the report as the function's response, with the
+// durations in seconds.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		OldestOverdueSeconds float64 `json:"oldestOverdueSeconds"`
+		LagSeconds           float64 `json:"lagSeconds"`
+	}{plain(r), r.OldestOverdue.Seconds(), r.Lag.Seconds()})
 }
 
 // run is the state of one Run.
@@ -384,7 +396,7 @@ func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
 			r.add(func(rep *Report) { rep.Lag = max(rep.Lag, lag) })
 		}
 	}
-	failed, republished := r.e.publish(ctx, out, r.now)
+	failed, republished := r.e.publish(ctx, out)
 	r.add(func(rep *Report) {
 		rep.Enqueued += len(out) - len(failed)
 		rep.PublishFailed += len(failed)

@@ -479,3 +479,29 @@ func TestConfigIsValidated(t *testing.T) {
 		t.Fatalf("defaults refused: %v", err)
 	}
 }
+
+// TestDelayIsCountedFromEachBatchNotTheRunStart: a run that takes a while
+// must not delay its later messages past their due time.
+func TestDelayIsCountedFromEachBatchNotTheRunStart(t *testing.T) {
+	b := setup(t, 1)
+	due := t0.Add(10 * time.Minute)
+	for i := range 30 {
+		b.schedule(t, fmt.Sprintf("rem-%02d", i), due)
+	}
+	b.clk.Advance(time.Minute)
+	b.pub.onCall = func() { b.clk.Advance(10 * time.Second) } // each call takes 10 s
+	e := b.enqueuer(t, func(c *enqueue.Config) { c.PageSize = 10; c.Concurrency = 1 })
+	b.run(t, e)
+	got := b.pub.take()
+	seen := map[int32]bool{}
+	for _, p := range got {
+		sentAt := p.At.Add(-10 * time.Second) // when the batch was built
+		if want := enqueue.DelaySeconds(due, sentAt); p.Delay != want {
+			t.Fatalf("%s published at %s with delay %ds, want %ds", p.Key, sentAt.Format(time.TimeOnly), p.Delay, want)
+		}
+		seen[p.Delay] = true
+	}
+	if len(got) != 30 || len(seen) < 3 {
+		t.Fatalf("%d published with delays %v; want 30 with the delay shrinking batch by batch", len(got), seen)
+	}
+}

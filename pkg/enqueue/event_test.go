@@ -1,6 +1,7 @@
 package enqueue_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,19 @@ func TestDelaySeconds(t *testing.T) {
 	}{{-time.Hour, 0}, {0, 0}, {time.Millisecond, 1}, {10 * time.Minute, 600}, {899500 * time.Millisecond, 900}, {20 * time.Minute, 900}} {
 		if got := enqueue.DelaySeconds(now.Add(tc.due), now); got != tc.want {
 			t.Errorf("due in %v: delay %d, want %d", tc.due, got, tc.want)
+		}
+	}
+}
+
+func TestReportIsWrittenInSeconds(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(enqueue.Report{Enqueued: 3, OldestOverdue: 90 * time.Second, Lag: 1500 * time.Millisecond, Caught: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"enqueued":3`, `"oldestOverdueSeconds":90`, `"lagSeconds":1.5`, `"caughtUp":true`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report JSON %s lacks %s", b, want)
 		}
 	}
 }

@@ -31,11 +31,12 @@ func DelaySeconds(dueAt, now time.Time) int32 {
 }
 
 // publish sends one id-only message per entry with SendMessageBatch, ten
-// at a time, batches in parallel. Entries SQS refuses are sent again with
+// at a time, batches in parallel, each delayed from the moment its batch is
+// sent (not the start of the run) until due. Entries SQS refuses are sent again with
 // backoff, up to PublishAttempts; those it still refuses are returned.
 // republished counts entries re-sent after a whole call failed, which SQS
 // may have accepted: possible duplicates.
-func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry, now time.Time) (failed []ledger.IndexEntry, republished int) {
+func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry) (failed []ledger.IndexEntry, republished int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
@@ -45,7 +46,7 @@ func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry, now
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			f, rp := e.publishBatch(ctx, batch, now)
+			f, rp := e.publishBatch(ctx, batch, e.cfg.Clock.Now())
 			mu.Lock()
 			failed = append(failed, f...)
 			republished += rp

@@ -177,7 +177,7 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 			"dueAt", ledger.Format(d.DueAt), "attempts", d.Attempts)
 		republish = append(republish, en)
 	}
-	failed, republished := r.e.publish(ctx, republish, r.now)
+	failed, republished := r.e.publish(ctx, republish)
 	r.add(func(rep *Report) {
 		rep.Repaired += len(republish) - len(failed)
 		rep.PublishFailed += len(failed)
