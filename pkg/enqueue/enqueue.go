@@ -256,18 +256,14 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	shards = max(shards, c.Shards)
 	r.report.Shards = shards
 
-	caught, err := r.handOff(ctx, shards)
-	if err != nil {
-		return r.report, err
-	}
-	scanned, err := r.scanOverdue(ctx, shards)
-	if err != nil {
-		return r.report, err
-	}
-	r.report.Caught = caught
+	// A shard that fails (throttling, say) does not stop the others; the
+	// run reports what it did and then fails, so that the error is seen.
+	caught, handOffErr := r.handOff(ctx, shards)
+	scanned, scanErr := r.scanOverdue(ctx, shards)
+	r.report.Caught = caught && handOffErr == nil
 	r.report.Cut = !caught || !scanned
 	e.emit(r.report)
-	return r.report, nil
+	return r.report, errors.Join(handOffErr, scanErr)
 }
 
 func (e *Enqueuer) emit(rep Report) {
@@ -299,7 +295,7 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 		queue = append(queue, (offset+i)%shards)
 	}
 	caught := true
-	var firstErr error
+	var errs []error
 	var wg sync.WaitGroup
 	for range min(r.e.cfg.Concurrency, shards) {
 		wg.Add(1)
@@ -307,7 +303,7 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 			defer wg.Done()
 			for {
 				mu.Lock()
-				if len(queue) == 0 || firstErr != nil {
+				if len(queue) == 0 {
 					mu.Unlock()
 					return
 				}
@@ -322,8 +318,8 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 				more, err := r.page(ctx, shard)
 				mu.Lock()
 				switch {
-				case err != nil && firstErr == nil:
-					firstErr = err
+				case err != nil:
+					errs = append(errs, err) // this shard waits for the next run
 				case more:
 					queue = append(queue, shard)
 				}
@@ -332,7 +328,7 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 		}()
 	}
 	wg.Wait()
-	return caught && firstErr == nil, firstErr
+	return caught, errors.Join(errs...)
 }
 
 // page hands off the next page of one shard: it reads the entries after

@@ -7,14 +7,17 @@ package enqueue_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -503,5 +506,47 @@ func TestDelayIsCountedFromEachBatchNotTheRunStart(t *testing.T) {
 	}
 	if len(got) != 30 || len(seen) < 3 {
 		t.Fatalf("%d published with delays %v; want 30 with the delay shrinking batch by batch", len(got), seen)
+	}
+}
+
+// failingShard fails every due index query of one shard, as throttling
+// of one partition would.
+type failingShard struct {
+	enqueue.API
+	shard string
+}
+
+func (f failingShard) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if v, ok := in.ExpressionAttributeValues[":shard"].(*ddbtypes.AttributeValueMemberS); ok && v.Value == f.shard {
+		return nil, errors.New("ProvisionedThroughputExceededException")
+	}
+	return f.API.Query(ctx, in, opts...)
+}
+
+func TestAFailingShardDoesNotStopTheOthers(t *testing.T) {
+	b := setup(t, 4)
+	var inShard0 int
+	for i := range 100 {
+		id := fmt.Sprintf("rem-%03d", i)
+		if ledger.ShardOf(id, 4) == 0 {
+			inShard0++
+		}
+		b.schedule(t, id, t0)
+	}
+	b.clk.Advance(time.Minute)
+	broken := b.enqueuer(t, func(c *enqueue.Config) { c.API = failingShard{API: c.API, shard: ledger.ShardKey(0)} })
+	rep, err := broken.Run(b.ctx)
+	if err == nil || !strings.Contains(err.Error(), "ProvisionedThroughputExceededException") {
+		t.Fatalf("run error = %v, want the shard's error", err)
+	}
+	if rep.Enqueued != 100-inShard0 || rep.Caught {
+		t.Fatalf("report %+v; want the %d deliveries of the other shards handed off", rep, 100-inShard0)
+	}
+	// The next run, with the shard healthy, hands off the rest.
+	if rep := b.run(t, b.enqueuer(t, nil)); rep.Enqueued != inShard0 {
+		t.Fatalf("next run: %+v, want %d", rep, inShard0)
+	}
+	if got := keysOf(b.pub.take()); len(got) != 100 {
+		t.Fatalf("%d distinct published, want 100", len(got))
 	}
 }

@@ -26,7 +26,7 @@ func (r *run) scanOverdue(ctx context.Context, shards int) (bool, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	full := true
-	var firstErr error
+	var errs []error
 	sem := make(chan struct{}, c.Concurrency)
 	for shard := range shards {
 		wg.Add(1)
@@ -37,13 +37,13 @@ func (r *run) scanOverdue(ctx context.Context, shards int) (bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			full = full && done
-			if err != nil && firstErr == nil {
-				firstErr = err
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}()
 	}
 	wg.Wait()
-	return full, firstErr
+	return full, errors.Join(errs...)
 }
 
 func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
