@@ -323,6 +323,10 @@ func (l *Ledger) Retry(ctx context.Context, d Delivery, f Failure) (Delivery, er
 // delivery (its token proves the lease) or a delivery this consumer did not
 // claim, which must then not be in flight elsewhere. It refuses with
 // ErrAlreadySent, ErrFinished or ErrLeased.
+//
+// Like every terminal transition it takes d out of the due index, so the
+// enqueue's overdue scan no longer watches it; a redrive that hands it back
+// to the queue (the operator CLI's) must also enter it in the index again.
 func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Delivery, error) {
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("dead-letter", d.Key(), now)
