@@ -23,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/sink"
@@ -109,7 +110,8 @@ func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault stri
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 
-	res, err := provision(ctx, "nudge-local")
+	stage := deployment.Dev()
+	res, err := provision(ctx, stage)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +121,13 @@ func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault stri
 	}
 
 	logs := &lockedBuffer{}
-	fn, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: append(stack.Env(),
-		"NUDGE_TABLE="+res.table, "NUDGE_QUEUE_URL="+res.workURL, "NUDGE_DLQ_URL="+res.dlqURL,
-		"NUDGE_WEBHOOK_URL=http://"+ln.Addr().String()+"/deliveries", "NUDGE_WEBHOOK_SECRET="+localSecret,
-		"NUDGE_PROVIDER_TIMEOUT=3s", "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
-		"AWS_LAMBDA_FUNCTION_NAME=nudge-consumer",
+	// The environment the stack gives the consumer, with local addresses.
+	env := stage.ConsumerEnv(deployment.Resources{Table: res.table, WorkQueueURL: res.workURL, DLQURL: res.dlqURL,
+		WebhookURL: "http://" + ln.Addr().String() + "/deliveries", WebhookSecret: localSecret})
+	fn, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: append(append(stack.Env(), deployment.EnvList(env)...),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", int(stage.ConsumerTimeout.Seconds())),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", stage.ConsumerMemoryMB),
+		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-consumer",
 	)})
 	if err != nil {
 		return nil, err
@@ -180,40 +184,54 @@ type resources struct {
 	sqs                    *sqs.Client
 }
 
-// provision creates the ledger table, the work queue and its DLQ.
-func provision(ctx context.Context, prefix string) (*resources, error) {
+// provision creates the ledger table, the work queue and its DLQ as the
+// stack does, from the same settings (pkg/deployment).
+func provision(ctx context.Context, stage deployment.Stage) (*resources, error) {
+	if err := stage.Validate(); err != nil {
+		return nil, err
+	}
 	cfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
 	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
-	r := &resources{table: prefix + "-ledger", sqs: q}
+	r := &resources{table: stage.TableName(), sqs: q}
 	if err := ledger.CreateTable(ctx, db, r.table); err != nil {
 		return nil, err
 	}
-	if r.ledger, err = ledger.New(db, ledger.Config{Table: r.table}); err != nil {
+	if r.ledger, err = ledger.New(db, ledger.Config{Table: r.table, Shards: stage.Shards}); err != nil {
 		return nil, err
 	}
-	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "-dlq"), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
+	queueARN := func(url *string) (string, error) {
+		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+		if err != nil {
+			return "", err
+		}
+		return a.Attributes["QueueArn"], nil
+	}
+	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(stage.DLQName())})
 	if err != nil {
 		return nil, err
 	}
 	r.dlqURL = aws.ToString(dlq.QueueUrl)
-	arn, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+	dlqARN, err := queueARN(dlq.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
-	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + "-work"), Attributes: map[string]string{
-		"VisibilityTimeout": "180",
-		"RedrivePolicy":     `{"deadLetterTargetArn":"` + arn.Attributes["QueueArn"] + `","maxReceiveCount":"10"}`,
-	}})
+	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(stage.WorkQueueName()), Attributes: stage.WorkQueueAttributes(dlqARN)})
 	if err != nil {
 		return nil, err
 	}
 	r.workURL = aws.ToString(work.QueueUrl)
+	workARN, err := queueARN(work.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: dlq.QueueUrl, Attributes: stage.DLQAttributes(workARN)}); err != nil {
+		return nil, fmt.Errorf("set the DLQ's retention and redrive-allow policy: %w", err)
+	}
 	return r, nil
 }
-
 // seed writes a queued delivery for each valid message of ev.
 func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.DeliveryKey, error) {
 	var keys []message.DeliveryKey

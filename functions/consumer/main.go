@@ -42,11 +42,17 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		return nil, err
 	}
 	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
+	secret := s.WebhookSecret
+	if s.WebhookSecretID != "" {
+		if secret, err = awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), s.WebhookSecretID); err != nil {
+			return nil, fmt.Errorf("consumer: %w", err)
+		}
+	}
 	led, err := ledger.New(db, ledger.Config{Table: s.Table, Shards: s.Shards, Lookahead: s.Lookahead})
 	if err != nil {
 		return nil, err
 	}
-	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(s.WebhookSecret), Timeout: s.ProviderTimeout})
+	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(secret), Timeout: s.ProviderTimeout})
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,8 @@ type Settings struct {
 	QueueURL        string        // NUDGE_QUEUE_URL: the work queue. Required.
 	DLQURL          string        // NUDGE_DLQ_URL: the dead-letter queue. Required.
 	WebhookURL      string        // NUDGE_WEBHOOK_URL: the webhook provider's endpoint. Required.
-	WebhookSecret   string        // NUDGE_WEBHOOK_SECRET: its signing secret. Required.
+	WebhookSecret   string        // NUDGE_WEBHOOK_SECRET: its signing secret; or
+	WebhookSecretID string        // NUDGE_WEBHOOK_SECRET_ID: the Secrets Manager secret (name or ARN) holding it, read once at start. One of the two is required.
 	ProviderTimeout time.Duration // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
 	MaxAttempts     int           // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
 	MaxReceiveCount int           // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
@@ -32,7 +33,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "consumer"}
 	s := Settings{
 		Table: r.Required("NUDGE_TABLE"), QueueURL: r.Required("NUDGE_QUEUE_URL"), DLQURL: r.Required("NUDGE_DLQ_URL"),
-		WebhookURL: r.Required("NUDGE_WEBHOOK_URL"), WebhookSecret: r.Required("NUDGE_WEBHOOK_SECRET"),
+		WebhookURL: r.Required("NUDGE_WEBHOOK_URL"), WebhookSecret: getenv("NUDGE_WEBHOOK_SECRET"), WebhookSecretID: getenv("NUDGE_WEBHOOK_SECRET_ID"),
 		ProviderTimeout: r.Duration("NUDGE_PROVIDER_TIMEOUT", 10*time.Second),
 		Visibility:      r.Duration("NUDGE_VISIBILITY_TIMEOUT", 180*time.Second),
 		BackoffBase:     r.Duration("NUDGE_BACKOFF_BASE", 15*time.Second),
@@ -46,6 +47,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if err := r.Err(); err != nil {
 		return s, err
+	}
+	if (s.WebhookSecret == "") == (s.WebhookSecretID == "") {
+		return s, fmt.Errorf("consumer: set exactly one of NUDGE_WEBHOOK_SECRET (the signing secret) and NUDGE_WEBHOOK_SECRET_ID (a Secrets Manager secret holding it)")
 	}
 	if s.CutoffMargin == 0 {
 		s.CutoffMargin = s.ProviderTimeout + 2*time.Second

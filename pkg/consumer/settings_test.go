@@ -37,6 +37,8 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"NUDGE_MAX_ATTEMPTS": "0"}, "NUDGE_MAX_ATTEMPTS"},
 		{map[string]string{"NUDGE_BACKOFF_CAP": "forever"}, "NUDGE_BACKOFF_CAP"},
 		{map[string]string{"NUDGE_VISIBILITY_TIMEOUT": "5s"}, "must exceed"},
+		{map[string]string{"NUDGE_WEBHOOK_SECRET": ""}, "exactly one of NUDGE_WEBHOOK_SECRET"},
+		{map[string]string{"NUDGE_WEBHOOK_SECRET_ID": "nudge/webhook"}, "exactly one of NUDGE_WEBHOOK_SECRET"},
 	} {
 		if _, err := consumer.SettingsFromEnv(env(tc.kv)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.kv, err, tc.want)

@@ -1,0 +1,180 @@
+package deployment
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Stage is one deployment's settings.
+type Stage struct {
+	// Name is the stage: "dev" or "prod". It names the stack and resources.
+	Name string
+
+	// ConsumerMemoryMB and ConsumerTimeout size the consumer function.
+	ConsumerMemoryMB int
+	ConsumerTimeout  time.Duration
+	// EnqueueMemoryMB and EnqueueTimeout size the enqueue function; the
+	// enqueue runs every minute, so its timeout stays under a minute.
+	EnqueueMemoryMB int
+	EnqueueTimeout  time.Duration
+
+	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
+	// event source mapping.
+	BatchSize      int
+	BatchingWindow time.Duration
+	MaxConcurrency int
+
+	// ProviderTimeout bounds one send.
+	ProviderTimeout time.Duration
+	// MaxAttempts is the consumer's attempt budget; MaxReceiveCount the
+	// work queue's redrive threshold, the safety net behind it.
+	MaxAttempts     int
+	MaxReceiveCount int
+	// Shards is the due index shard count (may grow, never shrink).
+	Shards int
+
+	// AlarmEmail, if set, is subscribed to the alarm topic.
+	AlarmEmail string
+	// RetainData keeps the table (with deletion protection) and the queues
+	// when the stack is deleted. On in prod.
+	RetainData bool
+	// LogRetentionDays is how long the functions' logs are kept.
+	LogRetentionDays int
+	// OldestMessageAlarm is the work queue's ApproximateAgeOfOldestMessage
+	// alarm threshold. A retried message legitimately waits up to the
+	// backoff cap (6 h) between attempts, so the default is 12 h.
+	OldestMessageAlarm time.Duration
+}
+
+// Dev is the development stage: small, and removable.
+func Dev() Stage {
+	return Stage{
+		Name:             "dev",
+		ConsumerMemoryMB: 256, ConsumerTimeout: 30 * time.Second,
+		EnqueueMemoryMB: 256, EnqueueTimeout: 55 * time.Second,
+		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5,
+		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
+		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
+	}
+}
+
+// Prod is the production stage: more concurrency, data retained.
+func Prod() Stage {
+	s := Dev()
+	s.Name = "prod"
+	s.ConsumerMemoryMB, s.EnqueueMemoryMB = 512, 512
+	s.MaxConcurrency = 50
+	s.Shards = 16
+	s.RetainData = true
+	s.LogRetentionDays = 90
+	return s
+}
+
+// Named returns the stage called name.
+func Named(name string) (Stage, error) {
+	switch name {
+	case "dev", "":
+		return Dev(), nil
+	case "prod":
+		return Prod(), nil
+	}
+	return Stage{}, fmt.Errorf("deployment: unknown stage %q; use dev or prod (cdk deploy -c stage=prod)", name)
+}
+
+// Derived settings.
+const (
+	// VisibilityFactor is how many consumer timeouts the work queue's
+	// visibility timeout spans; AWS recommends six for an event source
+	// mapping, so that a batch retried by Lambda is not redelivered early.
+	VisibilityFactor = 6
+	// WorkRetention is how long the work queue keeps a message.
+	WorkRetention = 4 * 24 * time.Hour
+	// DLQRetention is how long the DLQ keeps one: SQS's maximum, 14 days,
+	// longer than the work queue's, so a redriven message never outlives it.
+	DLQRetention = 14 * 24 * time.Hour
+)
+
+// Visibility is the work queue's visibility timeout.
+func (s Stage) Visibility() time.Duration { return VisibilityFactor * s.ConsumerTimeout }
+
+// Names of the stage's resources. Fixed names let the DLQ's
+// RedriveAllowPolicy name the work queue without a reference cycle.
+func (s Stage) TableName() string    { return "nudge-" + s.Name + "-ledger" }
+func (s Stage) WorkQueueName() string { return "nudge-" + s.Name + "-work" }
+func (s Stage) DLQName() string       { return "nudge-" + s.Name + "-dlq" }
+
+// Validate checks the relations the code relies on.
+func (s Stage) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("deployment: stage %q: "+format, append([]any{s.Name}, args...)...))
+		}
+	}
+	check(s.Name != "", "no name")
+	check(s.ConsumerTimeout > s.ProviderTimeout, "consumer timeout %v must exceed the provider timeout %v", s.ConsumerTimeout, s.ProviderTimeout)
+	check(s.Visibility() >= VisibilityFactor*s.ConsumerTimeout, "visibility below %d × the consumer timeout", VisibilityFactor)
+	check(s.Visibility() <= 12*time.Hour, "visibility %v above SQS's 12 h", s.Visibility())
+	check(s.MaxAttempts >= 1 && s.MaxReceiveCount >= s.MaxAttempts, "maxReceiveCount %d must be at least the attempt budget %d", s.MaxReceiveCount, s.MaxAttempts)
+	check(s.EnqueueTimeout > 10*time.Second && s.EnqueueTimeout < time.Minute, "enqueue timeout %v must be between 10 s and the 1-minute schedule", s.EnqueueTimeout)
+	check(s.BatchSize >= 1 && s.BatchSize <= 10000, "batch size %d outside 1–10000", s.BatchSize)
+	check(s.BatchSize <= 10 || s.BatchingWindow > 0, "a batch size above 10 needs a batching window")
+	check(s.BatchingWindow <= 5*time.Minute, "batching window %v above 5 minutes", s.BatchingWindow)
+	check(s.MaxConcurrency >= 2 && s.MaxConcurrency <= 1000, "maximum concurrency %d outside 2–1000 (Lambda's limits for SQS)", s.MaxConcurrency)
+	check(s.Shards >= 1 && s.Shards <= 1000, "%d shards; use 1 to 1000", s.Shards)
+	check(DLQRetention > WorkRetention, "DLQ retention must exceed the work queue's")
+	check(s.ConsumerMemoryMB >= 128 && s.EnqueueMemoryMB >= 128, "memory below 128 MB")
+	check(s.LogRetentionDays > 0, "log retention must be set")
+	return errors.Join(errs...)
+}
+
+// Resources are the names and addresses a function needs.
+type Resources struct {
+	Table, WorkQueueURL, DLQURL string
+	// WebhookURL is the provider endpoint; WebhookSecretID the Secrets
+	// Manager secret (name or ARN) holding its signing secret, or, locally,
+	// WebhookSecret the secret itself.
+	WebhookURL, WebhookSecretID, WebhookSecret string
+}
+
+// ConsumerEnv is the consumer function's environment (see
+// consumer.Settings).
+func (s Stage) ConsumerEnv(r Resources) map[string]string {
+	env := map[string]string{
+		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL, "NUDGE_DLQ_URL": r.DLQURL,
+		"NUDGE_WEBHOOK_URL":        r.WebhookURL,
+		"NUDGE_PROVIDER_TIMEOUT":   s.ProviderTimeout.String(),
+		"NUDGE_MAX_ATTEMPTS":       strconv.Itoa(s.MaxAttempts),
+		"NUDGE_MAX_RECEIVE_COUNT":  strconv.Itoa(s.MaxReceiveCount),
+		"NUDGE_VISIBILITY_TIMEOUT": s.Visibility().String(),
+		"NUDGE_SHARDS":             strconv.Itoa(s.Shards),
+	}
+	if r.WebhookSecretID != "" {
+		env["NUDGE_WEBHOOK_SECRET_ID"] = r.WebhookSecretID
+	}
+	if r.WebhookSecret != "" {
+		env["NUDGE_WEBHOOK_SECRET"] = r.WebhookSecret
+	}
+	return env
+}
+
+// EnqueueEnv is the enqueue function's environment (see enqueue.Settings).
+func (s Stage) EnqueueEnv(r Resources) map[string]string {
+	return map[string]string{
+		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL,
+		"NUDGE_SHARDS": strconv.Itoa(s.Shards),
+	}
+}
+
+// EnvList renders env as KEY=VALUE lines, sorted.
+func EnvList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
