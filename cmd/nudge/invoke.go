@@ -232,6 +232,7 @@ func provision(ctx context.Context, stage deployment.Stage) (*resources, error) 
 	}
 	return r, nil
 }
+
 // seed writes a queued delivery for each valid message of ev.
 func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.DeliveryKey, error) {
 	var keys []message.DeliveryKey

@@ -102,7 +102,7 @@ func (s Stage) Visibility() time.Duration { return VisibilityFactor * s.Consumer
 
 // Names of the stage's resources. Fixed names let the DLQ's
 // RedriveAllowPolicy name the work queue without a reference cycle.
-func (s Stage) TableName() string    { return "nudge-" + s.Name + "-ledger" }
+func (s Stage) TableName() string     { return "nudge-" + s.Name + "-ledger" }
 func (s Stage) WorkQueueName() string { return "nudge-" + s.Name + "-work" }
 func (s Stage) DLQName() string       { return "nudge-" + s.Name + "-dlq" }
 
