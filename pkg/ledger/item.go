@@ -10,6 +10,9 @@ import (
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
+// TTLAttribute is the table's time-to-live attribute.
+const TTLAttribute = attrTTL
+
 // Attribute names of the delivery item. docs/ledger.md describes each.
 const (
 	attrPK       = "PK"

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/deployment"
+)
+
+// StageFromContext builds the stage named by the "stage" context key (dev
+// by default) and applies the overrides the other keys give, then checks
+// the relations between them.
+//
+//	stage             dev | prod
+//	consumerMemory    MB          enqueueMemory   MB
+//	consumerTimeout   seconds     enqueueTimeout  seconds
+//	batchSize         records     batchingWindow  seconds
+//	maxConcurrency    instances   maxAttempts     attempts
+//	maxReceiveCount   receives    shards          due index shards
+//	alarmEmail        address     retainData      true | false (the removal policy)
+func StageFromContext(get func(key string) any) (deployment.Stage, error) {
+	str := func(key string) (string, bool) {
+		v := get(key)
+		if v == nil {
+			return "", false
+		}
+		return fmt.Sprint(v), true
+	}
+	name, _ := str("stage")
+	s, err := deployment.Named(name)
+	if err != nil {
+		return s, err
+	}
+	ints := map[string]*int{
+		"consumerMemory": &s.ConsumerMemoryMB, "enqueueMemory": &s.EnqueueMemoryMB, "batchSize": &s.BatchSize,
+		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
+	}
+	for key, dst := range ints {
+		if v, ok := str(key); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return s, fmt.Errorf("context %s=%q is not a whole number", key, v)
+			}
+			*dst = n
+		}
+	}
+	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow}
+	for key, dst := range seconds {
+		if v, ok := str(key); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return s, fmt.Errorf("context %s=%q is not a whole number of seconds", key, v)
+			}
+			*dst = time.Duration(n) * time.Second
+		}
+	}
+	if v, ok := str("alarmEmail"); ok {
+		s.AlarmEmail = v
+	}
+	if v, ok := str("retainData"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("context retainData=%q is not true or false", v)
+		}
+		s.RetainData = b
+	}
+	return s, s.Validate()
+}

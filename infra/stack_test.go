@@ -1,0 +1,260 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nudgehq/nudge/pkg/deployment"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+// synth builds the stack for a stage and returns its template.
+func synth(t *testing.T, s deployment.Stage) (*NudgeStack, assertions.Template) {
+	t.Helper()
+	var n *NudgeStack
+	var tpl assertions.Template
+	must(t, func() {
+		app := awscdk.NewApp(nil)
+		n = NewNudgeStack(app, "Nudge-"+s.Name, &NudgeStackProps{Stage: s, BuildDir: "../build", Nag: true})
+		tpl = assertions.Template_FromStack(n.Stack, nil)
+	})
+	return n, tpl
+}
+
+// must turns a panic (how a failed CDK assertion reports) into a test
+// failure.
+func must(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("%v", r)
+		}
+	}()
+	f()
+}
+
+func TestNagFindings(t *testing.T) {
+	n, _ := synth(t, deployment.Dev())
+	var msgs []string
+	must(t, func() {
+		a := assertions.Annotations_FromStack(n.Stack)
+		nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+		for _, m := range append(*a.FindError(jsii.String("*"), nag), *a.FindWarning(jsii.String("*"), nag)...) {
+			b, _ := json.Marshal(m) // the path, the rule and its text
+			msgs = append(msgs, string(b))
+		}
+	})
+	if len(msgs) > 0 {
+		t.Fatalf("%d cdk-nag findings:\n%s", len(msgs), strings.Join(msgs, "\n"))
+	}
+}
+
+// template is a synthesized template as plain JSON.
+type template map[string]any
+
+func toJSON(t *testing.T, tpl assertions.Template) template {
+	t.Helper()
+	var m map[string]any
+	must(t, func() { m = *tpl.ToJSON() })
+	return m
+}
+
+// resources returns the resources of one type, by logical id.
+func (tp template) resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range tp["Resources"].(map[string]any) {
+		r := r.(map[string]any)
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
+
+// one returns the single resource of a type whose properties contain key=value.
+func (tp template) one(t *testing.T, typ, key, value string) map[string]any {
+	t.Helper()
+	for _, r := range tp.resources(typ) {
+		if fmt.Sprint(props(r)[key]) == value {
+			return r
+		}
+	}
+	t.Fatalf("no %s with %s = %s", typ, key, value)
+	return nil
+}
+
+func num64(t *testing.T, v any) float64 {
+	t.Helper()
+	switch x := v.(type) {
+	case float64:
+		return x
+	case string:
+		var f float64
+		if _, err := fmt.Sscan(x, &f); err == nil {
+			return f
+		}
+	}
+	t.Fatalf("%v is not a number", v)
+	return 0
+}
+
+// TestInvariants checks, on the synthesized template of each stage, the
+// relations the code relies on.
+func TestInvariants(t *testing.T) {
+	for _, s := range []deployment.Stage{deployment.Dev(), deployment.Prod()} {
+		t.Run(s.Name, func(t *testing.T) {
+			_, tpl := synth(t, s)
+			tp := toJSON(t, tpl)
+			work := props(tp.one(t, "AWS::SQS::Queue", "QueueName", s.WorkQueueName()))
+			dlq := props(tp.one(t, "AWS::SQS::Queue", "QueueName", s.DLQName()))
+			consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
+			env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any)
+
+			if vis, timeout := num64(t, work["VisibilityTimeout"]), num64(t, consumer["Timeout"]); vis < 6*timeout {
+				t.Errorf("work queue visibility %vs < 6 × consumer timeout %vs", vis, timeout)
+			}
+			if env["NUDGE_VISIBILITY_TIMEOUT"] != s.Visibility().String() {
+				t.Errorf("consumer told visibility %v, queue has %v", env["NUDGE_VISIBILITY_TIMEOUT"], s.Visibility())
+			}
+			redrive := work["RedrivePolicy"].(map[string]any)
+			if mrc, budget := num64(t, redrive["maxReceiveCount"]), num64(t, env["NUDGE_MAX_ATTEMPTS"]); mrc < budget {
+				t.Errorf("maxReceiveCount %v < attempt budget %v", mrc, budget)
+			}
+			if d, w := num64(t, dlq["MessageRetentionPeriod"]), num64(t, work["MessageRetentionPeriod"]); d <= w {
+				t.Errorf("DLQ retention %v not above work queue retention %v", d, w)
+			}
+			allow := fmt.Sprint(dlq["RedriveAllowPolicy"])
+			if !strings.Contains(allow, "byQueue") || !strings.Contains(allow, ":"+s.WorkQueueName()) {
+				t.Errorf("DLQ RedriveAllowPolicy %s does not name the work queue", allow)
+			}
+			for id, q := range tp.resources("AWS::SQS::Queue") {
+				if props(q)["SqsManagedSseEnabled"] != true {
+					t.Errorf("queue %s is not encrypted", id)
+				}
+			}
+			tls := 0
+			for _, p := range tp.resources("AWS::SQS::QueuePolicy") {
+				if strings.Contains(fmt.Sprint(props(p)["PolicyDocument"]), "aws:SecureTransport:false") {
+					tls++
+				}
+			}
+			if queues := len(tp.resources("AWS::SQS::Queue")); tls != queues {
+				t.Errorf("%d of %d queues enforce TLS", tls, queues)
+			}
+			for id, fn := range tp.resources("AWS::Lambda::Function") {
+				p := props(fn)
+				if p["Runtime"] != "provided.al2023" || fmt.Sprint(p["Architectures"]) != "[arm64]" || p["Handler"] != "bootstrap" {
+					t.Errorf("function %s: runtime %v, architectures %v", id, p["Runtime"], p["Architectures"])
+				}
+				if !strings.Contains(fmt.Sprint(p["LoggingConfig"]), "LogFormat:JSON") {
+					t.Errorf("function %s logs %v, want JSON", id, p["LoggingConfig"])
+				}
+			}
+			esm := tp.resources("AWS::Lambda::EventSourceMapping")
+			if len(esm) != 1 {
+				t.Fatalf("%d event source mappings", len(esm))
+			}
+			for _, m := range esm {
+				p := props(m)
+				if fmt.Sprint(p["FunctionResponseTypes"]) != "[ReportBatchItemFailures]" || num64(t, p["BatchSize"]) != float64(s.BatchSize) ||
+					num64(t, p["ScalingConfig"].(map[string]any)["MaximumConcurrency"]) != float64(s.MaxConcurrency) {
+					t.Errorf("event source mapping %v", p)
+				}
+			}
+			table := tp.one(t, "AWS::DynamoDB::Table", "TableName", s.TableName())
+			tprops := props(table)
+			if fmt.Sprint(tprops["PointInTimeRecoverySpecification"]) != "map[PointInTimeRecoveryEnabled:true]" || tprops["BillingMode"] != "PAY_PER_REQUEST" ||
+				fmt.Sprint(tprops["TimeToLiveSpecification"]) != "map[AttributeName:ttl Enabled:true]" {
+				t.Errorf("table: %v", tprops)
+			}
+			if !strings.Contains(fmt.Sprint(tprops["GlobalSecondaryIndexes"]), "IndexName:due") {
+				t.Errorf("table lacks the due index: %v", tprops["GlobalSecondaryIndexes"])
+			}
+			wantPolicy, wantProtect := "Delete", false
+			if s.RetainData {
+				wantPolicy, wantProtect = "Retain", true
+			}
+			if table["DeletionPolicy"] != wantPolicy || (tprops["DeletionProtectionEnabled"] == true) != wantProtect {
+				t.Errorf("table deletion policy %v, protection %v; want %s, %v", table["DeletionPolicy"], tprops["DeletionProtectionEnabled"], wantPolicy, wantProtect)
+			}
+			alarms := tp.resources("AWS::CloudWatch::Alarm")
+			if len(alarms) < 8 {
+				t.Errorf("%d alarms", len(alarms))
+			}
+			for id, a := range alarms {
+				if acts, _ := props(a)["AlarmActions"].([]any); len(acts) == 0 {
+					t.Errorf("alarm %s has no action", id)
+				}
+			}
+			if _, ok := tp.one(t, "AWS::CloudWatch::Alarm", "MetricName", "OverduePending")["Properties"].(map[string]any); !ok {
+				t.Error("no OverduePending alarm")
+			}
+			for _, typ := range []string{"AWS::IAM::Policy", "AWS::IAM::Role"} {
+				for id, r := range tp.resources(typ) {
+					for _, action := range actions(props(r)) {
+						if strings.Contains(action, "*") {
+							t.Errorf("%s %s allows the wildcard action %s", typ, id, action)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// actions lists every Action in a policy or role's inline policies.
+func actions(p map[string]any) []string {
+	var docs []any
+	if d, ok := p["PolicyDocument"]; ok {
+		docs = append(docs, d)
+	}
+	if ps, ok := p["Policies"].([]any); ok {
+		for _, x := range ps {
+			docs = append(docs, x.(map[string]any)["PolicyDocument"])
+		}
+	}
+	var out []string
+	for _, d := range docs {
+		for _, st := range d.(map[string]any)["Statement"].([]any) {
+			switch a := st.(map[string]any)["Action"].(type) {
+			case string:
+				out = append(out, a)
+			case []any:
+				for _, x := range a {
+					out = append(out, x.(string))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestContextOverridesTheStage(t *testing.T) {
+	ctx := map[string]any{"stage": "prod", "consumerMemory": "1024", "batchSize": "50", "batchingWindow": "5", "alarmEmail": "ops@example.com", "retainData": "false"}
+	s, err := StageFromContext(func(k string) any { return ctx[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "prod" || s.ConsumerMemoryMB != 1024 || s.BatchSize != 50 || s.BatchingWindow.Seconds() != 5 || s.AlarmEmail != "ops@example.com" || s.RetainData {
+		t.Fatalf("stage %+v", s)
+	}
+	for _, bad := range []map[string]any{{"stage": "qa"}, {"shards": "many"}, {"maxAttempts": "20"}, {"retainData": "maybe"}} {
+		if _, err := StageFromContext(func(k string) any { return bad[k] }); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
