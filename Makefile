@@ -13,7 +13,20 @@ EVENT       ?= events/sqs-batch.json
 FAULT       ?=
 FUZZTIME    ?= 30s
 
-.PHONY: help build build-local test unit lint invoke bench fuzz clean stop-standins
+# The CDK CLI and cfn-guard, pinned in infra/cli/package-lock.json, installed into .local/cdk.
+CDK_DIR     := .local/cdk
+CDK         := $(CDK_DIR)/node_modules/.bin/cdk
+CFN_GUARD   := $(CDK_DIR)/node_modules/@cdklabs/cdk-validator-cfnguard/bin/ubuntu/$(shell uname -m)/cfn-guard
+GUARD_RULES := $(CDK_DIR)/node_modules/@cdklabs/cdk-validator-cfnguard/rules/control-tower/cfn-guard
+export CDK_DISABLE_VERSION_CHECK := 1
+export CDK_DISABLE_CLI_TELEMETRY := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+STAGE       ?= dev
+STACK       := Nudge-$(STAGE)
+SNAPSHOT    := infra/testdata/$(STACK).template.json
+CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE))
+
+.PHONY: help build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -30,16 +43,20 @@ build-local: ## the nudge CLI and host-architecture bootstraps for the emulator
 	  CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o build/local/$$fn/bootstrap ./functions/$$fn; \
 	done
 
-test: lint build build-local ## everything a contributor must run: lint, build, unit and integration tests against the stand-ins
+test: lint build build-local test-infra ## everything a contributor must run: lint, build, unit and integration tests against the stand-ins, the stack's tests and checks
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -race -count=1 -timeout 10m ./...
+
+test-infra: build check-infra ## the CDK stack: invariants, cdk-nag, snapshot (infra/), then cfn-guard
+	cd infra && $(GO) test -count=1 -timeout 10m ./...
 
 unit: ## the fast tests only (integration tests skip without the stand-ins)
 	$(GO) test ./...
 
-lint: ## gofmt, go vet, staticcheck
+lint: ## gofmt, go vet, staticcheck (both modules)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	cd infra && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 invoke: build-local ## run FN under the Lambda emulator with EVENT against the stand-ins (FAULT="rem-185=500")
 	$(NUDGE) local invoke --bootstrap build/local/$(FN)/bootstrap --event $(EVENT) --fault "$(FAULT)"
@@ -49,6 +66,34 @@ bench: build-local ## benchmarks, in-memory and against the stand-ins
 
 fuzz: ## fuzz the message decoder for FUZZTIME
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./pkg/message
+
+cdk: $(CDK) ## install the pinned CDK CLI and cfn-guard into .local/cdk
+$(CDK): infra/cli/package.json infra/cli/package-lock.json
+	mkdir -p $(CDK_DIR)
+	cp infra/cli/package.json infra/cli/package-lock.json $(CDK_DIR)/
+	cd $(CDK_DIR) && npm ci --no-audit --no-fund --legacy-peer-deps --loglevel=error
+	touch $(CDK)
+
+synth: build $(CDK) ## synthesize the STAGE stack (dev) into cdk.out
+	$(CDK) synth $(CDK_FLAGS) --quiet $(STACK)
+
+diff: synth ## offline: what the synthesized stack changes against the committed snapshot
+	$(CDK) diff --no-notices --app cdk.out --template $(SNAPSHOT) --fail $(STACK)
+
+snapshot: synth ## update the committed template snapshot from the synthesized stack
+	cp cdk.out/$(STACK).template.json $(SNAPSHOT)
+
+check-infra: synth ## the synthesized template through cfn-guard with the AWS Control Tower rules
+	@rules=$$(find $(GUARD_RULES) -name '*.guard' | grep -v -F -f <(grep -v '^#' infra/guard-exceptions.txt | cut -d' ' -f1 | grep .) | sort); \
+	echo "cfn-guard: $$(echo "$$rules" | wc -l) Control Tower rules (less the explained ones in infra/guard-exceptions.txt) on cdk.out/$(STACK).template.json"; \
+	$(CFN_GUARD) validate --data cdk.out/$(STACK).template.json $$(printf -- '--rules %s ' $$rules) --show-summary fail --output-format single-line-summary
+
+deploy: build $(CDK) ## deploy STAGE with your AWS profile/region: make deploy WEBHOOK_URL=https://… WEBHOOK_SECRET=name-or-arn [STAGE=prod] [PROFILE=…]
+	@test -n "$(WEBHOOK_URL)" -a -n "$(WEBHOOK_SECRET)" || { echo "set WEBHOOK_URL (https://…) and WEBHOOK_SECRET (the Secrets Manager secret's name or ARN)"; exit 2; }
+	$(CDK) deploy $(CDK_FLAGS) $(STACK) --parameters WebhookUrl=$(WEBHOOK_URL) --parameters WebhookSigningRef=$(WEBHOOK_SECRET)
+
+destroy: $(CDK) ## delete the STAGE stack (prod keeps its table and queues)
+	$(CDK) destroy $(CDK_FLAGS) $(STACK)
 
 clean: ## remove build output (keeps the installed stand-ins in .local)
 	rm -rf build cdk.out

@@ -16,6 +16,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nudge infra:", err)
 		os.Exit(1)
 	}
-	NewNudgeStack(app, "Nudge-"+stage.Name, &NudgeStackProps{Stage: stage, BuildDir: "../build", Nag: true})
+	// cdk.json runs the app from the repository root, beside build/.
+	NewNudgeStack(app, "Nudge-"+stage.Name, &NudgeStackProps{Stage: stage, BuildDir: "build", Nag: true})
 	app.Synth(nil)
 }

@@ -181,6 +181,7 @@ func newTable(stack awscdk.Stack, s deployment.Stage, removal awscdk.RemovalPoli
 		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		TimeToLiveAttribute:              str(ledger.TTLAttribute),
+		Encryption:                       awsdynamodb.TableEncryption_AWS_MANAGED, // KMS (aws/dynamodb): Control Tower CT.DYNAMODB.PR.2
 		DeletionProtection:               jsii.Bool(s.RetainData),
 		RemovalPolicy:                    removal,
 	})
@@ -240,8 +241,10 @@ func retention(days int) awslogs.RetentionDays {
 		return awslogs.RetentionDays_ONE_MONTH
 	case days <= 90:
 		return awslogs.RetentionDays_THREE_MONTHS
+	case days <= 365:
+		return awslogs.RetentionDays_ONE_YEAR
 	}
-	return awslogs.RetentionDays_ONE_YEAR
+	return awslogs.RetentionDays_FIVE_YEARS
 }
 
 func allow(actions []string, resources ...*string) awsiam.PolicyStatement {

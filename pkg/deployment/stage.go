@@ -69,7 +69,7 @@ func Prod() Stage {
 	s.MaxConcurrency = 50
 	s.Shards = 16
 	s.RetainData = true
-	s.LogRetentionDays = 90
+	s.LogRetentionDays = 365
 	return s
 }
 
