@@ -111,7 +111,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	n.Consumer.AddToRolePolicy(allow([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn(), n.DLQ.QueueArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"secretsmanager:GetSecretValue"}, secretARN(stack, secretID)))
-	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem", "dynamodb:Query"}, n.Table.TableArn()))
+	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
 	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn()))
 	// The event source mapping receives, deletes and (with the processor's
