@@ -106,11 +106,11 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	})
 	// Examine at most limit candidates, starting at an offset that rotates
 	// each minute, so that many deliveries legitimately waiting for a retry
-	// cannot keep a lost one from ever being looked at.
+	// cannot keep a lost one from ever being looked at. This is a bound,
+	// not a cut: the report's Cut stays for the time budget alone.
 	if len(candidates) > limit {
 		off := int(r.now.Unix()/60) % len(candidates)
 		candidates = append(candidates[off:], candidates[:off]...)[:limit]
-		full = false
 	}
 	for start := 0; start < len(candidates); start += 100 {
 		if !c.Clock.Now().Before(r.stopBy) || ctx.Err() != nil {
