@@ -9,10 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/esm"
 )
 
 // Receive receives up to max messages from a real (or stand-in) queue and
-// shapes them as Lambda's SQS event source mapping does.
+// shapes them as Lambda's SQS event source mapping does (esm.Event).
 func Receive(ctx context.Context, client *sqs.Client, url, arn string, max int32, wait time.Duration) (events.SQSEvent, error) {
 	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(url),
@@ -24,23 +26,7 @@ func Receive(ctx context.Context, client *sqs.Client, url, arn string, max int32
 	if err != nil {
 		return events.SQSEvent{}, err
 	}
-	ev := events.SQSEvent{Records: []events.SQSMessage{}}
-	for _, m := range out.Messages {
-		attrs := map[string]string{}
-		for k, v := range m.Attributes {
-			attrs[k] = v
-		}
-		mattrs := map[string]events.SQSMessageAttribute{}
-		for k, v := range m.MessageAttributes {
-			mattrs[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
-		}
-		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-			Md5OfBody: aws.ToString(m.MD5OfBody), Attributes: attrs, MessageAttributes: mattrs,
-			EventSource: "aws:sqs", EventSourceARN: arn, AWSRegion: "us-east-1",
-		})
-	}
-	return ev, nil
+	return esm.Event(out.Messages, arn), nil
 }
 
 // Acknowledge deletes the records of ev that resp does not list as failed,

@@ -1,0 +1,376 @@
+package esm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Invoker invokes a function synchronously with payload and returns its
+// response payload. A function error (a response with errorType) may be
+// returned either as an error or as the payload; both fail the batch.
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+// InvokerFunc adapts a function to Invoker.
+type InvokerFunc func(ctx context.Context, payload []byte) ([]byte, error)
+
+// Invoke calls f.
+func (f InvokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
+}
+
+// queueAPI is what the mapping needs of SQS.
+type queueAPI interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+var _ queueAPI = (*sqs.Client)(nil)
+
+// Limits Lambda applies to an SQS event source mapping.
+const (
+	MaxBatchSize      = 10000
+	MaxBatchingWindow = 5 * time.Minute
+	// maxPayload is the synchronous invocation payload limit (6 MB); the
+	// mapping stops gathering before a batch could pass it.
+	maxPayload = 6 << 20
+	// maxMessage is SQS's largest message (1 MiB).
+	maxMessage = 1 << 20
+)
+
+// Config configures a Mapping.
+type Config struct {
+	// Queue is the SQS client. Required.
+	Queue queueAPI
+	// QueueURL is the source queue. Required.
+	QueueURL string
+	// QueueARN is put in each record's eventSourceARN. Required.
+	QueueARN string
+	// BatchSize is the most records per invocation: 1 to 10,000. Default 10.
+	// Above 10 it needs a BatchingWindow of at least 1 s, as in Lambda.
+	BatchSize int
+	// BatchingWindow is how long to keep gathering records after the first
+	// arrives, until BatchSize is reached: 0 to 5 min. Default 0 (invoke
+	// with what one receive returns).
+	BatchingWindow time.Duration
+	// Invokers are the function instances, each invoked one batch at a
+	// time; their number is the maximum concurrency. At least one.
+	Invokers []Invoker
+	// PollWait is the long-poll wait of an empty receive: 1–20 s.
+	// Default 20 s, as Lambda's pollers.
+	PollWait time.Duration
+	// Logger receives a line per failed invocation. Default: discard.
+	Logger *slog.Logger
+}
+
+// Stats counts what a Mapping did.
+type Stats struct {
+	Invocations     int64 // batches the function was invoked with
+	Records         int64 // records in those batches
+	Deleted         int64 // records deleted after an invocation
+	Returned        int64 // records left to their visibility (reported failures, or a failed batch)
+	BatchFailures   int64 // invocations that failed as a whole (function error, bad response)
+	ReceiveRequests int64 // ReceiveMessage calls
+	DeleteRequests  int64 // DeleteMessageBatch calls
+}
+
+// Mapping is a running event source mapping.
+type Mapping struct {
+	cfg   Config
+	stats struct {
+		invocations, records, deleted, returned, batchFailures, receives, deletes atomic.Int64
+	}
+}
+
+// New checks cfg, applies its defaults and returns a Mapping.
+func New(cfg Config) (*Mapping, error) {
+	if cfg.Queue == nil || cfg.QueueURL == "" || cfg.QueueARN == "" {
+		return nil, errors.New("esm: Queue, QueueURL and QueueARN are required")
+	}
+	if len(cfg.Invokers) == 0 {
+		return nil, errors.New("esm: at least one Invoker is required (one per concurrent invocation)")
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 10
+	}
+	if cfg.BatchSize < 1 || cfg.BatchSize > MaxBatchSize {
+		return nil, fmt.Errorf("esm: batch size %d is outside 1–%d", cfg.BatchSize, MaxBatchSize)
+	}
+	if cfg.BatchingWindow < 0 || cfg.BatchingWindow > MaxBatchingWindow {
+		return nil, fmt.Errorf("esm: batching window %v is outside 0–%v", cfg.BatchingWindow, MaxBatchingWindow)
+	}
+	if cfg.BatchSize > 10 && cfg.BatchingWindow < time.Second {
+		return nil, fmt.Errorf("esm: batch size %d needs a batching window of at least 1s (Lambda's rule for SQS batches above 10)", cfg.BatchSize)
+	}
+	if cfg.PollWait == 0 {
+		cfg.PollWait = 20 * time.Second
+	}
+	if cfg.PollWait < time.Second || cfg.PollWait > 20*time.Second {
+		return nil, fmt.Errorf("esm: poll wait %v is outside 1s–20s", cfg.PollWait)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Mapping{cfg: cfg}, nil
+}
+
+// Invoker returns the i-th Invoker.
+func (m *Mapping) Invoker(i int) Invoker { return m.cfg.Invokers[i] }
+
+// Stats returns the counts so far.
+func (m *Mapping) Stats() Stats {
+	s := &m.stats
+	return Stats{Invocations: s.invocations.Load(), Records: s.records.Load(), Deleted: s.deleted.Load(), Returned: s.returned.Load(),
+		BatchFailures: s.batchFailures.Load(), ReceiveRequests: s.receives.Load(), DeleteRequests: s.deletes.Load()}
+}
+
+// Run polls with every Invoker until ctx ends. A batch already received
+// when ctx ends is still invoked and acknowledged, as Lambda drains a
+// disabled mapping's batches in flight. An SQS error is logged, and that
+// poller tries again a second later.
+func (m *Mapping) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, inv := range m.cfg.Invokers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := m.Poll(ctx, inv); err != nil && ctx.Err() == nil {
+					m.cfg.Logger.Warn("esm: poll failed", "error", err.Error())
+					select { // a poller backs off after an SQS error, then goes on
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Result is what one poll did.
+type Result struct {
+	// Records is the batch's size; 0 when the queue had nothing.
+	Records int
+	// Deleted is how many records were deleted.
+	Deleted int
+	// Failed lists the records left to their visibility, by message id.
+	Failed []string
+	// BatchError is why the whole batch failed, if it did.
+	BatchError error
+}
+
+// Poll gathers one batch, invokes inv with it and deletes the records that
+// succeeded. It returns an empty Result when nothing arrived within the
+// poll wait. The error is an SQS failure; a failing function is reported in
+// Result.BatchError.
+func (m *Mapping) Poll(ctx context.Context, inv Invoker) (Result, error) {
+	msgs, err := m.gather(ctx)
+	if len(msgs) == 0 {
+		return Result{}, err
+	}
+	// From here the batch is ours: finish it even if ctx ends meanwhile.
+	work := context.WithoutCancel(ctx)
+	ev := Event(msgs, m.cfg.QueueARN)
+	payload, jerr := json.Marshal(ev)
+	if jerr != nil {
+		return Result{}, jerr
+	}
+	m.stats.invocations.Add(1)
+	m.stats.records.Add(int64(len(msgs)))
+	resp, ierr := inv.Invoke(work, payload)
+	res := Result{Records: len(msgs)}
+	var keep []events.SQSMessage
+	if ierr != nil {
+		res.BatchError = fmt.Errorf("invocation failed: %w", ierr)
+	} else {
+		keep, res.BatchError = Acknowledged(ev, resp)
+	}
+	if res.BatchError != nil {
+		m.stats.batchFailures.Add(1)
+		m.cfg.Logger.Warn("esm: the whole batch failed; its records return after their visibility timeout", "records", len(msgs), "error", res.BatchError.Error())
+	}
+	deleted := map[string]bool{}
+	for _, r := range keep {
+		deleted[r.MessageId] = true
+	}
+	for _, r := range ev.Records {
+		if !deleted[r.MessageId] {
+			res.Failed = append(res.Failed, r.MessageId)
+		}
+	}
+	m.stats.returned.Add(int64(len(res.Failed)))
+	n, err := m.delete(work, keep)
+	res.Deleted = n
+	m.stats.deleted.Add(int64(n))
+	return res, err
+}
+
+// gather receives until the batch is full or the batching window, counted
+// from the first record, has passed.
+func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
+	var (
+		msgs     []types.Message
+		size     int
+		deadline time.Time
+	)
+	for len(msgs) < m.cfg.BatchSize {
+		wait := m.cfg.PollWait
+		if len(msgs) > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				break
+			}
+			wait = left
+		}
+		out, err := m.cfg.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(m.cfg.QueueURL),
+			MaxNumberOfMessages:         int32(min(10, m.cfg.BatchSize-len(msgs))),
+			WaitTimeSeconds:             int32(wait / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		m.stats.receives.Add(1)
+		if err != nil {
+			return msgs, err
+		}
+		if len(msgs) == 0 && len(out.Messages) > 0 {
+			deadline = time.Now().Add(m.cfg.BatchingWindow)
+		}
+		msgs = append(msgs, out.Messages...)
+		for _, msg := range out.Messages {
+			size += len(aws.ToString(msg.Body)) + 1024
+		}
+		if m.cfg.BatchingWindow == 0 && len(msgs) > 0 || size+maxMessage > maxPayload {
+			break
+		}
+		if len(msgs) > 0 && len(out.Messages) == 0 && time.Until(deadline) < time.Second {
+			// A receive cannot wait less than a second; wait out the rest.
+			select {
+			case <-ctx.Done():
+				return msgs, nil
+			case <-time.After(time.Until(deadline)):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return msgs, nil
+}
+
+func (m *Mapping) delete(ctx context.Context, records []events.SQSMessage) (int, error) {
+	deleted := 0
+	for start := 0; start < len(records); start += 10 {
+		chunk := records[start:min(start+10, len(records))]
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
+		for i, r := range chunk {
+			entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(r.ReceiptHandle)}
+		}
+		out, err := m.cfg.Queue.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(m.cfg.QueueURL), Entries: entries})
+		m.stats.deletes.Add(1)
+		if err != nil {
+			return deleted, fmt.Errorf("esm: delete: %w", err)
+		}
+		deleted += len(out.Successful)
+		if len(out.Failed) > 0 {
+			f := out.Failed[0]
+			return deleted, fmt.Errorf("esm: delete refused for %d records (first: %s %s)", len(out.Failed), aws.ToString(f.Code), aws.ToString(f.Message))
+		}
+	}
+	return deleted, nil
+}
+
+// Event shapes received messages as Lambda's SQS event.
+func Event(msgs []types.Message, queueARN string) events.SQSEvent {
+	region := "us-east-1"
+	if parts := strings.Split(queueARN, ":"); len(parts) > 3 && parts[3] != "" {
+		region = parts[3]
+	}
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, 0, len(msgs))}
+	for _, msg := range msgs {
+		attrs := map[string]string{}
+		for k, v := range msg.Attributes {
+			attrs[k] = v
+		}
+		mattrs := map[string]events.SQSMessageAttribute{}
+		for k, v := range msg.MessageAttributes {
+			mattrs[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: aws.ToString(msg.MessageId), ReceiptHandle: aws.ToString(msg.ReceiptHandle), Body: aws.ToString(msg.Body),
+			Md5OfBody: aws.ToString(msg.MD5OfBody), Md5OfMessageAttributes: aws.ToString(msg.MD5OfMessageAttributes),
+			Attributes: attrs, MessageAttributes: mattrs,
+			EventSource: "aws:sqs", EventSourceARN: queueARN, AWSRegion: region,
+		})
+	}
+	return ev
+}
+
+// Acknowledged reads a function's response to ev by Lambda's rules for
+// ReportBatchItemFailures and returns the records to delete, or why the
+// whole batch failed.
+func Acknowledged(ev events.SQSEvent, response []byte) ([]events.SQSMessage, error) {
+	trimmed := strings.TrimSpace(string(response))
+	if trimmed == "" || trimmed == "null" || trimmed == "{}" {
+		return ev.Records, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(response, &raw); err != nil {
+		return nil, fmt.Errorf("the response is not a JSON object: %.80s", trimmed)
+	}
+	if t, ok := raw["errorType"]; ok {
+		var msg string
+		_ = json.Unmarshal(raw["errorMessage"], &msg)
+		return nil, fmt.Errorf("function error %s: %s", t, msg)
+	}
+	failures, ok := raw["batchItemFailures"]
+	if !ok || string(failures) == "null" {
+		return ev.Records, nil
+	}
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(failures, &items); err != nil {
+		return nil, fmt.Errorf("batchItemFailures is not a list of objects: %.80s", failures)
+	}
+	inBatch := map[string]bool{}
+	for _, r := range ev.Records {
+		inBatch[r.MessageId] = true
+	}
+	failed := map[string]bool{}
+	for _, item := range items {
+		var id *string
+		if v, ok := item["itemIdentifier"]; ok {
+			_ = json.Unmarshal(v, &id)
+		}
+		switch {
+		case id == nil:
+			return nil, errors.New("a batchItemFailures entry has no itemIdentifier (null or misspelt)")
+		case *id == "":
+			return nil, errors.New("a batchItemFailures entry has an empty itemIdentifier")
+		case !inBatch[*id]:
+			return nil, fmt.Errorf("itemIdentifier %q is not a message of this batch", *id)
+		}
+		failed[*id] = true
+	}
+	var keep []events.SQSMessage
+	for _, r := range ev.Records {
+		if !failed[r.MessageId] {
+			keep = append(keep, r)
+		}
+	}
+	return keep, nil
+}

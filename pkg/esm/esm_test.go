@@ -1,0 +1,352 @@
+package esm_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/esm"
+	"github.com/nudgehq/nudge/pkg/standin/standintest"
+)
+
+func batchOf(ids ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for _, id := range ids {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: id})
+	}
+	return ev
+}
+
+func TestAcknowledgedFollowsLambdasRules(t *testing.T) {
+	t.Parallel()
+	ev := batchOf("m1", "m2", "m3")
+	cases := []struct {
+		name      string
+		response  string
+		deleted   string // message ids, comma-separated
+		wholeFail string // part of the error, when the whole batch fails
+	}{
+		{"empty response", ``, "m1,m2,m3", ""},
+		{"null response", `null`, "m1,m2,m3", ""},
+		{"empty object", `{}`, "m1,m2,m3", ""},
+		{"null list", `{"batchItemFailures":null}`, "m1,m2,m3", ""},
+		{"empty list", `{"batchItemFailures":[]}`, "m1,m2,m3", ""},
+		{"one failure", `{"batchItemFailures":[{"itemIdentifier":"m2"}]}`, "m1,m3", ""},
+		{"all failed", `{"batchItemFailures":[{"itemIdentifier":"m1"},{"itemIdentifier":"m2"},{"itemIdentifier":"m3"}]}`, "", ""},
+		{"repeated id", `{"batchItemFailures":[{"itemIdentifier":"m2"},{"itemIdentifier":"m2"}]}`, "m1,m3", ""},
+		{"empty id", `{"batchItemFailures":[{"itemIdentifier":""}]}`, "", "empty itemIdentifier"},
+		{"null id", `{"batchItemFailures":[{"itemIdentifier":null}]}`, "", "no itemIdentifier"},
+		{"misspelt key", `{"batchItemFailures":[{"itemId":"m2"}]}`, "", "no itemIdentifier"},
+		{"unknown id", `{"batchItemFailures":[{"itemIdentifier":"m9"}]}`, "", `"m9" is not a message`},
+		{"function error", `{"errorMessage":"boom","errorType":"Runtime.ExitError"}`, "", "function error"},
+		{"not JSON", `Task timed out`, "", "not a JSON object"},
+		{"list of strings", `{"batchItemFailures":["m2"]}`, "", "not a list of objects"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			keep, err := esm.Acknowledged(ev, []byte(c.response))
+			if c.wholeFail != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wholeFail) || len(keep) != 0 {
+					t.Fatalf("got %v, %v; want the whole batch failed with %q", keep, err, c.wholeFail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range keep {
+				ids = append(ids, r.MessageId)
+			}
+			if got := strings.Join(ids, ","); got != c.deleted {
+				t.Fatalf("deleted %q, want %q", got, c.deleted)
+			}
+		})
+	}
+}
+
+func TestNewRefusesWhatLambdaRefuses(t *testing.T) {
+	t.Parallel()
+	inv := []esm.Invoker{esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) { return nil, nil })}
+	base := esm.Config{Queue: &sqs.Client{}, QueueURL: "u", QueueARN: "arn:aws:sqs:eu-west-1:1:q", Invokers: inv}
+	for _, c := range []struct {
+		name string
+		edit func(*esm.Config)
+		want string
+	}{
+		{"no invokers", func(c *esm.Config) { c.Invokers = nil }, "Invoker"},
+		{"batch too big", func(c *esm.Config) { c.BatchSize = 10001 }, "outside 1–10000"},
+		{"big batch without window", func(c *esm.Config) { c.BatchSize = 100 }, "batching window of at least 1s"},
+		{"window too long", func(c *esm.Config) { c.BatchingWindow = 6 * time.Minute }, "outside 0–5m"},
+		{"no queue", func(c *esm.Config) { c.QueueURL = "" }, "required"},
+	} {
+		cfg := base
+		c.edit(&cfg)
+		if _, err := esm.New(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+	if _, err := esm.New(base); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixture is a work queue with a DLQ on fauxqs.
+type fixture struct {
+	ctx context.Context
+	sqs *sqs.Client
+	q   standintest.Queues
+}
+
+func setup(t *testing.T, visibility time.Duration, maxReceiveCount int) *fixture {
+	t.Helper()
+	client := standintest.SQS(t)
+	return &fixture{ctx: context.Background(), sqs: client, q: standintest.QueuePair(t, client, visibility, maxReceiveCount)}
+}
+
+func (f *fixture) send(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < n; i += 10 {
+		var entries []types.SendMessageBatchRequestEntry
+		for j := i; j < min(i+10, n); j++ {
+			entries = append(entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(fmt.Sprintf(`{"n":%d}`, j))})
+		}
+		if _, err := f.sqs.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(f.q.WorkURL), Entries: entries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) mapping(t *testing.T, batch int, window time.Duration, inv ...esm.Invoker) *esm.Mapping {
+	t.Helper()
+	m, err := esm.New(esm.Config{Queue: f.sqs, QueueURL: f.q.WorkURL, QueueARN: f.q.WorkARN, BatchSize: batch, BatchingWindow: window, Invokers: inv, PollWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// depth returns the visible and in-flight messages of url.
+func (f *fixture) depth(t *testing.T, url string) (visible, inFlight string) {
+	t.Helper()
+	out, err := f.sqs.GetQueueAttributes(f.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes["ApproximateNumberOfMessages"], out.Attributes["ApproximateNumberOfMessagesNotVisible"]
+}
+
+// failing reports the records whose body has an odd n as failures.
+func failing(t *testing.T, seen *[]events.SQSEvent) esm.Invoker {
+	var mu sync.Mutex
+	return esm.InvokerFunc(func(_ context.Context, payload []byte) ([]byte, error) {
+		var ev events.SQSEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			t.Errorf("the payload is not an SQS event: %v", err)
+		}
+		mu.Lock()
+		*seen = append(*seen, ev)
+		mu.Unlock()
+		var resp events.SQSEventResponse
+		for _, r := range ev.Records {
+			var b struct{ N int }
+			_ = json.Unmarshal([]byte(r.Body), &b)
+			if b.N%2 == 1 {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
+		}
+		return json.Marshal(resp)
+	})
+}
+
+// TestPollDeletesOnlySuccessesAndFailuresComeBack: the reported failures are
+// left alone, and come back after the queue's visibility timeout with a
+// higher receive count; the successes are gone.
+func TestPollDeletesOnlySuccessesAndFailuresComeBack(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 2*time.Second, 5)
+	f.send(t, 6)
+	var seen []events.SQSEvent
+	m := f.mapping(t, 10, time.Second, failing(t, &seen))
+	res, err := m.Poll(f.ctx, m.Invoker(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 6 || res.Deleted != 3 || len(res.Failed) != 3 || res.BatchError != nil {
+		t.Fatalf("first poll: %+v", res)
+	}
+	r := seen[0].Records[0]
+	if r.EventSource != "aws:sqs" || r.EventSourceARN != f.q.WorkARN || r.ReceiptHandle == "" || r.Attributes["ApproximateReceiveCount"] != "1" || r.Md5OfBody == "" {
+		t.Fatalf("a record is not shaped like Lambda's: %+v", r)
+	}
+	if v, inFlight := f.depth(t, f.q.WorkURL); v != "0" || inFlight != "3" {
+		t.Fatalf("after the poll: %s visible, %s in flight; want 0 and 3", v, inFlight)
+	}
+	// The failures come back after their visibility, each received twice now.
+	for deadline := time.Now().Add(10 * time.Second); res.Records == 0 || len(seen) < 2; {
+		if res, err = m.Poll(f.ctx, m.Invoker(0)); err != nil || time.Now().After(deadline) {
+			t.Fatalf("the failures did not come back: %v", err)
+		}
+	}
+	if res.Records != 3 || res.Deleted != 0 || m.Stats().Invocations != 2 {
+		t.Fatalf("second poll: %+v", res)
+	}
+	for _, r := range seen[1].Records {
+		if r.Attributes["ApproximateReceiveCount"] != "2" || !strings.Contains("135", r.Body[5:6]) {
+			t.Fatalf("came back: %s with receive count %s", r.Body, r.Attributes["ApproximateReceiveCount"])
+		}
+	}
+	if st := m.Stats(); st.Invocations != 2 || st.Records != 9 || st.Deleted != 3 || st.Returned != 6 || st.DeleteRequests != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestAFailedBatchDeletesNothing: a function error, or a response naming an
+// unknown id, leaves every record to its visibility.
+func TestAFailedBatchDeletesNothing(t *testing.T) {
+	t.Parallel()
+	for name, inv := range map[string]esm.Invoker{
+		"function error": esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) { return nil, errors.New("runtime exited") }),
+		"unknown id": esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) {
+			return []byte(`{"batchItemFailures":[{"itemIdentifier":"not-in-this-batch"}]}`), nil
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, 30*time.Second, 5)
+			f.send(t, 4)
+			m := f.mapping(t, 10, time.Second, inv)
+			res, err := m.Poll(f.ctx, m.Invoker(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Records != 4 || res.Deleted != 0 || len(res.Failed) != 4 || res.BatchError == nil {
+				t.Fatalf("%+v", res)
+			}
+			if v, inFlight := f.depth(t, f.q.WorkURL); v != "0" || inFlight != "4" {
+				t.Fatalf("%s visible, %s in flight; want 0 and 4", v, inFlight)
+			}
+		})
+	}
+}
+
+// TestACrashingRecordReachesTheDLQAfterMaxReceiveCount: the mapping never
+// deletes a record whose batch keeps failing, so the queue's redrive policy
+// moves it to the DLQ after maxReceiveCount receives.
+func TestACrashingRecordReachesTheDLQAfterMaxReceiveCount(t *testing.T) {
+	t.Parallel()
+	f := setup(t, time.Second, 2)
+	f.send(t, 1)
+	var calls atomic.Int32
+	crash := esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) {
+		calls.Add(1)
+		return []byte(`{"errorMessage":"panic: nil map","errorType":"Runtime.ExitError"}`), nil
+	})
+	m := f.mapping(t, 10, 0, crash)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if v, _ := f.depth(t, f.q.DLQURL); v == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("the record did not reach the DLQ; %d invocations", calls.Load())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("the function was invoked %d times with the record, want maxReceiveCount = 2", got)
+	}
+	if v, inFlight := f.depth(t, f.q.WorkURL); v != "0" || inFlight != "0" {
+		t.Fatalf("the work queue still has %s visible, %s in flight", v, inFlight)
+	}
+}
+
+// TestBatchingWindowGathersUpToTheBatchSize: with a window, receives of ten
+// are gathered into one batch of the configured size; without one, a batch
+// is what one receive returns.
+func TestBatchingWindowGathersUpToTheBatchSize(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 30*time.Second, 5)
+	f.send(t, 35)
+	var sizes []int
+	record := esm.InvokerFunc(func(_ context.Context, payload []byte) ([]byte, error) {
+		var ev events.SQSEvent
+		_ = json.Unmarshal(payload, &ev)
+		sizes = append(sizes, len(ev.Records))
+		return nil, nil
+	})
+	m := f.mapping(t, 25, 2*time.Second, record)
+	res, err := m.Poll(f.ctx, m.Invoker(0))
+	if err != nil || res.Records != 25 || res.Deleted != 25 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	m2 := f.mapping(t, 10, 0, record)
+	if _, err := m2.Poll(f.ctx, m2.Invoker(0)); err != nil {
+		t.Fatal(err)
+	}
+	if sizes[0] != 25 || sizes[1] < 1 || sizes[1] > 10 {
+		t.Fatalf("batch sizes %v; want 25, then 1–10", sizes)
+	}
+}
+
+// TestMaxConcurrencyIsTheNumberOfInvokers: one invocation at a time per
+// invoker, never more invocations at once than invokers.
+func TestMaxConcurrencyIsTheNumberOfInvokers(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 30*time.Second, 5)
+	f.send(t, 40)
+	var running, peak, records atomic.Int32
+	var invokers []esm.Invoker
+	for range 3 {
+		var busy atomic.Bool
+		invokers = append(invokers, esm.InvokerFunc(func(_ context.Context, payload []byte) ([]byte, error) {
+			if !busy.CompareAndSwap(false, true) {
+				t.Error("an invoker was invoked while busy (the emulator would crash)")
+			}
+			defer busy.Store(false)
+			n := running.Add(1)
+			defer running.Add(-1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			var ev events.SQSEvent
+			_ = json.Unmarshal(payload, &ev)
+			records.Add(int32(len(ev.Records)))
+			time.Sleep(100 * time.Millisecond)
+			return nil, nil
+		}))
+	}
+	m := f.mapping(t, 5, 0, invokers...)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for records.Load() < 40 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if records.Load() != 40 || peak.Load() > 3 {
+		t.Fatalf("%d records invoked (want 40), peak concurrency %d (want ≤ 3)", records.Load(), peak.Load())
+	}
+	if v, inFlight := f.depth(t, f.q.WorkURL); v != "0" || inFlight != "0" {
+		t.Fatalf("the work queue still has %s visible, %s in flight", v, inFlight)
+	}
+}
