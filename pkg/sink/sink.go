@@ -101,6 +101,8 @@ type Sink struct {
 	mu       sync.Mutex
 	requests map[string]int
 	accepted map[string]Accepted
+	answered map[string]bool // the sender was told the key was accepted
+	resent   map[string]int
 	dupes    int
 }
 
@@ -132,7 +134,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	if s.requests == nil {
-		s.requests, s.accepted = map[string]int{}, map[string]Accepted{}
+		s.requests, s.accepted, s.answered, s.resent = map[string]int{}, map[string]Accepted{}, map[string]bool{}, map[string]int{}
 	}
 	s.requests[key]++
 	attempt := s.requests[key]
@@ -174,13 +176,20 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":%q}`, receipt)
+	if _, err := fmt.Fprintf(w, `{"id":%q}`, receipt); err == nil {
+		s.mu.Lock()
+		s.answered[key] = true
+		s.mu.Unlock()
+	}
 }
 
 func (s *Sink) accept(key string, req provider.Request) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a, ok := s.accepted[key]; ok {
+		if s.answered[key] {
+			s.resent[key]++
+		}
 		a.Repeats++
 		s.accepted[key] = a
 		s.dupes++
@@ -223,4 +232,29 @@ func (s *Sink) Totals() (accepted, duplicates int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.accepted), s.dupes
+}
+
+// Resent returns the keys sent again after the sender had been told they
+// were accepted, with how many times. A repeat after a dropped or timed-out
+// answer is the sender's rightful retry (the sink suppresses it); a repeat
+// after a delivered answer means the sender sent the same delivery twice.
+func (s *Sink) Resent() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.resent))
+	for k, v := range s.resent {
+		out[k] = v
+	}
+	return out
+}
+
+// Keys returns every key accepted.
+func (s *Sink) Keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.accepted))
+	for k := range s.accepted {
+		out = append(out, k)
+	}
+	return out
 }

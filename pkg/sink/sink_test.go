@@ -1,8 +1,14 @@
 package sink
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 func TestParseScript(t *testing.T) {
@@ -31,5 +37,41 @@ func TestParseScript(t *testing.T) {
 		if _, err := ParseScript(bad); err == nil {
 			t.Errorf("ParseScript(%q) accepted it", bad)
 		}
+	}
+}
+
+// TestResentTellsARightfulRetryFromASecondSend: a repeat after a dropped
+// answer is suppressed and is not a second send; a repeat after a delivered
+// answer is.
+func TestResentTellsARightfulRetryFromASecondSend(t *testing.T) {
+	t.Parallel()
+	plan, _ := ParseScript("rem-a=drop")
+	s := &Sink{Plan: plan}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	post := func(key string) error {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"reminderId":"x"}`))
+		req.Header.Set(provider.HeaderIdempotencyKey, key)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := post("rem-a:email:webhook"); err == nil {
+		t.Fatal("the drop fault answered")
+	}
+	for _, key := range []string{"rem-a:email:webhook", "rem-b:email:webhook", "rem-b:email:webhook"} {
+		if err := post(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	accepted, dupes := s.Totals()
+	if accepted != 2 || dupes != 2 {
+		t.Fatalf("accepted %d, duplicates %d; want 2 and 2", accepted, dupes)
+	}
+	if got := s.Resent(); len(got) != 1 || got["rem-b:email:webhook"] != 1 {
+		t.Fatalf("resent %v; want only rem-b, once", got)
 	}
 }

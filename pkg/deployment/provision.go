@@ -1,0 +1,74 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+)
+
+// queueAPI is what Provision needs of SQS.
+type queueAPI interface {
+	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, opts ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
+}
+
+var _ queueAPI = (*sqs.Client)(nil)
+
+// Provisioned names the resources Provision made.
+type Provisioned struct {
+	Table            string
+	WorkURL, WorkARN string
+	DLQURL, DLQARN   string
+}
+
+// Resources returns the function resources for p, with the given webhook.
+func (p Provisioned) Resources(webhookURL, webhookSecret string) Resources {
+	return Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, WebhookURL: webhookURL, WebhookSecret: webhookSecret}
+}
+
+// Provision creates the stage's ledger table, work queue and DLQ as the
+// stack defines them (the same table input, queue attributes and redrive
+// policies), for the local stand-ins. It is idempotent: what exists is
+// kept.
+func (s Stage) Provision(ctx context.Context, db ledger.TableAPI, q queueAPI) (Provisioned, error) {
+	if err := s.Validate(); err != nil {
+		return Provisioned{}, err
+	}
+	p := Provisioned{Table: s.TableName()}
+	if err := ledger.CreateTable(ctx, db, p.Table); err != nil {
+		return p, err
+	}
+	queueARN := func(url string) (string, error) {
+		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return "", fmt.Errorf("deployment: queue %s: %w", url, err)
+		}
+		return a.Attributes[string(types.QueueAttributeNameQueueArn)], nil
+	}
+	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(s.DLQName())})
+	if err != nil {
+		return p, fmt.Errorf("deployment: create %s: %w", s.DLQName(), err)
+	}
+	p.DLQURL = aws.ToString(dlq.QueueUrl)
+	if p.DLQARN, err = queueARN(p.DLQURL); err != nil {
+		return p, err
+	}
+	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(s.WorkQueueName()), Attributes: s.WorkQueueAttributes(p.DLQARN)})
+	if err != nil {
+		return p, fmt.Errorf("deployment: create %s: %w", s.WorkQueueName(), err)
+	}
+	p.WorkURL = aws.ToString(work.QueueUrl)
+	if p.WorkARN, err = queueARN(p.WorkURL); err != nil {
+		return p, err
+	}
+	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(p.WorkARN)}); err != nil {
+		return p, fmt.Errorf("deployment: set the DLQ's retention and redrive-allow policy: %w", err)
+	}
+	return p, nil
+}
