@@ -61,6 +61,8 @@ func run(args []string) int {
 		return localExec(args[2:])
 	case "invoke":
 		return localInvoke(args[2:])
+	case "demo":
+		return localDemo(args[2:])
 	}
 	fmt.Fprintf(os.Stderr, "nudge: unknown command %q\n\n%s", "local "+args[1], usage)
 	return 2

@@ -1,0 +1,258 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/standin/standintest"
+)
+
+func TestParseFaults(t *testing.T) {
+	t.Parallel()
+	f, err := ParseFaults("500=5%,429=0.05,400=0.01,hang=0.02,drop=0,down=1%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f != (Faults{Server: 0.05, Throttled: 0.05, Rejected: 0.01, Hang: 0.02, Down: 0.01}) {
+		t.Fatalf("%+v", f)
+	}
+	if back, _ := ParseFaults(f.String()); back != f {
+		t.Fatalf("String does not round-trip: %s", f)
+	}
+	if f, err := ParseFaults("none"); err != nil || f != (Faults{}) {
+		t.Fatalf("none: %+v %v", f, err)
+	}
+	for spec, want := range map[string]string{
+		"teapot=0.1":      "KIND one of 400, 429, 500, down, drop, hang",
+		"500":             "want KIND=SHARE",
+		"500=lots":        "between 0 and 1",
+		"500=120%":        "between 0 and 1",
+		"500=0.6,429=0.6": "add up to 1.20",
+	} {
+		if _, err := ParseFaults(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseFaults(%q) = %v, want an error with %q", spec, err, want)
+		}
+	}
+}
+
+func defaults(t *testing.T, cfg Config) Config {
+	t.Helper()
+	c, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestThePlanIsTheMixTheDocsDescribe: reproducible from its seed, expired
+// reminders first, every fault kind present at the default size, and the
+// outcome each fault calls for.
+func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
+	t.Parallel()
+	cfg := defaults(t, Config{})
+	p, again := newPlan(cfg), newPlan(cfg)
+	if len(p.reminders) != 300 || len(p.poison) != 3 {
+		t.Fatalf("%d reminders, %d poison", len(p.reminders), len(p.poison))
+	}
+	for i, r := range p.reminders {
+		if r.id != again.reminders[i].id || r.kind != again.reminders[i].kind || len(r.deliveries) != len(again.reminders[i].deliveries) {
+			t.Fatal("the same seed drew a different mix")
+		}
+	}
+	for i, r := range p.reminders[1:] {
+		if r.kind == expired && p.reminders[i].kind != expired {
+			t.Fatalf("%s is expired but comes after %s", r.id, p.reminders[i].id)
+		}
+	}
+	faults := map[string]int{}
+	for _, d := range p.byKey {
+		faults[d.fault]++
+		switch d.fault {
+		case "400":
+			if d.expect != ledger.StatusDead || d.class != "rejected" {
+				t.Errorf("a 400 must end dead as rejected: %+v", d)
+			}
+		case "down":
+			if d.expect != ledger.StatusDead || d.class != "exhausted" {
+				t.Errorf("a provider down must end dead as exhausted: %+v", d)
+			}
+		case "":
+		default:
+			if d.expect != ledger.StatusSent {
+				t.Errorf("fault %s must still end sent: %+v", d.fault, d)
+			}
+		}
+	}
+	for _, k := range []string{"500", "429", "400", "hang", "drop", "down"} {
+		if faults[k] == 0 {
+			t.Errorf("no delivery meets fault %s at the default size", k)
+		}
+	}
+	plan := p.sinkPlan()
+	for _, d := range p.byKey {
+		first, second := plan(d.key.String(), 1), plan(d.key.String(), 2)
+		want := map[string]string{"": "ok", "500": "500", "429": "429", "400": "400", "hang": "hang", "drop": "drop", "down": "500"}[d.fault]
+		if first.Kind != want || (second.Kind != "ok") != (d.fault == "down") {
+			t.Fatalf("%s (%s): first %s, then %s", d.key, d.fault, first.Kind, second.Kind)
+		}
+	}
+}
+
+// clean returns the evidence of a perfect run of p.
+func clean(p *plan) evidence {
+	ev := evidence{stored: map[message.DeliveryKey]ledger.Delivery{}, accepted: map[message.DeliveryKey]bool{}}
+	for k, d := range p.byKey {
+		ev.stored[k] = ledger.Delivery{ReminderID: k.ReminderID, Channel: k.Channel, Provider: k.Provider, Status: d.expect, LastErrorClass: d.class}
+		switch d.expect {
+		case ledger.StatusSent:
+			ev.accepted[k] = true
+		case ledger.StatusDead:
+			ev.dlq = append(ev.dlq, deadLetter{key: k, class: d.class})
+		}
+	}
+	for range p.poison {
+		ev.dlq = append(ev.dlq, deadLetter{class: "decode"})
+	}
+	return ev
+}
+
+// TestViolationsCatchEachBrokenInvariant: a perfect run passes, and each
+// way a run can go wrong is reported.
+func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
+	t.Parallel()
+	p := newPlan(defaults(t, Config{Reminders: 100}))
+	if v := p.violations(clean(p)); len(v) != 0 {
+		t.Fatalf("a perfect run broke invariants: %v", v)
+	}
+	var sent, dead message.DeliveryKey
+	for k, d := range p.byKey {
+		if d.expect == ledger.StatusSent && d.fault == "" {
+			sent = k
+		}
+		if d.expect == ledger.StatusDead {
+			dead = k
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		break_ func(*evidence)
+		want  string
+	}{
+		{"sent twice", func(ev *evidence) { ev.resent = map[string]int{sent.String(): 1} }, "sent twice: " + sent.String()},
+		{"lost", func(ev *evidence) { delete(ev.stored, sent) }, "lost: " + sent.String()},
+		{"wrong outcome", func(ev *evidence) {
+			d := ev.stored[sent]
+			d.Status = ledger.StatusDead
+			ev.stored[sent] = d
+		}, "ended dead"},
+		{"wrong class", func(ev *evidence) {
+			d := ev.stored[dead]
+			d.LastErrorClass = "server"
+			ev.stored[dead] = d
+		}, `dead-lettered as "server"`},
+		{"sent but never accepted", func(ev *evidence) { delete(ev.accepted, sent) }, "the provider never accepted it"},
+		{"accepted but not sent", func(ev *evidence) { ev.accepted[dead] = true }, "accepted by the provider but is recorded dead"},
+		{"dead without a DLQ message", func(ev *evidence) {
+			for i, m := range ev.dlq {
+				if m.key == dead {
+					ev.dlq = append(ev.dlq[:i], ev.dlq[i+1:]...)
+					break
+				}
+			}
+		}, "has no message in the DLQ"},
+		{"poison lost", func(ev *evidence) { ev.dlq = ev.dlq[:len(ev.dlq)-1] }, "poison messages were put on the queue, 2 reached"},
+		{"overdue", func(ev *evidence) { ev.overdue = 2 }, "2 deliveries were due"},
+		{"queue not empty", func(ev *evidence) { ev.queueLeft = 3 }, "3 messages were left"},
+		{"failed invocations", func(ev *evidence) { ev.batchFailures = 1 }, "failed as a whole"},
+		{"a problem on the way", func(ev *evidence) { ev.problems = []string{"enqueue run at 10:00:00 failed"} }, "enqueue run at"},
+		{"publish failed", func(ev *evidence) { ev.publishFailed = 2 }, "could not publish 2"},
+	} {
+		ev := clean(p)
+		c.break_(&ev)
+		v := p.violations(ev)
+		if len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), c.want) {
+			t.Errorf("%s: violations %q, want one with %q", c.name, v, c.want)
+		}
+	}
+}
+
+// TestConfigRefusesNonsense: bad options name the option and the fix.
+func TestConfigRefusesNonsense(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Reminders: 5}, "use 10 to 1,000,000"},
+		{Config{Spread: time.Hour}, "spread 1h0m0s; use 1s to 10m"},
+		{Config{Tick: time.Millisecond}, "use at least 500ms"},
+		{Config{Duplicates: 2}, "duplicates share 2; use 0 to 1"},
+		{Config{Faults: &Faults{Server: 0.7, Drop: 0.5}}, "add up to 1.20"},
+	} {
+		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error with %q", c.cfg, err, c.want)
+		}
+	}
+	cfg := defaults(t, Config{MaxConcurrency: 1})
+	if _, err := cfg.stage(); err == nil || !strings.Contains(err.Error(), "maximum concurrency 1") {
+		t.Errorf("a maximum concurrency of 1 is below Lambda's minimum for SQS: %v", err)
+	}
+}
+
+// TestDemoRunKeepsItsInvariants runs a small demo with every fault on,
+// through the real bootstraps under the emulator, DynamoDB Local and fauxqs,
+// and checks its summary.
+func TestDemoRunKeepsItsInvariants(t *testing.T) {
+	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
+	bins := t.TempDir()
+	for _, fn := range []string{"consumer", "enqueue"} {
+		build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(bins, fn, "bootstrap"), "../../functions/"+fn)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", fn, err, out)
+		}
+	}
+	var out bytes.Buffer
+	sum, err := Run(context.Background(), Config{
+		Reminders: 200, Spread: 8 * time.Second, Tick: time.Second, Deadline: 2 * time.Minute,
+		Stage: strings.TrimPrefix(standintest.Name("demo"), "demo-"), Bootstraps: bins, Out: &out,
+		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"),
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	sum.Write(&out)
+	if !sum.OK() {
+		t.Fatalf("invariants broken:\n%s", out.String())
+	}
+	p := newPlan(defaults(t, Config{Reminders: 200}))
+	want := func(s ledger.Status) int { return p.count(func(d *planned) bool { return d.expect == s }) }
+	if sum.Sent != want(ledger.StatusSent) || sum.Expired != want(ledger.StatusExpired) || sum.Cancelled != want(ledger.StatusCancelled) {
+		t.Errorf("sent %d, expired %d, cancelled %d; the plan calls for %d, %d, %d",
+			sum.Sent, sum.Expired, sum.Cancelled, want(ledger.StatusSent), want(ledger.StatusExpired), want(ledger.StatusCancelled))
+	}
+	for _, reason := range []string{"rejected: ", "exhausted: ", "decode: "} {
+		found := false
+		for r := range sum.DeadLettered {
+			found = found || strings.HasPrefix(r, reason)
+		}
+		if !found {
+			t.Errorf("no dead letter of class %q: %v", reason, sum.DeadLettered)
+		}
+	}
+	if sum.Recognised == 0 || sum.Suppressed == 0 || sum.Retried == 0 || sum.Overdue != 0 || sum.RequestsPerSent == 0 || sum.LatencyP99 == 0 {
+		t.Errorf("recognised %d, suppressed %d, retried %d, overdue %d, requests/sent %.2f, p99 %v",
+			sum.Recognised, sum.Suppressed, sum.Retried, sum.Overdue, sum.RequestsPerSent, sum.LatencyP99)
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
+}

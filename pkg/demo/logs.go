@@ -1,0 +1,123 @@
+package demo
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+)
+
+// functionLog receives a function instance's output (its JSON log lines,
+// EMF metric lines, and the emulator's START/END/REPORT lines), copies it
+// to a file and adds up the metrics, as CloudWatch would.
+type functionLog struct {
+	file io.Writer
+
+	mu      sync.Mutex
+	partial []byte
+	metrics map[string]float64
+	reports int
+	errors  []string // log lines at level ERROR, and runtime errors
+}
+
+func newFunctionLog(file io.Writer) *functionLog {
+	return &functionLog{file: file, metrics: map[string]float64{}}
+}
+
+func (l *functionLog) Write(p []byte) (int, error) {
+	if l.file != nil {
+		_, _ = l.file.Write(p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(l.partial[:i])
+		l.partial = l.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (l *functionLog) line(b []byte) {
+	s := strings.TrimSpace(string(b))
+	switch {
+	case strings.HasPrefix(s, "REPORT RequestId"):
+		l.reports++
+	case strings.Contains(s, `"_aws"`):
+		l.emf([]byte(s))
+	case strings.Contains(s, `"level":"ERROR"`) || strings.Contains(s, "Runtime.ExitError") || strings.Contains(s, "panic:"):
+		if len(l.errors) < 20 {
+			l.errors = append(l.errors, s)
+		}
+	}
+}
+
+// emf adds the metrics of one embedded-metric-format line.
+func (l *functionLog) emf(b []byte) {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(b, &doc) != nil {
+		return
+	}
+	var meta struct {
+		CloudWatchMetrics []struct {
+			Metrics []struct{ Name, Unit string }
+		}
+	}
+	if json.Unmarshal(doc["_aws"], &meta) != nil {
+		return
+	}
+	for _, set := range meta.CloudWatchMetrics {
+		for _, m := range set.Metrics {
+			if m.Unit != "Count" {
+				continue
+			}
+			var v float64
+			if json.Unmarshal(doc[m.Name], &v) == nil {
+				l.metrics[m.Name] += v
+			}
+		}
+	}
+}
+
+// Metric returns the sum of a count metric.
+func (l *functionLog) Metric(name string) float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.metrics[name]
+}
+
+// logs are the function instances' logs together.
+type logs []*functionLog
+
+func (ls logs) metric(name string) float64 {
+	var v float64
+	for _, l := range ls {
+		v += l.Metric(name)
+	}
+	return v
+}
+
+func (ls logs) invocations() int {
+	n := 0
+	for _, l := range ls {
+		l.mu.Lock()
+		n += l.reports
+		l.mu.Unlock()
+	}
+	return n
+}
+
+func (ls logs) errorLines() []string {
+	var out []string
+	for _, l := range ls {
+		l.mu.Lock()
+		out = append(out, l.errors...)
+		l.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,617 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/esm"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
+	"github.com/nudgehq/nudge/pkg/sink"
+	"github.com/nudgehq/nudge/pkg/standin"
+)
+
+// webhookSecret signs requests between the local consumer and the sink.
+const webhookSecret = "nudge-demo-webhook-secret"
+
+// system is everything a run started, and the handles to observe it.
+type system struct {
+	cfg   Config
+	stage deployment.Stage
+	res   deployment.Provisioned
+	db    *dynamodb.Client // direct: for observing, not counted
+	sqs   *sqs.Client
+	plan  *plan
+	sink  *sink.Sink
+
+	intake        *schedule.Store
+	intakeCounter *awsclient.Counter
+	proxies       map[string]*standin.Proxy // "consumer DynamoDB", …
+	consumerLogs  logs
+	enqueueLogs   logs
+	mapping       *esm.Mapping
+	enqueue       *standin.Lambda
+
+	ticks, tickFailures atomic.Int64
+	mu                  sync.Mutex
+	problems            []string // what went wrong on the way: refused cancels, failed ticks
+	due                 map[message.DeliveryKey]time.Time
+	started             time.Time
+}
+
+func (s *system) problem(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.problems) < 50 {
+		s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// Run runs the demo and returns its summary. It stops everything it started
+// before it returns, also when ctx ends (Ctrl-C). The error is a failure to
+// set the system up or a cancelled run; broken invariants are reported in
+// Summary.Violations.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	stage, err := cfg.stage()
+	if err != nil {
+		return nil, err
+	}
+	bins := map[string]string{}
+	for _, fn := range []string{"consumer", "enqueue"} {
+		bins[fn] = filepath.Join(cfg.Bootstraps, fn, "bootstrap")
+		if _, err := os.Stat(bins[fn]); err != nil {
+			return nil, fmt.Errorf("demo: %s not found; build the functions for this machine first (make build-local; make demo does it)", bins[fn])
+		}
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = standin.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	out := cfg.Out
+	ddbURL, sqsURL := cfg.DynamoDBEndpoint, cfg.SQSEndpoint
+	if ddbURL == "" || sqsURL == "" {
+		stack, err := standin.Up(ctx, dir, out)
+		if err != nil {
+			return nil, err
+		}
+		defer stack.Stop()
+		ddbURL, sqsURL = stack.DynamoDB.Endpoint, stack.SQS.Endpoint
+	} else if err := standin.Install(ctx, dir, out); err != nil { // the emulator
+		return nil, err
+	}
+
+	s := &system{cfg: cfg, stage: stage, plan: newPlan(cfg), proxies: map[string]*standin.Proxy{}, due: map[message.DeliveryKey]time.Time{}}
+	s.db, s.sqs, err = clients(ctx, ddbURL, sqsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.res, err = stage.Provision(ctx, s.db, s.sqs); err != nil {
+		return nil, err
+	}
+	if err := s.empty(ctx); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"consumer DynamoDB", "consumer SQS", "enqueue DynamoDB", "enqueue SQS"} {
+		target := ddbURL
+		if name[len(name)-3:] == "SQS" {
+			target = sqsURL
+		}
+		p, err := standin.NewProxy(target)
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		s.proxies[name] = p
+	}
+	// The intake, counted in process.
+	s.intakeCounter = &awsclient.Counter{}
+	intakeDB, _, err := clients(ctx, ddbURL, sqsURL, s.intakeCounter)
+	if err != nil {
+		return nil, err
+	}
+	led, err := ledger.New(intakeDB, ledger.Config{Table: s.res.Table, Shards: stage.Shards})
+	if err != nil {
+		return nil, err
+	}
+	if s.intake, err = schedule.New(schedule.Config{Ledger: led, API: intakeDB}); err != nil {
+		return nil, err
+	}
+
+	// The provider.
+	s.sink = &sink.Sink{Secret: []byte(webhookSecret), Plan: s.plan.sinkPlan()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: s.sink, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	// The functions, with the stack's environment and local addresses.
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	resources := s.res.Resources("http://"+ln.Addr().String()+"/deliveries", webhookSecret)
+	consumerEnv := append(s.awsEnv("consumer"), deployment.EnvList(stage.ConsumerEnv(resources))...)
+	consumerEnv = append(consumerEnv, "NUDGE_BACKOFF_BASE="+backoffBase.String(), "NUDGE_BACKOFF_CAP="+backoffCap.String(),
+		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-consumer",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(stage.ConsumerTimeout.Seconds())),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(stage.ConsumerMemoryMB))
+	var invokers []esm.Invoker
+	for i := range cfg.MaxConcurrency {
+		log, closeLog, err := s.logFile(dir, fmt.Sprintf("demo-consumer-%d.log", i+1))
+		if err != nil {
+			return nil, err
+		}
+		defer closeLog()
+		s.consumerLogs = append(s.consumerLogs, log)
+		fn, err := standin.StartLambda(ctx, dir, bins["consumer"], standin.Options{Log: log, Env: consumerEnv})
+		if err != nil {
+			return nil, err
+		}
+		defer fn.Stop()
+		invokers = append(invokers, fn)
+	}
+	enqueueEnv := append(s.awsEnv("enqueue"), deployment.EnvList(stage.EnqueueEnv(resources))...)
+	enqueueEnv = append(enqueueEnv, "NUDGE_SETTLE="+settle.String(),
+		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-enqueue",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(stage.EnqueueTimeout.Seconds())),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(stage.EnqueueMemoryMB))
+	log, closeLog, err := s.logFile(dir, "demo-enqueue.log")
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	s.enqueueLogs = logs{log}
+	if s.enqueue, err = standin.StartLambda(ctx, dir, bins["enqueue"], standin.Options{Log: log, Env: enqueueEnv}); err != nil {
+		return nil, err
+	}
+	defer s.enqueue.Stop()
+	if s.mapping, err = esm.New(esm.Config{Queue: s.sqs, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
+		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second}); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "demo: %d reminders (%s), %d poison messages, %.0f%% duplicates; faults %s; batch %d, window %v, concurrency %d; function logs in %s\n",
+		cfg.Reminders, s.mixLine(), len(s.plan.poison), 100*cfg.Duplicates, cfg.Faults, cfg.BatchSize, cfg.BatchingWindow, cfg.MaxConcurrency, filepath.Join(dir, "logs"))
+
+	return s.run(ctx)
+}
+
+// clients returns DynamoDB and SQS clients for the given endpoints, with
+// static local credentials; counter, if set, counts their requests.
+func clients(ctx context.Context, ddbURL, sqsURL string, counter *awsclient.Counter) (*dynamodb.Client, *sqs.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil))
+	if err != nil {
+		return nil, nil, err
+	}
+	if counter != nil {
+		counter.Attach(&cfg)
+	}
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint, o.DisableValidateResponseChecksum = aws.String(ddbURL), true
+	})
+	q := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(sqsURL) })
+	return db, q, nil
+}
+
+// awsEnv points a function's SDK at its counting proxies.
+func (s *system) awsEnv(fn string) []string {
+	return []string{
+		"AWS_ENDPOINT_URL_DYNAMODB=" + s.proxies[fn+" DynamoDB"].Endpoint,
+		"AWS_ENDPOINT_URL_SQS=" + s.proxies[fn+" SQS"].Endpoint,
+		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_SESSION_TOKEN=",
+		"AWS_REGION=us-east-1", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+}
+
+func (s *system) logFile(dir, name string) (*functionLog, func(), error) {
+	f, err := os.Create(filepath.Join(dir, "logs", name))
+	if err != nil {
+		return nil, nil, err
+	}
+	return newFunctionLog(f), func() { f.Close() }, nil
+}
+
+// empty removes what an earlier run left in the queues and the table, so
+// the run's figures are its own.
+func (s *system) empty(ctx context.Context) error {
+	for _, url := range []string{s.res.WorkURL, s.res.DLQURL} {
+		if _, err := s.sqs.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err != nil {
+			return fmt.Errorf("demo: purge %s: %w", url, err)
+		}
+	}
+	var keys []message.DeliveryKey
+	if err := ledger.ScanDeliveries(ctx, s.db, s.res.Table, func(d ledger.Delivery) error {
+		keys = append(keys, d.Key())
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		// An earlier run's table: start from a new one.
+		if _, err := s.db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(s.res.Table)}); err != nil {
+			return fmt.Errorf("demo: remove the earlier run's table: %w", err)
+		}
+		if err := ledger.CreateTable(ctx, s.db, s.res.Table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *system) mixLine() string {
+	counts := map[kind]int{}
+	for _, r := range s.plan.reminders {
+		counts[r.kind]++
+	}
+	line := ""
+	for _, k := range kinds {
+		if line != "" {
+			line += ", "
+		}
+		line += fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return line
+}
+
+// run drives the system until every due delivery has ended and the work
+// queue is empty, or the deadline passes.
+func (s *system) run(ctx context.Context) (*Summary, error) {
+	s.started = time.Now()
+	runCtx, stopRun := context.WithTimeout(ctx, s.cfg.Deadline)
+	defer stopRun()
+	workers, stopWorkers := context.WithCancel(runCtx)
+	var wg sync.WaitGroup
+	defer func() { stopWorkers(); wg.Wait() }()
+
+	// Expired reminders first; the schedule starts once they have expired.
+	intakeDone := make(chan struct{})
+	var lateCancels sync.WaitGroup
+	nExpired := 0
+	for _, r := range s.plan.reminders {
+		if r.kind == expired {
+			nExpired++
+		}
+	}
+	if err := s.create(runCtx, s.plan.reminders[:nExpired], &lateCancels); err != nil {
+		return nil, err
+	}
+	select {
+	case <-time.After(expiredWindow + 100*time.Millisecond):
+	case <-runCtx.Done():
+		return nil, runCtx.Err()
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); s.tick(workers) }()
+	go func() { defer wg.Done(); s.mapping.Run(workers) }()
+	go func() {
+		defer close(intakeDone)
+		if err := s.create(runCtx, s.plan.reminders[nExpired:], &lateCancels); err != nil && runCtx.Err() == nil {
+			s.problem("intake stopped: %v", err)
+		}
+		s.misbehave(runCtx)
+	}()
+
+	prog := newProgress(s.cfg.Out, s.cfg.Live)
+	var finished bool
+	quiet := 0
+	for !finished {
+		select {
+		case <-runCtx.Done():
+			finished = true
+			continue
+		case <-time.After(time.Second):
+		}
+		snap, err := s.snapshot(runCtx)
+		if err != nil {
+			if runCtx.Err() != nil {
+				break
+			}
+			return nil, err
+		}
+		prog.show(time.Since(s.started), snap)
+		intakeOver := false
+		select {
+		case <-intakeDone:
+			intakeOver = true
+		default:
+		}
+		if intakeOver && snap.dueLive == 0 && snap.queue == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		finished = quiet >= 2
+	}
+	if ctx.Err() != nil {
+		prog.done()
+		return nil, fmt.Errorf("demo: stopped: %w", ctx.Err())
+	}
+	stopWorkers()
+	wg.Wait()
+	<-intakeDone
+	lateCancels.Wait()
+	snap, err := s.snapshot(context.WithoutCancel(ctx))
+	if err == nil {
+		prog.show(time.Since(s.started), snap)
+	}
+	prog.done()
+	return s.summarize(context.WithoutCancel(ctx))
+}
+
+// create schedules reminders through the intake at the configured rate,
+// cancelling the ones the mix cancels.
+func (s *system) create(ctx context.Context, rs []*plannedReminder, lateCancels *sync.WaitGroup) error {
+	const workers = 8
+	jobs := make(chan *plannedReminder)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				if err := s.createOne(ctx, r, lateCancels); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	interval := time.Duration(float64(time.Second) / s.cfg.Rate)
+	next := time.Now()
+	var err error
+feed:
+	for _, r := range rs {
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				err = ctx.Err()
+				break feed
+			}
+		}
+		next = next.Add(interval)
+		select {
+		case jobs <- r:
+		case err = <-errs:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return err
+}
+
+func (s *system) createOne(ctx context.Context, r *plannedReminder, lateCancels *sync.WaitGroup) error {
+	now := time.Now()
+	in := s.plan.input(r, now, r.soon)
+	rem, err := s.intake.Validator().Validate(in)
+	if err != nil {
+		return fmt.Errorf("demo: the mix made an invalid reminder: %w", err)
+	}
+	for attempt := 1; ; attempt++ {
+		if _, err = s.intake.Create(ctx, rem); err == nil || attempt == 5 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond) // real time: a pause for DynamoDB Local
+	}
+	if err != nil {
+		return fmt.Errorf("demo: schedule %s: %w", r.id, err)
+	}
+	s.mu.Lock()
+	for _, d := range r.deliveries {
+		s.due[d.key] = rem.DueAt
+	}
+	s.mu.Unlock()
+	switch r.kind {
+	case cancelled:
+		s.cancel(ctx, r)
+	case lateCancel:
+		// After its hand-off, before it falls due.
+		lateCancels.Add(1)
+		go func() {
+			defer lateCancels.Done()
+			select {
+			case <-time.After(s.plan.lateCancelDue() / 2):
+				s.cancel(ctx, r)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return nil
+}
+
+func (s *system) cancel(ctx context.Context, r *plannedReminder) {
+	res, err := s.intake.Cancel(ctx, r.id, "demo: "+string(r.kind))
+	if err != nil {
+		s.problem("cancel %s: %v", r.id, err)
+		return
+	}
+	for _, c := range res {
+		if !c.Cancelled {
+			s.problem("cancel %s refused: %v (status %s)", c.Key, c.Refused, c.Status)
+		}
+	}
+}
+
+// misbehave puts what at-least-once delivery and bad producers put on a
+// queue: poison bodies, and second copies of due-now messages.
+func (s *system) misbehave(ctx context.Context) {
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for i, body := range s.plan.poison {
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String("p" + strconv.Itoa(i)), MessageBody: aws.String(body)})
+	}
+	n := 0
+	for _, r := range s.plan.reminders {
+		if r.kind != dueNow || n >= s.plan.duplicates() {
+			continue
+		}
+		for _, d := range r.deliveries {
+			s.mu.Lock()
+			due := s.due[d.key]
+			s.mu.Unlock()
+			body, err := message.Encode(message.Message{ReminderID: d.key.ReminderID, Channel: d.key.Channel, Provider: d.key.Provider, DueAt: due})
+			if err != nil {
+				s.problem("duplicate of %s: %v", d.key, err)
+				continue
+			}
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String("d" + strconv.Itoa(n)), MessageBody: aws.String(string(body))})
+			n++
+		}
+	}
+	for len(entries) > 0 {
+		k := min(10, len(entries))
+		out, err := s.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.res.WorkURL), Entries: entries[:k]})
+		if err != nil || len(out.Failed) > 0 {
+			s.problem("could not put poison and duplicate messages on the queue: %v", err)
+		}
+		entries = entries[k:]
+	}
+}
+
+// tick invokes the enqueue function on the demo's schedule, one run at a
+// time, as EventBridge Scheduler would every minute.
+func (s *system) tick(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Tick)
+	defer t.Stop()
+	for {
+		at := time.Now().UTC()
+		ev := fmt.Sprintf(`{"source":"aws.scheduler","scheduledTime":%q,"executionId":"demo-%d"}`, at.Format(time.RFC3339), s.ticks.Load()+1)
+		resp, err := s.enqueue.Invoke(context.WithoutCancel(ctx), []byte(ev))
+		s.ticks.Add(1)
+		if err == nil {
+			if _, ferr := esm.Acknowledged(emptyEvent, resp); ferr != nil {
+				err = ferr
+			}
+		}
+		if err != nil {
+			s.tickFailures.Add(1)
+			s.problem("enqueue run at %s failed: %v", at.Format(time.TimeOnly), err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+var emptyEvent = esm.Event(nil, "arn:aws:sqs:us-east-1:000000000000:none")
+
+// snapshot is the system's state at one moment.
+type snapshot struct {
+	byStatus map[ledger.Status]int
+	dueLive  int // deliveries due by now that have not ended
+	queue    int // work queue: visible, in flight and delayed
+	dlq      int
+	accepted int
+}
+
+func (s *system) snapshot(ctx context.Context) (snapshot, error) {
+	snap := snapshot{byStatus: map[ledger.Status]int{}}
+	now := time.Now()
+	err := ledger.ScanDeliveries(ctx, s.db, s.res.Table, func(d ledger.Delivery) error {
+		snap.byStatus[d.Status]++
+		if !d.Status.Terminal() && !d.DueAt.After(now) {
+			snap.dueLive++
+		}
+		return nil
+	})
+	if err != nil {
+		return snap, err
+	}
+	if snap.queue, err = s.depth(ctx, s.res.WorkURL); err != nil {
+		return snap, err
+	}
+	if snap.dlq, err = s.depth(ctx, s.res.DLQURL); err != nil {
+		return snap, err
+	}
+	snap.accepted, _ = s.sink.Totals()
+	return snap, nil
+}
+
+// depth is a queue's messages: visible, in flight and delayed.
+func (s *system) depth(ctx context.Context, url string) (int, error) {
+	out, err := s.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return 0, fmt.Errorf("demo: queue depth: %w", err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		i, _ := strconv.Atoi(v)
+		n += i
+	}
+	return n, nil
+}
+
+// progress shows counts by state as the run goes.
+type progress struct {
+	out  io.Writer
+	live bool
+	last time.Time
+	drew bool
+}
+
+func newProgress(out io.Writer, live bool) *progress { return &progress{out: out, live: live} }
+
+func (p *progress) show(elapsed time.Duration, s snapshot) {
+	line := fmt.Sprintf("%5.0fs  pending %d  queued %d  sending %d  retrying %d | sent %d  dead %d  expired %d  cancelled %d | queue %d  DLQ %d",
+		elapsed.Seconds(), s.byStatus[ledger.StatusPending], s.byStatus[ledger.StatusQueued], s.byStatus[ledger.StatusSending], s.byStatus[ledger.StatusRetrying],
+		s.byStatus[ledger.StatusSent], s.byStatus[ledger.StatusDead], s.byStatus[ledger.StatusExpired], s.byStatus[ledger.StatusCancelled], s.queue, s.dlq)
+	if p.live {
+		fmt.Fprintf(p.out, "\r\033[K%s", line)
+		p.drew = true
+		return
+	}
+	if time.Since(p.last) >= 5*time.Second {
+		fmt.Fprintln(p.out, line)
+		p.last = time.Now()
+	}
+}
+
+func (p *progress) done() {
+	if p.drew {
+		fmt.Fprintln(p.out)
+		p.drew = false
+	}
+}

@@ -1,0 +1,374 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Summary is what a run did, and the invariants it broke.
+type Summary struct {
+	Elapsed    time.Duration
+	Reminders  int
+	Deliveries int
+	// ByKind counts deliveries by their place in the mix ("due now", …).
+	ByKind map[string]int
+	// ByStatus counts deliveries by their final status in the ledger.
+	ByStatus map[ledger.Status]int
+
+	Sent int
+	// Recognised counts messages the consumer recognised as duplicates of a
+	// delivery that had already ended (the ledger's conditional claim).
+	Recognised int
+	// Suppressed counts repeated requests the provider suppressed by
+	// idempotency key (retries after an answer was lost).
+	Suppressed int
+	Retried    int
+	Deferred   int
+	// DeadLettered counts DLQ messages by "class: reason".
+	DeadLettered map[string]int
+	Expired      int
+	Cancelled    int
+	// Overdue counts deliveries due before the end that had not ended.
+	Overdue int
+
+	// Latency is due→sent of the sent deliveries.
+	LatencyP50, LatencyP99, LatencyMax time.Duration
+	Histogram                          []Bucket
+
+	// Requests counts AWS API requests by caller ("consumer DynamoDB", …).
+	Requests map[string]int64
+	// RequestsPerSent is all of them per sent delivery.
+	RequestsPerSent float64
+
+	Ticks, Invocations int
+	Violations         []string
+}
+
+// Bucket is one bar of the latency histogram.
+type Bucket struct {
+	UpTo  time.Duration // 0 for the last, open bucket
+	Count int
+}
+
+// OK reports whether every invariant held.
+func (s *Summary) OK() bool { return len(s.Violations) == 0 }
+
+var bucketBounds = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, 0}
+
+func (s *system) summarize(ctx context.Context) (*Summary, error) {
+	sum := &Summary{Elapsed: time.Since(s.started), Reminders: len(s.plan.reminders), Deliveries: len(s.plan.byKey),
+		ByKind: map[string]int{}, ByStatus: map[ledger.Status]int{}, DeadLettered: map[string]int{}, Requests: map[string]int64{}}
+	for _, d := range s.plan.byKey {
+		sum.ByKind[string(d.kind)]++
+	}
+
+	// The ledger.
+	end := time.Now()
+	stored := map[message.DeliveryKey]ledger.Delivery{}
+	var latencies []time.Duration
+	err := ledger.ScanDeliveries(ctx, s.db, s.res.Table, func(d ledger.Delivery) error {
+		stored[d.Key()] = d
+		sum.ByStatus[d.Status]++
+		if d.Status == ledger.StatusSent {
+			latencies = append(latencies, max(d.SentAt.Sub(d.DueAt), 0))
+		}
+		if !d.Status.Terminal() && !d.DueAt.After(end) {
+			sum.Overdue++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sum.Sent, sum.Expired, sum.Cancelled = sum.ByStatus[ledger.StatusSent], sum.ByStatus[ledger.StatusExpired], sum.ByStatus[ledger.StatusCancelled]
+	sum.latency(latencies)
+
+	// The DLQ.
+	dlq, err := s.readDLQ(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range dlq {
+		sum.DeadLettered[m.class+": "+m.reasonKind()]++
+	}
+
+	// The metrics, the sink, the requests.
+	sum.Recognised = int(s.consumerLogs.metric(consumer.MetricDuplicate))
+	sum.Retried = int(s.consumerLogs.metric(consumer.MetricRetried))
+	sum.Deferred = int(s.consumerLogs.metric(consumer.MetricDeferred))
+	_, sum.Suppressed = s.sink.Totals()
+	for name, p := range s.proxies {
+		sum.Requests[name] = p.Total()
+	}
+	st := s.mapping.Stats()
+	sum.Requests["event source mapping SQS"] = st.ReceiveRequests + st.DeleteRequests
+	sum.Requests["intake DynamoDB"] = int64(s.intakeCounter.Service("DynamoDB"))
+	var total int64
+	for _, n := range sum.Requests {
+		total += n
+	}
+	if sum.Sent > 0 {
+		sum.RequestsPerSent = float64(total) / float64(sum.Sent)
+	}
+	sum.Ticks, sum.Invocations = int(s.ticks.Load()), s.consumerLogs.invocations()
+
+	// The invariants.
+	queueLeft, qerr := s.depth(ctx, s.res.WorkURL)
+	if qerr != nil {
+		queueLeft = -1
+	}
+	accepted := map[message.DeliveryKey]bool{}
+	for _, k := range s.sink.Keys() {
+		if key, err := message.ParseDeliveryKey(k); err == nil {
+			accepted[key] = true
+		}
+	}
+	sum.Violations = s.plan.violations(evidence{
+		stored: stored, accepted: accepted, resent: s.sink.Resent(), dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft,
+		batchFailures: st.BatchFailures, errorLines: s.consumerLogs.errorLines(), problems: s.problems,
+		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed),
+	})
+	return sum, nil
+}
+
+// evidence is what a run left behind, to check the invariants against.
+type evidence struct {
+	stored        map[message.DeliveryKey]ledger.Delivery // the ledger
+	accepted      map[message.DeliveryKey]bool            // the provider's own record
+	resent        map[string]int                          // sends after an answered acceptance
+	dlq           []deadLetter
+	overdue       int
+	queueLeft     int // -1 when it could not be read
+	batchFailures int64
+	errorLines    []string
+	problems      []string
+	publishFailed float64
+}
+
+// violations checks the evidence against the plan: nothing sent twice,
+// nothing lost, nothing overdue, and each delivery ended as its faults call
+// for.
+func (p *plan) violations(ev evidence) []string {
+	var out []string
+	violate := func(format string, args ...any) {
+		if len(out) < 40 {
+			out = append(out, fmt.Sprintf(format, args...))
+		} else if len(out) == 40 {
+			out = append(out, "… and more")
+		}
+	}
+	resent := make([]string, 0, len(ev.resent))
+	for key := range ev.resent {
+		resent = append(resent, key)
+	}
+	sort.Strings(resent)
+	for _, key := range resent {
+		violate("sent twice: %s was sent %d more time(s) after the provider had answered that it was accepted", key, ev.resent[key])
+	}
+	dlqKeys := map[message.DeliveryKey]bool{}
+	poisonDead := 0
+	for _, m := range ev.dlq {
+		dlqKeys[m.key] = true
+		if _, ok := p.byKey[m.key]; !ok {
+			poisonDead++
+		}
+	}
+	keys := make([]message.DeliveryKey, 0, len(p.byKey))
+	for k := range p.byKey {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		want := p.byKey[k]
+		got, ok := ev.stored[k]
+		switch {
+		case !ok:
+			violate("lost: %s (%s) is not in the ledger", k, want.kind)
+			continue
+		case got.Status != want.expect:
+			violate("%s (%s, fault %q) ended %s (%s %s), expected %s", k, want.kind, want.fault, got.Status, got.LastErrorClass, got.LastError, want.expect)
+		case got.Status == ledger.StatusDead && got.LastErrorClass != want.class:
+			violate("%s was dead-lettered as %q, expected %q", k, got.LastErrorClass, want.class)
+		}
+		if got.Status == ledger.StatusSent && !ev.accepted[k] {
+			violate("%s is recorded sent, but the provider never accepted it", k)
+		}
+		if ev.accepted[k] && got.Status != ledger.StatusSent {
+			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
+		}
+		if got.Status == ledger.StatusDead && !dlqKeys[k] {
+			violate("%s is dead in the ledger but has no message in the DLQ for review and redrive", k)
+		}
+	}
+	if poisonDead != len(p.poison) {
+		violate("%d poison messages were put on the queue, %d reached the DLQ", len(p.poison), poisonDead)
+	}
+	if ev.overdue > 0 {
+		violate("%d deliveries were due before the end and had not ended (overdue)", ev.overdue)
+	}
+	if ev.queueLeft != 0 {
+		violate("%d messages were left in the work queue (-1: it could not be read)", ev.queueLeft)
+	}
+	if ev.batchFailures > 0 {
+		violate("%d consumer invocations failed as a whole: %v", ev.batchFailures, ev.errorLines)
+	}
+	for _, pr := range ev.problems {
+		violate("%s", pr)
+	}
+	if ev.publishFailed > 0 {
+		violate("the enqueue could not publish %v deliveries", ev.publishFailed)
+	}
+	return out
+}
+
+func (sum *Summary) latency(ls []time.Duration) {
+	if len(ls) == 0 {
+		return
+	}
+	slices.Sort(ls)
+	at := func(q float64) time.Duration { return ls[min(len(ls)-1, int(q*float64(len(ls))))] }
+	sum.LatencyP50, sum.LatencyP99, sum.LatencyMax = at(0.50), at(0.99), ls[len(ls)-1]
+	sum.Histogram = make([]Bucket, len(bucketBounds))
+	for i, b := range bucketBounds {
+		sum.Histogram[i].UpTo = b
+	}
+	for _, l := range ls {
+		i := sort.Search(len(bucketBounds)-1, func(i int) bool { return l <= bucketBounds[i] })
+		sum.Histogram[i].Count++
+	}
+}
+
+// deadLetter is one message read from the DLQ.
+type deadLetter struct {
+	key    message.DeliveryKey
+	class  string
+	reason string
+}
+
+// reasonKind shortens a reason to its kind, for counting.
+func (d deadLetter) reasonKind() string {
+	r := d.reason
+	if i := strings.IndexAny(r, ":(\""); i > 0 {
+		r = r[:i]
+	}
+	return strings.TrimSpace(r)
+}
+
+// readDLQ reads every DLQ message (the run is over; nothing else reads it).
+func (s *system) readDLQ(ctx context.Context) ([]deadLetter, error) {
+	var out []deadLetter
+	for empty := 0; empty < 2; {
+		res, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.res.DLQURL), MaxNumberOfMessages: 10,
+			VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			return nil, fmt.Errorf("demo: read the DLQ: %w", err)
+		}
+		if len(res.Messages) == 0 {
+			empty++
+			continue
+		}
+		for _, m := range res.Messages {
+			attr := func(name string) string {
+				if v, ok := m.MessageAttributes[name]; ok {
+					return aws.ToString(v.StringValue)
+				}
+				return ""
+			}
+			d := deadLetter{class: attr(consumer.AttrErrorClass), reason: attr(consumer.AttrReason)}
+			if d.class == "" {
+				d.class, d.reason = "maxReceiveCount", "moved by the queue's redrive policy"
+			}
+			d.key, _ = message.ParseDeliveryKey(attr(consumer.AttrDeliveryKey))
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Write renders the summary as text.
+func (sum *Summary) Write(w io.Writer) {
+	fmt.Fprintf(w, "\n== Nudge demo: %d reminders, %d deliveries, %.0fs, %d schedule ticks, %d consumer invocations\n",
+		sum.Reminders, sum.Deliveries, sum.Elapsed.Seconds(), sum.Ticks, sum.Invocations)
+	var mix []string
+	for _, k := range kinds {
+		if n := sum.ByKind[string(k)]; n > 0 {
+			mix = append(mix, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	fmt.Fprintf(w, "mix (deliveries): %s\n\n", strings.Join(mix, ", "))
+	row := func(name string, v any, note string) { fmt.Fprintf(w, "  %-28s %8v   %s\n", name, v, note) }
+	row("sent", sum.Sent, "once each, by the provider's own count")
+	row("duplicates recognised", sum.Recognised, "messages for a delivery already ended (ledger condition)")
+	row("duplicates suppressed", sum.Suppressed, "repeat requests the provider dropped by idempotency key")
+	row("retried", sum.Retried, "transient and ambiguous failures, with backoff")
+	row("deferred", sum.Deferred, "early messages put back without spending a receive")
+	dead := 0
+	for _, n := range sum.DeadLettered {
+		dead += n
+	}
+	row("dead-lettered", dead, "with the reason, for review and redrive")
+	reasons := make([]string, 0, len(sum.DeadLettered))
+	for r := range sum.DeadLettered {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(w, "      %-54s %d\n", r, sum.DeadLettered[r])
+	}
+	row("expired", sum.Expired, "never sent after expiresAt")
+	row("cancelled", sum.Cancelled, "")
+	row("still pending (future)", sum.ByStatus[ledger.StatusPending], "due after the run")
+	row("overdue", sum.Overdue, "must be 0")
+	fmt.Fprintf(w, "\ndue→sent latency: p50 %v, p99 %v, max %v\n", sum.LatencyP50.Round(time.Millisecond), sum.LatencyP99.Round(time.Millisecond), sum.LatencyMax.Round(time.Millisecond))
+	most := 0
+	for _, b := range sum.Histogram {
+		most = max(most, b.Count)
+	}
+	prev := "0"
+	for _, b := range sum.Histogram {
+		label := fmt.Sprintf("%s–%v", prev, b.UpTo)
+		if b.UpTo == 0 {
+			label = "> " + prev
+		}
+		prev = b.UpTo.String()
+		bar := ""
+		if most > 0 {
+			bar = strings.Repeat("#", (b.Count*40+most-1)/most)
+		}
+		fmt.Fprintf(w, "  %-12s %6d %s\n", label, b.Count, bar)
+	}
+	fmt.Fprintf(w, "\nAWS API requests: %.2f per sent delivery\n", sum.RequestsPerSent)
+	names := make([]string, 0, len(sum.Requests))
+	for n := range sum.Requests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		per := 0.0
+		if sum.Sent > 0 {
+			per = float64(sum.Requests[n]) / float64(sum.Sent)
+		}
+		fmt.Fprintf(w, "  %-28s %8d   %.2f per sent\n", n, sum.Requests[n], per)
+	}
+	if sum.OK() {
+		fmt.Fprintln(w, "\nOK: nothing sent twice, nothing lost, nothing overdue, every outcome as its faults call for.")
+		return
+	}
+	fmt.Fprintf(w, "\nFAILED: %d invariant(s) broken:\n", len(sum.Violations))
+	for _, v := range sum.Violations {
+		fmt.Fprintln(w, "  - "+v)
+	}
+}
