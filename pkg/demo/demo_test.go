@@ -142,9 +142,9 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		name  string
+		name   string
 		break_ func(*evidence)
-		want  string
+		want   string
 	}{
 		{"sent twice", func(ev *evidence) { ev.resent = map[string]int{sent.String(): 1} }, "sent twice: " + sent.String()},
 		{"lost", func(ev *evidence) { delete(ev.stored, sent) }, "lost: " + sent.String()},

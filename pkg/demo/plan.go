@@ -22,7 +22,7 @@ const (
 	dueSoon    kind = "due soon"
 	future     kind = "future"
 	expired    kind = "expired"
-	cancelled  kind = "cancelled"     // cancelled before its hand-off
+	cancelled  kind = "cancelled"      // cancelled before its hand-off
 	lateCancel kind = "cancelled late" // cancelled after its message was published
 )
 
