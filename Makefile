@@ -8,8 +8,9 @@ LAMBDA_ENV  := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 BUILD_FLAGS := -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 NUDGE       := build/nudge
-FN          ?= consumer
-EVENT       ?= events/sqs-batch.json
+FN          ?=
+EVENT       ?= $(if $(filter enqueue,$(FN)),events/scheduler.json,events/sqs-batch.json)
+DEMO_FLAGS  ?=
 FAULT       ?=
 FUZZTIME    ?= 30s
 
@@ -26,7 +27,7 @@ STACK       := Nudge-$(STAGE)
 SNAPSHOT    := infra/testdata/$(STACK).template.json
 CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE))
 
-.PHONY: help build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
+.PHONY: help demo build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -58,8 +59,11 @@ lint: ## gofmt, go vet, staticcheck (both modules)
 	$(GO) run $(STATICCHECK) ./...
 	cd infra && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
-invoke: build-local ## run FN under the Lambda emulator with EVENT against the stand-ins (FAULT="rem-185=500")
-	$(NUDGE) local invoke --bootstrap build/local/$(FN)/bootstrap --event $(EVENT) --fault "$(FAULT)"
+demo: build-local ## run the whole system locally with faults, then print the summary (DEMO_FLAGS="--reminders 1000")
+	$(NUDGE) local demo $(DEMO_FLAGS)
+
+invoke: build-local ## run the function EVENT is for (or FN) under the Lambda emulator against the stand-ins (FAULT="rem-185=500")
+	$(NUDGE) local invoke --event $(EVENT) $(if $(FN),--function $(FN)) --fault "$(FAULT)"
 
 bench: build-local ## benchmarks, in-memory and against the stand-ins
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -count=1 -run '^$$' -bench . -benchmem ./...

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,13 +20,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/esm"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/sink"
 	"github.com/nudgehq/nudge/pkg/standin"
 )
@@ -35,43 +41,89 @@ const localSecret = "nudge-local-webhook-secret"
 
 func localInvoke(args []string) int {
 	fs := flag.NewFlagSet("nudge local invoke", flag.ContinueOnError)
-	eventPath := fs.String("event", "events/sqs-batch.json", "the SQS event to invoke the consumer with")
-	bootstrap := fs.String("bootstrap", "build/local/consumer/bootstrap", "the consumer binary, built for this machine (make build-local)")
-	fault := fs.String("fault", "", `provider faults per reminder, e.g. "rem-185=500;rem-186=400"`)
+	var o invokeOptions
+	fs.StringVar(&o.event, "event", "events/sqs-batch.json", "the event to invoke the function with (see events/)")
+	fs.StringVar(&o.function, "function", "", "consumer or enqueue; default: the one the event is for")
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "the function's binary built for this machine; default build/local/<function>/bootstrap (make build-local)")
+	fs.StringVar(&o.fault, "fault", "", `consumer: provider faults per reminder, e.g. "rem-185=500;rem-186=400"`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := invoke(ctx, os.Stdout, *eventPath, *bootstrap, *fault); err != nil {
+	if _, err := invoke(ctx, os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "nudge local invoke:", err)
 		return 1
 	}
 	return 0
 }
 
-// invokeResult is what one local invocation did.
-type invokeResult struct {
-	Response   events.SQSEventResponse
-	Statuses   map[string]ledger.Status
-	Accepted   int
-	Duplicates int
-	DLQDepth   string
-	Output     string
+// invokeOptions are local invoke's flags.
+type invokeOptions struct {
+	event, function, bootstrap, fault string
 }
 
-func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault string) (*invokeResult, error) {
-	raw, err := os.ReadFile(eventPath)
+// invokeResult is what one local invocation did.
+type invokeResult struct {
+	Function string
+	// Response is the function's answer; SQSResponse it read as the
+	// consumer's, Report as the enqueue's.
+	Response    json.RawMessage
+	SQSResponse events.SQSEventResponse
+	Report      enqueue.Report
+	Statuses    map[string]ledger.Status
+	Accepted    int
+	Duplicates  int
+	DLQDepth    string
+	Queued      string // work queue: visible messages
+	Delayed     string // work queue: delayed messages
+	Output      string
+}
+
+// functionFor names the function an event is for.
+func functionFor(raw []byte) (string, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+	}
+	if json.Unmarshal(raw, &probe) == nil && len(probe.Records) > 0 {
+		if probe.Records[0].EventSource == "aws:sqs" {
+			return "consumer", nil
+		}
+		return "", fmt.Errorf("the event's records come from %q; the consumer takes SQS events (aws:sqs)", probe.Records[0].EventSource)
+	}
+	if _, err := enqueue.DecodeTick(raw); err != nil {
+		return "", fmt.Errorf("neither an SQS event (consumer) nor a schedule event (enqueue): %w", err)
+	}
+	return "enqueue", nil
+}
+
+func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult, error) {
+	raw, err := os.ReadFile(o.event)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (the sample events are in events/)", err)
+	}
+	fn, err := functionFor(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.event, err)
+	}
+	if o.function != "" && o.function != fn {
+		return nil, fmt.Errorf("%s is an event for the %s function, not the %s (use FN=%s, or leave FN out)", o.event, fn, o.function, fn)
 	}
 	var ev events.SQSEvent
-	if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
-		return nil, fmt.Errorf("%s is not an SQS event with records (see events/ for examples)", eventPath)
+	if fn == "consumer" {
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.event, err)
+		}
 	}
-	plan, err := sink.ParseScript(fault)
+	plan, err := sink.ParseScript(o.fault)
 	if err != nil {
 		return nil, err
+	}
+	bootstrap := o.bootstrap
+	if bootstrap == "" {
+		bootstrap = filepath.Join("build", "local", fn, "bootstrap")
 	}
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
@@ -111,40 +163,56 @@ func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault stri
 	defer srv.Close()
 
 	stage := deployment.Dev()
-	res, err := provision(ctx, stage)
+	cfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	seeded, err := seed(ctx, res.ledger, ev)
+	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
+	res, err := stage.Provision(ctx, db, q)
 	if err != nil {
 		return nil, err
+	}
+	// The environment the stack gives the function, with local addresses.
+	resources := res.Resources("http://"+ln.Addr().String()+"/deliveries", localSecret)
+	env, timeout, memory := stage.ConsumerEnv(resources), stage.ConsumerTimeout, stage.ConsumerMemoryMB
+	var seeded []message.DeliveryKey
+	if fn == "consumer" {
+		led, err := ledger.New(db, ledger.Config{Table: res.Table, Shards: stage.Shards})
+		if err != nil {
+			return nil, err
+		}
+		seeded, err = seed(ctx, led, ev)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		env, timeout, memory = stage.EnqueueEnv(resources), stage.EnqueueTimeout, stage.EnqueueMemoryMB
+		if seeded, err = seedCalendar(ctx, db, res.Table, stage.Shards, out); err != nil {
+			return nil, err
+		}
 	}
 
 	logs := &lockedBuffer{}
-	// The environment the stack gives the consumer, with local addresses.
-	env := stage.ConsumerEnv(deployment.Resources{Table: res.table, WorkQueueURL: res.workURL, DLQURL: res.dlqURL,
-		WebhookURL: "http://" + ln.Addr().String() + "/deliveries", WebhookSecret: localSecret})
-	fn, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: append(append(stack.Env(), deployment.EnvList(env)...),
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", int(stage.ConsumerTimeout.Seconds())),
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", stage.ConsumerMemoryMB),
-		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-consumer",
+	lambda, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: append(append(stack.Env(), deployment.EnvList(env)...),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", int(timeout.Seconds())),
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", memory),
+		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-"+fn,
 	)})
 	if err != nil {
 		return nil, err
 	}
-	defer fn.Stop()
+	defer lambda.Stop()
 
-	resp, err := http.Post(fn.InvokeURL(), "application/json", bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("invoke: %w", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body, ierr := lambda.Invoke(ctx, raw)
 	time.Sleep(200 * time.Millisecond) // let the emulator print its REPORT line
 
-	result := &invokeResult{Statuses: map[string]ledger.Status{}, Output: logs.String()}
-	_ = json.Unmarshal(body, &result.Response)
-	fmt.Fprintln(out, "== function output")
+	result := &invokeResult{Function: fn, Response: body, Statuses: map[string]ledger.Status{}, Output: logs.String()}
+	if fn == "consumer" {
+		_ = json.Unmarshal(body, &result.SQSResponse)
+	} else {
+		_ = json.Unmarshal(body, &result.Report)
+	}
+	fmt.Fprintf(out, "== %s output\n", fn)
 	fmt.Fprint(out, result.Output)
 	fmt.Fprintln(out, "== response")
 	var pretty bytes.Buffer
@@ -154,83 +222,45 @@ func invoke(ctx context.Context, out io.Writer, eventPath, bootstrap, fault stri
 		fmt.Fprintln(out, string(body))
 	}
 	fmt.Fprintln(out, "== ledger")
+	if fn == "enqueue" {
+		fmt.Fprintln(out, "(the enqueue hands off by cursor: a published delivery stays pending until the consumer claims it)")
+	}
+	led, err := ledger.New(db, ledger.Config{Table: res.Table, Shards: stage.Shards})
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range seeded {
-		d, err := res.ledger.Get(ctx, k)
+		d, err := led.Get(ctx, k)
 		if err != nil {
 			fmt.Fprintf(out, "%-28s %v\n", k, err)
 			continue
 		}
 		result.Statuses[k.String()] = d.Status
-		fmt.Fprintf(out, "%-28s %-9s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.Attempts, d.Receipt, d.LastError)
+		fmt.Fprintf(out, "%-28s %-9s due %s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.DueAt.Format(time.RFC3339), d.Attempts, d.Receipt, d.LastError)
 	}
-	accepted, dupes := snk.Totals()
-	result.Accepted, result.Duplicates = accepted, dupes
-	dlq, _ := res.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(res.dlqURL), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages"}})
-	depth := "?"
-	if dlq != nil {
-		depth = dlq.Attributes["ApproximateNumberOfMessages"]
+	result.Accepted, result.Duplicates = snk.Totals()
+	depth := func(url string) map[string]string {
+		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"}})
+		if err != nil {
+			return map[string]string{}
+		}
+		return a.Attributes
 	}
-	result.DLQDepth = depth
-	fmt.Fprintf(out, "== provider sink: %d accepted, %d duplicates suppressed; DLQ: %s messages\n", accepted, dupes, depth)
-	if resp.StatusCode != http.StatusOK {
-		return result, fmt.Errorf("the emulator answered %s", resp.Status)
+	result.DLQDepth = depth(res.DLQURL)["ApproximateNumberOfMessages"]
+	work := depth(res.WorkURL)
+	result.Queued, result.Delayed = work["ApproximateNumberOfMessages"], work["ApproximateNumberOfMessagesDelayed"]
+	if fn == "consumer" {
+		fmt.Fprintf(out, "== provider sink: %d accepted, %d duplicates suppressed; DLQ: %s messages\n", result.Accepted, result.Duplicates, result.DLQDepth)
+	} else {
+		fmt.Fprintf(out, "== work queue: %s messages ready, %s delayed until their due time\n", result.Queued, result.Delayed)
+	}
+	if ierr != nil {
+		return result, ierr
+	}
+	if _, err := esm.Acknowledged(events.SQSEvent{}, body); err != nil && strings.Contains(err.Error(), "function error") {
+		return result, fmt.Errorf("the function failed: %w", err)
 	}
 	return result, nil
-}
-
-type resources struct {
-	table, workURL, dlqURL string
-	ledger                 *ledger.Ledger
-	sqs                    *sqs.Client
-}
-
-// provision creates the ledger table, the work queue and its DLQ as the
-// stack does, from the same settings (pkg/deployment).
-func provision(ctx context.Context, stage deployment.Stage) (*resources, error) {
-	if err := stage.Validate(); err != nil {
-		return nil, err
-	}
-	cfg, err := awsclient.Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
-	r := &resources{table: stage.TableName(), sqs: q}
-	if err := ledger.CreateTable(ctx, db, r.table); err != nil {
-		return nil, err
-	}
-	if r.ledger, err = ledger.New(db, ledger.Config{Table: r.table, Shards: stage.Shards}); err != nil {
-		return nil, err
-	}
-	queueARN := func(url *string) (string, error) {
-		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
-		if err != nil {
-			return "", err
-		}
-		return a.Attributes["QueueArn"], nil
-	}
-	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(stage.DLQName())})
-	if err != nil {
-		return nil, err
-	}
-	r.dlqURL = aws.ToString(dlq.QueueUrl)
-	dlqARN, err := queueARN(dlq.QueueUrl)
-	if err != nil {
-		return nil, err
-	}
-	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(stage.WorkQueueName()), Attributes: stage.WorkQueueAttributes(dlqARN)})
-	if err != nil {
-		return nil, err
-	}
-	r.workURL = aws.ToString(work.QueueUrl)
-	workARN, err := queueARN(work.QueueUrl)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: dlq.QueueUrl, Attributes: stage.DLQAttributes(workARN)}); err != nil {
-		return nil, fmt.Errorf("set the DLQ's retention and redrive-allow policy: %w", err)
-	}
-	return r, nil
 }
 
 // seed writes a queued delivery for each valid message of ev.
@@ -250,6 +280,57 @@ func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.
 			return nil, err
 		}
 		keys = append(keys, m.Key())
+	}
+	return keys, nil
+}
+
+// seedCalendar schedules a small calendar for an enqueue tick, written a
+// minute ago so that the tick sees it past the settle time: due now, due in
+// a few minutes (handed off with a delay), due tomorrow (left alone), and
+// one whose expiry has passed (ended, never published).
+func seedCalendar(ctx context.Context, db *dynamodb.Client, table string, shards int, out io.Writer) ([]message.DeliveryKey, error) {
+	now := time.Now().UTC()
+	written := clock.NewFake(now.Add(-time.Minute))
+	led, err := ledger.New(db, ledger.Config{Table: table, Shards: shards, Clock: written})
+	if err != nil {
+		return nil, err
+	}
+	store, err := schedule.New(schedule.Config{Ledger: led, API: db, Clock: written})
+	if err != nil {
+		return nil, err
+	}
+	type entry struct {
+		id, note     string
+		due, expires time.Time
+		channels     []string
+	}
+	entries := []entry{
+		{"rem-201", "due 30 s ago", now.Add(-30 * time.Second), time.Time{}, []string{"email", "sms"}},
+		{"rem-202", "due in 3 min", now.Add(3 * time.Minute), time.Time{}, []string{"email"}},
+		{"rem-203", "due tomorrow", now.Add(24 * time.Hour), time.Time{}, []string{"email"}},
+		{"rem-204", "expired 30 s ago", now.Add(-2 * time.Minute), now.Add(-30 * time.Second), []string{"push"}},
+	}
+	var keys []message.DeliveryKey
+	fmt.Fprintln(out, "== calendar (written a minute ago)")
+	for _, e := range entries {
+		in := schedule.Input{ID: e.id, AccountRef: "acct-local", DueAt: e.due.Format(time.RFC3339)}
+		if !e.expires.IsZero() {
+			in.ExpiresAt = e.expires.Format(time.RFC3339)
+		}
+		for _, ch := range e.channels {
+			in.Deliveries = append(in.Deliveries, schedule.DeliveryInput{Channel: ch, Provider: "webhook", RecipientRef: "contact/" + e.id, TemplateRef: "local-template"})
+		}
+		r, err := store.Validator().Validate(in)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := store.Create(ctx, r); err != nil {
+			return nil, err
+		}
+		for _, d := range r.Deliveries {
+			keys = append(keys, r.Key(d))
+		}
+		fmt.Fprintf(out, "%-8s %s\n", e.id, e.note)
 	}
 	return keys, nil
 }

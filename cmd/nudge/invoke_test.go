@@ -13,38 +13,136 @@ import (
 	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
-// TestLocalInvokeRunsTheRealBootstrap builds the consumer, runs it under the
-// Lambda runtime interface emulator against fresh stand-ins with the sample
-// batch (one delivery failing permanently), and checks what the README's
-// run command shows.
-func TestLocalInvokeRunsTheRealBootstrap(t *testing.T) {
-	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "../../functions/consumer")
+// buildLocal builds a function's bootstrap for this machine.
+func buildLocal(t *testing.T, fn string) string {
+	t.Helper()
+	bootstrap := filepath.Join(t.TempDir(), fn, "bootstrap")
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "../../functions/"+fn)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", fn, err, out)
+	}
+	return bootstrap
+}
+
+// TestEveryEventNamesItsFunction: each sample event is for the consumer or
+// the enqueue, and an event for neither is refused with what it is.
+func TestEveryEventNamesItsFunction(t *testing.T) {
+	files, _ := filepath.Glob("../../events/*.json")
+	if len(files) < 7 {
+		t.Fatalf("found %d sample events", len(files))
+	}
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		fn, err := functionFor(raw)
+		want := "consumer"
+		if strings.HasPrefix(filepath.Base(f), "schedule") {
+			want = "enqueue"
+		}
+		if err != nil || fn != want {
+			t.Errorf("%s: %q, %v; want %s", f, fn, err, want)
+		}
+	}
+	for raw, want := range map[string]string{
+		`{"Records":[{"eventSource":"aws:s3"}]}`:           "come from \"aws:s3\"",
+		`{"source":"aws.codecommit","detail-type":"Push"}`: "neither an SQS event",
+		`[1,2]`: "not a JSON object",
+	} {
+		if _, err := functionFor([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", raw, err, want)
+		}
+	}
+}
+
+// TestLocalInvokeRunsEverySampleEvent runs the real bootstraps under the
+// Lambda runtime interface emulator against fresh stand-ins with each file
+// in events/, and checks what `make invoke` shows for it.
+func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
+	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
+	bins := map[string]string{"consumer": buildLocal(t, "consumer"), "enqueue": buildLocal(t, "enqueue")}
+	sent, dead, pending, expired := ledger.StatusSent, ledger.StatusDead, ledger.StatusPending, ledger.StatusExpired
+	for _, c := range []struct {
+		event, fault string
+		statuses     map[string]ledger.Status
+		check        func(*invokeResult) string
+	}{
+		{"sqs-batch.json", "rem-185=400", map[string]ledger.Status{"rem-184:email:webhook": sent, "rem-185:sms:webhook": dead, "rem-186:email:webhook": sent},
+			func(r *invokeResult) string {
+				if len(r.SQSResponse.BatchItemFailures) != 0 || r.Accepted != 2 || r.DLQDepth != "1" {
+					return "want no failures, 2 accepted, 1 dead-lettered"
+				}
+				return ""
+			}},
+		{"sqs-duplicates.json", "", map[string]ledger.Status{"rem-500:email:webhook": sent},
+			func(r *invokeResult) string {
+				if r.Accepted != 1 {
+					return "the duplicate reached the provider"
+				}
+				return ""
+			}},
+		{"sqs-fifo-batch.json", "", map[string]ledger.Status{"rem-300:email:webhook": sent, "rem-301:email:webhook": sent, "rem-302:email:webhook": sent}, nil},
+		{"sqs-poison.json", "", map[string]ledger.Status{"rem-402:email:webhook": sent},
+			func(r *invokeResult) string {
+				if r.DLQDepth != "3" || len(r.SQSResponse.BatchItemFailures) != 0 {
+					return "want the 3 poison bodies dead-lettered, and no failures"
+				}
+				return ""
+			}},
+		{"sqs-redriven.json", "", map[string]ledger.Status{"rem-600:email:webhook": sent}, nil},
+		// The enqueue hands off by cursor: a published delivery stays
+		// pending in the ledger (no write per delivery); the queue shows it.
+		{"scheduled.json", "", map[string]ledger.Status{"rem-201:email:webhook": pending, "rem-201:sms:webhook": pending, "rem-202:email:webhook": pending,
+			"rem-203:email:webhook": pending, "rem-204:push:webhook": expired},
+			func(r *invokeResult) string {
+				if r.Report.Enqueued != 3 || r.Report.Expired != 1 || r.Queued != "2" || r.Delayed != "1" {
+					return "want 3 enqueued (2 ready, 1 delayed) and 1 expired"
+				}
+				return ""
+			}},
+		{"scheduler.json", "", map[string]ledger.Status{"rem-204:push:webhook": expired},
+			func(r *invokeResult) string {
+				if r.Report.Enqueued != 3 || r.Queued != "2" || r.Delayed != "1" {
+					return "want 3 enqueued (2 ready, 1 delayed)"
+				}
+				return ""
+			}},
+	} {
+		t.Run(c.event, func(t *testing.T) {
+			var out bytes.Buffer
+			fn := "consumer"
+			if strings.HasPrefix(c.event, "schedule") {
+				fn = "enqueue"
+			}
+			res, err := invoke(context.Background(), &out, invokeOptions{event: "../../events/" + c.event, bootstrap: bins[fn], fault: c.fault})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if res.Function != fn {
+				t.Errorf("ran the %s", res.Function)
+			}
+			for k, s := range c.statuses {
+				if res.Statuses[k] != s {
+					t.Errorf("%s is %q, want %q", k, res.Statuses[k], s)
+				}
+			}
+			if c.check != nil {
+				if problem := c.check(res); problem != "" {
+					t.Error(problem)
+				}
+			}
+			for _, line := range []string{"REPORT RequestId", `"_aws"`} {
+				if !strings.Contains(res.Output, line) {
+					t.Errorf("function output lacks %q", line)
+				}
+			}
+			if t.Failed() {
+				t.Log(out.String())
+			}
+		})
 	}
 	var out bytes.Buffer
-	res, err := invoke(context.Background(), &out, "../../events/sqs-batch.json", bootstrap, "rem-185=400")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	want := map[string]ledger.Status{"rem-184:email:webhook": ledger.StatusSent, "rem-185:sms:webhook": ledger.StatusDead, "rem-186:email:webhook": ledger.StatusSent}
-	for k, s := range want {
-		if res.Statuses[k] != s {
-			t.Errorf("%s is %q, want %q", k, res.Statuses[k], s)
-		}
-	}
-	if len(res.Response.BatchItemFailures) != 0 || res.Accepted != 2 || res.DLQDepth != "1" {
-		t.Errorf("response %+v, accepted %d, DLQ %s", res.Response, res.Accepted, res.DLQDepth)
-	}
-	for _, line := range []string{"REPORT RequestId", `"outcome":"dead"`, `"_aws"`} {
-		if !strings.Contains(res.Output, line) {
-			t.Errorf("function output lacks %q", line)
-		}
-	}
-	if t.Failed() {
-		t.Log(out.String())
+	if _, err := invoke(context.Background(), &out, invokeOptions{event: "../../events/scheduled.json", function: "consumer"}); err == nil ||
+		!strings.Contains(err.Error(), "is an event for the enqueue function, not the consumer") {
+		t.Errorf("a schedule event for the consumer: %v", err)
 	}
 }

@@ -4,7 +4,8 @@
 //	nudge import FILE                  create reminders from JSON Lines or CSV
 //	nudge cancel ID                    cancel a reminder's unsent deliveries
 //	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
-//	nudge local invoke --event FILE    run the consumer's bootstrap under the Lambda emulator
+//	nudge local invoke --event FILE    run a function's bootstrap under the Lambda emulator
+//	nudge local demo [flags]           run the whole system locally and check its invariants
 package main
 
 import (
@@ -28,10 +29,18 @@ const usage = `usage:
       Install the local stand-ins if missing, start DynamoDB Local and fauxqs on
       free ports, run CMD with AWS_ENDPOINT_URL_DYNAMODB/_SQS pointing at them,
       then stop them (also on failure or Ctrl-C). Exits with CMD's status.
-  nudge local invoke [--event FILE] [--bootstrap PATH] [--fault SPEC]
-      Run the consumer's bootstrap under the Lambda runtime interface emulator
-      against the stand-ins and a local provider sink, with the deliveries the
-      event refers to seeded; print the response, the REPORT line and the ledger.
+  nudge local invoke [--event FILE] [--function consumer|enqueue] [--bootstrap PATH] [--fault SPEC]
+      Run the function the event is for (SQS events: the consumer; schedule
+      events: the enqueue) under the Lambda runtime interface emulator against
+      fresh stand-ins and a local provider sink, with the data the event needs
+      seeded; print the function's output, its response, the REPORT line and
+      the ledger.
+  nudge local demo [--reminders N] [--rate R] [--faults SPEC] [--batch-size N]
+                   [--batching-window D] [--max-concurrency N] [--help for more]
+      Run the whole system on this machine: stand-ins, both functions under the
+      emulator, an event source mapping, a provider with faults; schedule a mix
+      of reminders, show progress, print a summary. Exits 1 if anything was
+      sent twice, lost or left overdue.
 `
 
 func main() {
