@@ -321,8 +321,19 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	}()
 
 	prog := newProgress(s.cfg.Out, s.cfg.Live)
-	var finished bool
-	quiet := 0
+	var (
+		finished bool
+		quiet    int
+		snap     snapshot
+		scanned  time.Time
+	)
+	// Reading the whole ledger loads DynamoDB Local, which shares the
+	// machine with the system: the queues are read every second, the
+	// ledger every few seconds, and whenever the run may be over.
+	scanEvery := 5 * time.Second
+	if s.cfg.Live {
+		scanEvery = 2 * time.Second
+	}
 	for !finished {
 		select {
 		case <-runCtx.Done():
@@ -330,23 +341,28 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 			continue
 		case <-time.After(time.Second):
 		}
-		snap, err := s.snapshot(runCtx)
-		if err != nil {
-			if runCtx.Err() != nil {
-				break
-			}
-			return nil, err
-		}
-		prog.show(time.Since(s.started), snap)
 		intakeOver := false
 		select {
 		case <-intakeDone:
 			intakeOver = true
 		default:
 		}
-		if intakeOver && snap.dueLive == 0 && snap.queue == 0 {
+		err := s.queues(runCtx, &snap)
+		fresh := false
+		if err == nil && (time.Since(scanned) >= scanEvery || intakeOver && snap.queue == 0) {
+			err = s.scan(runCtx, &snap)
+			scanned, fresh = time.Now(), true
+		}
+		if err != nil {
+			if runCtx.Err() != nil {
+				continue
+			}
+			return nil, err
+		}
+		prog.show(time.Since(s.started), snap)
+		if intakeOver && fresh && snap.dueLive == 0 && snap.queue == 0 {
 			quiet++
-		} else {
+		} else if !fresh || snap.queue > 0 || snap.dueLive > 0 {
 			quiet = 0
 		}
 		finished = quiet >= 2
@@ -359,8 +375,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	wg.Wait()
 	<-intakeDone
 	lateCancels.Wait()
-	snap, err := s.snapshot(context.WithoutCancel(ctx))
-	if err == nil {
+	if s.queues(context.WithoutCancel(ctx), &snap) == nil && s.scan(context.WithoutCancel(ctx), &snap) == nil {
 		prog.show(time.Since(s.started), snap)
 	}
 	prog.done()
@@ -545,27 +560,35 @@ type snapshot struct {
 	accepted int
 }
 
-func (s *system) snapshot(ctx context.Context) (snapshot, error) {
-	snap := snapshot{byStatus: map[ledger.Status]int{}}
+// scan reads the ledger into snap.
+func (s *system) scan(ctx context.Context, snap *snapshot) error {
+	byStatus, dueLive := map[ledger.Status]int{}, 0
 	now := time.Now()
 	err := ledger.ScanDeliveries(ctx, s.db, s.res.Table, func(d ledger.Delivery) error {
-		snap.byStatus[d.Status]++
+		byStatus[d.Status]++
 		if !d.Status.Terminal() && !d.DueAt.After(now) {
-			snap.dueLive++
+			dueLive++
 		}
 		return nil
 	})
 	if err != nil {
-		return snap, err
+		return err
 	}
+	snap.byStatus, snap.dueLive = byStatus, dueLive
+	return nil
+}
+
+// queues reads the queues' depths into snap.
+func (s *system) queues(ctx context.Context, snap *snapshot) error {
+	var err error
 	if snap.queue, err = s.depth(ctx, s.res.WorkURL); err != nil {
-		return snap, err
+		return err
 	}
 	if snap.dlq, err = s.depth(ctx, s.res.DLQURL); err != nil {
-		return snap, err
+		return err
 	}
 	snap.accepted, _ = s.sink.Totals()
-	return snap, nil
+	return nil
 }
 
 // depth is a queue's messages: visible, in flight and delayed.

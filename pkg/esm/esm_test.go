@@ -115,7 +115,7 @@ func setup(t *testing.T, visibility time.Duration, maxReceiveCount int) *fixture
 	return &fixture{ctx: context.Background(), sqs: client, q: standintest.QueuePair(t, client, visibility, maxReceiveCount)}
 }
 
-func (f *fixture) send(t *testing.T, n int) {
+func (f *fixture) send(t testing.TB, n int) {
 	t.Helper()
 	for i := 0; i < n; i += 10 {
 		var entries []types.SendMessageBatchRequestEntry
@@ -348,5 +348,55 @@ func TestMaxConcurrencyIsTheNumberOfInvokers(t *testing.T) {
 	}
 	if v, inFlight := f.depth(t, f.q.WorkURL); v != "0" || inFlight != "0" {
 		t.Fatalf("the work queue still has %s visible, %s in flight", v, inFlight)
+	}
+}
+
+// BenchmarkMappingThroughput measures records per second through one
+// mapping with a no-op function against fauxqs: the ceiling the local
+// event source mapping puts on a demo, before any function work.
+func BenchmarkMappingThroughput(b *testing.B) {
+	client := standintest.SQS(b)
+	for _, c := range []struct {
+		batch     int
+		window    time.Duration
+		instances int
+	}{{10, 0, 1}, {10, 0, 2}, {10, time.Second, 2}, {100, time.Second, 2}} {
+		b.Run(fmt.Sprintf("batch=%d/window=%v/instances=%d", c.batch, c.window, c.instances), func(b *testing.B) {
+			// A fresh queue each time: fauxqs keeps a long poll whose client
+			// went away, and hands it the next messages to arrive, which then
+			// stay invisible for the visibility timeout.
+			q := standintest.QueuePair(b, client, 30*time.Second, 5)
+			f := &fixture{ctx: context.Background(), sqs: client, q: q}
+			const n = 2000
+			var records atomic.Int64
+			var invokers []esm.Invoker
+			for range c.instances {
+				invokers = append(invokers, esm.InvokerFunc(func(_ context.Context, payload []byte) ([]byte, error) {
+					var ev events.SQSEvent
+					_ = json.Unmarshal(payload, &ev)
+					records.Add(int64(len(ev.Records)))
+					return nil, nil
+				}))
+			}
+			for range b.N {
+				records.Store(0)
+				f.send(b, n)
+				m, err := esm.New(esm.Config{Queue: client, QueueURL: q.WorkURL, QueueARN: q.WorkARN, BatchSize: c.batch, BatchingWindow: c.window, Invokers: invokers, PollWait: time.Second})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				start := time.Now()
+				done := make(chan struct{})
+				go func() { m.Run(ctx); close(done) }()
+				for records.Load() < n {
+					time.Sleep(10 * time.Millisecond)
+				}
+				elapsed := time.Since(start)
+				cancel()
+				<-done
+				b.ReportMetric(float64(n)/elapsed.Seconds(), "records/s")
+			}
+		})
 	}
 }
