@@ -193,11 +193,8 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	}
 
 	logs := &lockedBuffer{}
-	lambda, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: append(append(stack.Env(), deployment.EnvList(env)...),
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", int(timeout.Seconds())),
-		fmt.Sprintf("AWS_LAMBDA_FUNCTION_MEMORY_SIZE=%d", memory),
-		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-"+fn,
-	)})
+	fnEnv := append(append(stack.Env(), deployment.EnvList(env)...), standin.LambdaEnv("nudge-"+stage.Name+"-"+fn, timeout, memory)...)
+	lambda, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: fnEnv})
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,18 +11,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
-
-// buildLocal builds a function's bootstrap for this machine.
-func buildLocal(t *testing.T, fn string) string {
-	t.Helper()
-	bootstrap := filepath.Join(t.TempDir(), fn, "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", bootstrap, "../../functions/"+fn)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", fn, err, out)
-	}
-	return bootstrap
-}
 
 // TestEveryEventNamesItsFunction: each sample event is for the consumer or
 // the enqueue, and an event for neither is refused with what it is.
@@ -59,7 +46,7 @@ func TestEveryEventNamesItsFunction(t *testing.T) {
 // in events/, and checks what `make invoke` shows for it.
 func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bins := map[string]string{"consumer": buildLocal(t, "consumer"), "enqueue": buildLocal(t, "enqueue")}
+	bins := standintest.Bootstraps(t, "consumer", "enqueue")
 	sent, dead, pending, expired := ledger.StatusSent, ledger.StatusDead, ledger.StatusPending, ledger.StatusExpired
 	for _, c := range []struct {
 		event, fault string
@@ -113,7 +100,7 @@ func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 			if strings.HasPrefix(c.event, "schedule") {
 				fn = "enqueue"
 			}
-			res, err := invoke(context.Background(), &out, invokeOptions{event: "../../events/" + c.event, bootstrap: bins[fn], fault: c.fault})
+			res, err := invoke(context.Background(), &out, invokeOptions{event: "../../events/" + c.event, bootstrap: filepath.Join(bins, fn, "bootstrap"), fault: c.fault})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out.String())
 			}

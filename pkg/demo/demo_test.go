@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -212,14 +210,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 // and checks its summary.
 func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bins := t.TempDir()
-	for _, fn := range []string{"consumer", "enqueue"} {
-		build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(bins, fn, "bootstrap"), "../../functions/"+fn)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", fn, err, out)
-		}
-	}
+	bins := standintest.Bootstraps(t, "consumer", "enqueue")
 	var out bytes.Buffer
 	sum, err := Run(context.Background(), Config{
 		Reminders: 200, Spread: 8 * time.Second, Tick: time.Second, Deadline: 2 * time.Minute,

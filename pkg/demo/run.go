@@ -158,10 +158,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	resources := s.res.Resources("http://"+ln.Addr().String()+"/deliveries", webhookSecret)
 	consumerEnv := append(s.awsEnv("consumer"), deployment.EnvList(stage.ConsumerEnv(resources))...)
-	consumerEnv = append(consumerEnv, "NUDGE_BACKOFF_BASE="+backoffBase.String(), "NUDGE_BACKOFF_CAP="+backoffCap.String(),
-		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-consumer",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(stage.ConsumerTimeout.Seconds())),
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(stage.ConsumerMemoryMB))
+	consumerEnv = append(consumerEnv, "NUDGE_BACKOFF_BASE="+backoffBase.String(), "NUDGE_BACKOFF_CAP="+backoffCap.String())
+	consumerEnv = append(consumerEnv, standin.LambdaEnv("nudge-"+stage.Name+"-consumer", stage.ConsumerTimeout, stage.ConsumerMemoryMB)...)
 	var invokers []esm.Invoker
 	for i := range cfg.MaxConcurrency {
 		log, closeLog, err := s.logFile(dir, fmt.Sprintf("demo-consumer-%d.log", i+1))
@@ -178,10 +176,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		invokers = append(invokers, fn)
 	}
 	enqueueEnv := append(s.awsEnv("enqueue"), deployment.EnvList(stage.EnqueueEnv(resources))...)
-	enqueueEnv = append(enqueueEnv, "NUDGE_SETTLE="+settle.String(),
-		"AWS_LAMBDA_FUNCTION_NAME=nudge-"+stage.Name+"-enqueue",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(stage.EnqueueTimeout.Seconds())),
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(stage.EnqueueMemoryMB))
+	enqueueEnv = append(enqueueEnv, "NUDGE_SETTLE="+settle.String())
+	enqueueEnv = append(enqueueEnv, standin.LambdaEnv("nudge-"+stage.Name+"-enqueue", stage.EnqueueTimeout, stage.EnqueueMemoryMB)...)
 	log, closeLog, err := s.logFile(dir, "demo-enqueue.log")
 	if err != nil {
 		return nil, err

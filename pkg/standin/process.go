@@ -240,3 +240,13 @@ func (l *Lambda) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// LambdaEnv is the environment Lambda gives every function, which the
+// emulator and the Lambda Go runtime read: its name, timeout and memory.
+func LambdaEnv(name string, timeout time.Duration, memoryMB int) []string {
+	return []string{
+		"AWS_LAMBDA_FUNCTION_NAME=" + name,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(int(timeout.Seconds())),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(memoryMB),
+	}
+}

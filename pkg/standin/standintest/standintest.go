@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,3 +112,34 @@ func DynamoDB(t testing.TB) *dynamodb.Client { return awsclient.DynamoDB(AWSConf
 
 // SQS returns an SQS client for the stand-in.
 func SQS(t testing.TB) *sqs.Client { return awsclient.SQS(AWSConfig(t)) }
+
+// Bootstraps builds the named functions' bootstraps (functions/<fn>) for
+// this machine into a temporary folder, as <dir>/<fn>/bootstrap (the layout
+// of build/local), and returns the folder.
+func Bootstraps(t testing.TB, fns ...string) string {
+	t.Helper()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			t.Fatal("standintest: no go.mod above the working directory")
+		}
+		root = parent
+	}
+	dir := t.TempDir()
+	for _, fn := range fns {
+		build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(dir, fn, "bootstrap"), "./functions/"+fn)
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if msg, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", fn, err, msg)
+		}
+	}
+	return dir
+}
