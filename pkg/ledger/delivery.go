@@ -104,6 +104,11 @@ var (
 	// ErrNotReleasable: the delivery is not in a state that can go back to
 	// the calendar.
 	ErrNotReleasable = errors.New("delivery cannot be released")
+	// ErrNotDead: a redrive found the delivery no longer dead (a console
+	// redrive or an earlier CLI redrive got there first).
+	ErrNotDead = errors.New("delivery is not dead")
+	// ErrInFlight: a purge found a delivery a consumer is sending now.
+	ErrInFlight = errors.New("delivery is being sent")
 )
 
 // RefusedError is a conditional write that the ledger refused. Current is

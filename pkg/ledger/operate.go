@@ -1,0 +1,181 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Operator transitions: the reviewed redrive and the purge of a reminder.
+
+// Redrive records that an operator hands a dead delivery back to the work
+// queue (nudge dlq redrive): it becomes queued, loses its TTL, and enters
+// the due index again with its dueAt as publish time, behind every enqueue
+// cursor. So the enqueue never publishes it a second time, but if the
+// redriven message is lost the overdue scan sees it and the repair
+// publishes it again after RepairAfter. It refuses with ErrNotDead unless
+// the delivery is dead (ErrAlreadySent if it was sent meanwhile).
+func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery, error) {
+	if err := l.recordShards(ctx); err != nil {
+		return Delivery{}, err
+	}
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("redrive", d.Key(), now)
+	u.set("#status", ":queued", StatusQueued)
+	u.set(attrDueShard, ":shard", ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)))
+	u.set(attrDueSort, ":sort", IndexSort(d.DueAt, d.Key()))
+	u.names["#ttl"] = attrTTL
+	u.remove("#ttl", "claimToken", "leaseUntil", "nextAttemptAt")
+	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: clip(note, 120)})
+	u.values[":dead"], u.values[":dueAt"] = sv(StatusDead), sv(Format(d.DueAt))
+	u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt = :dueAt"
+	return l.write(ctx, u, RedriveRefusal)
+}
+
+// RedriveRefusal says why a Redrive was refused.
+func RedriveRefusal(old Delivery) error {
+	if old.Status == StatusSent {
+		return ErrAlreadySent
+	}
+	return ErrNotDead
+}
+
+// ReminderItems returns every item stored under a reminder: its deliveries
+// (decoded), and the sort keys of the other items (the reminder item). It
+// reads with strong consistency.
+func (l *Ledger) ReminderItems(ctx context.Context, api QueryAPI, reminderID string) ([]Delivery, []string, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.cfg.Table),
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(PartitionKey(reminderID))},
+		ConsistentRead:            aws.Bool(true),
+	}
+	var (
+		ds     []Delivery
+		others []string
+	)
+	for {
+		out, err := api.Query(ctx, in)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ledger: read reminder %q: %w", reminderID, err)
+		}
+		for _, it := range out.Items {
+			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
+			if sk == nil || !strings.HasPrefix(sk.Value, "DLV#") {
+				if sk != nil {
+					others = append(others, sk.Value)
+				}
+				continue
+			}
+			d, err := fromItem(it)
+			if err != nil {
+				return nil, nil, err
+			}
+			ds = append(ds, d)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return ds, others, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// QueryAPI is what ReminderItems needs of DynamoDB.
+type QueryAPI interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// TransactAPI is what Purge needs of DynamoDB.
+type TransactAPI interface {
+	QueryAPI
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ TransactAPI = (*dynamodb.Client)(nil)
+
+// Purged is what Purge removed.
+type Purged struct {
+	// Deliveries are the delivery items removed, with their history, as
+	// they were.
+	Deliveries []Delivery
+	// OtherItems are the sort keys of the other items removed (the
+	// reminder item).
+	OtherItems []string
+}
+
+// InFlightError is a purge refused because deliveries are being sent.
+type InFlightError struct {
+	ReminderID string
+	Keys       []message.DeliveryKey
+	LeaseUntil time.Time
+}
+
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("ledger: purge %q: %d deliveries are being sent now (%v); nothing was removed; try again after %s", e.ReminderID, len(e.Keys), e.Keys, Format(e.LeaseUntil))
+}
+
+// Is makes errors.Is(err, ErrInFlight) true.
+func (e *InFlightError) Is(target error) bool { return target == ErrInFlight }
+
+// Purge deletes every item of a reminder — the reminder item, its
+// deliveries and their transition history — in one transaction, for a
+// deletion request. It refuses, removing nothing, while a delivery is in
+// flight (sending under a lease that has not lapsed): the send may be
+// under way and its completion must find its item. A purged reminder's
+// messages still on the queue are dead-lettered by the consumer as
+// not-found, with ids only. It returns ErrNotFound if there is nothing to
+// remove.
+func (l *Ledger) Purge(ctx context.Context, api TransactAPI, reminderID string) (Purged, error) {
+	for attempt := 0; ; attempt++ {
+		ds, others, err := l.ReminderItems(ctx, api, reminderID)
+		if err != nil {
+			return Purged{}, err
+		}
+		if len(ds)+len(others) == 0 {
+			return Purged{}, fmt.Errorf("ledger: purge %q: %w", reminderID, ErrNotFound)
+		}
+		if len(ds)+len(others) > 100 {
+			return Purged{}, fmt.Errorf("ledger: purge %q: %d items is more than one transaction takes (100)", reminderID, len(ds)+len(others))
+		}
+		now := l.cfg.Clock.Now()
+		inFlight := &InFlightError{ReminderID: reminderID}
+		var items []types.TransactWriteItem
+		for _, d := range ds {
+			if d.Status == StatusSending && d.LeaseUntil.After(now) {
+				inFlight.Keys = append(inFlight.Keys, d.Key())
+				inFlight.LeaseUntil = later(inFlight.LeaseUntil, d.LeaseUntil)
+			}
+			// Deleted only as it was read: a claim in between fails the
+			// whole transaction, and the purge reads again.
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+				TableName: aws.String(l.cfg.Table), Key: keyAttrs(d.Key()),
+				ConditionExpression:       aws.String("updatedAt = :was"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":was": sv(formatOpt(d.UpdatedAt))},
+			}})
+		}
+		if len(inFlight.Keys) > 0 {
+			return Purged{}, inFlight
+		}
+		for _, sk := range others {
+			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(l.cfg.Table),
+				Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(reminderID)), attrSK: sv(sk)}}})
+		}
+		_, err = api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		var cancelled *types.TransactionCanceledException
+		if errors.As(err, &cancelled) && attempt < 3 {
+			continue // a delivery changed meanwhile: read again
+		}
+		if err != nil {
+			return Purged{}, fmt.Errorf("ledger: purge %q: %w", reminderID, err)
+		}
+		return Purged{Deliveries: ds, OtherItems: others}, nil
+	}
+}

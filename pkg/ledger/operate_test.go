@@ -1,0 +1,144 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/standin/standintest"
+)
+
+type operateFixture struct {
+	ctx   context.Context
+	db    *dynamodb.Client
+	table string
+	clk   *clock.Fake
+	l     *ledger.Ledger
+}
+
+func operateSetup(t *testing.T) *operateFixture {
+	t.Helper()
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	f := &operateFixture{ctx: context.Background(), db: db, table: standintest.Table(t, db), clk: clock.NewFake(t0)}
+	var err error
+	if f.l, err = ledger.New(db, ledger.Config{Table: f.table, Clock: f.clk}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *operateFixture) create(t *testing.T, id, channel string) ledger.Delivery {
+	t.Helper()
+	d := ledger.Delivery{ReminderID: id, Channel: channel, Provider: "webhook", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
+	if err := f.l.Create(f.ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (f *operateFixture) raw(t *testing.T, d ledger.Delivery) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := f.db.GetItem(f.ctx, &dynamodb.GetItemInput{TableName: aws.String(f.table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey(d.ReminderID)}, "SK": &types.AttributeValueMemberS{Value: ledger.SortKey(d.Channel, d.Provider)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
+// TestRedriveHandsADeadDeliveryBackAndIndexesItAgain: dead → queued, back
+// in the due index behind every cursor, without a TTL, with the operator's
+// note in the history; only once; and never over a sent delivery.
+func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
+	f := operateSetup(t)
+	d := f.create(t, "rem-90", "email")
+	c, err := f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := f.l.DeadLetter(f.ctx, c, ledger.Failure{Class: "rejected", Message: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := f.raw(t, d); it["dueShard"] != nil || it["ttl"] == nil {
+		t.Fatalf("a dead delivery should be out of the index and have a TTL: %v", it)
+	}
+	f.clk.Advance(time.Hour)
+	got, err := f.l.Redrive(f.ctx, dead, "redriven by ops@example by nudge dlq redrive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := got.History[len(got.History)-1]
+	if got.Status != ledger.StatusQueued || last.Status != ledger.StatusQueued || last.Note != "redriven by ops@example by nudge dlq redrive" || got.LastErrorClass != "rejected" {
+		t.Fatalf("after the redrive: %+v", got)
+	}
+	it := f.raw(t, d)
+	sort, _ := it["dueSort"].(*types.AttributeValueMemberS)
+	if it["dueShard"] == nil || sort == nil || sort.Value != ledger.IndexSort(t0, d.Key()) || it["ttl"] != nil {
+		t.Fatalf("the redriven delivery is not back in the index at its dueAt without a TTL: %v", it)
+	}
+	if _, err := f.l.Redrive(f.ctx, dead, "again"); !errors.Is(err, ledger.ErrNotDead) {
+		t.Fatalf("a second redrive: %v, want ErrNotDead", err)
+	}
+	// The consumer takes it from queued, and a redrive of the sent delivery
+	// is refused as already sent.
+	c, err = f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t2", LeaseUntil: f.clk.Now().Add(time.Minute), DueBy: f.clk.Now(), Attempt: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Complete(f.ctx, c, "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Redrive(f.ctx, dead, "late"); !errors.Is(err, ledger.ErrAlreadySent) {
+		t.Fatalf("a redrive of a sent delivery: %v, want ErrAlreadySent", err)
+	}
+}
+
+// TestPurgeRemovesEverythingButNotWhileInFlight: a purge refuses, removing
+// nothing, while a delivery is being sent; once the lease has lapsed it
+// removes the reminder item and every delivery with its history.
+func TestPurgeRemovesEverythingButNotWhileInFlight(t *testing.T) {
+	f := operateSetup(t)
+	email, sms := f.create(t, "rem-91", "email"), f.create(t, "rem-91", "sms")
+	f.create(t, "rem-92", "email") // another reminder, untouched
+	if _, err := f.db.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: aws.String(f.table), Item: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey("rem-91")}, "SK": &types.AttributeValueMemberS{Value: "REMINDER"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Claim(f.ctx, ledger.Claim{Key: sms.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0, Attempt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.l.Purge(f.ctx, f.db, "rem-91")
+	var inFlight *ledger.InFlightError
+	if !errors.As(err, &inFlight) || !errors.Is(err, ledger.ErrInFlight) || len(inFlight.Keys) != 1 || inFlight.Keys[0] != sms.Key() {
+		t.Fatalf("purge while sending: %v", err)
+	}
+	if ds, others, _ := f.l.ReminderItems(f.ctx, f.db, "rem-91"); len(ds) != 2 || len(others) != 1 {
+		t.Fatalf("a refused purge removed something: %d deliveries, %v", len(ds), others)
+	}
+	f.clk.Advance(2 * time.Minute) // the consumer died; its lease lapsed
+	p, err := f.l.Purge(f.ctx, f.db, "rem-91")
+	if err != nil || len(p.Deliveries) != 2 || len(p.OtherItems) != 1 {
+		t.Fatalf("purge: %+v, %v", p, err)
+	}
+	if ds, others, _ := f.l.ReminderItems(f.ctx, f.db, "rem-91"); len(ds)+len(others) != 0 {
+		t.Fatalf("left behind: %v %v", ds, others)
+	}
+	if _, err := f.l.Get(f.ctx, email.Key()); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the email delivery is still there: %v", err)
+	}
+	if _, err := f.l.Purge(f.ctx, f.db, "rem-91"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a second purge: %v, want ErrNotFound", err)
+	}
+	if ds, _, _ := f.l.ReminderItems(f.ctx, f.db, "rem-92"); len(ds) != 1 {
+		t.Fatal("another reminder was touched")
+	}
+}
