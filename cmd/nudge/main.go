@@ -3,6 +3,9 @@
 //	nudge schedule [flags]             create one reminder (idempotent by id)
 //	nudge import FILE                  create reminders from JSON Lines or CSV
 //	nudge cancel ID                    cancel a reminder's unsent deliveries
+//	nudge status                       deliveries by state, overdue, queue depths
+//	nudge reminder show|purge ID       one reminder's deliveries and history; delete it
+//	nudge dlq list|redrive             review the DLQ; redrive a bounded batch
 //	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
 //	nudge local invoke --event FILE    run a function's bootstrap under the Lambda emulator
 //	nudge local demo [flags]           run the whole system locally and check its invariants
@@ -25,6 +28,30 @@ const usage = `usage:
       Cancel the reminder's deliveries that have not been sent; says which were.
   (schedule, import and cancel take --table, default $NUDGE_TABLE, and the
    standard AWS settings: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB.)
+
+  nudge status [--overdue-after D] [--json]
+      Deliveries by state, the overdue ones and the oldest, the work queue's
+      and the DLQ's depths, the age of the DLQ's oldest message.
+  nudge reminder show [--json] ID
+      The reminder, each delivery's state, attempts, last error and receipt,
+      and the transition history in time order.
+  nudge reminder purge [--yes] [--json] ID
+      Delete the reminder, its deliveries and their history (a deletion
+      request). Refused, removing nothing, while a delivery is being sent.
+  nudge dlq list [--limit N] [--json]
+      Review the DLQ: delivery, error class and reason, attempts, age, ledger
+      state, where a redrive would send it. Messages stay in the DLQ.
+  nudge dlq redrive --max N [--reason-class C] [--older-than D] [--include-settled]
+                    [--dry-run] [--yes] [--rate R] [--by WHO] [--json]
+      Show what would move, ask, then for each message: mark the ledger
+      (dead → queued), send the same body to the work queue, delete it from
+      the DLQ, at most R per second. An interruption may duplicate, never lose.
+  nudge dlq redrive --all --via-move-task [--rate R] [--yes]
+      The console's mechanism: an SQS message move task over the whole DLQ.
+  (status, reminder and dlq take --stage NAME for the resources nudge-NAME-…,
+   or --table, --queue-url, --dlq-url; defaults $NUDGE_STAGE, $NUDGE_TABLE,
+   $NUDGE_QUEUE_URL, $NUDGE_DLQ_URL. Exit codes: 0 done, 1 failed, 2 usage,
+   3 not found, 4 refused or declined (nothing changed), 5 AWS access.)
   nudge local exec -- CMD [ARG...]
       Install the local stand-ins if missing, start DynamoDB Local and fauxqs on
       free ports, run CMD with AWS_ENDPOINT_URL_DYNAMODB/_SQS pointing at them,
@@ -56,6 +83,12 @@ func run(args []string) int {
 			return importCmd(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
 		case "cancel":
 			return cancelCmd(args[1:], os.Stdout, os.Stderr)
+		case "status":
+			return statusCmd(args[1:], os.Stdout, os.Stderr)
+		case "reminder":
+			return reminderCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+		case "dlq":
+			return dlqCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 		case "-h", "--help", "help":
 			fmt.Print(usage)
 			return 0

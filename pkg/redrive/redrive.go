@@ -259,7 +259,13 @@ func (r *Redriver) read(ctx context.Context, n int, hold time.Duration) ([]Lette
 	if err := r.join(ctx, letters); err != nil {
 		return letters, err
 	}
-	sort.SliceStable(letters, func(i, j int) bool { return letters[i].DeadLetteredAt.Before(letters[j].DeadLetteredAt) })
+	sort.SliceStable(letters, func(i, j int) bool {
+		a, b := letters[i], letters[j]
+		if !a.DeadLetteredAt.Equal(b.DeadLetteredAt) {
+			return a.DeadLetteredAt.Before(b.DeadLetteredAt)
+		}
+		return a.DeliveryKey+a.body < b.DeliveryKey+b.body
+	})
 	return letters, nil
 }
 
