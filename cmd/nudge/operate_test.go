@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/consumer"
@@ -354,4 +357,30 @@ func hasLine(out string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestExplainSaysWhatToDo: each kind of AWS failure gets a message naming
+// the fix and its exit code.
+func TestExplainSaysWhatToDo(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	for _, c := range []struct {
+		err  error
+		code int
+		want string
+	}{
+		{&smithy.GenericAPIError{Code: "ResourceNotFoundException", Message: "Requested resource not found"}, exitNotFound, `the table "nudge-prod-ledger" does not exist in eu-west-1: check --stage/--table and AWS_REGION`},
+		{&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue"}, exitNotFound, "a queue does not exist in eu-west-1"},
+		{&smithy.GenericAPIError{Code: "AccessDeniedException", Message: "User: arn:aws:iam::1:user/x is not authorized to perform: dynamodb:Scan"}, exitAccess, "operator policy (docs/operations.md#operator-permissions)"},
+		{&smithy.GenericAPIError{Code: "ExpiredTokenException", Message: "The security token included in the request is expired"}, exitAccess, "refresh them (aws sso login, or AWS_PROFILE)"},
+		{fmt.Errorf("find the queue nudge-prod-dlq: %w", &smithy.GenericAPIError{Code: "QueueDoesNotExist"}), exitNotFound, "check --stage/--queue-url/--dlq-url"},
+		{errors.New(`dial tcp: lookup dynamodb.eu-west-1.amazonaws.com: no such host`), exitAccess, "cannot reach AWS"},
+		{fmt.Errorf("x: %w", schedule.ErrNoReminder), exitNotFound, "no such reminder"},
+		{&ledger.InFlightError{ReminderID: "rem-1"}, exitRefused, "nothing was removed"},
+		{usageError("no ledger table"), exitUsage, "no ledger table"},
+	} {
+		msg, code := explain(c.err, "nudge-prod-ledger", "https://sqs/1/nudge-prod-work", "https://sqs/1/nudge-prod-dlq")
+		if code != c.code || !strings.Contains(msg, c.want) {
+			t.Errorf("%v: %q (exit %d); want %q (exit %d)", c.err, msg, code, c.want, c.code)
+		}
+	}
 }
