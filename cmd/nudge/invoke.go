@@ -19,10 +19,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/clock"
@@ -34,6 +31,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/sink"
 	"github.com/nudgehq/nudge/pkg/standin"
+	"github.com/nudgehq/nudge/pkg/status"
 )
 
 // localSecret signs webhook requests between the local consumer and sink.
@@ -74,9 +72,8 @@ type invokeResult struct {
 	Statuses    map[string]ledger.Status
 	Accepted    int
 	Duplicates  int
-	DLQDepth    string
-	Queued      string // work queue: visible messages
-	Delayed     string // work queue: delayed messages
+	DLQ         status.Depth
+	Work        status.Depth
 	Output      string
 }
 
@@ -236,20 +233,16 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 		fmt.Fprintf(out, "%-28s %-9s due %s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.DueAt.Format(time.RFC3339), d.Attempts, d.Receipt, d.LastError)
 	}
 	result.Accepted, result.Duplicates = snk.Totals()
-	depth := func(url string) map[string]string {
-		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"}})
-		if err != nil {
-			return map[string]string{}
-		}
-		return a.Attributes
+	if result.DLQ, err = status.QueueDepth(ctx, q, res.DLQURL); err != nil {
+		return result, err
 	}
-	result.DLQDepth = depth(res.DLQURL)["ApproximateNumberOfMessages"]
-	work := depth(res.WorkURL)
-	result.Queued, result.Delayed = work["ApproximateNumberOfMessages"], work["ApproximateNumberOfMessagesDelayed"]
+	if result.Work, err = status.QueueDepth(ctx, q, res.WorkURL); err != nil {
+		return result, err
+	}
 	if fn == "consumer" {
-		fmt.Fprintf(out, "== provider sink: %d accepted, %d duplicates suppressed; DLQ: %s messages\n", result.Accepted, result.Duplicates, result.DLQDepth)
+		fmt.Fprintf(out, "== provider sink: %d accepted, %d duplicates suppressed; DLQ: %d messages\n", result.Accepted, result.Duplicates, result.DLQ.Total())
 	} else {
-		fmt.Fprintf(out, "== work queue: %s messages ready, %s delayed until their due time\n", result.Queued, result.Delayed)
+		fmt.Fprintf(out, "== work queue: %d messages ready, %d delayed until their due time\n", result.Work.Visible, result.Work.Delayed)
 	}
 	if ierr != nil {
 		return result, ierr

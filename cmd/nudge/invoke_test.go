@@ -55,7 +55,7 @@ func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 	}{
 		{"sqs-batch.json", "rem-185=400", map[string]ledger.Status{"rem-184:email:webhook": sent, "rem-185:sms:webhook": dead, "rem-186:email:webhook": sent},
 			func(r *invokeResult) string {
-				if len(r.SQSResponse.BatchItemFailures) != 0 || r.Accepted != 2 || r.DLQDepth != "1" {
+				if len(r.SQSResponse.BatchItemFailures) != 0 || r.Accepted != 2 || r.DLQ.Visible != 1 {
 					return "want no failures, 2 accepted, 1 dead-lettered"
 				}
 				return ""
@@ -70,7 +70,7 @@ func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 		{"sqs-fifo-batch.json", "", map[string]ledger.Status{"rem-300:email:webhook": sent, "rem-301:email:webhook": sent, "rem-302:email:webhook": sent}, nil},
 		{"sqs-poison.json", "", map[string]ledger.Status{"rem-402:email:webhook": sent},
 			func(r *invokeResult) string {
-				if r.DLQDepth != "3" || len(r.SQSResponse.BatchItemFailures) != 0 {
+				if r.DLQ.Visible != 3 || len(r.SQSResponse.BatchItemFailures) != 0 {
 					return "want the 3 poison bodies dead-lettered, and no failures"
 				}
 				return ""
@@ -81,14 +81,14 @@ func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 		{"scheduled.json", "", map[string]ledger.Status{"rem-201:email:webhook": pending, "rem-201:sms:webhook": pending, "rem-202:email:webhook": pending,
 			"rem-203:email:webhook": pending, "rem-204:push:webhook": expired},
 			func(r *invokeResult) string {
-				if r.Report.Enqueued != 3 || r.Report.Expired != 1 || r.Queued != "2" || r.Delayed != "1" {
+				if r.Report.Enqueued != 3 || r.Report.Expired != 1 || r.Work.Visible != 2 || r.Work.Delayed != 1 {
 					return "want 3 enqueued (2 ready, 1 delayed) and 1 expired"
 				}
 				return ""
 			}},
 		{"scheduler.json", "", map[string]ledger.Status{"rem-204:push:webhook": expired},
 			func(r *invokeResult) string {
-				if r.Report.Enqueued != 3 || r.Queued != "2" || r.Delayed != "1" {
+				if r.Report.Enqueued != 3 || r.Work.Visible != 2 || r.Work.Delayed != 1 {
 					return "want 3 enqueued (2 ready, 1 delayed)"
 				}
 				return ""

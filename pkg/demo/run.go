@@ -28,6 +28,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/sink"
 	"github.com/nudgehq/nudge/pkg/standin"
+	"github.com/nudgehq/nudge/pkg/status"
 )
 
 // webhookSecret signs requests between the local consumer and the sink.
@@ -589,18 +590,11 @@ func (s *system) queues(ctx context.Context, snap *snapshot) error {
 
 // depth is a queue's messages: visible, in flight and delayed.
 func (s *system) depth(ctx context.Context, url string) (int, error) {
-	out, err := s.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	d, err := status.QueueDepth(ctx, s.sqs, url)
 	if err != nil {
-		return 0, fmt.Errorf("demo: queue depth: %w", err)
+		return 0, fmt.Errorf("demo: %w", err)
 	}
-	n := 0
-	for _, v := range out.Attributes {
-		i, _ := strconv.Atoi(v)
-		n += i
-	}
-	return n, nil
+	return d.Total(), nil
 }
 
 // progress shows counts by state as the run goes.

@@ -16,7 +16,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/redrive"
 )
 
-// queueAPI is what Read needs of SQS besides the DLQ review.
+// queueAPI is what Read and QueueDepth need of SQS besides the DLQ review.
 type queueAPI interface {
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
@@ -98,10 +98,10 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if rep.WorkQueue, err = depth(ctx, cfg.Queue, cfg.WorkURL); err != nil {
+	if rep.WorkQueue, err = QueueDepth(ctx, cfg.Queue, cfg.WorkURL); err != nil {
 		return rep, err
 	}
-	if rep.DLQ, err = depth(ctx, cfg.Queue, cfg.DLQURL); err != nil {
+	if rep.DLQ, err = QueueDepth(ctx, cfg.Queue, cfg.DLQURL); err != nil {
 		return rep, err
 	}
 	if cfg.DLQ != nil && rep.DLQ.Visible > 0 {
@@ -117,7 +117,11 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 	return rep, nil
 }
 
-func depth(ctx context.Context, q queueAPI, url string) (Depth, error) {
+// Total is every message of the queue: visible, in flight and delayed.
+func (d Depth) Total() int { return d.Visible + d.InFlight + d.Delayed }
+
+// QueueDepth reads a queue's approximate counts.
+func QueueDepth(ctx context.Context, q queueAPI, url string) (Depth, error) {
 	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
 		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 		types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
