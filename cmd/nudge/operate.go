@@ -666,7 +666,11 @@ func explain(err error, table, workURL, dlqURL string) (string, int) {
 		case code == "ResourceNotFoundException":
 			return fmt.Sprintf("the table %q does not exist in %s: check --stage/--table and AWS_REGION (the stack's output LedgerTable names it) [%s]", table, region, api.ErrorMessage()), exitNotFound
 		case code == "AWS.SimpleQueueService.NonExistentQueue" || code == "QueueDoesNotExist":
-			return fmt.Sprintf("a queue does not exist in %s (work %q, DLQ %q): check --stage/--queue-url/--dlq-url and AWS_REGION [%s]", region, workURL, dlqURL, api.ErrorMessage()), exitNotFound
+			which := fmt.Sprintf("work %q, DLQ %q", workURL, dlqURL)
+			if lead, _, ok := strings.Cut(err.Error(), ": operation error"); ok {
+				which = lead // "find the queue nudge-prod-dlq"
+			}
+			return fmt.Sprintf("a queue does not exist in %s (%s): check --stage/--queue-url/--dlq-url and AWS_REGION (the stack's outputs WorkQueueUrl and DeadLetterQueueUrl)", region, which), exitNotFound
 		case strings.Contains(code, "AccessDenied") || code == "UnauthorizedOperation":
 			return fmt.Sprintf("AWS refused the permission: %s. Use a role with the operator policy (docs/operations.md#operator-permissions)", api.ErrorMessage()), exitAccess
 		case code == "UnrecognizedClientException" || code == "InvalidClientTokenId" || code == "ExpiredToken" || code == "ExpiredTokenException" || code == "InvalidSignatureException":

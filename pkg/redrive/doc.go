@@ -8,10 +8,11 @@
 //
 // A redrive is a reviewed operation (DESIGN rule 9). Select reads the DLQ,
 // joins each message to its delivery in the ledger and decides, for each,
-// whether a redrive can help: a dead delivery can; a body that is not a
-// delivery, a delivery already sent, cancelled or expired, or one that is
-// live again cannot, and is left where it is (or, with IncludeSettled, moved
-// anyway so that the consumer retires it as a duplicate). It holds the
+// whether a redrive can help: a dead or still live delivery can; a body
+// that is not a delivery, a delivery the ledger does not have, or one
+// already sent, cancelled or expired cannot, and is left where it is (the
+// settled ones, with IncludeSettled, are moved anyway so that the consumer
+// retires them as duplicates). It holds the
 // chosen messages while the operator looks, and releases the rest. Move
 // then, for each chosen message, at a bounded rate:
 //

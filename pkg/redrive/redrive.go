@@ -343,12 +343,13 @@ func (r *Redriver) join(ctx context.Context, letters []Letter) error {
 		}
 		l.delivery, l.Ledger = &d, d.Status
 		switch d.Status {
-		case ledger.StatusDead:
 		case ledger.StatusSent, ledger.StatusCancelled, ledger.StatusExpired:
 			l.Redrivable, l.Why = false, "the delivery is already "+string(d.Status)+"; nothing to redrive (--include-settled moves it anyway, and the consumer retires it as a duplicate)"
-		default:
-			l.Redrivable, l.Why = false, "the delivery is live again ("+string(d.Status)+"): redriven before, or the calendar has it"
 		}
+		// Dead deliveries are marked when moved. A live one (the queue's
+		// redrive policy moved a message the consumer crashed on; a copy
+		// left by an interrupted redrive) is moved as it is: the consumer
+		// claims it as usual, or recognises a second copy as a duplicate.
 	}
 	return nil
 }

@@ -127,8 +127,9 @@ func (f *fixture) status(k message.DeliveryKey) ledger.Delivery {
 
 // seedMix puts the kinds of DLQ message a review meets: dead deliveries, a
 // poison body, a sent delivery's copy, and a message the queue's own
-// redrive policy moved (no Nudge attributes).
-func (f *fixture) seedMix() (dead []message.DeliveryKey, sent message.DeliveryKey) {
+// redrive policy moved (no Nudge attributes) after the consumer crashed on
+// it, its delivery still sending under a lapsed lease.
+func (f *fixture) seedMix() (dead []message.DeliveryKey, live, sent message.DeliveryKey) {
 	f.t.Helper()
 	dead = append(dead, f.dead("rem-1", "rejected", "provider answered 400"), f.dead("rem-2", "rejected", "provider answered 400"),
 		f.dead("rem-3", "exhausted", "attempts exhausted after 500"))
@@ -139,13 +140,12 @@ func (f *fixture) seedMix() (dead []message.DeliveryKey, sent message.DeliveryKe
 		f.t.Fatal(err)
 	}
 	f.toDLQ(f.body("rem-4"), map[string]types.MessageAttributeValue{consumer.AttrErrorClass: str("exhausted"), consumer.AttrDeliveryKey: str(sent.String())})
-	f.toDLQ(f.body("rem-5"), nil) // moved by maxReceiveCount; rem-5 is dead in the ledger
-	k5 := f.create("rem-5")
-	c, _ = f.ledger.Claim(f.ctx, ledger.Claim{Key: k5, Token: "t5", LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now()})
-	if _, err := f.ledger.DeadLetter(f.ctx, c, ledger.Failure{Class: "panic", Message: "crashed"}); err != nil {
+	f.toDLQ(f.body("rem-5"), nil) // moved by maxReceiveCount
+	live = f.create("rem-5")
+	if _, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: live, Token: "t5", LeaseUntil: time.Now().Add(-time.Minute), DueBy: time.Now()}); err != nil {
 		f.t.Fatal(err)
 	}
-	return append(dead, k5), sent
+	return dead, live, sent
 }
 
 // TestListReviewsWithoutConsumingOrHiding: every message is listed with its
@@ -180,7 +180,7 @@ func TestListReviewsWithoutConsumingOrHiding(t *testing.T) {
 	if l := by["rem-4:email:webhook"]; l.Ledger != ledger.StatusSent || l.Redrivable || !strings.Contains(l.Why, "already sent") {
 		t.Errorf("sent delivery's copy: %+v", l)
 	}
-	if l := by["rem-5:email:webhook"]; l.ErrorClass != "maxReceiveCount" || l.Ledger != ledger.StatusDead || !l.Redrivable {
+	if l := by["rem-5:email:webhook"]; l.ErrorClass != "maxReceiveCount" || l.Ledger != ledger.StatusSending || !l.Redrivable {
 		t.Errorf("moved by the redrive policy: %+v", l)
 	}
 	if _, err := f.redriver(nil, nil).List(f.ctx, 0); err == nil {
@@ -193,7 +193,7 @@ func TestListReviewsWithoutConsumingOrHiding(t *testing.T) {
 // a redrive count, and gone from the DLQ; the rest stay, visible.
 func TestRedriveMovesABoundedFilteredBatch(t *testing.T) {
 	f := setup(t)
-	dead, _ := f.seedMix()
+	_, live, _ := f.seedMix()
 	r := f.redriver(nil, nil)
 	sel, err := r.Select(f.ctx, redrive.Filter{Max: 1, Class: "rejected"})
 	if err != nil {
@@ -234,18 +234,28 @@ func TestRedriveMovesABoundedFilteredBatch(t *testing.T) {
 	}
 	later := f.redriver(nil, func(c *redrive.Config) { c.Clock = clock.NewFake(time.Now().Add(2 * time.Hour)) })
 	sel, err = later.Select(f.ctx, redrive.Filter{Max: 10, OlderThan: time.Hour})
-	if err != nil || len(sel.Chosen) != 3 { // rem-2, rem-3, rem-5: the dead ones left
+	if err != nil || len(sel.Chosen) != 3 { // rem-2 and rem-3, dead; rem-5, live
 		t.Fatalf("two hours on, older than an hour chose %d: %v", len(sel.Chosen), err)
 	}
 	_ = later.Release(f.ctx, sel.Chosen)
-	_ = dead
+	// The live delivery's message moves without a ledger mark.
+	sel, err = r.Select(f.ctx, redrive.Filter{Max: 1, Class: "maxReceiveCount"})
+	if err != nil || len(sel.Chosen) != 1 {
+		t.Fatalf("chose %d: %v", len(sel.Chosen), err)
+	}
+	if res, err := r.Move(f.ctx, sel, nil); err != nil || res.Moved != 1 || res.Outcomes[0].Marked {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if d := f.status(live); d.Status != ledger.StatusSending {
+		t.Fatalf("the live delivery was changed: %s", d.Status)
+	}
 }
 
 // TestDryRunMovesNothing: a selection released (the CLI's --dry-run, or a
 // declined confirmation) leaves the DLQ and the ledger as they were.
 func TestDryRunMovesNothing(t *testing.T) {
 	f := setup(t)
-	dead, _ := f.seedMix()
+	dead, _, _ := f.seedMix()
 	r := f.redriver(nil, nil)
 	sel, err := r.Select(f.ctx, redrive.Filter{Max: 10})
 	if err != nil || len(sel.Chosen) != 4 {
