@@ -46,8 +46,11 @@ type NudgeStack struct {
 	WorkQueue, DLQ    awssqs.Queue
 	SchedulerDLQ      awssqs.Queue
 	Consumer, Enqueue awslambda.Function
-	AlarmTopic        awssns.Topic
-	Alarms            []awscloudwatch.Alarm
+	// Operator is the managed policy for the people who run the nudge
+	// operator commands (docs/operations.md#operator-permissions).
+	Operator   awsiam.ManagedPolicy
+	AlarmTopic awssns.Topic
+	Alarms     []awscloudwatch.Alarm
 }
 
 func str(s string) *string           { return jsii.String(s) }
@@ -141,12 +144,14 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		}),
 	})
 
+	n.Operator = operatorPolicy(stack, n, s)
 	n.alarms(s)
 	n.dashboard(s)
 
 	for name, v := range map[string]*string{
 		"LedgerTable": n.Table.TableName(), "WorkQueueUrl": n.WorkQueue.QueueUrl(), "DeadLetterQueueUrl": n.DLQ.QueueUrl(),
 		"ConsumerFunction": n.Consumer.FunctionName(), "EnqueueFunction": n.Enqueue.FunctionName(), "AlarmTopic": n.AlarmTopic.TopicArn(),
+		"OperatorPolicyArn": n.Operator.ManagedPolicyArn(),
 	} {
 		awscdk.NewCfnOutput(stack, str(name), &awscdk.CfnOutputProps{Value: v})
 	}
@@ -245,6 +250,23 @@ func retention(days int) awslogs.RetentionDays {
 		return awslogs.RetentionDays_ONE_YEAR
 	}
 	return awslogs.RetentionDays_FIVE_YEARS
+}
+
+// operatorPolicy is what the nudge CLI needs to schedule, review, redrive
+// and purge on this stage's resources, and nothing else: attach it to the
+// operators' role or group.
+func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsiam.ManagedPolicy {
+	return awsiam.NewManagedPolicy(stack, str("OperatorPolicy"), &awsiam.ManagedPolicyProps{
+		ManagedPolicyName: str("nudge-" + s.Name + "-operator"),
+		Description:       str("Nudge operator commands: schedule, import, cancel, status, reminder show/purge, dlq list/redrive"),
+		Statements: &[]awsiam.PolicyStatement{
+			allow([]string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem",
+				"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn()),
+			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
+				"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask"}, n.DLQ.QueueArn()),
+			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"}, n.WorkQueue.QueueArn()),
+		},
+	})
 }
 
 func allow(actions []string, resources ...*string) awsiam.PolicyStatement {

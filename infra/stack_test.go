@@ -203,7 +203,20 @@ func TestInvariants(t *testing.T) {
 			if _, ok := tp.one(t, "AWS::CloudWatch::Alarm", "MetricName", "OverduePending")["Properties"].(map[string]any); !ok {
 				t.Error("no OverduePending alarm")
 			}
-			for _, typ := range []string{"AWS::IAM::Policy", "AWS::IAM::Role"} {
+			// The operators' policy: what the CLI calls, on this stage's
+			// table and queues only.
+			op := props(tp.one(t, "AWS::IAM::ManagedPolicy", "ManagedPolicyName", "nudge-"+s.Name+"-operator"))
+			granted := strings.Join(actions(op), " ")
+			for _, a := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+				"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"} {
+				if !strings.Contains(granted, a) {
+					t.Errorf("the operator policy lacks %s, which the nudge CLI calls", a)
+				}
+			}
+			if res := fmt.Sprint(op["PolicyDocument"]); strings.Contains(res, "Resource:*") {
+				t.Errorf("the operator policy grants on every resource: %s", res)
+			}
+			for _, typ := range []string{"AWS::IAM::Policy", "AWS::IAM::Role", "AWS::IAM::ManagedPolicy"} {
 				for id, r := range tp.resources(typ) {
 					for _, action := range actions(props(r)) {
 						if strings.Contains(action, "*") {

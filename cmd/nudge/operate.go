@@ -672,7 +672,7 @@ func explain(err error, table, workURL, dlqURL string) (string, int) {
 			}
 			return fmt.Sprintf("a queue does not exist in %s (%s): check --stage/--queue-url/--dlq-url and AWS_REGION (the stack's outputs WorkQueueUrl and DeadLetterQueueUrl)", region, which), exitNotFound
 		case strings.Contains(code, "AccessDenied") || code == "UnauthorizedOperation":
-			return fmt.Sprintf("AWS refused the permission: %s. Use a role with the operator policy (docs/operations.md#operator-permissions)", api.ErrorMessage()), exitAccess
+			return fmt.Sprintf("AWS refused the permission: %s. Attach the stack's managed policy nudge-<stage>-operator (output OperatorPolicyArn) to your role (docs/operations.md#operator-permissions)", api.ErrorMessage()), exitAccess
 		case code == "UnrecognizedClientException" || code == "InvalidClientTokenId" || code == "ExpiredToken" || code == "ExpiredTokenException" || code == "InvalidSignatureException":
 			return fmt.Sprintf("AWS did not accept the credentials (%s: %s): refresh them (aws sso login, or AWS_PROFILE) and check AWS_REGION", code, api.ErrorMessage()), exitAccess
 		}

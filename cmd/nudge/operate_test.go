@@ -370,7 +370,7 @@ func TestExplainSaysWhatToDo(t *testing.T) {
 	}{
 		{&smithy.GenericAPIError{Code: "ResourceNotFoundException", Message: "Requested resource not found"}, exitNotFound, `the table "nudge-prod-ledger" does not exist in eu-west-1: check --stage/--table and AWS_REGION`},
 		{&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue"}, exitNotFound, "a queue does not exist in eu-west-1"},
-		{&smithy.GenericAPIError{Code: "AccessDeniedException", Message: "User: arn:aws:iam::1:user/x is not authorized to perform: dynamodb:Scan"}, exitAccess, "operator policy (docs/operations.md#operator-permissions)"},
+		{&smithy.GenericAPIError{Code: "AccessDeniedException", Message: "User: arn:aws:iam::1:user/x is not authorized to perform: dynamodb:Scan"}, exitAccess, "managed policy nudge-<stage>-operator (output OperatorPolicyArn)"},
 		{&smithy.GenericAPIError{Code: "ExpiredTokenException", Message: "The security token included in the request is expired"}, exitAccess, "refresh them (aws sso login, or AWS_PROFILE)"},
 		{fmt.Errorf("find the queue nudge-prod-dlq: %w", &smithy.GenericAPIError{Code: "QueueDoesNotExist"}), exitNotFound, "check --stage/--queue-url/--dlq-url"},
 		{errors.New(`dial tcp: lookup dynamodb.eu-west-1.amazonaws.com: no such host`), exitAccess, "cannot reach AWS"},
