@@ -28,6 +28,7 @@ func localDemo(args []string) int {
 	fs.DurationVar(&cfg.Tick, "tick", 2e9, "the enqueue schedule's period (1 min in AWS)")
 	fs.DurationVar(&cfg.Deadline, "deadline", 180e9, "give up, and report what is left as overdue, after this long")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the mix and the faults")
+	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,7 +41,24 @@ func localDemo(args []string) int {
 	cfg.Out, cfg.Live = os.Stdout, isTerminal(os.Stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *keep {
+		cfg.Keep = func(ctx context.Context, sum *demo.Summary, local demo.Local) {
+			sum.Write(os.Stdout)
+			fmt.Printf("\nThe system keeps running (the schedule ticks, the consumers consume). In another shell:\n\n")
+			for _, kv := range local.Env {
+				fmt.Printf("  export %s\n", kv)
+			}
+			fmt.Print("  build/nudge status\n  build/nudge dlq list\n  build/nudge dlq redrive --max 10 --reason-class rejected\n  build/nudge reminder show rem-00001\n\nCtrl-C stops everything.\n")
+			<-ctx.Done()
+		}
+	}
 	sum, err := demo.Run(ctx, cfg)
+	if err == nil && *keep {
+		if !sum.OK() {
+			return 1
+		}
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nudge local demo:", err)
 		if ctx.Err() != nil {

@@ -536,7 +536,7 @@ func dlqRedrive(args []string, in io.Reader, out, errs io.Writer) int {
 	}
 	if !*yes {
 		o.review(sel)
-		if !confirm(in, out, fmt.Sprintf("Redrive %d messages to %s at %v/s, recorded as by %s?", len(sel.Chosen), queueName(*o.workURL), *rate, *by)) {
+		if !confirm(in, out, fmt.Sprintf("Redrive %s to %s at %v/s, recorded as by %s?", plural(len(sel.Chosen), "message"), queueName(*o.workURL), *rate, *by)) {
 			_ = r.Release(context.WithoutCancel(ctx), sel.Chosen)
 			fmt.Fprintln(out, "Nothing was moved.")
 			return exitRefused
@@ -577,6 +577,14 @@ func nonNil(ls []redrive.Letter) []redrive.Letter {
 		return []redrive.Letter{}
 	}
 	return ls
+}
+
+// plural says "1 message" or "3 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // review shows a selection before it moves.

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -64,6 +65,12 @@ type Config struct {
 	// Live redraws the progress line in place (for a terminal); otherwise
 	// a progress line is written every 5 s.
 	Live bool
+	// Keep, if set, is called with the summary once the run is over, while
+	// the system keeps running (the schedule ticks, the consumers consume)
+	// so that an operator can try the nudge commands on it — review the
+	// DLQ, redrive — with local's environment. Everything stops when Keep
+	// returns or ctx ends.
+	Keep func(ctx context.Context, sum *Summary, local Local)
 }
 
 // Faults are shares (0–1) of the due deliveries whose first provider

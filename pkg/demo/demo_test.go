@@ -10,6 +10,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
@@ -211,11 +212,20 @@ func TestConfigRefusesNonsense(t *testing.T) {
 func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
 	bins := standintest.Bootstraps(t, "consumer", "enqueue")
-	var out bytes.Buffer
+	var (
+		out        bytes.Buffer
+		redriven   []message.DeliveryKey
+		keptSystem observed
+	)
 	sum, err := Run(context.Background(), Config{
 		Reminders: 200, Spread: 8 * time.Second, Tick: time.Second, Deadline: 2 * time.Minute,
 		Stage: strings.TrimPrefix(standintest.Name("demo"), "demo-"), Bootstraps: bins, Out: &out,
 		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"),
+		// Once it is over, an operator redrives the deliveries the provider
+		// rejected (it accepts them now), and the running system sends them.
+		Keep: func(ctx context.Context, _ *Summary, local Local) {
+			redriven, keptSystem = redriveRejected(t, ctx, local)
+		},
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -243,7 +253,65 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 		t.Errorf("recognised %d, suppressed %d, retried %d, overdue %d, requests/sent %.2f, p99 %v",
 			sum.Recognised, sum.Suppressed, sum.Retried, sum.Overdue, sum.RequestsPerSent, sum.LatencyP99)
 	}
+	if len(redriven) == 0 {
+		t.Error("nothing was redriven after the run")
+	}
+	for _, k := range redriven {
+		if keptSystem.status[k] != ledger.StatusSent {
+			t.Errorf("redriven %s ended %s, want sent", k, keptSystem.status[k])
+		}
+	}
 	if t.Failed() {
 		t.Log(out.String())
 	}
+}
+
+// observed is what the test saw of the kept system.
+type observed struct {
+	status map[message.DeliveryKey]ledger.Status
+}
+
+// redriveRejected redrives the DLQ's rejected deliveries as an operator
+// would, then waits for the kept system to send them.
+func redriveRejected(t *testing.T, ctx context.Context, local Local) ([]message.DeliveryKey, observed) {
+	db, q := standintest.DynamoDB(t), standintest.SQS(t)
+	led, err := ledger.New(db, ledger.Config{Table: local.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := redrive.New(redrive.Config{Queue: q, DLQURL: local.DLQURL, TargetURL: local.WorkURL, Ledger: led, By: "demo-test", Rate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := r.Select(ctx, redrive.Filter{Max: 100, Class: "rejected"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Move(ctx, sel, nil)
+	if err != nil || res.Moved == 0 || res.Failed > 0 {
+		t.Fatalf("redrive: %+v, %v", res, err)
+	}
+	var keys []message.DeliveryKey
+	for _, o := range res.Outcomes {
+		k, _ := message.ParseDeliveryKey(o.DeliveryKey)
+		keys = append(keys, k)
+	}
+	seen := observed{status: map[message.DeliveryKey]ledger.Status{}}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		done := 0
+		got, err := led.GetMany(ctx, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, d := range got {
+			seen.status[k] = d.Status
+			if d.Status == ledger.StatusSent {
+				done++
+			}
+		}
+		if done == len(keys) {
+			break
+		}
+	}
+	return keys, seen
 }

@@ -36,13 +36,14 @@ const webhookSecret = "nudge-demo-webhook-secret"
 
 // system is everything a run started, and the handles to observe it.
 type system struct {
-	cfg   Config
-	stage deployment.Stage
-	res   deployment.Provisioned
-	db    *dynamodb.Client // direct: for observing, not counted
-	sqs   *sqs.Client
-	plan  *plan
-	sink  *sink.Sink
+	cfg            Config
+	stage          deployment.Stage
+	ddbURL, sqsURL string // the stand-ins
+	res            deployment.Provisioned
+	db             *dynamodb.Client // direct: for observing, not counted
+	sqs            *sqs.Client
+	plan           *plan
+	sink           *sink.Sink
 
 	intake        *schedule.Store
 	intakeCounter *awsclient.Counter
@@ -106,7 +107,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 
-	s := &system{cfg: cfg, stage: stage, plan: newPlan(cfg), proxies: map[string]*standin.Proxy{}, due: map[message.DeliveryKey]time.Time{}}
+	s := &system{cfg: cfg, stage: stage, plan: newPlan(cfg), proxies: map[string]*standin.Proxy{}, due: map[message.DeliveryKey]time.Time{},
+		ddbURL: ddbURL, sqsURL: sqsURL}
 	s.db, s.sqs, err = clients(ctx, ddbURL, sqsURL, nil)
 	if err != nil {
 		return nil, err
@@ -376,7 +378,37 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 		prog.show(time.Since(s.started), snap)
 	}
 	prog.done()
-	return s.summarize(context.WithoutCancel(ctx))
+	sum, err := s.summarize(context.WithoutCancel(ctx))
+	if err != nil || s.cfg.Keep == nil {
+		return sum, err
+	}
+	// Keep the system running for the operator: the schedule ticks, the
+	// consumers consume, until ctx ends.
+	keep, stopKeep := context.WithCancel(ctx)
+	defer stopKeep()
+	wg.Add(2)
+	go func() { defer wg.Done(); s.tick(keep) }()
+	go func() { defer wg.Done(); s.mapping.Run(keep) }()
+	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL,
+		Env: append(s.awsEnvDirect(), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
+	return sum, nil
+}
+
+// Local tells where a kept system runs, for the operator commands.
+type Local struct {
+	Stage, Table, WorkURL, DLQURL string
+	// Env is the environment that points the nudge CLI (or any AWS SDK) at
+	// the stand-ins and the stage: KEY=VALUE lines.
+	Env []string
+}
+
+// awsEnvDirect points an SDK at the stand-ins themselves (not at the
+// functions' counting proxies).
+func (s *system) awsEnvDirect() []string {
+	return []string{
+		"AWS_ENDPOINT_URL_DYNAMODB=" + s.ddbURL, "AWS_ENDPOINT_URL_SQS=" + s.sqsURL,
+		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1",
+	}
 }
 
 // create schedules reminders through the intake at the configured rate,

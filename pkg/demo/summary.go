@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/redrive"
 )
 
 // Summary is what a run did, and the invariants it broke.
@@ -267,33 +266,22 @@ func (d deadLetter) reasonKind() string {
 	return strings.TrimSpace(r)
 }
 
-// readDLQ reads every DLQ message (the run is over; nothing else reads it).
+// readDLQ reads every DLQ message, as an operator's review does: read,
+// then made visible again.
 func (s *system) readDLQ(ctx context.Context) ([]deadLetter, error) {
-	var out []deadLetter
-	for empty := 0; empty < 2; {
-		res, err := s.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(s.res.DLQURL), MaxNumberOfMessages: 10,
-			VisibilityTimeout: 300, MessageAttributeNames: []string{"All"}})
-		if err != nil {
-			return nil, fmt.Errorf("demo: read the DLQ: %w", err)
-		}
-		if len(res.Messages) == 0 {
-			empty++
-			continue
-		}
-		for _, m := range res.Messages {
-			attr := func(name string) string {
-				if v, ok := m.MessageAttributes[name]; ok {
-					return aws.ToString(v.StringValue)
-				}
-				return ""
-			}
-			d := deadLetter{class: attr(consumer.AttrErrorClass), reason: attr(consumer.AttrReason)}
-			if d.class == "" {
-				d.class, d.reason = "maxReceiveCount", "moved by the queue's redrive policy"
-			}
-			d.key, _ = message.ParseDeliveryKey(attr(consumer.AttrDeliveryKey))
-			out = append(out, d)
-		}
+	r, err := redrive.New(redrive.Config{Queue: s.sqs, DLQURL: s.res.DLQURL, TargetURL: s.res.WorkURL})
+	if err != nil {
+		return nil, err
+	}
+	letters, err := r.List(ctx, 1_000_000)
+	if err != nil {
+		return nil, fmt.Errorf("demo: read the DLQ: %w", err)
+	}
+	out := make([]deadLetter, 0, len(letters))
+	for _, l := range letters {
+		d := deadLetter{class: l.ErrorClass, reason: l.Reason}
+		d.key, _ = message.ParseDeliveryKey(l.DeliveryKey)
+		out = append(out, d)
 	}
 	return out, nil
 }
