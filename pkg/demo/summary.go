@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/ledger"
