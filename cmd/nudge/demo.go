@@ -15,23 +15,41 @@ import (
 func localDemo(args []string) int {
 	fs := flag.NewFlagSet("nudge local demo", flag.ContinueOnError)
 	var cfg demo.Config
-	fs.IntVar(&cfg.Reminders, "reminders", 300, "how many reminders to schedule")
-	fs.Float64Var(&cfg.Rate, "rate", 100, "reminders the intake creates per second")
-	fs.DurationVar(&cfg.Spread, "spread", 30e9, "the due-soon reminders fall due within this long of their creation")
-	fs.IntVar(&cfg.BatchSize, "batch-size", 10, "the event source mapping's batch size (1–10000)")
-	fs.DurationVar(&cfg.BatchingWindow, "batching-window", 1e9, "the event source mapping's batching window (0–5m)")
-	fs.IntVar(&cfg.MaxConcurrency, "max-concurrency", 2, "consumer instances, each one invocation at a time (2 or more)")
-	faults := fs.String("faults", demo.DefaultFaults.String(), `provider fault shares: 500, 429, 400, hang, drop, down (e.g. "500=5%,400=1%"), or "none"`)
-	fs.DurationVar(&cfg.Latency, "latency", 20e6, "the provider's mean answer time")
+	d := demo.Defaults()
+	fs.IntVar(&cfg.Reminders, "reminders", d.Reminders, "how many reminders to schedule")
+	fs.Float64Var(&cfg.Rate, "rate", d.Rate, "reminders the intake creates per second")
+	fs.DurationVar(&cfg.Spread, "spread", d.Spread, "the due-soon reminders fall due within this long of their creation")
+	fs.IntVar(&cfg.BatchSize, "batch-size", d.BatchSize, "the event source mapping's batch size (1–10000)")
+	fs.DurationVar(&cfg.BatchingWindow, "batching-window", d.BatchingWindow, "the event source mapping's batching window (0–5m)")
+	fs.IntVar(&cfg.MaxConcurrency, "max-concurrency", d.MaxConcurrency, "consumer instances, each one invocation at a time (2 or more)")
+	faults := fs.String("faults", d.Faults.String(), `provider fault shares: 500, 429, 400, hang, drop, down (e.g. "500=5%,400=1%"), or "none"`)
+	fs.DurationVar(&cfg.Latency, "latency", d.Latency, "the provider's mean answer time (0 for none)")
 	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages to put on the queue (default 1% of reminders, at least 3; -1 for none)")
-	fs.Float64Var(&cfg.Duplicates, "duplicates", 0.05, "share of due-now deliveries sent twice (negative for none)")
-	fs.DurationVar(&cfg.Tick, "tick", 2e9, "the enqueue schedule's period (1 min in AWS)")
-	fs.DurationVar(&cfg.Deadline, "deadline", 180e9, "give up, and report what is left as overdue, after this long")
-	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the mix and the faults")
+	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "share of due-now deliveries sent twice (0 for none)")
+	fs.DurationVar(&cfg.Tick, "tick", d.Tick, "the enqueue schedule's period (1 min in AWS)")
+	fs.DurationVar(&cfg.Deadline, "deadline", d.Deadline, "give up, and report what is left as overdue, after this long")
+	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "seed of the mix and the faults")
 	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	// A zero given on the command line means none, not the default.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "batching-window":
+			if cfg.BatchingWindow == 0 {
+				cfg.BatchingWindow = -1
+			}
+		case "latency":
+			if cfg.Latency == 0 {
+				cfg.Latency = -1
+			}
+		case "duplicates":
+			if cfg.Duplicates == 0 {
+				cfg.Duplicates = -1
+			}
+		}
+	})
 	f, err := demo.ParseFaults(*faults)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nudge local demo:", err)

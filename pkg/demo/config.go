@@ -23,7 +23,8 @@ type Config struct {
 	Spread time.Duration
 	// BatchSize, BatchingWindow and MaxConcurrency configure the event
 	// source mapping. Defaults: the dev stage's batch size (10) and window
-	// (1s), and a maximum concurrency of 2 (each is one emulator instance).
+	// (1s; negative for none), and a maximum concurrency of 2 (each is one
+	// emulator instance).
 	BatchSize      int
 	BatchingWindow time.Duration
 	MaxConcurrency int
@@ -31,7 +32,7 @@ type Config struct {
 	// DefaultFaults.
 	Faults *Faults
 	// Latency is the provider's mean answer time (exponentially
-	// distributed, capped at 10×). Default 20ms.
+	// distributed, capped at 10×). Default 20ms; negative for none.
 	Latency time.Duration
 	// Poison is how many malformed messages are put on the work queue.
 	// Default 1% of Reminders, at least 3; negative for none.
@@ -231,7 +232,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("demo: tick %v; use at least 500ms", c.Tick)
 	}
 	c.Poison, c.Duplicates = max(c.Poison, 0), max(c.Duplicates, 0)
+	c.BatchingWindow, c.Latency = max(c.BatchingWindow, 0), max(c.Latency, 0)
 	return c, nil
+}
+
+// Defaults returns the configuration the zero Config runs with.
+func Defaults() Config {
+	c, _ := Config{}.withDefaults()
+	return c
 }
 
 // stage is the deployment stage the demo provisions and configures the
