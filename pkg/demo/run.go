@@ -222,13 +222,7 @@ func clients(ctx context.Context, ddbURL, sqsURL string, counter *awsclient.Coun
 
 // awsEnv points a function's SDK at its counting proxies.
 func (s *system) awsEnv(fn string) []string {
-	return []string{
-		"AWS_ENDPOINT_URL_DYNAMODB=" + s.proxies[fn+" DynamoDB"].Endpoint,
-		"AWS_ENDPOINT_URL_SQS=" + s.proxies[fn+" SQS"].Endpoint,
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_SESSION_TOKEN=",
-		"AWS_REGION=us-east-1", "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
-		"AWS_EC2_METADATA_DISABLED=true",
-	}
+	return standin.EndpointEnv(s.proxies[fn+" DynamoDB"].Endpoint, s.proxies[fn+" SQS"].Endpoint)
 }
 
 func (s *system) logFile(dir, name string) (*functionLog, func(), error) {
@@ -390,7 +384,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	go func() { defer wg.Done(); s.tick(keep) }()
 	go func() { defer wg.Done(); s.mapping.Run(keep) }()
 	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL,
-		Env: append(s.awsEnvDirect(), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
+		Env: append(standin.EndpointEnv(s.ddbURL, s.sqsURL), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
 	return sum, nil
 }
 
@@ -400,15 +394,6 @@ type Local struct {
 	// Env is the environment that points the nudge CLI (or any AWS SDK) at
 	// the stand-ins and the stage: KEY=VALUE lines.
 	Env []string
-}
-
-// awsEnvDirect points an SDK at the stand-ins themselves (not at the
-// functions' counting proxies).
-func (s *system) awsEnvDirect() []string {
-	return []string{
-		"AWS_ENDPOINT_URL_DYNAMODB=" + s.ddbURL, "AWS_ENDPOINT_URL_SQS=" + s.sqsURL,
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1",
-	}
 }
 
 // create schedules reminders through the intake at the configured rate,

@@ -42,9 +42,16 @@ func Up(ctx context.Context, dir string, log io.Writer) (*Stack, error) {
 // Env returns the environment that points the AWS SDK (and Nudge's tests)
 // at the stand-ins, with static test credentials.
 func (s *Stack) Env() []string {
+	return append(EndpointEnv(s.DynamoDB.Endpoint, s.SQS.Endpoint), "NUDGE_RIE="+RIEBinary(s.Dir), "NUDGE_LOCAL_DIR="+s.Dir)
+}
+
+// EndpointEnv is the environment that points an AWS SDK at the given
+// DynamoDB and SQS endpoints with static test credentials, and away from
+// any profile, shared config or instance metadata.
+func EndpointEnv(dynamoDB, sqs string) []string {
 	return []string{
-		"AWS_ENDPOINT_URL_DYNAMODB=" + s.DynamoDB.Endpoint,
-		"AWS_ENDPOINT_URL_SQS=" + s.SQS.Endpoint,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoDB,
+		"AWS_ENDPOINT_URL_SQS=" + sqs,
 		"AWS_ACCESS_KEY_ID=local",
 		"AWS_SECRET_ACCESS_KEY=local",
 		"AWS_SESSION_TOKEN=",
@@ -53,8 +60,6 @@ func (s *Stack) Env() []string {
 		"AWS_CONFIG_FILE=/dev/null",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 		"AWS_EC2_METADATA_DISABLED=true",
-		"NUDGE_RIE=" + RIEBinary(s.Dir),
-		"NUDGE_LOCAL_DIR=" + s.Dir,
 	}
 }
 
