@@ -12,10 +12,16 @@ import (
 )
 
 // localDemo runs the whole system locally and exits 1 if an invariant broke.
-func localDemo(args []string) int {
-	fs := flag.NewFlagSet("nudge local demo", flag.ContinueOnError)
+func localDemo(args []string) int { return localRun("demo", demo.Defaults(), args) }
+
+// localChaos runs the system under load and faults, with consumer kills and
+// cut enqueue runs, and exits 1 if an invariant broke.
+func localChaos(args []string) int { return localRun("chaos", demo.ChaosDefaults(), args) }
+
+func localRun(name string, d demo.Config, args []string) int {
+	fs := flag.NewFlagSet("nudge local "+name, flag.ContinueOnError)
 	var cfg demo.Config
-	d := demo.Defaults()
+	cfg.Stage = d.Stage
 	fs.IntVar(&cfg.Reminders, "reminders", d.Reminders, "how many reminders to schedule")
 	fs.Float64Var(&cfg.Rate, "rate", d.Rate, "reminders the intake creates per second")
 	fs.DurationVar(&cfg.Spread, "spread", d.Spread, "the due-soon reminders fall due within this long of their creation")
@@ -27,8 +33,11 @@ func localDemo(args []string) int {
 	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages to put on the queue (default 1% of reminders, at least 3; -1 for none)")
 	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "share of due-now deliveries sent twice (0 for none)")
 	fs.DurationVar(&cfg.Tick, "tick", d.Tick, "the enqueue schedule's period (1 min in AWS)")
-	fs.DurationVar(&cfg.Deadline, "deadline", d.Deadline, "give up, and report what is left as overdue, after this long")
+	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (default 3m plus 30ms per reminder)")
 	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "seed of the mix and the faults")
+	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes to kill in the middle of a batch, spread over the run")
+	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout; the queue's visibility timeout is 6× it")
+	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget (0: the stage's 55 s timeout)")
 	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -52,7 +61,7 @@ func localDemo(args []string) int {
 	})
 	f, err := demo.ParseFaults(*faults)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "nudge local demo:", err)
+		fmt.Fprintln(os.Stderr, "nudge local "+name+":", err)
 		return 2
 	}
 	cfg.Faults = &f
@@ -78,7 +87,7 @@ func localDemo(args []string) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "nudge local demo:", err)
+		fmt.Fprintln(os.Stderr, "nudge local "+name+":", err)
 		if ctx.Err() != nil {
 			return 130
 		}

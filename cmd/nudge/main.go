@@ -68,6 +68,11 @@ const usage = `usage:
       emulator, an event source mapping, a provider with faults; schedule a mix
       of reminders, show progress, print a summary. Exits 1 if anything was
       sent twice, lost or left overdue.
+  nudge local chaos [--reminders N] [--kills K] [--enqueue-budget D] [--help for more]
+      The demo under load and faults: 10,000 reminders by default, provider
+      faults, consumer runtimes killed mid-batch, duplicate messages, enqueue
+      runs cut by their time budget. Prints a table of the figures; exits 1 on
+      any broken invariant.
 `
 
 func main() {
@@ -105,6 +110,8 @@ func run(args []string) int {
 		return localInvoke(args[2:])
 	case "demo":
 		return localDemo(args[2:])
+	case "chaos":
+		return localChaos(args[2:])
 	}
 	fmt.Fprintf(os.Stderr, "nudge: unknown command %q\n\n%s", "local "+args[1], usage)
 	return 2

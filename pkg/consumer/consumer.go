@@ -215,6 +215,8 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
 		DueBy: now.Add(c.cfg.EarlyTolerance), Attempt: r.attempt,
+		// Only a message back from the DLQ may revive a dead delivery.
+		Revive: rec.MessageAttributes[AttrErrorClass].StringValue != nil,
 	})
 	if err != nil {
 		return c.refusedClaim(ctx, r, msg, err)

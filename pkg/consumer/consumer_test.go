@@ -484,6 +484,23 @@ func TestPermanentFailureGoesToTheDLQAtOnce(t *testing.T) {
 	}
 }
 
+// TestLateDuplicateOfADeadLetteredDeliveryDoesNotReviveIt: a second copy
+// of the message (at-least-once delivery) arriving after its delivery was
+// dead-lettered is a duplicate: it must not send what the first copy
+// dead-lettered for review. Found by the chaos run, where duplicates of
+// rejected deliveries ended sent.
+func TestLateDuplicateOfADeadLetteredDeliveryDoesNotReviveIt(t *testing.T) {
+	b := setup(t, options{script: "rem-12=400"}) // a second request would be accepted
+	k := b.schedule("rem-12", b.clk.Now())
+	b.poll(1)
+	b.publish(b.body("rem-12", b.clk.Now()))
+	_, resp := b.poll(1)
+	if d := b.delivery(k); failures(resp) != 0 || d.Status != ledger.StatusDead || b.sink.Requests(k.String()) != 1 || len(b.dlq()) != 1 {
+		t.Fatalf("failures %v, delivery %s, sink requests %d; want the copy acknowledged as a duplicate, the delivery still dead, one request",
+			resp.BatchItemFailures, d.Status, b.sink.Requests(k.String()))
+	}
+}
+
 func TestPoisonBodiesGoToTheDLQAtOnce(t *testing.T) {
 	b := setup(t, options{})
 	ev := batchtest.LoadEvent(t, "../../events/sqs-poison.json")

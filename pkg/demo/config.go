@@ -45,8 +45,21 @@ type Config struct {
 	// minute). Default 2s.
 	Tick time.Duration
 	// Deadline is how long the run may take before it stops and reports
-	// what is left as overdue. Default 3 min.
+	// what is left as overdue. Default 3 min plus 30 ms per reminder.
 	Deadline time.Duration
+	// Kills is how many times a consumer's runtime is killed (SIGKILL, as a
+	// crash or an out-of-memory kill does) in the middle of a batch, at
+	// moments spread over the run. Default 0.
+	Kills int
+	// ConsumerTimeout is the consumer function's timeout; the work queue's
+	// visibility timeout is 6× it, which is how long the records of a
+	// killed batch wait to return. Default the dev stage's (30s).
+	ConsumerTimeout time.Duration
+	// EnqueueBudget, if set, is each enqueue run's time budget: the
+	// function gets a timeout of its cut-off margin plus this, so a run
+	// with more to hand off is cut and the next resumes from the cursors.
+	// Default: the dev stage's 55 s timeout.
+	EnqueueBudget time.Duration
 	// Seed seeds the mix and the faults, so a run can be repeated.
 	// Default 1.
 	Seed int64
@@ -203,7 +216,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Tick = 2 * time.Second
 	}
 	if c.Deadline == 0 {
-		c.Deadline = 3 * time.Minute
+		c.Deadline = 3*time.Minute + time.Duration(c.Reminders)*30*time.Millisecond
+	}
+	if c.ConsumerTimeout == 0 {
+		c.ConsumerTimeout = dev.ConsumerTimeout
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -230,6 +246,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("demo: fault shares add up to %.2f; they must not pass 1", c.Faults.total())
 	case c.Tick < 500*time.Millisecond:
 		return c, fmt.Errorf("demo: tick %v; use at least 500ms", c.Tick)
+	case c.Kills < 0:
+		return c, fmt.Errorf("demo: %d kills; use 0 or more", c.Kills)
+	case c.ConsumerTimeout < providerTimeout+3*time.Second || c.ConsumerTimeout > 15*time.Minute:
+		return c, fmt.Errorf("demo: consumer timeout %v; use %v (the provider timeout and the consumer's cut-off margin, plus a second) to 15m", c.ConsumerTimeout, providerTimeout+3*time.Second)
+	case c.EnqueueBudget < 0 || c.EnqueueBudget > 50*time.Second:
+		return c, fmt.Errorf("demo: enqueue budget %v; use 0 (the stage's) to 50s", c.EnqueueBudget)
 	}
 	c.Poison, c.Duplicates = max(c.Poison, 0), max(c.Duplicates, 0)
 	c.BatchingWindow, c.Latency = max(c.BatchingWindow, 0), max(c.Latency, 0)
@@ -242,6 +264,38 @@ func Defaults() Config {
 	return c
 }
 
+// ChaosFaults are the chaos run's provider faults.
+var ChaosFaults = Faults{Server: 0.05, Throttled: 0.05, Rejected: 0.01, Hang: 0.01, Drop: 0.01, Down: 0.005}
+
+// ChaosDefaults returns the chaos run's configuration: 10,000 reminders,
+// ChaosFaults, 20 consumer kills mid-batch, enqueue runs cut by a 500 ms
+// budget, 4 consumer instances, and a 6 s consumer timeout so that a killed
+// batch's records return within 36 s.
+func ChaosDefaults() Config {
+	c, _ := Config{
+		Reminders: 10_000, Rate: 500, Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
+		Kills: 20, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
+	}.withDefaults()
+	f := *c.Faults
+	c.Faults = &f
+	return c
+}
+
+// enqueueCutoff is the enqueue's cut-off margin (its NUDGE_CUTOFF_MARGIN
+// default): it stops this long before its deadline.
+const enqueueCutoff = 3 * time.Second
+
+// enqueueTimeout is the enqueue function's timeout and cut-off margin for
+// the configured budget: the timeout in whole seconds, as Lambda's, and
+// the margin the rest.
+func (c Config) enqueueTimeout(stage deployment.Stage) (timeout, margin time.Duration) {
+	if c.EnqueueBudget == 0 {
+		return stage.EnqueueTimeout, enqueueCutoff
+	}
+	timeout = (c.EnqueueBudget + enqueueCutoff + time.Second - 1).Truncate(time.Second)
+	return timeout, timeout - c.EnqueueBudget
+}
+
 // stage is the deployment stage the demo provisions and configures the
 // functions from: the dev stage with the demo's mapping settings and
 // shorter provider timeout.
@@ -250,5 +304,6 @@ func (c Config) stage() (deployment.Stage, error) {
 	s.Name = c.Stage
 	s.BatchSize, s.BatchingWindow, s.MaxConcurrency = c.BatchSize, c.BatchingWindow, c.MaxConcurrency
 	s.ProviderTimeout = providerTimeout
+	s.ConsumerTimeout = c.ConsumerTimeout
 	return s, s.Validate()
 }

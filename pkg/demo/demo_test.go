@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -117,8 +118,10 @@ func clean(p *plan) evidence {
 			ev.dlq = append(ev.dlq, deadLetter{key: k, class: d.class})
 		}
 	}
-	for range p.poison {
-		ev.dlq = append(ev.dlq, deadLetter{class: "decode"})
+	for i := range p.poison {
+		id := fmt.Sprint("poison-", i)
+		ev.dlq = append(ev.dlq, deadLetter{class: "decode", source: id})
+		ev.poisonIDs = append(ev.poisonIDs, id)
 	}
 	return ev
 }
@@ -195,6 +198,9 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{Config{Tick: time.Millisecond}, "use at least 500ms"},
 		{Config{Duplicates: 2}, "duplicates share 2; use 0 to 1"},
 		{Config{Faults: &Faults{Server: 0.7, Drop: 0.5}}, "add up to 1.20"},
+		{Config{Kills: -1}, "-1 kills; use 0 or more"},
+		{Config{ConsumerTimeout: 3 * time.Second}, "consumer timeout 3s; use 5s"},
+		{Config{EnqueueBudget: time.Minute}, "enqueue budget 1m0s; use 0"},
 	} {
 		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error with %q", c.cfg, err, c.want)

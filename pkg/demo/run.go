@@ -2,13 +2,16 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +55,11 @@ type system struct {
 	enqueueLogs   logs
 	mapping       *esm.Mapping
 	enqueue       *standin.Lambda
+	consumers     []*instance
+
+	kills     []kill // consumer runtimes killed, in order
+	cutRuns   atomic.Int64
+	poisonIDs []string // the poison messages' ids on the work queue
 
 	ticks, tickFailures atomic.Int64
 	mu                  sync.Mutex
@@ -159,28 +167,36 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	resources := s.res.Resources("http://"+ln.Addr().String()+"/deliveries", webhookSecret)
+	webhook := "http://" + ln.Addr().String() + "/deliveries"
+	resources := s.res.Resources(webhook, webhookSecret)
 	consumerEnv := append(s.awsEnv("consumer"), deployment.EnvList(stage.ConsumerEnv(resources))...)
 	consumerEnv = append(consumerEnv, "NUDGE_BACKOFF_BASE="+backoffBase.String(), "NUDGE_BACKOFF_CAP="+backoffCap.String())
 	consumerEnv = append(consumerEnv, standin.LambdaEnv("nudge-"+stage.Name+"-consumer", stage.ConsumerTimeout, stage.ConsumerMemoryMB)...)
 	var invokers []esm.Invoker
 	for i := range cfg.MaxConcurrency {
-		log, closeLog, err := s.logFile(dir, fmt.Sprintf("demo-consumer-%d.log", i+1))
+		name := fmt.Sprintf("consumer-%d", i+1)
+		log, closeLog, err := s.logFile(dir, "demo-"+name+".log")
 		if err != nil {
 			return nil, err
 		}
 		defer closeLog()
 		s.consumerLogs = append(s.consumerLogs, log)
-		fn, err := standin.StartLambda(ctx, dir, bins["consumer"], standin.Options{Log: log, Env: consumerEnv})
+		// Each instance posts to its own path, so the provider's record
+		// tells which instance an answer went to.
+		env := append(slices.Clip(consumerEnv), "NUDGE_WEBHOOK_URL="+webhook+"/"+name)
+		fn, err := standin.StartLambda(ctx, dir, bins["consumer"], standin.Options{Log: log, Env: env})
 		if err != nil {
 			return nil, err
 		}
 		defer fn.Stop()
-		invokers = append(invokers, fn)
+		in := &instance{Lambda: fn, name: name}
+		s.consumers = append(s.consumers, in)
+		invokers = append(invokers, in)
 	}
+	enqueueTimeout, enqueueMargin := cfg.enqueueTimeout(stage)
 	enqueueEnv := append(s.awsEnv("enqueue"), deployment.EnvList(stage.EnqueueEnv(resources))...)
-	enqueueEnv = append(enqueueEnv, "NUDGE_SETTLE="+settle.String())
-	enqueueEnv = append(enqueueEnv, standin.LambdaEnv("nudge-"+stage.Name+"-enqueue", stage.EnqueueTimeout, stage.EnqueueMemoryMB)...)
+	enqueueEnv = append(enqueueEnv, "NUDGE_SETTLE="+settle.String(), "NUDGE_CUTOFF_MARGIN="+enqueueMargin.String())
+	enqueueEnv = append(enqueueEnv, standin.LambdaEnv("nudge-"+stage.Name+"-enqueue", enqueueTimeout, stage.EnqueueMemoryMB)...)
 	log, closeLog, err := s.logFile(dir, "demo-enqueue.log")
 	if err != nil {
 		return nil, err
@@ -197,6 +213,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	fmt.Fprintf(out, "demo: %d reminders (%s), %d poison messages, %.0f%% duplicates; faults %s; batch %d, window %v, concurrency %d; function logs in %s\n",
 		cfg.Reminders, s.mixLine(), len(s.plan.poison), 100*cfg.Duplicates, cfg.Faults, cfg.BatchSize, cfg.BatchingWindow, cfg.MaxConcurrency, filepath.Join(dir, "logs"))
+	if cfg.Kills > 0 || cfg.EnqueueBudget > 0 {
+		fmt.Fprintf(out, "chaos: %d consumer runtimes killed mid-batch; consumer timeout %v (visibility %v); enqueue budget %v per run\n",
+			cfg.Kills, stage.ConsumerTimeout, stage.Visibility(), enqueueTimeout-enqueueMargin)
+	}
 
 	return s.run(ctx)
 }
@@ -206,7 +226,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 func clients(ctx context.Context, ddbURL, sqsURL string, counter *awsclient.Counter) (*dynamodb.Client, *sqs.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil))
+		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
+		config.WithHTTPClient(&http.Client{Transport: standin.Transport()}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -302,9 +323,10 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	case <-runCtx.Done():
 		return nil, runCtx.Err()
 	}
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.tick(workers) }()
 	go func() { defer wg.Done(); s.mapping.Run(workers) }()
+	go func() { defer wg.Done(); s.killer(workers) }()
 	go func() {
 		defer close(intakeDone)
 		if err := s.create(runCtx, s.plan.reminders[nExpired:], &lateCancels); err != nil && runCtx.Err() == nil {
@@ -327,6 +349,9 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	if s.cfg.Live {
 		scanEvery = 2 * time.Second
 	}
+	// A large ledger is read less often: a scan costs about a second per
+	// 10,000 deliveries.
+	scanEvery = max(scanEvery, time.Duration(s.cfg.Reminders/1000)*time.Second)
 	for !finished {
 		select {
 		case <-runCtx.Done():
@@ -532,6 +557,13 @@ func (s *system) misbehave(ctx context.Context) {
 		if err != nil || len(out.Failed) > 0 {
 			s.problem("could not put poison and duplicate messages on the queue: %v", err)
 		}
+		if out != nil {
+			for _, ok := range out.Successful {
+				if strings.HasPrefix(aws.ToString(ok.Id), "p") {
+					s.poisonIDs = append(s.poisonIDs, aws.ToString(ok.MessageId))
+				}
+			}
+		}
 		entries = entries[k:]
 	}
 }
@@ -549,6 +581,10 @@ func (s *system) tick(ctx context.Context) {
 		if err == nil {
 			if _, ferr := esm.Acknowledged(emptyEvent, resp); ferr != nil {
 				err = ferr
+			}
+			var rep struct{ Cut bool }
+			if json.Unmarshal(resp, &rep) == nil && rep.Cut {
+				s.cutRuns.Add(1)
 			}
 		}
 		if err != nil {

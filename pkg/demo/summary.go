@@ -52,7 +52,32 @@ type Summary struct {
 	RequestsPerSent float64
 
 	Ticks, Invocations int
-	Violations         []string
+
+	// Chaos: consumer runtimes killed mid-batch (of those asked for), the
+	// invocations that failed as a whole, and the enqueue runs the time
+	// budget cut.
+	Chaos                 bool
+	Kills, KillsAsked     int
+	FailedInvocations     int
+	EnqueueCut            int
+	// Resent counts requests for a delivery the provider had already
+	// accepted and answered, repeated because the instance it answered was
+	// killed before it recorded the send. The provider suppressed each by
+	// idempotency key; a provider without idempotency keys would have
+	// delivered each a second time.
+	Resent int
+	// Window is the duplicate window: from the provider's acceptance to
+	// the ledger's record of the send, over the sent deliveries.
+	WindowP50, WindowP99, WindowMax time.Duration
+	// DLQCopies counts dead letters beyond the first for the same delivery
+	// or poison message: a consumer killed between its DLQ send and the
+	// acknowledgement dead-letters the message again when it returns.
+	DLQCopies int
+	// PeakRSS is each function's largest peak resident memory (VmHWM of
+	// its runtime), in bytes.
+	PeakRSS map[string]int64
+
+	Violations []string
 }
 
 // Bucket is one bar of the latency histogram.
@@ -76,12 +101,15 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	// The ledger.
 	end := time.Now()
 	stored := map[message.DeliveryKey]ledger.Delivery{}
-	var latencies []time.Duration
+	var latencies, windows []time.Duration
 	err := ledger.ScanDeliveries(ctx, s.db, s.res.Table, func(d ledger.Delivery) error {
 		stored[d.Key()] = d
 		sum.ByStatus[d.Status]++
 		if d.Status == ledger.StatusSent {
 			latencies = append(latencies, max(d.SentAt.Sub(d.DueAt), 0))
+			if a, ok := s.sink.Accepted(d.Key().String()); ok {
+				windows = append(windows, max(d.SentAt.Sub(a.At), 0))
+			}
 		}
 		if !d.Status.Terminal() && !d.DueAt.After(end) {
 			sum.Overdue++
@@ -93,14 +121,24 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	}
 	sum.Sent, sum.Expired, sum.Cancelled = sum.ByStatus[ledger.StatusSent], sum.ByStatus[ledger.StatusExpired], sum.ByStatus[ledger.StatusCancelled]
 	sum.latency(latencies)
+	slices.Sort(windows)
+	sum.WindowP50, sum.WindowP99, sum.WindowMax = quantile(windows, 0.5), quantile(windows, 0.99), quantile(windows, 1)
 
 	// The DLQ.
 	dlq, err := s.readDLQ(ctx)
 	if err != nil {
 		return nil, err
 	}
+	copies := map[string]int{}
 	for _, m := range dlq {
 		sum.DeadLettered[m.class+": "+m.reasonKind()]++
+		id := m.key.String()
+		if m.key.ReminderID == "" {
+			id = m.source
+		}
+		if copies[id]++; copies[id] > 1 {
+			sum.DLQCopies++
+		}
 	}
 
 	// The metrics, the sink, the requests.
@@ -122,6 +160,28 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		sum.RequestsPerSent = float64(total) / float64(sum.Sent)
 	}
 	sum.Ticks, sum.Invocations = int(s.ticks.Load()), s.consumerLogs.invocations()
+	s.mu.Lock()
+	sum.Kills = len(s.kills)
+	s.mu.Unlock()
+	sum.Chaos, sum.KillsAsked = s.cfg.Kills > 0 || s.cfg.EnqueueBudget > 0, s.cfg.Kills
+	sum.FailedInvocations, sum.EnqueueCut = int(st.BatchFailures), int(s.cutRuns.Load())
+	sum.PeakRSS = map[string]int64{}
+	for _, in := range append([]*instance{{Lambda: s.enqueue, name: "enqueue"}}, s.consumers...) {
+		fn, _, _ := strings.Cut(in.name, "-")
+		if rss, err := in.PeakRSS(); err == nil {
+			sum.PeakRSS[fn] = max(sum.PeakRSS[fn], rss)
+		}
+	}
+	// A repeat after an answered acceptance is explained only by a kill of
+	// the instance the answer went to, after it went.
+	resent := map[string]int{}
+	for _, r := range s.sink.Resends() {
+		if a, ok := s.sink.Accepted(r.Key); ok && s.killedAfter(r.AnsweredTo, a.At) {
+			sum.Resent += r.Times
+			continue
+		}
+		resent[r.Key] = r.Times
+	}
 
 	// The invariants.
 	queueLeft, qerr := s.depth(ctx, s.res.WorkURL)
@@ -135,8 +195,8 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		}
 	}
 	sum.Violations = s.plan.violations(evidence{
-		stored: stored, accepted: accepted, resent: s.sink.Resent(), dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft,
-		batchFailures: st.BatchFailures, errorLines: s.consumerLogs.errorLines(), problems: s.problems,
+		stored: stored, accepted: accepted, resent: resent, dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft, poisonIDs: s.poisonIDs,
+		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: s.consumerLogs.errorLines(), problems: s.problems,
 		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed),
 	})
 	return sum, nil
@@ -146,8 +206,9 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 type evidence struct {
 	stored        map[message.DeliveryKey]ledger.Delivery // the ledger
 	accepted      map[message.DeliveryKey]bool            // the provider's own record
-	resent        map[string]int                          // sends after an answered acceptance
+	resent        map[string]int                          // sends after an answered acceptance, not explained by a kill
 	dlq           []deadLetter
+	poisonIDs     []string // the poison messages put on the work queue
 	overdue       int
 	queueLeft     int // -1 when it could not be read
 	batchFailures int64
@@ -176,11 +237,14 @@ func (p *plan) violations(ev evidence) []string {
 	for _, key := range resent {
 		violate("sent twice: %s was sent %d more time(s) after the provider had answered that it was accepted", key, ev.resent[key])
 	}
-	dlqKeys := map[message.DeliveryKey]bool{}
-	poisonDead := 0
+	dlqKeys, sources := map[message.DeliveryKey]bool{}, map[string]bool{}
 	for _, m := range ev.dlq {
 		dlqKeys[m.key] = true
-		if _, ok := p.byKey[m.key]; !ok {
+		sources[m.source] = true
+	}
+	poisonDead := 0
+	for _, id := range ev.poisonIDs {
+		if sources[id] {
 			poisonDead++
 		}
 	}
@@ -221,7 +285,7 @@ func (p *plan) violations(ev evidence) []string {
 		violate("%d messages were left in the work queue (-1: it could not be read)", ev.queueLeft)
 	}
 	if ev.batchFailures > 0 {
-		violate("%d consumer invocations failed as a whole: %v", ev.batchFailures, ev.errorLines)
+		violate("%d consumer invocations failed as a whole (beyond those killed): %v", ev.batchFailures, ev.errorLines)
 	}
 	for _, pr := range ev.problems {
 		violate("%s", pr)
@@ -232,13 +296,20 @@ func (p *plan) violations(ev evidence) []string {
 	return out
 }
 
+// quantile returns the q-quantile of sorted ls, 0 for none.
+func quantile(ls []time.Duration, q float64) time.Duration {
+	if len(ls) == 0 {
+		return 0
+	}
+	return ls[min(len(ls)-1, int(q*float64(len(ls))))]
+}
+
 func (sum *Summary) latency(ls []time.Duration) {
 	if len(ls) == 0 {
 		return
 	}
 	slices.Sort(ls)
-	at := func(q float64) time.Duration { return ls[min(len(ls)-1, int(q*float64(len(ls))))] }
-	sum.LatencyP50, sum.LatencyP99, sum.LatencyMax = at(0.50), at(0.99), ls[len(ls)-1]
+	sum.LatencyP50, sum.LatencyP99, sum.LatencyMax = quantile(ls, 0.5), quantile(ls, 0.99), quantile(ls, 1)
 	sum.Histogram = make([]Bucket, len(bucketBounds))
 	for i, b := range bucketBounds {
 		sum.Histogram[i].UpTo = b
@@ -254,6 +325,7 @@ type deadLetter struct {
 	key    message.DeliveryKey
 	class  string
 	reason string
+	source string // the work queue message the consumer dead-lettered
 }
 
 // reasonKind shortens a reason to its kind, for counting.
@@ -278,7 +350,7 @@ func (s *system) readDLQ(ctx context.Context) ([]deadLetter, error) {
 	}
 	out := make([]deadLetter, 0, len(letters))
 	for _, l := range letters {
-		d := deadLetter{class: l.ErrorClass, reason: l.Reason}
+		d := deadLetter{class: l.ErrorClass, reason: l.Reason, source: l.SourceMessageID}
 		d.key, _ = message.ParseDeliveryKey(l.DeliveryKey)
 		out = append(out, d)
 	}
@@ -287,8 +359,12 @@ func (s *system) readDLQ(ctx context.Context) ([]deadLetter, error) {
 
 // Write renders the summary as text.
 func (sum *Summary) Write(w io.Writer) {
-	fmt.Fprintf(w, "\n== Nudge demo: %d reminders, %d deliveries, %.0fs, %d schedule ticks, %d consumer invocations\n",
-		sum.Reminders, sum.Deliveries, sum.Elapsed.Seconds(), sum.Ticks, sum.Invocations)
+	title := "demo"
+	if sum.Chaos {
+		title = "chaos run"
+	}
+	fmt.Fprintf(w, "\n== Nudge %s: %d reminders, %d deliveries, %.0fs, %d schedule ticks, %d consumer invocations\n",
+		title, sum.Reminders, sum.Deliveries, sum.Elapsed.Seconds(), sum.Ticks, sum.Invocations)
 	var mix []string
 	for _, k := range kinds {
 		if n := sum.ByKind[string(k)]; n > 0 {
@@ -319,6 +395,26 @@ func (sum *Summary) Write(w io.Writer) {
 	row("cancelled", sum.Cancelled, "")
 	row("still pending (future)", sum.ByStatus[ledger.StatusPending], "due after the run")
 	row("overdue", sum.Overdue, "must be 0")
+	if sum.Chaos {
+		fmt.Fprintln(w, "\nchaos:")
+		row("runtimes killed mid-batch", fmt.Sprintf("%d of %d", sum.Kills, sum.KillsAsked), "each fails its invocation; the batch returns after the visibility timeout")
+		row("invocations failed", sum.FailedInvocations, "as a whole; must not exceed the kills")
+		row("enqueue runs cut", fmt.Sprintf("%d of %d", sum.EnqueueCut, sum.Ticks), "by the time budget; the next run resumes from the cursors")
+		row("repeats after a kill", sum.Resent, "already accepted; suppressed by idempotency key")
+		row("DLQ copies", sum.DLQCopies, "dead-lettered again after a kill before the acknowledgement")
+		fmt.Fprintf(w, "  duplicate window: p50 %v, p99 %v, max %v (provider acceptance → ledger record of the send)\n",
+			sum.WindowP50.Round(time.Millisecond), sum.WindowP99.Round(time.Millisecond), sum.WindowMax.Round(time.Millisecond))
+		fmt.Fprintf(w, "  A provider without idempotency keys would have delivered the %d repeats twice: a crash inside the window\n  repeats the send, and only the key makes the repeat harmless.\n", sum.Resent)
+	}
+	if len(sum.PeakRSS) > 0 {
+		var parts []string
+		for _, fn := range []string{"consumer", "enqueue"} {
+			if rss, ok := sum.PeakRSS[fn]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.1f MB", fn, float64(rss)/(1<<20)))
+			}
+		}
+		fmt.Fprintf(w, "\npeak memory (RSS of the runtime): %s\n", strings.Join(parts, ", "))
+	}
 	fmt.Fprintf(w, "\ndue→sent latency: p50 %v, p99 %v, max %v\n", sum.LatencyP50.Round(time.Millisecond), sum.LatencyP99.Round(time.Millisecond), sum.LatencyMax.Round(time.Millisecond))
 	most := 0
 	for _, b := range sum.Histogram {

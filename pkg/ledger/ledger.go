@@ -247,10 +247,16 @@ type Claim struct {
 	DueBy time.Time
 	// Attempt is the delivery attempt number, for the history.
 	Attempt int
+	// Revive is set for a message that came back from the DLQ (it carries
+	// the consumer's dead-letter attributes: a console redrive). Only such
+	// a claim may take a dead delivery; any other copy of a dead delivery's
+	// message is refused with ErrFinished, so a late duplicate never
+	// revives what was dead-lettered for review.
+	Revive bool
 }
 
 // Claim moves a delivery to sending under a lease and returns it as it now
-// is. It succeeds from pending, queued, retrying or dead (a redrive), or
+// is. It succeeds from pending, queued, retrying or (with c.Revive) dead, or
 // from sending whose lease has lapsed, and only if the delivery is due by
 // c.DueBy and not expired. Otherwise it returns a *RefusedError with reason
 // ErrAlreadySent, ErrFinished, ErrLeased, ErrExpired, ErrNotDue or
@@ -266,10 +272,15 @@ func (l *Ledger) Claim(ctx context.Context, c Claim) (Delivery, error) {
 	u.set("leaseUntil", ":lease", Format(c.LeaseUntil))
 	u.add("attempts", ":one", 1)
 	u.history(Delivery{}, Entry{Status: StatusSending, Attempt: c.Attempt})
-	u.values[":pending"], u.values[":queued"], u.values[":retrying"], u.values[":dead"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying), sv(StatusDead)
+	u.values[":pending"], u.values[":queued"], u.values[":retrying"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying)
 	u.values[":dueBy"] = sv(Format(c.DueBy))
-	u.cond = "attribute_exists(PK) AND (#status IN (:pending, :queued, :retrying, :dead) OR (#status = :sending AND leaseUntil < :now)) AND dueAt <= :dueBy AND expiresAt > :now"
-	return l.write(ctx, u, func(old Delivery) error { return ClaimRefusal(old, now, c.DueBy) })
+	claimable := "#status IN (:pending, :queued, :retrying)"
+	if c.Revive {
+		u.values[":dead"] = sv(StatusDead)
+		claimable = "#status IN (:pending, :queued, :retrying, :dead)"
+	}
+	u.cond = "attribute_exists(PK) AND (" + claimable + " OR (#status = :sending AND leaseUntil < :now)) AND dueAt <= :dueBy AND expiresAt > :now"
+	return l.write(ctx, u, func(old Delivery) error { return ClaimRefusal(old, now, c.DueBy, c.Revive) })
 }
 
 // Complete records that the provider accepted the claimed delivery d. It
@@ -402,11 +413,11 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 // exported so that other ledgers (ledgertest.Memory) refuse alike.
 
 // ClaimRefusal says why a claim due by dueBy was refused at now.
-func ClaimRefusal(old Delivery, now, dueBy time.Time) error {
+func ClaimRefusal(old Delivery, now, dueBy time.Time, revive bool) error {
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
-	case old.Status == StatusCancelled || old.Status == StatusExpired:
+	case old.Status == StatusCancelled || old.Status == StatusExpired || old.Status == StatusDead && !revive:
 		return ErrFinished
 	case !old.ExpiresAt.After(now):
 		return ErrExpired

@@ -129,6 +129,10 @@ type Letter struct {
 	// Redrivable says whether a redrive can help, and Why not.
 	Redrivable bool   `json:"redrivable"`
 	Why        string `json:"why,omitempty"`
+	// SourceMessageID is the work queue message the consumer dead-lettered
+	// (its nudge-source-message-id); empty for a message the queue's
+	// redrive policy moved.
+	SourceMessageID string `json:"-"`
 
 	receipt  string
 	body     string
@@ -278,7 +282,7 @@ func (r *Redriver) letter(m types.Message) Letter {
 	}
 	l := Letter{MessageID: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle), body: aws.ToString(m.Body),
 		attrs: m.MessageAttributes, group: m.Attributes["MessageGroupId"], Destination: queueName(r.cfg.TargetURL),
-		ErrorClass: attr(consumer.AttrErrorClass), Reason: attr(consumer.AttrReason)}
+		ErrorClass: attr(consumer.AttrErrorClass), Reason: attr(consumer.AttrReason), SourceMessageID: attr(consumer.AttrSourceMessageID)}
 	l.Attempts, _ = strconv.Atoi(attr(consumer.AttrAttempts))
 	l.Redrives, _ = strconv.Atoi(attr(AttrRedrives))
 	if ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64); err == nil {

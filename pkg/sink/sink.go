@@ -98,12 +98,12 @@ type Sink struct {
 	// Plan picks faults; nil answers ok.
 	Plan Plan
 
-	mu       sync.Mutex
-	requests map[string]int
-	accepted map[string]Accepted
-	answered map[string]bool // the sender was told the key was accepted
-	resent   map[string]int
-	dupes    int
+	mu         sync.Mutex
+	requests   map[string]int
+	accepted   map[string]Accepted
+	answeredTo map[string]string // the sender was told the key was accepted, at this path
+	resent     map[string]int
+	dupes      int
 }
 
 // Accepted is a send the sink accepted.
@@ -111,7 +111,9 @@ type Accepted struct {
 	Key     string
 	Receipt string
 	Request provider.Request
-	// Times counts requests with this key that found it already accepted.
+	// At is when the sink accepted it.
+	At time.Time
+	// Repeats counts requests with this key that found it already accepted.
 	Repeats int
 }
 
@@ -134,7 +136,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	if s.requests == nil {
-		s.requests, s.accepted, s.answered, s.resent = map[string]int{}, map[string]Accepted{}, map[string]bool{}, map[string]int{}
+		s.requests, s.accepted, s.answeredTo, s.resent = map[string]int{}, map[string]Accepted{}, map[string]string{}, map[string]int{}
 	}
 	s.requests[key]++
 	attempt := s.requests[key]
@@ -178,7 +180,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := fmt.Fprintf(w, `{"id":%q}`, receipt); err == nil {
 		s.mu.Lock()
-		s.answered[key] = true
+		s.answeredTo[key] = r.URL.Path
 		s.mu.Unlock()
 	}
 }
@@ -187,7 +189,7 @@ func (s *Sink) accept(key string, req provider.Request) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a, ok := s.accepted[key]; ok {
-		if s.answered[key] {
+		if _, ok := s.answeredTo[key]; ok {
 			s.resent[key]++
 		}
 		a.Repeats++
@@ -196,7 +198,7 @@ func (s *Sink) accept(key string, req provider.Request) string {
 		return a.Receipt
 	}
 	receipt := fmt.Sprintf("sink-%d", len(s.accepted)+1)
-	s.accepted[key] = Accepted{Key: key, Receipt: receipt, Request: req}
+	s.accepted[key] = Accepted{Key: key, Receipt: receipt, Request: req, At: time.Now()}
 	return receipt
 }
 
@@ -244,6 +246,28 @@ func (s *Sink) Resent() map[string]int {
 	out := make(map[string]int, len(s.resent))
 	for k, v := range s.resent {
 		out[k] = v
+	}
+	return out
+}
+
+// Resend is a key sent again after the sender had been told it was
+// accepted.
+type Resend struct {
+	Key   string
+	Times int
+	// AnsweredTo is the request path the acceptance was answered on, which
+	// tells senders sharing the sink apart (each can post to its own path).
+	AnsweredTo string
+}
+
+// Resends returns the keys sent again after an answered acceptance, with
+// where the answer went; see Resent.
+func (s *Sink) Resends() []Resend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Resend, 0, len(s.resent))
+	for k, v := range s.resent {
+		out = append(out, Resend{Key: k, Times: v, AnsweredTo: s.answeredTo[k]})
 	}
 	return out
 }

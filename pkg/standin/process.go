@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -249,4 +250,61 @@ func LambdaEnv(name string, timeout time.Duration, memoryMB int) []string {
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(int(timeout.Seconds())),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(memoryMB),
 	}
+}
+
+// Runtime returns the process id of the function's runtime (the bootstrap
+// the emulator started), or false before the first invocation starts it and
+// after it died. The emulator starts a new one on the next invocation, as
+// Lambda starts a new execution environment.
+func (l *Lambda) Runtime() (int, bool) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", l.Pid()))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				return pid, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// KillRuntime kills the function's runtime at once (SIGKILL), as a crash,
+// an out-of-memory kill or a timeout does: the invocation in progress
+// fails, and the next one starts a new runtime.
+func (l *Lambda) KillRuntime() error {
+	pid, ok := l.Runtime()
+	if !ok {
+		return fmt.Errorf("standin: %s has no runtime running", l.Endpoint)
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// PeakRSS returns the runtime's peak resident memory so far, in bytes
+// (VmHWM), as Lambda's "Max Memory Used" reports it; the emulator's own
+// REPORT line gives the configured size instead.
+func (l *Lambda) PeakRSS() (int64, error) {
+	pid, ok := l.Runtime()
+	if !ok {
+		return 0, fmt.Errorf("standin: %s has no runtime running", l.Endpoint)
+	}
+	return PeakRSS(pid)
+}
+
+// PeakRSS returns a process's peak resident memory in bytes (VmHWM).
+func PeakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("standin: no VmHWM for process %d", pid)
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Proxy forwards requests to a stand-in and counts them by API operation
@@ -34,6 +35,7 @@ func NewProxy(target string) (*Proxy, error) {
 	}
 	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), counts: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = Transport()
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := r.Header.Get("X-Amz-Target")
 		if _, after, ok := strings.Cut(op, "."); ok {
@@ -49,6 +51,18 @@ func NewProxy(target string) (*Proxy, error) {
 	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
+}
+
+// Transport is an HTTP transport for talking to the stand-ins. fauxqs (a
+// Node server) closes a keep-alive connection after 5 s idle; a request
+// sent on one just as it closes can fail after the server took it, and a
+// receive lost that way hides its messages for the visibility timeout. So
+// idle connections are dropped after 4 s, before the server drops them.
+func Transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.IdleConnTimeout = 4 * time.Second
+	t.MaxIdleConnsPerHost = 32
+	return t
 }
 
 // Counts returns the requests so far by operation.

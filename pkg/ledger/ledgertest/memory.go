@@ -121,11 +121,11 @@ func (m *Memory) Claim(_ context.Context, c ledger.Claim) (ledger.Delivery, erro
 	}
 	dueBy := ms(c.DueBy)
 	return m.transition("claim", c.Key, func(d ledger.Delivery, now time.Time) bool {
-		claimable := slices.Contains([]ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusRetrying, ledger.StatusDead}, d.Status) ||
-			(d.Status == ledger.StatusSending && d.LeaseUntil.Before(now))
+		claimable := slices.Contains([]ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusRetrying}, d.Status) ||
+			(d.Status == ledger.StatusDead && c.Revive) || (d.Status == ledger.StatusSending && d.LeaseUntil.Before(now))
 		return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
 	}, func(old ledger.Delivery, now time.Time) error {
-		return ledger.ClaimRefusal(old, now, dueBy)
+		return ledger.ClaimRefusal(old, now, dueBy, c.Revive)
 	}, func(d *ledger.Delivery, now time.Time) {
 		d.Status, d.ClaimToken, d.LeaseUntil = ledger.StatusSending, c.Token, ms(c.LeaseUntil)
 		d.Attempts++

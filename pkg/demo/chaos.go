@@ -1,0 +1,104 @@
+package demo
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/standin"
+)
+
+// instance is one consumer under the emulator, as the event source mapping
+// invokes it, marked busy while an invocation runs so that a kill can land
+// in the middle of a batch.
+type instance struct {
+	*standin.Lambda
+	name string // "consumer-1", also the path it posts to the provider on
+	busy atomic.Bool
+}
+
+// Invoke runs one invocation.
+func (i *instance) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	i.busy.Store(true)
+	defer i.busy.Store(false)
+	return i.Lambda.Invoke(ctx, payload)
+}
+
+// kill is one consumer runtime killed mid-batch.
+type kill struct {
+	instance string
+	at       time.Time
+}
+
+// killer kills consumer runtimes in the middle of batches, Config.Kills
+// times: the k-th kill waits until the provider has accepted k/(Kills+1)
+// of the deliveries the plan sends, then picks an instance that is running
+// a batch and kills its runtime a random 0–50 ms later, if it is still
+// running it. The emulator answers that invocation with an error, as
+// Lambda does, so the whole batch returns after the visibility timeout, and
+// starts a new runtime for the next.
+func (s *system) killer(ctx context.Context) {
+	if s.cfg.Kills == 0 {
+		return
+	}
+	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0x6b696c6c))
+	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
+	pause := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for k := 1; k <= s.cfg.Kills; k++ {
+		for {
+			if accepted, _ := s.sink.Totals(); accepted >= toSend*k/(s.cfg.Kills+1) {
+				break
+			}
+			if !pause(50 * time.Millisecond) {
+				return
+			}
+		}
+		for {
+			var busy []*instance
+			for _, in := range s.consumers {
+				if in.busy.Load() {
+					busy = append(busy, in)
+				}
+			}
+			if len(busy) > 0 {
+				in := busy[rnd.IntN(len(busy))]
+				if !pause(time.Duration(rnd.Int64N(int64(50 * time.Millisecond)))) {
+					return
+				}
+				if in.busy.Load() && in.KillRuntime() == nil {
+					s.mu.Lock()
+					s.kills = append(s.kills, kill{instance: in.name, at: time.Now()})
+					s.mu.Unlock()
+					break
+				}
+			}
+			if !pause(5 * time.Millisecond) {
+				return
+			}
+		}
+	}
+}
+
+// killedAfter reports whether the instance that path names was killed
+// after t: a repeat of a delivery whose acceptance was answered to an
+// instance killed before it could record the send is the one duplicate a
+// provider without idempotency keys would deliver.
+func (s *system) killedAfter(path string, t time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.kills {
+		if path == "/deliveries/"+k.instance && k.at.After(t) {
+			return true
+		}
+	}
+	return false
+}
