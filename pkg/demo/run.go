@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -183,7 +184,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		s.consumerLogs = append(s.consumerLogs, log)
 		// Each instance posts to its own path, so the provider's record
 		// tells which instance an answer went to.
-		env := append(slices.Clip(consumerEnv), "NUDGE_WEBHOOK_URL="+webhook+"/"+name)
+		env := slices.Clone(consumerEnv)
+		for i, kv := range env {
+			if strings.HasPrefix(kv, "NUDGE_WEBHOOK_URL=") {
+				env[i] = "NUDGE_WEBHOOK_URL=" + webhook + "/" + name
+			}
+		}
 		fn, err := standin.StartLambda(ctx, dir, bins["consumer"], standin.Options{Log: log, Env: env})
 		if err != nil {
 			return nil, err
@@ -227,7 +233,7 @@ func clients(ctx context.Context, ddbURL, sqsURL string, counter *awsclient.Coun
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
 		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
-		config.WithHTTPClient(&http.Client{Transport: standin.Transport()}))
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)))
 	if err != nil {
 		return nil, nil, err
 	}

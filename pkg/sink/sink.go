@@ -180,7 +180,9 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if _, err := fmt.Fprintf(w, `{"id":%q}`, receipt); err == nil {
 		s.mu.Lock()
-		s.answeredTo[key] = r.URL.Path
+		if _, ok := s.answeredTo[key]; !ok { // the first answer, which a repeat follows
+			s.answeredTo[key] = r.URL.Path
+		}
 		s.mu.Unlock()
 	}
 }

@@ -75,3 +75,33 @@ func TestResentTellsARightfulRetryFromASecondSend(t *testing.T) {
 		t.Fatalf("resent %v; want only rem-b, once", got)
 	}
 }
+
+// TestResendsNameWhereTheFirstAnswerWent: the repeat of an answered
+// acceptance is attributed to the sender the first answer went to, not to
+// the sender of the repeat, and carries the acceptance time.
+func TestResendsNameWhereTheFirstAnswerWent(t *testing.T) {
+	t.Parallel()
+	s := &Sink{}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	post := func(path string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(`{"reminderId":"x"}`))
+		req.Header.Set(provider.HeaderIdempotencyKey, "rem-c:email:webhook")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	before := time.Now()
+	post("/deliveries/consumer-2")
+	post("/deliveries/consumer-1")
+	got := s.Resends()
+	if len(got) != 1 || got[0].AnsweredTo != "/deliveries/consumer-2" || got[0].Times != 1 {
+		t.Fatalf("resends %+v; want one, answered to consumer-2", got)
+	}
+	if a, ok := s.Accepted("rem-c:email:webhook"); !ok || a.At.Before(before) || a.At.After(time.Now()) {
+		t.Fatalf("accepted %+v, %v", a, ok)
+	}
+}

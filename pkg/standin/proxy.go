@@ -1,6 +1,8 @@
 package standin
 
 import (
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -36,6 +38,8 @@ func NewProxy(target string) (*Proxy, error) {
 	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), counts: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = Transport()
+	// A caller killed mid-request (the chaos run does it) is no news.
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		op := r.Header.Get("X-Amz-Target")
 		if _, after, ok := strings.Cut(op, "."); ok {
@@ -60,9 +64,15 @@ func NewProxy(target string) (*Proxy, error) {
 // idle connections are dropped after 4 s, before the server drops them.
 func Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	KeepIdleShort(t)
+	return t
+}
+
+// KeepIdleShort sets t to drop idle connections before fauxqs does; see
+// Transport. It fits the AWS SDK's BuildableClient.WithTransportOptions.
+func KeepIdleShort(t *http.Transport) {
 	t.IdleConnTimeout = 4 * time.Second
 	t.MaxIdleConnsPerHost = 32
-	return t
 }
 
 // Counts returns the requests so far by operation.
