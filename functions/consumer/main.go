@@ -29,7 +29,7 @@ func main() {
 		log.Error("cannot start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(fn.Handle)
+	lambda.Start(fn.Invoke)
 }
 
 func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {

@@ -25,7 +25,8 @@ type Function struct {
 	Logger     *slog.Logger
 }
 
-// Handle processes one SQS event; its signature fits lambda.Start.
+// Handle processes one decoded SQS event; Invoke decodes and checks the
+// payload first.
 func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	rep := f.Processor.Run(ctx, ev)
 	resp := rep.Response()
@@ -40,14 +41,18 @@ func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	log := f.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	log := f.logger()
 	log.Info("batch", "records", len(ev.Records), "succeeded", rep.Count(batch.Succeeded), "failed", rep.Count(batch.Failed),
 		"unstarted", rep.Count(batch.Unstarted), "skipped", rep.Count(batch.Skipped), "batchItemFailures", len(resp.BatchItemFailures))
 	if err := f.Metrics.Flush(out, clk.Now()); err != nil {
 		log.Warn("could not write metrics", "error", err.Error())
 	}
 	return resp, nil
+}
+
+func (f *Function) logger() *slog.Logger {
+	if f.Logger == nil {
+		return slog.Default()
+	}
+	return f.Logger
 }

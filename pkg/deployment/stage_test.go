@@ -67,3 +67,56 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 		t.Fatalf("EnvList = %v", got)
 	}
 }
+
+// TestBadConfigurationIsRefusedWithTheFix: configuration that cannot work
+// is refused where it is read, by the stack's stage check and by each
+// function at start (so Lambda reports an init error, not a silent
+// misbehaviour), with a message naming the setting.
+func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
+	t.Parallel()
+	r := deployment.Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.example/x", WebhookSecret: "s"}
+	with := func(env map[string]string, kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return env[k]
+		}
+	}
+	dev := deployment.Dev()
+	cenv, eenv := dev.ConsumerEnv(r), dev.EnqueueEnv(r)
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"consumer: visibility below the provider timeout", func() error {
+			_, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_VISIBILITY_TIMEOUT", "5s"))
+			return err
+		}, "NUDGE_VISIBILITY_TIMEOUT 5s must exceed NUDGE_PROVIDER_TIMEOUT 10s"},
+		{"consumer: zero shards", func() error { _, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_SHARDS", "0")); return err }, "NUDGE_SHARDS"},
+		{"consumer: missing table", func() error { _, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_TABLE", "")); return err }, "NUDGE_TABLE is not set"},
+		{"consumer: missing DLQ", func() error { _, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_DLQ_URL", "")); return err }, "NUDGE_DLQ_URL is not set"},
+		{"consumer: unreadable duration", func() error {
+			_, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_PROVIDER_TIMEOUT", "ten seconds"))
+			return err
+		}, "NUDGE_PROVIDER_TIMEOUT"},
+		{"enqueue: zero shards", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_SHARDS", "0")); return err }, "NUDGE_SHARDS"},
+		{"enqueue: missing table", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_TABLE", "")); return err }, "NUDGE_TABLE is not set"},
+		{"enqueue: missing queue", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_QUEUE_URL", "")); return err }, "NUDGE_QUEUE_URL is not set"},
+		{"stage: zero shards", func() error { s := deployment.Dev(); s.Shards = 0; return s.Validate() }, "0 shards; use 1 to 1000"},
+		{"stage: consumer timeout not above the provider's", func() error {
+			s := deployment.Dev()
+			s.ProviderTimeout = s.ConsumerTimeout
+			return s.Validate()
+		}, "consumer timeout 30s must exceed the provider timeout 30s"},
+		{"stage: attempts above maxReceiveCount", func() error { s := deployment.Dev(); s.MaxAttempts = 11; return s.Validate() }, "maxReceiveCount 10 must be at least the attempt budget 11"},
+	} {
+		err := tc.err()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}

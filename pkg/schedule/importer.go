@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -64,22 +65,53 @@ func ReadRows(r io.Reader, f Format, v Validator) ([]Row, error) {
 	return nil, fmt.Errorf("import: unknown format %q; use jsonl or csv", f)
 }
 
+// MaxLineBytes is the longest JSON Lines row read; a longer one is
+// reported invalid and skipped, and the rows after it are still read.
+const MaxLineBytes = 64 << 10
+
 func readJSONLines(r io.Reader, v Validator) ([]Row, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	br := bufio.NewReaderSize(r, MaxLineBytes)
 	var rows []Row
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
+	for line := 1; ; line++ {
+		text, size, err := readLine(br)
+		if size > MaxLineBytes {
+			rows = append(rows, Row{Line: line, Err: &ValidationError{
+				Problem: fmt.Sprintf("is %d bytes, over the %d-byte limit for one reminder", size, MaxLineBytes),
+				Fix:     "check that the file has one reminder per line; metadata is meant to be small"}})
+		} else if t := strings.TrimSpace(string(text)); t != "" {
+			rem, perr := v.ParseJSON([]byte(t))
+			rows = append(rows, Row{Line: line, Reminder: rem, Err: perr})
+		}
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return rows, fmt.Errorf("import: read line %d: %w", line, err)
+		}
+	}
+}
+
+// readLine reads one line without its newline. A line longer than
+// MaxLineBytes is read to its end and dropped: size tells its length.
+func readLine(br *bufio.Reader) (text []byte, size int, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if size <= MaxLineBytes+1 {
+			text = append(text, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		rem, err := v.ParseJSON([]byte(text))
-		rows = append(rows, Row{Line: line, Reminder: rem, Err: err})
+		text = bytes.TrimSuffix(text, []byte("\n"))
+		if size > 0 && chunk != nil && len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+			size--
+		}
+		if size > MaxLineBytes {
+			text = nil
+		}
+		return text, size, err
 	}
-	if err := sc.Err(); err != nil {
-		return rows, fmt.Errorf("import: read line %d: %w", len(rows)+1, err)
-	}
-	return rows, nil
 }
 
 var csvColumns = []string{"id", "accountRef", "dueAt", "expiresAt", "channel", "provider", "recipientRef", "templateRef"}
