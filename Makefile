@@ -11,6 +11,7 @@ NUDGE       := build/nudge
 FN          ?=
 EVENT       ?= $(if $(filter enqueue,$(FN)),events/scheduler.json,events/sqs-batch.json)
 DEMO_FLAGS  ?=
+CHAOS_FLAGS ?=
 FAULT       ?=
 FUZZTIME    ?= 30s
 
@@ -27,7 +28,7 @@ STACK       := Nudge-$(STAGE)
 SNAPSHOT    := infra/testdata/$(STACK).template.json
 CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE))
 
-.PHONY: help demo build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
+.PHONY: help demo chaos build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,14 +63,19 @@ lint: ## gofmt, go vet, staticcheck (both modules)
 demo: build-local ## run the whole system locally with faults, then print the summary (DEMO_FLAGS="--reminders 1000")
 	$(NUDGE) local demo $(DEMO_FLAGS)
 
+chaos: build-local ## the system under load and faults: 10,000 reminders, consumer kills, cut enqueue runs (CHAOS_FLAGS="--reminders 100000")
+	$(NUDGE) local chaos $(CHAOS_FLAGS)
+
 invoke: build-local ## run the function EVENT is for (or FN) under the Lambda emulator against the stand-ins (FAULT="rem-185=500")
 	$(NUDGE) local invoke --event $(EVENT) $(if $(FN),--function $(FN)) --fault "$(FAULT)"
 
 bench: build-local ## benchmarks, in-memory and against the stand-ins
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
 
-fuzz: ## fuzz the message decoder for FUZZTIME
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./pkg/message
+fuzz: ## fuzz the message decoder, the consumer's event decoding and the import parser, FUZZTIME each
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/message
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/consumer
+	$(GO) test -run '^$$' -fuzz '^FuzzReadRows$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/schedule
 
 cdk: $(CDK) ## install the pinned CDK CLI and cfn-guard into .local/cdk
 $(CDK): infra/cli/package.json infra/cli/package-lock.json

@@ -272,6 +272,41 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	}
 }
 
+// TestChaosRunKeepsItsInvariants is a small chaos run: provider faults,
+// consumer runtimes killed mid-batch, duplicates, poison, and enqueue runs
+// cut by a short time budget; nothing may be sent twice, lost or overdue.
+// make chaos runs the full size.
+func TestChaosRunKeepsItsInvariants(t *testing.T) {
+	standintest.AWSConfig(t)
+	bins := standintest.Bootstraps(t, "consumer", "enqueue")
+	cfg := ChaosDefaults()
+	cfg.Reminders, cfg.Rate, cfg.Spread, cfg.Tick, cfg.Deadline = 400, 200, 8*time.Second, time.Second, 150*time.Second
+	cfg.Kills, cfg.EnqueueBudget = 4, 150*time.Millisecond
+	cfg.Stage, cfg.Bootstraps = strings.TrimPrefix(standintest.Name("chaos"), "chaos-"), bins
+	cfg.DynamoDBEndpoint, cfg.SQSEndpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_SQS")
+	var out bytes.Buffer
+	cfg.Out = &out
+	sum, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	sum.Write(&out)
+	if !sum.OK() {
+		t.Fatalf("invariants broken:\n%s", out.String())
+	}
+	if !sum.Chaos || sum.Kills != 4 || sum.FailedInvocations != sum.Kills || sum.EnqueueCut == 0 || sum.Overdue != 0 ||
+		sum.PeakRSS["consumer"] == 0 || sum.PeakRSS["enqueue"] == 0 || sum.WindowMax == 0 {
+		t.Errorf("kills %d (failed invocations %d), enqueue runs cut %d, overdue %d, peak RSS %v, window max %v",
+			sum.Kills, sum.FailedInvocations, sum.EnqueueCut, sum.Overdue, sum.PeakRSS, sum.WindowMax)
+	}
+	if !strings.Contains(out.String(), "duplicate window") {
+		t.Error("the summary does not state the duplicate window")
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
+}
+
 // observed is what the test saw of the kept system.
 type observed struct {
 	status map[message.DeliveryKey]ledger.Status
