@@ -56,10 +56,10 @@ type Summary struct {
 	// Chaos: consumer runtimes killed mid-batch (of those asked for), the
 	// invocations that failed as a whole, and the enqueue runs the time
 	// budget cut.
-	Chaos                 bool
-	Kills, KillsAsked     int
-	FailedInvocations     int
-	EnqueueCut            int
+	Chaos             bool
+	Kills, KillsAsked int
+	FailedInvocations int
+	EnqueueCut        int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
 	// killed before it recorded the send. The provider suppressed each by
