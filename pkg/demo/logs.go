@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // functionLog receives a function instance's output (its JSON log lines,
@@ -19,6 +21,11 @@ type functionLog struct {
 	metrics map[string]float64
 	reports int
 	errors  []string // log lines at level ERROR, and runtime errors
+	// billed is the billed duration of the invocations (REPORT lines), and
+	// bytes what CloudWatch Logs would ingest: every line but the
+	// emulator's own diagnostics.
+	billed time.Duration
+	bytes  int64
 }
 
 func newFunctionLog(file io.Writer) *functionLog {
@@ -45,9 +52,18 @@ func (l *functionLog) Write(p []byte) (int, error) {
 
 func (l *functionLog) line(b []byte) {
 	s := strings.TrimSpace(string(b))
+	if !strings.Contains(s, "(rapid)") {
+		l.bytes += int64(len(b)) + 1
+	}
 	switch {
 	case strings.HasPrefix(s, "REPORT RequestId"):
 		l.reports++
+		if _, rest, ok := strings.Cut(s, "Billed Duration: "); ok {
+			ms, _, _ := strings.Cut(rest, " ms")
+			if v, err := strconv.ParseFloat(ms, 64); err == nil {
+				l.billed += time.Duration(v * float64(time.Millisecond))
+			}
+		}
 	case strings.Contains(s, `"_aws"`):
 		l.emf([]byte(s))
 	case strings.Contains(s, `"level":"ERROR"`) || strings.Contains(s, "Runtime.ExitError") || strings.Contains(s, "panic:"):
@@ -120,4 +136,16 @@ func (ls logs) errorLines() []string {
 		l.mu.Unlock()
 	}
 	return out
+}
+
+// usage returns the logs' billed duration and the bytes CloudWatch Logs
+// would ingest.
+func (ls logs) usage() (billed time.Duration, bytes int64) {
+	for _, l := range ls {
+		l.mu.Lock()
+		billed += l.billed
+		bytes += l.bytes
+		l.mu.Unlock()
+	}
+	return billed, bytes
 }

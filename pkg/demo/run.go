@@ -50,6 +50,7 @@ type system struct {
 	sink           *sink.Sink
 
 	intake        *schedule.Store
+	intakeLedger  *ledger.Ledger
 	intakeCounter *awsclient.Counter
 	proxies       map[string]*standin.Proxy // "consumer DynamoDB", …
 	consumerLogs  logs
@@ -150,6 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.intakeLedger = led
 	if s.intake, err = schedule.New(schedule.Config{Ledger: led, API: intakeDB}); err != nil {
 		return nil, err
 	}

@@ -77,6 +77,11 @@ type Summary struct {
 	// its runtime), in bytes.
 	PeakRSS map[string]int64
 
+	// Usage is what the run consumed as AWS bills it (the intake's writes
+	// included), and Cost that at Prices per million sent deliveries.
+	Usage Usage
+	Cost  Cost
+
 	Violations []string
 }
 
@@ -160,6 +165,19 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		sum.RequestsPerSent = float64(total) / float64(sum.Sent)
 	}
 	sum.Ticks, sum.Invocations = int(s.ticks.Load()), s.consumerLogs.invocations()
+	for _, name := range []string{"consumer DynamoDB", "enqueue DynamoDB"} {
+		r, w := s.proxies[name].Units()
+		sum.Usage.ReadUnits += r
+		sum.Usage.WriteUnits += w
+	}
+	sum.Usage.WriteUnits += s.intake.WriteUnits() + s.intakeLedger.WriteUnits()
+	sum.Usage.SQSRequests = sum.Requests["consumer SQS"] + sum.Requests["enqueue SQS"] + sum.Requests["event source mapping SQS"]
+	cBilled, cBytes := s.consumerLogs.usage()
+	eBilled, eBytes := s.enqueueLogs.usage()
+	sum.Usage.Invocations = sum.Invocations + sum.Ticks
+	sum.Usage.GBSeconds = gbSeconds(cBilled, s.stage.ConsumerMemoryMB) + gbSeconds(eBilled, s.stage.EnqueueMemoryMB)
+	sum.Usage.LogBytes = cBytes + eBytes
+	sum.Cost = sum.Usage.PerMillion(Prices, sum.Sent)
 	s.mu.Lock()
 	sum.Kills = len(s.kills)
 	s.mu.Unlock()
@@ -446,6 +464,7 @@ func (sum *Summary) Write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-28s %8d   %.2f per sent\n", n, sum.Requests[n], per)
 	}
+	sum.writeCost(w)
 	if sum.OK() {
 		fmt.Fprintln(w, "\nOK: nothing sent twice, nothing lost, nothing overdue, every outcome as its faults call for.")
 		return

@@ -1,6 +1,8 @@
 package standin
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"log"
 	"net"
@@ -8,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +26,83 @@ type Proxy struct {
 	srv      *http.Server
 	mu       sync.Mutex
 	counts   map[string]int64
+	read     float64 // DynamoDB read units consumed
+	write    float64 // DynamoDB write units consumed
+}
+
+// dynamoOps are the DynamoDB operations that consume capacity: true for
+// writes.
+var dynamoOps = map[string]bool{
+	"PutItem": true, "UpdateItem": true, "DeleteItem": true, "BatchWriteItem": true, "TransactWriteItems": true,
+	"GetItem": false, "Query": false, "Scan": false, "BatchGetItem": false, "TransactGetItems": false,
+}
+
+// askCapacity adds ReturnConsumedCapacity=TOTAL to a DynamoDB request that
+// does not ask for it, so the proxy can count capacity units. DynamoDB
+// Local checks no signature; this is for the stand-in only.
+func askCapacity(r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	var in map[string]json.RawMessage
+	if err == nil && json.Unmarshal(body, &in) == nil {
+		if _, set := in["ReturnConsumedCapacity"]; !set {
+			in["ReturnConsumedCapacity"] = json.RawMessage(`"TOTAL"`)
+			if b, err := json.Marshal(in); err == nil {
+				body = b
+			}
+		}
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+}
+
+// addUnits adds the capacity a DynamoDB response reports. A write refused
+// by its condition is charged 1 write unit by DynamoDB (for items up to
+// 1 KB), which DynamoDB Local does not report: it is counted here.
+func (p *Proxy) addUnits(resp *http.Response, write bool) {
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	var out struct {
+		Type             string          `json:"__type"`
+		ConsumedCapacity json.RawMessage `json:"ConsumedCapacity"`
+	}
+	if json.Unmarshal(body, &out) != nil {
+		return
+	}
+	var units float64
+	var one struct{ CapacityUnits float64 }
+	var many []struct{ CapacityUnits float64 }
+	switch {
+	case json.Unmarshal(out.ConsumedCapacity, &one) == nil:
+		units = one.CapacityUnits
+	case json.Unmarshal(out.ConsumedCapacity, &many) == nil:
+		for _, c := range many {
+			units += c.CapacityUnits
+		}
+	}
+	if write && resp.StatusCode == http.StatusBadRequest && strings.Contains(out.Type, "ConditionalCheckFailed") {
+		units = 1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if write {
+		p.write += units
+	} else {
+		p.read += units
+	}
+}
+
+// Units returns the DynamoDB capacity units the requests through the proxy
+// consumed: read units, and write units including the due index's and the
+// refused conditional writes'.
+func (p *Proxy) Units() (read, write float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.read, p.write
 }
 
 // NewProxy starts a counting proxy to target on a free loopback port.
@@ -51,8 +131,19 @@ func NewProxy(target string) (*Proxy, error) {
 		p.mu.Lock()
 		p.counts[op]++
 		p.mu.Unlock()
+		if _, ok := dynamoOps[op]; ok && strings.HasPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_") {
+			askCapacity(r)
+		}
 		rp.ServeHTTP(w, r)
 	})}
+	rp.ModifyResponse = func(resp *http.Response) error {
+		op := resp.Request.Header.Get("X-Amz-Target")
+		_, op, _ = strings.Cut(op, ".")
+		if write, ok := dynamoOps[op]; ok {
+			p.addUnits(resp, write)
+		}
+		return nil
+	}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
 }

@@ -197,8 +197,12 @@ func testDeadLetterAndRedriveClaim(t *testing.T, b bundle) {
 	// Dead-lettering again is refused as finished.
 	_, err = b.l.DeadLetter(ctx, d, ledger.Failure{Class: "decode", Message: "x"})
 	refusal(t, err, ledger.ErrFinished)
-	// A redriven message may claim a dead delivery again.
-	if _, err := b.claim("tok-r", d); err != nil {
+	// A plain copy of its message (a late duplicate) may not claim it...
+	_, err = b.claim("tok-dup", d)
+	refusal(t, err, ledger.ErrFinished)
+	// ...a message redriven from the DLQ may.
+	now := b.clk.Now()
+	if _, err := b.l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: "tok-r", LeaseUntil: now.Add(time.Minute), DueBy: now.Add(time.Second), Attempt: 1, Revive: true}); err != nil {
 		t.Fatalf("redrive claim: %v", err)
 	}
 }

@@ -1,0 +1,342 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/esm"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/sink"
+	"github.com/nudgehq/nudge/pkg/standin"
+)
+
+// DrainConfig configures a drain: a measurement of the consumer path alone.
+// Deliveries due now are in the ledger and their messages on the work queue
+// before the consumers start; the drain times the event source mapping,
+// the consumer bootstraps under the emulator, DynamoDB Local and the
+// provider until every delivery is accepted, then sends every message a
+// second time to count what a recognised duplicate costs.
+type DrainConfig struct {
+	// Deliveries is how many deliveries to drain. Default 500.
+	Deliveries int
+	// BatchSize is the event source mapping's batch size. Default 10.
+	BatchSize int
+	// BatchingWindow is the mapping's window. Default none up to a batch
+	// of 10, 1s above (Lambda's minimum there).
+	BatchingWindow time.Duration
+	// Instances is the number of consumer instances (the mapping's
+	// maximum concurrency). Default 2.
+	Instances int
+	// Latency is the provider's answer time, the same for every request.
+	// Default none.
+	Latency time.Duration
+	// Stage names the resources. Default "drain".
+	Stage string
+	// Dir is the stand-ins' folder (for the emulator). Default
+	// standin.DefaultDir().
+	Dir string
+	// Bootstraps holds consumer/bootstrap and enqueue/bootstrap for this
+	// machine. Default "build/local".
+	Bootstraps string
+	// DynamoDBEndpoint and SQSEndpoint are the running stand-ins. Required.
+	DynamoDBEndpoint, SQSEndpoint string
+}
+
+// DrainResult is what a drain measured.
+type DrainResult struct {
+	Deliveries int
+	// Elapsed runs from the mapping's start to the provider's last
+	// acceptance; PerSecond is Deliveries over it.
+	Elapsed   time.Duration
+	PerSecond float64
+	// Per delivered message: the consumer's DynamoDB requests and write
+	// units, and the SQS requests of the consumer and the mapping.
+	DynamoDBPerDelivery, WriteUnitsPerDelivery, SQSPerDelivery float64
+	// The same per recognised duplicate.
+	DynamoDBPerDuplicate, WriteUnitsPerDuplicate, SQSPerDuplicate float64
+	Invocations                                                   int64
+	// ColdStart is from starting a function's process (the emulator and
+	// its runtime) to its first answered invocation: a one-record batch
+	// for the consumer, a schedule tick for the enqueue.
+	ConsumerColdStart, EnqueueColdStart time.Duration
+	// PeakRSS is the largest runtime peak resident memory, in bytes.
+	ConsumerPeakRSS, EnqueuePeakRSS int64
+}
+
+// Drain runs a drain and returns its figures. It stops what it started.
+func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
+	if cfg.Deliveries == 0 {
+		cfg.Deliveries = 500
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 10
+	}
+	if cfg.BatchingWindow == 0 && cfg.BatchSize > 10 {
+		cfg.BatchingWindow = time.Second
+	}
+	if cfg.Instances == 0 {
+		cfg.Instances = 2
+	}
+	if cfg.Stage == "" {
+		cfg.Stage = "drain"
+	}
+	if cfg.Bootstraps == "" {
+		cfg.Bootstraps = "build/local"
+	}
+	var res DrainResult
+	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" {
+		return res, errors.New("demo: a drain needs running stand-ins: set DynamoDBEndpoint and SQSEndpoint (nudge local exec sets AWS_ENDPOINT_URL_*)")
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		var err error
+		if dir, err = standin.DefaultDir(); err != nil {
+			return res, err
+		}
+	}
+	stage := deployment.Dev()
+	stage.Name, stage.BatchSize, stage.BatchingWindow, stage.MaxConcurrency = cfg.Stage, cfg.BatchSize, cfg.BatchingWindow, max(cfg.Instances, 2)
+	db, q, err := clients(ctx, cfg.DynamoDBEndpoint, cfg.SQSEndpoint, nil)
+	if err != nil {
+		return res, err
+	}
+	s := &system{db: db, sqs: q}
+	if s.res, err = stage.Provision(ctx, db, q); err != nil {
+		return res, err
+	}
+	if err := s.empty(ctx); err != nil {
+		return res, err
+	}
+	led, err := ledger.New(db, ledger.Config{Table: s.res.Table, Shards: stage.Shards})
+	if err != nil {
+		return res, err
+	}
+
+	// The provider and the counting proxies.
+	snk := &sink.Sink{Secret: []byte(webhookSecret), Plan: func(string, int) sink.Fault { return sink.Fault{Kind: "ok", Delay: cfg.Latency} }}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	srv := &http.Server{Handler: snk, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	proxies := map[string]*standin.Proxy{}
+	for name, target := range map[string]string{"DynamoDB": cfg.DynamoDBEndpoint, "SQS": cfg.SQSEndpoint} {
+		p, err := standin.NewProxy(target)
+		if err != nil {
+			return res, err
+		}
+		defer p.Close()
+		proxies[name] = p
+	}
+	resources := s.res.Resources("http://"+ln.Addr().String()+"/deliveries", webhookSecret)
+	env := append(standin.EndpointEnv(proxies["DynamoDB"].Endpoint, proxies["SQS"].Endpoint), deployment.EnvList(stage.ConsumerEnv(resources))...)
+	env = append(env, standin.LambdaEnv("nudge-"+stage.Name+"-consumer", stage.ConsumerTimeout, stage.ConsumerMemoryMB)...)
+
+	// The deliveries, due now, and their messages.
+	now := time.Now().UTC().Add(-time.Second)
+	bodies, err := seedQueued(ctx, led, "rem-drain", cfg.Deliveries+1, now)
+	if err != nil {
+		return res, err
+	}
+	cold, bodies := bodies[0], bodies[1:]
+
+	// Cold start: the first instance, from its process start to its first
+	// answered batch.
+	var invokers []esm.Invoker
+	var fns []*standin.Lambda
+	for i := range cfg.Instances {
+		start := time.Now()
+		fn, err := standin.StartLambda(ctx, dir, filepath.Join(cfg.Bootstraps, "consumer", "bootstrap"), standin.Options{Log: io.Discard, Env: env})
+		if err != nil {
+			return res, err
+		}
+		defer fn.Stop()
+		if i == 0 {
+			ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1", ReceiptHandle: "cold-1", Body: cold, EventSource: "aws:sqs",
+				EventSourceARN: s.res.WorkARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}})
+			out, err := fn.Invoke(ctx, ev)
+			if _, ferr := esm.Acknowledged(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1"}}}, out); err != nil || ferr != nil {
+				return res, fmt.Errorf("demo: the cold invocation failed: %v %v: %s", err, ferr, out)
+			}
+			res.ConsumerColdStart = time.Since(start)
+		}
+		fns = append(fns, fn)
+		invokers = append(invokers, fn)
+	}
+	if err := sendBodies(ctx, q, s.res.WorkURL, bodies); err != nil {
+		return res, err
+	}
+	base := snapshotCounts(proxies)
+
+	// The drain.
+	mapping, err := esm.New(esm.Config{Queue: q, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
+		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: time.Second})
+	if err != nil {
+		return res, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); mapping.Run(runCtx) }()
+	defer func() { stop(); wg.Wait() }()
+	started := time.Now()
+	want := cfg.Deliveries + 1
+	if err := waitFor(ctx, 10*time.Minute, func() bool { n, _ := snk.Totals(); return n >= want }); err != nil {
+		n, _ := snk.Totals()
+		return res, fmt.Errorf("demo: %d of %d deliveries accepted: %w", n-1, cfg.Deliveries, err)
+	}
+	res.Deliveries, res.Elapsed = cfg.Deliveries, time.Since(started)
+	res.PerSecond = float64(cfg.Deliveries) / res.Elapsed.Seconds()
+	// Let the mapping delete the last batches before counting.
+	if err := waitFor(ctx, time.Minute, func() bool { st := mapping.Stats(); return st.Deleted >= int64(cfg.Deliveries) }); err != nil {
+		return res, fmt.Errorf("demo: the mapping deleted %d of %d: %w", mapping.Stats().Deleted, cfg.Deliveries, err)
+	}
+	st := mapping.Stats()
+	delivered := snapshotCounts(proxies)
+	n := float64(cfg.Deliveries)
+	res.DynamoDBPerDelivery = float64(delivered.ddb-base.ddb) / n
+	res.WriteUnitsPerDelivery = (delivered.wcu - base.wcu) / n
+	res.SQSPerDelivery = float64(delivered.sqs-base.sqs+st.ReceiveRequests+st.DeleteRequests) / n
+	res.Invocations = st.Invocations
+
+	// Every message again: each is a recognised duplicate.
+	if err := sendBodies(ctx, q, s.res.WorkURL, bodies); err != nil {
+		return res, err
+	}
+	if err := waitFor(ctx, 5*time.Minute, func() bool { return mapping.Stats().Deleted >= 2*int64(cfg.Deliveries) }); err != nil {
+		return res, fmt.Errorf("demo: duplicates: %w", err)
+	}
+	st2 := mapping.Stats()
+	dup := snapshotCounts(proxies)
+	res.DynamoDBPerDuplicate = float64(dup.ddb-delivered.ddb) / n
+	res.WriteUnitsPerDuplicate = (dup.wcu - delivered.wcu) / n
+	res.SQSPerDuplicate = float64(dup.sqs-delivered.sqs+st2.ReceiveRequests+st2.DeleteRequests-st.ReceiveRequests-st.DeleteRequests) / n
+	if accepted, _ := snk.Totals(); accepted != want || len(snk.Resent()) > 0 {
+		return res, fmt.Errorf("demo: the provider accepted %d deliveries and saw %d sent again; want %d and none", accepted, len(snk.Resent()), want)
+	}
+	for _, fn := range fns {
+		if rss, err := fn.PeakRSS(); err == nil {
+			res.ConsumerPeakRSS = max(res.ConsumerPeakRSS, rss)
+		}
+	}
+
+	// The enqueue's cold start, on the drained table: a tick with nothing
+	// to hand off.
+	eenv := append(standin.EndpointEnv(cfg.DynamoDBEndpoint, cfg.SQSEndpoint), deployment.EnvList(stage.EnqueueEnv(resources))...)
+	eenv = append(eenv, standin.LambdaEnv("nudge-"+stage.Name+"-enqueue", stage.EnqueueTimeout, stage.EnqueueMemoryMB)...)
+	start := time.Now()
+	enq, err := standin.StartLambda(ctx, dir, filepath.Join(cfg.Bootstraps, "enqueue", "bootstrap"), standin.Options{Log: io.Discard, Env: eenv})
+	if err != nil {
+		return res, err
+	}
+	defer enq.Stop()
+	out, err := enq.Invoke(ctx, []byte(`{"source":"aws.scheduler","scheduledTime":"`+time.Now().UTC().Format(time.RFC3339)+`"}`))
+	if err != nil || strings.Contains(string(out), "errorType") {
+		return res, fmt.Errorf("demo: the enqueue's first tick failed: %v: %s", err, out)
+	}
+	res.EnqueueColdStart = time.Since(start)
+	res.EnqueuePeakRSS, _ = enq.PeakRSS()
+	return res, nil
+}
+
+// seedQueued creates n queued deliveries due at due and returns their
+// message bodies.
+func seedQueued(ctx context.Context, led *ledger.Ledger, prefix string, n int, due time.Time) ([]string, error) {
+	bodies := make([]string, n)
+	errs := make(chan error, n)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				d := ledger.Delivery{ReminderID: fmt.Sprintf("%s-%06d", prefix, i), Channel: "email", Provider: "webhook",
+					RecipientRef: "acct-bench/contact", TemplateRef: "renewal-notice-v3", DueAt: due, ExpiresAt: due.Add(time.Hour), Status: ledger.StatusQueued}
+				if err := led.Create(ctx, d); err != nil {
+					errs <- err
+					continue
+				}
+				body, err := message.Encode(message.Message{ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, DueAt: due})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				bodies[i] = string(body)
+			}
+		}()
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, fmt.Errorf("demo: seed the drain: %w", err)
+	}
+	return bodies, nil
+}
+
+// sendBodies puts the bodies on the queue, ten to a request.
+func sendBodies(ctx context.Context, q *sqs.Client, url string, bodies []string) error {
+	for start := 0; start < len(bodies); start += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for i, b := range bodies[start:min(start+10, len(bodies))] {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+		}
+		out, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("demo: send: %w", err)
+		}
+		if len(out.Failed) > 0 {
+			return fmt.Errorf("demo: send refused %d messages: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+		}
+	}
+	return nil
+}
+
+// counts are the proxies' totals at one moment.
+type counts struct {
+	ddb, sqs int64
+	wcu      float64
+}
+
+func snapshotCounts(p map[string]*standin.Proxy) counts {
+	_, w := p["DynamoDB"].Units()
+	return counts{ddb: p["DynamoDB"].Total(), sqs: p["SQS"].Total(), wcu: w}
+}
+
+// waitFor polls done every 20 ms until it is true or limit passes.
+func waitFor(ctx context.Context, limit time.Duration, done func() bool) error {
+	deadline := time.Now().Add(limit)
+	for !done() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %v", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
