@@ -31,7 +31,7 @@ var Prices = PriceList{
 	DynamoDBWrite: 0.625, DynamoDBRead: 0.125,
 	SQS:           0.40,
 	LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334,
-	LogsGB:        0.50,
+	LogsGB: 0.50,
 }
 
 // Usage is what a run consumed, as AWS would bill it.
