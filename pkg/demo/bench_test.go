@@ -45,6 +45,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.ReportMetric(r.SQSPerDuplicate, "sqs-req/duplicate")
 				b.ReportMetric(float64(r.ConsumerColdStart.Milliseconds()), "consumer-cold-ms")
 				b.ReportMetric(float64(r.EnqueueColdStart.Milliseconds()), "enqueue-cold-ms")
+				b.ReportMetric(float64(r.EmulatorStart.Milliseconds()), "emulator-start-ms")
 				b.ReportMetric(float64(r.ConsumerPeakRSS)/(1<<20), "consumer-rss-MB")
 				b.ReportMetric(float64(r.EnqueuePeakRSS)/(1<<20), "enqueue-rss-MB")
 			})

@@ -75,6 +75,10 @@ type DrainResult struct {
 	// its runtime) to its first answered invocation: a one-record batch
 	// for the consumer, a schedule tick for the enqueue.
 	ConsumerColdStart, EnqueueColdStart time.Duration
+	// EmulatorStart is the part of the consumer's cold start spent before
+	// the emulator accepted a connection (the runtime starts after that,
+	// on the first invocation).
+	EmulatorStart time.Duration
 	// PeakRSS is the largest runtime peak resident memory, in bytes.
 	ConsumerPeakRSS, EnqueuePeakRSS int64
 }
@@ -170,6 +174,7 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 		}
 		defer fn.Stop()
 		if i == 0 {
+			res.EmulatorStart = time.Since(start)
 			ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1", ReceiptHandle: "cold-1", Body: cold, EventSource: "aws:sqs",
 				EventSourceARN: s.res.WorkARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}})
 			out, err := fn.Invoke(ctx, ev)

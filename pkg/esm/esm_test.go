@@ -362,11 +362,6 @@ func BenchmarkMappingThroughput(b *testing.B) {
 		instances int
 	}{{10, 0, 1}, {10, 0, 2}, {10, time.Second, 2}, {100, time.Second, 2}} {
 		b.Run(fmt.Sprintf("batch=%d/window=%v/instances=%d", c.batch, c.window, c.instances), func(b *testing.B) {
-			// A fresh queue each time: fauxqs keeps a long poll whose client
-			// went away, and hands it the next messages to arrive, which then
-			// stay invisible for the visibility timeout.
-			q := standintest.QueuePair(b, client, 30*time.Second, 5)
-			f := &fixture{ctx: context.Background(), sqs: client, q: q}
 			const n = 2000
 			var records atomic.Int64
 			var invokers []esm.Invoker
@@ -379,6 +374,12 @@ func BenchmarkMappingThroughput(b *testing.B) {
 				}))
 			}
 			for range b.N {
+				// A fresh queue each time: fauxqs keeps a long poll whose
+				// client went away, and hands it the next messages to
+				// arrive, which then stay invisible for the visibility
+				// timeout.
+				q := standintest.QueuePair(b, client, 30*time.Second, 5)
+				f := &fixture{ctx: context.Background(), sqs: client, q: q}
 				records.Store(0)
 				f.send(b, n)
 				m, err := esm.New(esm.Config{Queue: client, QueueURL: q.WorkURL, QueueARN: q.WorkARN, BatchSize: c.batch, BatchingWindow: c.window, Invokers: invokers, PollWait: time.Second})
