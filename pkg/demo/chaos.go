@@ -88,15 +88,19 @@ func (s *system) killer(ctx context.Context) {
 	}
 }
 
-// killedAfter reports whether the instance that path names was killed
-// after t: a repeat of a delivery whose acceptance was answered to an
-// instance killed before it could record the send is the one duplicate a
-// provider without idempotency keys would deliver.
-func (s *system) killedAfter(path string, t time.Time) bool {
+// killedDuring reports whether the instance that path names was killed
+// while the invocation that sent a request arriving at t could still be
+// running: from just before t (a request in flight when its sender died
+// arrives after) to the consumer's timeout after it. A repeat of a delivery
+// whose acceptance was answered to an instance killed before it recorded
+// the send is the duplicate a provider without idempotency keys would
+// deliver; any other repeat is a violation.
+func (s *system) killedDuring(path string, t time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	from, to := t.Add(-100*time.Millisecond), t.Add(s.cfg.ConsumerTimeout)
 	for _, k := range s.kills {
-		if path == "/deliveries/"+k.instance && k.at.After(t) {
+		if path == "/deliveries/"+k.instance && k.at.After(from) && k.at.Before(to) {
 			return true
 		}
 	}

@@ -307,6 +307,31 @@ func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	}
 }
 
+// TestARepeatIsExplainedOnlyByAKillDuringItsInvocation: a repeat of an
+// answered acceptance is the kill's doing only if the instance the answer
+// went to was killed while the invocation that sent it could still run.
+func TestARepeatIsExplainedOnlyByAKillDuringItsInvocation(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s := &system{cfg: Config{ConsumerTimeout: 6 * time.Second}, kills: []kill{
+		{instance: "consumer-1", at: t0.Add(-time.Second)},
+		{instance: "consumer-2", at: t0.Add(-50 * time.Millisecond)},
+		{instance: "consumer-3", at: t0.Add(2 * time.Second)},
+		{instance: "consumer-4", at: t0.Add(10 * time.Second)},
+	}}
+	for path, want := range map[string]bool{
+		"/deliveries/consumer-1": false, // killed before the request was sent
+		"/deliveries/consumer-2": true,  // the request was in flight as it died
+		"/deliveries/consumer-3": true,  // killed during the invocation
+		"/deliveries/consumer-4": false, // killed long after the invocation ended
+		"/deliveries/consumer-5": false, // never killed
+	} {
+		if got := s.killedDuring(path, t0); got != want {
+			t.Errorf("killedDuring(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 // observed is what the test saw of the kept system.
 type observed struct {
 	status map[message.DeliveryKey]ledger.Status

@@ -191,10 +191,10 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		}
 	}
 	// A repeat after an answered acceptance is explained only by a kill of
-	// the instance the answer went to, after it went.
+	// the instance the answer went to, during the invocation that sent it.
 	resent := map[string]int{}
 	for _, r := range s.sink.Resends() {
-		if a, ok := s.sink.Accepted(r.Key); ok && s.killedAfter(r.AnsweredTo, a.At) {
+		if a, ok := s.sink.Accepted(r.Key); ok && s.killedDuring(r.AnsweredTo, a.Received) {
 			sum.Resent += r.Times
 			continue
 		}

@@ -111,14 +111,16 @@ type Accepted struct {
 	Key     string
 	Receipt string
 	Request provider.Request
-	// At is when the sink accepted it.
-	At time.Time
+	// At is when the sink accepted it, and Received when the request it
+	// accepted arrived (before any injected latency).
+	At, Received time.Time
 	// Repeats counts requests with this key that found it already accepted.
 	Repeats int
 }
 
 // ServeHTTP handles one webhook POST.
 func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	received := time.Now()
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil || r.Method != http.MethodPost {
 		http.Error(w, "want a POST with a JSON body", http.StatusBadRequest)
@@ -168,7 +170,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "injected fault: unknown recipient", http.StatusBadRequest)
 		return
 	}
-	receipt := s.accept(key, req)
+	receipt := s.accept(key, req, received)
 	if fault.Kind == "drop" {
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -187,7 +189,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Sink) accept(key string, req provider.Request) string {
+func (s *Sink) accept(key string, req provider.Request, received time.Time) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a, ok := s.accepted[key]; ok {
@@ -200,7 +202,7 @@ func (s *Sink) accept(key string, req provider.Request) string {
 		return a.Receipt
 	}
 	receipt := fmt.Sprintf("sink-%d", len(s.accepted)+1)
-	s.accepted[key] = Accepted{Key: key, Receipt: receipt, Request: req, At: time.Now()}
+	s.accepted[key] = Accepted{Key: key, Receipt: receipt, Request: req, At: time.Now(), Received: received}
 	return receipt
 }
 

@@ -101,7 +101,7 @@ func TestResendsNameWhereTheFirstAnswerWent(t *testing.T) {
 	if len(got) != 1 || got[0].AnsweredTo != "/deliveries/consumer-2" || got[0].Times != 1 {
 		t.Fatalf("resends %+v; want one, answered to consumer-2", got)
 	}
-	if a, ok := s.Accepted("rem-c:email:webhook"); !ok || a.At.Before(before) || a.At.After(time.Now()) {
+	if a, ok := s.Accepted("rem-c:email:webhook"); !ok || a.Received.Before(before) || a.At.Before(a.Received) || a.At.After(time.Now()) {
 		t.Fatalf("accepted %+v, %v", a, ok)
 	}
 }

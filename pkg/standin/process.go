@@ -135,7 +135,7 @@ func StartDynamoDB(ctx context.Context, dir string, opts Options) (*Service, err
 	emu := dynamoDir(dir)
 	return onFreePort(ctx, func(port int) (*Service, error) {
 		return start(ctx, dir, "dynamodb", port, opts, httpReady(port, 400),
-			"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx512m",
+			"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx2g",
 			"-Djava.library.path="+filepath.Join(emu, "DynamoDBLocal_lib"),
 			"-jar", DynamoDBJar(dir), "-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
 	})
