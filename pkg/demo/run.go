@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/deployment"
@@ -235,7 +236,11 @@ func clients(ctx context.Context, ddbURL, sqsURL string, counter *awsclient.Coun
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
 		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)))
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)),
+		// The SDK warns when it cannot drain a response body that the
+		// transport already closed (it happens with fauxqs's long polls);
+		// harmless, and it would break the progress lines.
+		config.WithLogger(logging.Nop{}))
 	if err != nil {
 		return nil, nil, err
 	}
