@@ -104,8 +104,8 @@ func readLine(br *bufio.Reader) (text []byte, size int, err error) {
 			continue
 		}
 		text = bytes.TrimSuffix(text, []byte("\n"))
-		if size > 0 && chunk != nil && len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
-			size--
+		if n := len(chunk); n > 0 && chunk[n-1] == '\n' {
+			size-- // the newline is not part of the line
 		}
 		if size > MaxLineBytes {
 			text = nil
