@@ -188,9 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		// Each instance posts to its own path, so the provider's record
 		// tells which instance an answer went to.
 		env := slices.Clone(consumerEnv)
-		for i, kv := range env {
+		for j, kv := range env { // one value: the emulator keeps the first of duplicates
 			if strings.HasPrefix(kv, "NUDGE_WEBHOOK_URL=") {
-				env[i] = "NUDGE_WEBHOOK_URL=" + webhook + "/" + name
+				env[j] = "NUDGE_WEBHOOK_URL=" + webhook + "/" + name
 			}
 		}
 		fn, err := standin.StartLambda(ctx, dir, bins["consumer"], standin.Options{Log: log, Env: env})
