@@ -48,6 +48,14 @@ type Config struct {
 	// stops starting records. It should exceed the time one record can take.
 	// Default 5s.
 	CutoffMargin time.Duration
+	// Reserve is how long before the invocation deadline the records still
+	// running are cancelled (their context ends), so that the invocation
+	// reports them as failures and answers in time. Without it a record
+	// slower than the margin (a DynamoDB slowdown, say) runs into the
+	// deadline, Lambda ends the invocation as timed out, and the whole
+	// batch returns to the queue, the records that succeeded with it.
+	// Default 1s, or a quarter of CutoffMargin if that is less.
+	Reserve time.Duration
 	// Visibility changes the visibility of records that failed with a delay
 	// and of records left unstarted. Nil leaves every failed record to the
 	// queue's visibility timeout.
@@ -90,6 +98,12 @@ func New(h Handler, cfg Config) (*Processor, error) {
 	}
 	if cfg.CutoffMargin < 0 {
 		return nil, fmt.Errorf("batch: cutoff margin %v is negative", cfg.CutoffMargin)
+	}
+	if cfg.Reserve == 0 {
+		cfg.Reserve = min(time.Second, cfg.CutoffMargin/4)
+	}
+	if cfg.Reserve < 0 || cfg.Reserve >= cfg.CutoffMargin {
+		return nil, fmt.Errorf("batch: reserve %v must be positive and below the cutoff margin %v", cfg.Reserve, cfg.CutoffMargin)
 	}
 	if cfg.QueueURL == nil {
 		cfg.QueueURL = QueueURLFromARN
@@ -180,9 +194,17 @@ func (p *Processor) Run(ctx context.Context, ev events.SQSEvent) Report {
 	for i, rec := range ev.Records {
 		results[i].MessageID = rec.MessageId
 	}
-	cutoff, hasDeadline := p.cfg.Deadline(ctx)
-	cutoff = cutoff.Add(-p.cfg.CutoffMargin)
+	deadline, hasDeadline := p.cfg.Deadline(ctx)
+	cutoff := deadline.Add(-p.cfg.CutoffMargin)
 	tooLate := func() bool { return hasDeadline && !p.cfg.Clock.Now().Before(cutoff) }
+	// Records run under a context that ends Reserve before the deadline
+	// (measured on the processor's clock).
+	recCtx := ctx
+	if hasDeadline {
+		var cancel context.CancelFunc
+		recCtx, cancel = context.WithTimeout(ctx, deadline.Sub(p.cfg.Clock.Now())-p.cfg.Reserve)
+		defer cancel()
+	}
 	if len(ev.Records) > 0 && tooLate() {
 		p.cfg.Logger.Error("the invocation started past its cut-off: no record will run; make the cut-off margin shorter than the function timeout",
 			"cutoffMargin", p.cfg.CutoffMargin.String(), "timeLeft", cutoff.Add(p.cfg.CutoffMargin).Sub(p.cfg.Clock.Now()).String())
@@ -193,7 +215,7 @@ func (p *Processor) Run(ctx context.Context, ev events.SQSEvent) Report {
 			results[i].Status = Unstarted
 			return Unstarted
 		}
-		err := p.handle(ctx, ev.Records[i])
+		err := p.handle(recCtx, ev.Records[i])
 		if err == nil {
 			results[i].Status = Succeeded
 			return Succeeded

@@ -295,3 +295,36 @@ func TestCutoffPastAtStartIsLoggedAsAnError(t *testing.T) {
 		t.Fatalf("unstarted %d; logs: %s", rep.Count(batch.Unstarted), logs.String())
 	}
 }
+
+// TestRecordsStillRunningAreCancelledBeforeTheDeadline: a record slower
+// than the cut-off margin is cancelled Reserve before the invocation
+// deadline and reported as failed, so that the invocation answers in time
+// instead of timing out and returning the whole batch.
+func TestRecordsStillRunningAreCancelledBeforeTheDeadline(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	deadline := start.Add(1500 * time.Millisecond)
+	p := newProcessor(t, func(ctx context.Context, rec events.SQSMessage) error {
+		if rec.Body == "quick" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+			return nil
+		}
+	}, batch.Config{CutoffMargin: 1200 * time.Millisecond, Reserve: 500 * time.Millisecond,
+		Deadline: func(context.Context) (time.Time, bool) { return deadline, true }})
+	rep := p.Run(context.Background(), batchtest.Event("quick", "slow-1", "slow-2"))
+	took := time.Since(start)
+	if took < 900*time.Millisecond || took > 1300*time.Millisecond {
+		t.Fatalf("Run took %v; want the slow records cancelled at about 1s (deadline 1.5s less the 500ms reserve)", took)
+	}
+	if rep.Results[0].Status != batch.Succeeded || rep.Count(batch.Failed) != 2 || !errors.Is(rep.Results[1].Err, context.DeadlineExceeded) {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	if ids := rep.Response().BatchItemFailures; len(ids) != 2 {
+		t.Fatalf("response %v; want the two slow records", ids)
+	}
+}
