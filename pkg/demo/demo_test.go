@@ -381,3 +381,26 @@ func redriveRejected(t *testing.T, ctx context.Context, local Local) ([]message.
 	}
 	return keys, seen
 }
+
+// TestLogsTellAnUnrecordedSend: the consumer's retry after a failed
+// complete (the provider accepted, the ledger did not record it) is read
+// from its log line, so that the repeat it causes is not taken for a bug.
+func TestLogsTellAnUnrecordedSend(t *testing.T) {
+	t.Parallel()
+	l := newFunctionLog(nil)
+	for _, line := range []string{
+		`{"msg":"transition","deliveryKey":"rem-1:email:webhook","outcome":"retry","errorClass":"aws","error":"ledger: complete rem-1:email:webhook: operation error DynamoDB: UpdateItem, canceled"}`,
+		`{"msg":"transition","deliveryKey":"rem-2:email:webhook","outcome":"retry","errorClass":"server","error":"provider answered 500"}`,
+		`{"msg":"transition","deliveryKey":"rem-3:email:webhook","outcome":"sent"}`,
+		`REPORT RequestId: x	Duration: 12.00 ms	Billed Duration: 13 ms	Memory Size: 256 MB`,
+	} {
+		_, _ = l.Write([]byte(line + "\n"))
+	}
+	got := logs{l}.ledgerFailed()
+	if len(got) != 1 || !got["rem-1:email:webhook"] {
+		t.Fatalf("ledgerFailed = %v; want only rem-1", got)
+	}
+	if billed, _ := (logs{l}).usage(); billed != 13*time.Millisecond {
+		t.Fatalf("billed %v, want 13ms", billed)
+	}
+}

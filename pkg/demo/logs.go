@@ -26,10 +26,14 @@ type functionLog struct {
 	// emulator's own diagnostics.
 	billed time.Duration
 	bytes  int64
+	// ledgerFailed counts, by delivery key, the sends the provider
+	// accepted that the consumer could not record (its complete failed):
+	// the ambiguous retry repeats them with the same key.
+	ledgerFailed map[string]int
 }
 
 func newFunctionLog(file io.Writer) *functionLog {
-	return &functionLog{file: file, metrics: map[string]float64{}}
+	return &functionLog{file: file, metrics: map[string]float64{}, ledgerFailed: map[string]int{}}
 }
 
 func (l *functionLog) Write(p []byte) (int, error) {
@@ -66,6 +70,11 @@ func (l *functionLog) line(b []byte) {
 		}
 	case strings.Contains(s, `"_aws"`):
 		l.emf([]byte(s))
+	case strings.Contains(s, `"outcome":"retry"`) && strings.Contains(s, `"error":"ledger: complete `):
+		var t struct{ DeliveryKey string }
+		if json.Unmarshal([]byte(s), &t) == nil && t.DeliveryKey != "" {
+			l.ledgerFailed[t.DeliveryKey]++
+		}
 	case strings.Contains(s, `"level":"ERROR"`) || strings.Contains(s, "Runtime.ExitError") || strings.Contains(s, "panic:"):
 		if len(l.errors) < 20 {
 			l.errors = append(l.errors, s)
@@ -148,4 +157,18 @@ func (ls logs) usage() (billed time.Duration, bytes int64) {
 		l.mu.Unlock()
 	}
 	return billed, bytes
+}
+
+// ledgerFailed returns the delivery keys whose accepted send a consumer
+// could not record.
+func (ls logs) ledgerFailed() map[string]bool {
+	out := map[string]bool{}
+	for _, l := range ls {
+		l.mu.Lock()
+		for k := range l.ledgerFailed {
+			out[k] = true
+		}
+		l.mu.Unlock()
+	}
+	return out
 }

@@ -62,10 +62,12 @@ type Summary struct {
 	EnqueueCut        int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
-	// killed before it recorded the send. The provider suppressed each by
+	// killed before it recorded the send; ResentLedger those repeated
+	// because the consumer's ledger write after the acceptance failed (it
+	// retries with the same key). The provider suppressed each by
 	// idempotency key; a provider without idempotency keys would have
 	// delivered each a second time.
-	Resent int
+	Resent, ResentLedger int
 	// Window is the duplicate window: from the provider's acceptance to
 	// the ledger's record of the send, over the sent deliveries.
 	WindowP50, WindowP99, WindowMax time.Duration
@@ -191,14 +193,20 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		}
 	}
 	// A repeat after an answered acceptance is explained only by a kill of
-	// the instance the answer went to, during the invocation that sent it.
+	// the instance the answer went to, during the invocation that sent it,
+	// or by the consumer's own record that it could not write the send to
+	// the ledger.
 	resent := map[string]int{}
+	ledgerFailed := s.consumerLogs.ledgerFailed()
 	for _, r := range s.sink.Resends() {
-		if a, ok := s.sink.Accepted(r.Key); ok && s.killedDuring(r.AnsweredTo, a.Received) {
+		switch a, ok := s.sink.Accepted(r.Key); {
+		case ok && s.killedDuring(r.AnsweredTo, a.Received):
 			sum.Resent += r.Times
-			continue
+		case ledgerFailed[r.Key]:
+			sum.ResentLedger += r.Times
+		default:
+			resent[r.Key] = r.Times
 		}
-		resent[r.Key] = r.Times
 	}
 
 	// The invariants.
@@ -419,10 +427,11 @@ func (sum *Summary) Write(w io.Writer) {
 		row("invocations failed", sum.FailedInvocations, "as a whole; must not exceed the kills")
 		row("enqueue runs cut", fmt.Sprintf("%d of %d", sum.EnqueueCut, sum.Ticks), "by the time budget; the next run resumes from the cursors")
 		row("repeats after a kill", sum.Resent, "already accepted; suppressed by idempotency key")
+		row("repeats, ledger write failed", sum.ResentLedger, "accepted, not recorded (the ledger timed out); same key")
 		row("DLQ copies", sum.DLQCopies, "dead-lettered again after a kill before the acknowledgement")
 		fmt.Fprintf(w, "  duplicate window: p50 %v, p99 %v, max %v (provider acceptance → ledger record of the send)\n",
 			sum.WindowP50.Round(time.Millisecond), sum.WindowP99.Round(time.Millisecond), sum.WindowMax.Round(time.Millisecond))
-		fmt.Fprintf(w, "  A provider without idempotency keys would have delivered the %d repeats twice: a crash inside the window\n  repeats the send, and only the key makes the repeat harmless.\n", sum.Resent)
+		fmt.Fprintf(w, "  A provider without idempotency keys would have delivered the %d repeats twice: a crash or a failed\n  ledger write inside the window repeats the send, and only the key makes the repeat harmless.\n", sum.Resent+sum.ResentLedger)
 	}
 	if len(sum.PeakRSS) > 0 {
 		var parts []string
