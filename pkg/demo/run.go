@@ -362,11 +362,15 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	if s.cfg.Live {
 		scanEvery = 2 * time.Second
 	}
-	// A large ledger is read less often: a scan reads every item, and
-	// DynamoDB Local serves nothing else meanwhile (at 100,000 reminders it
-	// slowed the functions' requests to seconds). Between scans the
-	// progress line's "sent" is the provider's count.
-	scanEvery = max(scanEvery, time.Duration(s.cfg.Reminders/300)*time.Second)
+	// A large ledger is not read while the system runs: a scan reads every
+	// item, and DynamoDB Local serves little else meanwhile (at 100,000
+	// reminders one scan took six minutes and starved the functions). It is
+	// read once the provider has accepted every delivery the plan sends and
+	// the queue is empty; a delivery that never ends keeps the run waiting
+	// until the deadline, and is then reported. The progress line's "sent"
+	// is the provider's count.
+	large := s.cfg.Reminders > 20_000
+	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
 	for !finished {
 		select {
 		case <-runCtx.Done():
@@ -382,7 +386,8 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 		}
 		err := s.queues(runCtx, &snap)
 		fresh := false
-		if err == nil && (time.Since(scanned) >= scanEvery || intakeOver && snap.queue == 0) {
+		settled := intakeOver && snap.queue == 0 && (!large || snap.accepted >= toSend)
+		if err == nil && (!large && time.Since(scanned) >= scanEvery || settled) {
 			err = s.scan(runCtx, &snap)
 			scanned, fresh = time.Now(), true
 		}
@@ -398,7 +403,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 		} else if !fresh || snap.queue > 0 || snap.dueLive > 0 {
 			quiet = 0
 		}
-		finished = quiet >= 2
+		finished = quiet >= 2 || large && quiet >= 1
 	}
 	if ctx.Err() != nil {
 		prog.done()
@@ -408,7 +413,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	wg.Wait()
 	<-intakeDone
 	lateCancels.Wait()
-	if s.queues(context.WithoutCancel(ctx), &snap) == nil && s.scan(context.WithoutCancel(ctx), &snap) == nil {
+	if s.queues(context.WithoutCancel(ctx), &snap) == nil && (large || s.scan(context.WithoutCancel(ctx), &snap) == nil) {
 		prog.show(time.Since(s.started), snap)
 	}
 	prog.done()
