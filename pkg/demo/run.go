@@ -681,9 +681,16 @@ type progress struct {
 func newProgress(out io.Writer, live bool) *progress { return &progress{out: out, live: live} }
 
 func (p *progress) show(elapsed time.Duration, s snapshot) {
-	line := fmt.Sprintf("%5.0fs  pending %d  queued %d  sending %d  retrying %d | sent %d  dead %d  expired %d  cancelled %d | queue %d  DLQ %d",
+	if s.byStatus == nil { // a large run: the ledger is read at the end
+		p.print(fmt.Sprintf("%5.0fs  sent %d (the provider's count; the ledger is read at the end) | queue %d  DLQ %d", elapsed.Seconds(), s.accepted, s.queue, s.dlq))
+		return
+	}
+	p.print(fmt.Sprintf("%5.0fs  pending %d  queued %d  sending %d  retrying %d | sent %d  dead %d  expired %d  cancelled %d | queue %d  DLQ %d",
 		elapsed.Seconds(), s.byStatus[ledger.StatusPending], s.byStatus[ledger.StatusQueued], s.byStatus[ledger.StatusSending], s.byStatus[ledger.StatusRetrying],
-		max(s.byStatus[ledger.StatusSent], s.accepted), s.byStatus[ledger.StatusDead], s.byStatus[ledger.StatusExpired], s.byStatus[ledger.StatusCancelled], s.queue, s.dlq)
+		max(s.byStatus[ledger.StatusSent], s.accepted), s.byStatus[ledger.StatusDead], s.byStatus[ledger.StatusExpired], s.byStatus[ledger.StatusCancelled], s.queue, s.dlq))
+}
+
+func (p *progress) print(line string) {
 	if p.live {
 		fmt.Fprintf(p.out, "\r\033[K%s", line)
 		p.drew = true
