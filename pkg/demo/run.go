@@ -365,11 +365,11 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	// A large ledger is not read while the system runs: a scan reads every
 	// item, and DynamoDB Local serves little else meanwhile (at 100,000
 	// reminders one scan took six minutes and starved the functions). It is
-	// read once the provider has accepted every delivery the plan sends and
-	// the queue is empty; a delivery that never ends keeps the run waiting
-	// until the deadline, and is then reported. The progress line's "sent"
+	// read once the queue is empty and the provider has accepted every
+	// delivery the plan sends, or nothing has moved for a minute. The progress line's "sent"
 	// is the provider's count.
 	large := s.cfg.Reminders > 20_000
+	lastAccepted, lastMove := -1, time.Now()
 	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
 	for !finished {
 		select {
@@ -386,7 +386,13 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 		}
 		err := s.queues(runCtx, &snap)
 		fresh := false
-		settled := intakeOver && snap.queue == 0 && (!large || snap.accepted >= toSend)
+		// A large run is settled once the provider has accepted every send
+		// the plan calls for, or nothing has moved for a minute (a delivery
+		// that ended otherwise than planned is then reported).
+		if snap.accepted != lastAccepted || snap.queue != 0 {
+			lastAccepted, lastMove = snap.accepted, time.Now()
+		}
+		settled := intakeOver && snap.queue == 0 && (!large || snap.accepted >= toSend || time.Since(lastMove) > time.Minute)
 		if err == nil && (!large && time.Since(scanned) >= scanEvery || settled) {
 			err = s.scan(runCtx, &snap)
 			scanned, fresh = time.Now(), true
