@@ -40,6 +40,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.ReportMetric(r.DynamoDBPerDelivery, "ddb-req/delivery")
 				b.ReportMetric(r.WriteUnitsPerDelivery, "wcu/delivery")
 				b.ReportMetric(r.SQSPerDelivery, "sqs-req/delivery")
+				b.ReportMetric(float64(r.Invocations)/float64(r.Deliveries), "invocations/delivery")
 				b.ReportMetric(r.DynamoDBPerDuplicate, "ddb-req/duplicate")
 				b.ReportMetric(r.WriteUnitsPerDuplicate, "wcu/duplicate")
 				b.ReportMetric(r.SQSPerDuplicate, "sqs-req/duplicate")

@@ -70,7 +70,8 @@ type DrainResult struct {
 	DynamoDBPerDelivery, WriteUnitsPerDelivery, SQSPerDelivery float64
 	// The same per recognised duplicate.
 	DynamoDBPerDuplicate, WriteUnitsPerDuplicate, SQSPerDuplicate float64
-	Invocations                                                   int64
+	// Invocations counts the consumer invocations of the drain.
+	Invocations int64
 	// ColdStart is from starting a function's process (the emulator and
 	// its runtime) to its first answered invocation: a one-record batch
 	// for the consumer, a schedule tick for the enqueue.
