@@ -101,6 +101,13 @@ type Config struct {
 	// CutoffMargin is how long before the invocation deadline the run
 	// stops starting work. Default 3s.
 	CutoffMargin time.Duration
+	// Reserve is how long before the invocation deadline the requests
+	// still in flight are cancelled, so that a run slowed down by DynamoDB
+	// or SQS answers as cut instead of timing out. A cursor move or a
+	// publish already under way gets three quarters of the reserve more to
+	// finish, since its outcome decides what the next run hands off.
+	// Default 1s, or a quarter of CutoffMargin if that is less.
+	Reserve time.Duration
 	// MaxRun bounds a run whose context has no deadline. Default 50s.
 	MaxRun time.Duration
 	// Clock tells the time. Default clock.Real.
@@ -152,6 +159,7 @@ func New(cfg Config) (*Enqueuer, error) {
 	defInt(&cfg.PublishAttempts, 4)
 	def(&cfg.CutoffMargin, 3*time.Second)
 	def(&cfg.MaxRun, 50*time.Second)
+	def(&cfg.Reserve, min(time.Second, cfg.CutoffMargin/4))
 	switch {
 	case cfg.Shards < 1 || cfg.Shards > 1000:
 		return nil, fmt.Errorf("enqueue: %d shards; use 1 to 1000 (NUDGE_SHARDS)", cfg.Shards)
@@ -161,6 +169,8 @@ func New(cfg Config) (*Enqueuer, error) {
 		return nil, fmt.Errorf("enqueue: RepairAfter %v is shorter than OverdueAfter %v; a delivery is repaired only once it is overdue", cfg.RepairAfter, cfg.OverdueAfter)
 	case cfg.Settle >= cfg.Ledger.Lookahead():
 		return nil, fmt.Errorf("enqueue: Settle %v must be shorter than the lookahead %v, or deliveries would be handed off late", cfg.Settle, cfg.Ledger.Lookahead())
+	case cfg.Reserve <= 0 || cfg.Reserve >= cfg.CutoffMargin:
+		return nil, fmt.Errorf("enqueue: reserve %v must be positive and below the cut-off margin %v (NUDGE_CUTOFF_MARGIN)", cfg.Reserve, cfg.CutoffMargin)
 	case cfg.Concurrency < 1 || cfg.PageSize < 1 || cfg.PageSize > 1000 || cfg.RepairLimit < 1 || cfg.PublishAttempts < 1:
 		return nil, errors.New("enqueue: Concurrency, RepairLimit and PublishAttempts must be positive and PageSize 1 to 1000")
 	}
@@ -202,6 +212,11 @@ type Report struct {
 	Caught bool `json:"caughtUp"`
 	// Cut is true if the time budget ended the run with work left.
 	Cut bool `json:"cut"`
+	// Interrupted is shards whose work the reserve ended at the end of
+	// the budget, a request cancelled or a page read and not handed off: a
+	// sign that DynamoDB or SQS answered slowly. That work is left for the
+	// next run.
+	Interrupted int `json:"interrupted"`
 }
 
 // MarshalJSON writes the report as the function's response, with the
@@ -215,12 +230,21 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}{plain(r), r.OldestOverdue.Seconds(), r.Lag.Seconds()})
 }
 
+// errReserve is the cause of a run's work context ending: the budget
+// left before the reserve is spent.
+var errReserve = errors.New("enqueue: the run's time budget ended")
+
 // run is the state of one Run.
 type run struct {
 	e         *Enqueuer
 	now       time.Time
 	handOffBy time.Time // stop starting hand-off pages
 	stopBy    time.Time // stop starting anything
+	// work ends Reserve before the deadline; reads and new work run under
+	// it. finish ends a quarter of Reserve before the deadline; a cursor
+	// move or a publish that has started runs under it. Both are derived
+	// from Run's context and cancelled when Run returns.
+	work, finish context.Context
 
 	mu     sync.Mutex
 	report Report
@@ -235,22 +259,37 @@ func (r *run) add(f func(rep *Report)) {
 
 // Run hands off what is due and repairs what was lost, within the time
 // budget the context's deadline (or MaxRun) leaves.
+//
+// The run stops starting work CutoffMargin before the deadline, and
+// cancels what is still in flight Reserve before it. Work the reserve
+// ends is not an error: the run reports Cut and the next resumes it. Any
+// other failure is returned, after the rest of the run is done.
 func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	c := e.cfg
 	start := c.Clock.Now()
-	budget := c.MaxRun
-	if dl, ok := ctx.Deadline(); ok {
-		budget = time.Until(dl)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(c.MaxRun)
 	}
-	budget -= c.CutoffMargin
-	r := &run{e: e, now: start, pos: map[int]string{}}
+	budget := time.Until(deadline) - c.CutoffMargin
+	if budget <= 0 {
+		return Report{}, fmt.Errorf("enqueue: no time left to run (budget %v after the %v cut-off margin); make NUDGE_CUTOFF_MARGIN shorter than the function timeout", budget+c.CutoffMargin, c.CutoffMargin)
+	}
+	work, cancelWork := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve), errReserve)
+	defer cancelWork()
+	finish, cancelFinish := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve/4), errReserve)
+	defer cancelFinish()
+	r := &run{e: e, now: start, pos: map[int]string{}, work: work, finish: finish}
 	r.stopBy = start.Add(budget)
 	r.handOffBy = start.Add(budget * 4 / 5) // a fifth of the budget is kept for the overdue scan
-	if budget <= 0 {
-		return Report{}, fmt.Errorf("enqueue: no time left to run (budget %v after the %v cut-off margin)", budget+c.CutoffMargin, c.CutoffMargin)
-	}
-	shards, err := c.Ledger.StoredShards(ctx)
+
+	shards, err := c.Ledger.StoredShards(work)
 	if err != nil {
+		if r.interrupted(err) {
+			r.report.Cut = true
+			e.emit(r.report)
+			return r.report, nil
+		}
 		return Report{}, err
 	}
 	shards = max(shards, c.Shards)
@@ -258,12 +297,25 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 
 	// A shard that fails (throttling, say) does not stop the others; the
 	// run reports what it did and then fails, so that the error is seen.
-	caught, handOffErr := r.handOff(ctx, shards)
-	scanned, scanErr := r.scanOverdue(ctx, shards)
+	caught, handOffErr := r.handOff(work, shards)
+	scanned, scanErr := r.scanOverdue(work, shards)
 	r.report.Caught = caught && handOffErr == nil
 	r.report.Cut = !caught || !scanned
 	e.emit(r.report)
 	return r.report, errors.Join(handOffErr, scanErr)
+}
+
+// interrupted reports whether err is a request the reserve cancelled (and
+// not one the caller cancelled, or that failed on its own), and counts it.
+func (r *run) interrupted(err error) bool {
+	if !errors.Is(err, errReserve) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return false
+	}
+	if context.Cause(r.work) != errReserve {
+		return false
+	}
+	r.add(func(rep *Report) { rep.Interrupted++ })
+	return true
 }
 
 func (e *Enqueuer) emit(rep Report) {
@@ -279,7 +331,7 @@ func (e *Enqueuer) emit(rep Report) {
 	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "repaired", rep.Repaired,
 		"expired", rep.Expired, "publishFailed", rep.PublishFailed, "republished", rep.Republished, "contended", rep.Contended,
 		"overduePending", rep.OverduePending, "oldestOverdue", rep.OldestOverdue.Round(time.Second).String(),
-		"lag", rep.Lag.Round(time.Second).String(), "caughtUp", rep.Caught, "cut", rep.Cut)
+		"lag", rep.Lag.Round(time.Second).String(), "caughtUp", rep.Caught, "cut", rep.Cut, "interrupted", rep.Interrupted)
 }
 
 // handOff works every shard's cursor forward a page at a time, round
@@ -318,6 +370,8 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 				more, err := r.page(ctx, shard)
 				mu.Lock()
 				switch {
+				case err != nil && r.interrupted(err):
+					caught = false // this shard resumes next run
 				case err != nil:
 					errs = append(errs, err) // this shard waits for the next run
 				case more:
@@ -359,7 +413,12 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 			return false, nil
 		}
 		last := entries[len(entries)-1].Sort
-		moved, err := r.e.advanceCursor(ctx, shard, cur, last, r.now)
+		if err := context.Cause(ctx); err != nil {
+			return false, err // the reserve began while reading: move nothing
+		}
+		// From here the page is finished under r.finish: a cursor moved
+		// and then not published waits for the overdue scan's repair.
+		moved, err := r.e.advanceCursor(r.finish, shard, cur, last, r.now)
 		if err != nil {
 			return false, err
 		}
@@ -372,7 +431,7 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 		r.mu.Lock()
 		r.pos[shard] = last
 		r.mu.Unlock()
-		r.publishEntries(ctx, entries)
+		r.publishEntries(r.finish, entries)
 		return len(entries) == c.PageSize, nil
 	}
 }

@@ -471,6 +471,8 @@ func TestConfigIsValidated(t *testing.T) {
 		"repair before overdue": func(c *enqueue.Config) { c.OverdueAfter = time.Hour },
 		"settle past lookahead": func(c *enqueue.Config) { c.Settle = time.Hour },
 		"page too big":          func(c *enqueue.Config) { c.PageSize = 5000 },
+		"reserve past margin":   func(c *enqueue.Config) { c.Reserve = 5 * time.Second },
+		"negative reserve":      func(c *enqueue.Config) { c.Reserve = -time.Second },
 	} {
 		cfg := base
 		edit(&cfg)

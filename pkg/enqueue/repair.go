@@ -37,7 +37,7 @@ func (r *run) scanOverdue(ctx context.Context, shards int) (bool, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			full = full && done
-			if err != nil {
+			if err != nil && !r.interrupted(err) {
 				errs = append(errs, err)
 			}
 		}()
@@ -166,8 +166,13 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 		if !r.stale(d) {
 			continue
 		}
+		if ctx.Err() != nil {
+			break // the reserve began: requeue nothing more
+		}
 		note := fmt.Sprintf("repair: %s and untouched since %s", d.Status, ledger.Format(d.UpdatedAt))
-		if _, err := c.Ledger.Requeue(ctx, d, note); err != nil {
+		// A requeue and the publish after it run under r.finish, as a
+		// hand-off page does; one cut between them is repaired again.
+		if _, err := c.Ledger.Requeue(r.finish, d, note); err != nil {
 			if !errors.As(err, new(*ledger.RefusedError)) {
 				c.Logger.Warn("cannot requeue a lost delivery", "deliveryKey", en.Key.String(), "error", err.Error())
 			}
@@ -177,7 +182,7 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 			"dueAt", ledger.Format(d.DueAt), "attempts", d.Attempts)
 		republish = append(republish, en)
 	}
-	failed, republished := r.e.publish(ctx, republish)
+	failed, republished := r.e.publish(r.finish, republish)
 	r.add(func(rep *Report) {
 		rep.Repaired += len(republish) - len(failed)
 		rep.PublishFailed += len(failed)
