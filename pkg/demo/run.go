@@ -62,7 +62,8 @@ type system struct {
 
 	kills     []kill // consumer runtimes killed, in order
 	cutRuns   atomic.Int64
-	poisonIDs []string // the poison messages' ids on the work queue
+	slowRuns  atomic.Int64 // cut runs whose requests the reserve cancelled
+	poisonIDs []string     // the poison messages' ids on the work queue
 
 	ticks, tickFailures atomic.Int64
 	mu                  sync.Mutex
@@ -608,9 +609,15 @@ func (s *system) tick(ctx context.Context) {
 			if _, ferr := esm.Acknowledged(emptyEvent, resp); ferr != nil {
 				err = ferr
 			}
-			var rep struct{ Cut bool }
+			var rep struct {
+				Cut         bool
+				Interrupted int
+			}
 			if json.Unmarshal(resp, &rep) == nil && rep.Cut {
 				s.cutRuns.Add(1)
+				if rep.Interrupted > 0 {
+					s.slowRuns.Add(1)
+				}
 			}
 		}
 		if err != nil {

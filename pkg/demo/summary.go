@@ -54,12 +54,14 @@ type Summary struct {
 	Ticks, Invocations int
 
 	// Chaos: consumer runtimes killed mid-batch (of those asked for), the
-	// invocations that failed as a whole, and the enqueue runs the time
-	// budget cut.
+	// invocations that failed as a whole, the enqueue runs the time budget
+	// cut, and of those the ones whose requests still running at the
+	// reserve were cancelled (DynamoDB Local answering slowly).
 	Chaos             bool
 	Kills, KillsAsked int
 	FailedInvocations int
 	EnqueueCut        int
+	EnqueueSlow       int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
 	// killed before it recorded the send; ResentLedger those repeated
@@ -184,7 +186,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	sum.Kills = len(s.kills)
 	s.mu.Unlock()
 	sum.Chaos, sum.KillsAsked = s.cfg.Kills > 0 || s.cfg.EnqueueBudget > 0, s.cfg.Kills
-	sum.FailedInvocations, sum.EnqueueCut = int(st.BatchFailures), int(s.cutRuns.Load())
+	sum.FailedInvocations, sum.EnqueueCut, sum.EnqueueSlow = int(st.BatchFailures), int(s.cutRuns.Load()), int(s.slowRuns.Load())
 	sum.PeakRSS = map[string]int64{}
 	for _, in := range append([]*instance{{Lambda: s.enqueue, name: "enqueue"}}, s.consumers...) {
 		fn, _, _ := strings.Cut(in.name, "-")
@@ -426,6 +428,7 @@ func (sum *Summary) Write(w io.Writer) {
 		row("runtimes killed mid-batch", fmt.Sprintf("%d of %d", sum.Kills, sum.KillsAsked), "each fails its invocation; the batch returns after the visibility timeout")
 		row("invocations failed", sum.FailedInvocations, "as a whole; must not exceed the kills")
 		row("enqueue runs cut", fmt.Sprintf("%d of %d", sum.EnqueueCut, sum.Ticks), "by the time budget; the next run resumes from the cursors")
+		row("  of which at the reserve", sum.EnqueueSlow, "requests still running near the deadline, cancelled so it answers in time")
 		row("repeats after a kill", sum.Resent, "already accepted; suppressed by idempotency key")
 		row("repeats, ledger write failed", sum.ResentLedger, "accepted, not recorded (the ledger timed out); same key")
 		row("DLQ copies", sum.DLQCopies, "dead-lettered again after a kill before the acknowledgement")
