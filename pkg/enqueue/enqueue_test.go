@@ -525,16 +525,23 @@ func (f failingShard) Query(ctx context.Context, in *dynamodb.QueryInput, opts .
 	return f.API.Query(ctx, in, opts...)
 }
 
-func TestAFailingShardDoesNotStopTheOthers(t *testing.T) {
-	b := setup(t, 4)
-	var inShard0 int
+// scheduleHundred schedules 100 reminders due at t0 over shards, and
+// returns how many fell in shard 0.
+func (b *bundle) scheduleHundred(t *testing.T, shards int) (inShard0 int) {
+	t.Helper()
 	for i := range 100 {
 		id := fmt.Sprintf("rem-%03d", i)
-		if ledger.ShardOf(id, 4) == 0 {
+		if ledger.ShardOf(id, shards) == 0 {
 			inShard0++
 		}
 		b.schedule(t, id, t0)
 	}
+	return inShard0
+}
+
+func TestAFailingShardDoesNotStopTheOthers(t *testing.T) {
+	b := setup(t, 4)
+	inShard0 := b.scheduleHundred(t, 4)
 	b.clk.Advance(time.Minute)
 	broken := b.enqueuer(t, func(c *enqueue.Config) { c.API = failingShard{API: c.API, shard: ledger.ShardKey(0)} })
 	rep, err := broken.Run(b.ctx)

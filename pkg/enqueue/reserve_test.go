@@ -3,7 +3,6 @@ package enqueue_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -48,14 +47,7 @@ func (s stallingHTTP) Do(req *http.Request) (*http.Response, error) {
 // cancels still fails.
 func TestSlowDynamoDBCutsTheRunInsteadOfTimingItOut(t *testing.T) {
 	b := setup(t, 4)
-	var inShard0 int
-	for i := range 100 {
-		id := fmt.Sprintf("rem-%03d", i)
-		if ledger.ShardOf(id, 4) == 0 {
-			inShard0++
-		}
-		b.schedule(t, id, t0)
-	}
+	inShard0 := b.scheduleHundred(t, 4)
 	b.clk.Advance(time.Minute)
 	cfg := standintest.AWSConfig(t)
 	next := cfg.HTTPClient
