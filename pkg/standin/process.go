@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,34 @@ type Options struct {
 	Env []string
 }
 
+// keepLogs is how many earlier logs of one service the stand-in folder
+// keeps: every start writes a new one, named by its port.
+const keepLogs = 20
+
+// pruneLogs deletes all but the newest keep-1 logs of name in dir, making
+// room for the one about to be written. A log another process is still
+// writing survives as long as that process holds it open.
+func pruneLogs(dir, name string, keep int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, name+"-*.log"))
+	if len(paths) < keep {
+		return
+	}
+	type log struct {
+		path string
+		mod  time.Time
+	}
+	logs := make([]log, 0, len(paths))
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			logs = append(logs, log{p, fi.ModTime()})
+		}
+	}
+	sort.Slice(logs, func(i, j int) bool { return logs[i].mod.After(logs[j].mod) })
+	for _, l := range logs[min(len(logs), keep-1):] {
+		_ = os.Remove(l.path)
+	}
+}
+
 // start runs cmd in its own process group, killed if this process dies, and
 // waits until ready succeeds.
 func start(ctx context.Context, dir, name string, port int, opts Options, ready func(context.Context) error, argv ...string) (*Service, error) {
@@ -56,6 +85,7 @@ func start(ctx context.Context, dir, name string, port int, opts Options, ready 
 		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 			return nil, err
 		}
+		pruneLogs(filepath.Join(dir, "logs"), name, keepLogs)
 		f, err := os.Create(filepath.Join(dir, "logs", fmt.Sprintf("%s-%d.log", name, port)))
 		if err != nil {
 			return nil, err
