@@ -41,7 +41,8 @@ type WebhookConfig struct {
 	// MaxResponseBytes caps how much of a response is read. Default 64 KiB.
 	MaxResponseBytes int64
 	// Client sends the requests. Default: a client with the timeout that
-	// keeps up to 64 idle connections to the provider.
+	// keeps up to 64 idle connections to the provider. Whatever the client,
+	// redirects are never followed (see Send).
 	Client *http.Client
 	// Clock tells the time for signatures and Retry-After dates. Default
 	// clock.Real.
@@ -81,6 +82,10 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 		t.MaxIdleConnsPerHost = 64 // a batch sends in parallel to one host
 		cfg.Client = &http.Client{Timeout: cfg.Timeout, Transport: t}
 	}
+	// A copy, so that the caller's client keeps its own policy.
+	c := *cfg.Client
+	c.CheckRedirect = refuseRedirect
+	cfg.Client = &c
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -109,9 +114,48 @@ func Verify(secret []byte, ts string, body []byte, sig string) bool {
 	return hmac.Equal([]byte(Sign(secret, ts, body)), []byte(sig))
 }
 
+// refuseRedirect makes the client return a 3xx answer as it is. Following
+// it would turn the signed POST into a GET (301, 302, 303) whose 2xx would
+// be recorded as a send the provider never received, or re-send the signed
+// body and its headers to wherever Location points (307, 308).
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// RedirectError is a provider's 3xx answer: the configured URL is not the
+// endpoint. It is permanent, of class config: the operator fixes the URL and
+// redrives. It names the target's host only, never its path or query,
+// which may hold a token.
+type RedirectError struct {
+	// Code is the HTTP status.
+	Code int
+	// Host is the Location header's host, or "" if it had none.
+	Host string
+}
+
+func (e *RedirectError) Error() string {
+	to := "without a Location"
+	if e.Host != "" {
+		to = "to host " + e.Host
+	}
+	return fmt.Sprintf("provider answered %d, a redirect %s; redirects are not followed: set NUDGE_WEBHOOK_URL to the endpoint itself, then redrive", e.Code, to)
+}
+
+// redirectHost returns the host a Location header points to, relative to
+// the request's URL; "" if there is none or it cannot be read.
+func redirectHost(base *url.URL, location string) string {
+	if location == "" {
+		return ""
+	}
+	u, err := base.Parse(location)
+	if err != nil {
+		return "(unreadable)"
+	}
+	return u.Host
+}
+
 // Send POSTs req. A failure before the request was fully written is a
 // plain retry; after it, the provider may have accepted, so it is
-// ambiguous. A non-2xx answer is a *StatusError.
+// ambiguous. A non-2xx answer is a *StatusError, except a redirect (3xx),
+// which is a permanent *RedirectError of class config and is not followed.
 func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -146,6 +190,10 @@ func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, e
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, w.cfg.MaxResponseBytes))
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		redirect := &RedirectError{Code: resp.StatusCode, Host: redirectHost(hreq.URL, resp.Header.Get("Location"))}
+		return Receipt{}, failure.WithClass(failure.Permanent(redirect), failure.ClassConfig)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Receipt{}, &StatusError{Code: resp.StatusCode, After: ParseRetryAfter(resp.Header.Get("Retry-After"), w.cfg.Clock.Now())}
 	}

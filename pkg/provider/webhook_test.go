@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,5 +159,55 @@ func TestWebhookReadsAtMostTheResponseCap(t *testing.T) {
 		if err != nil || r.ID != want {
 			t.Errorf("id %d bytes: receipt %q, %v; want %q (a 2xx is a send even when its answer is cut)", len(id), r.ID, err, want)
 		}
+	}
+}
+
+// TestWebhookNeverFollowsARedirect: a 301, 302 or 303 would turn the signed
+// POST into a GET whose 2xx was recorded as a send the provider never got;
+// a 307 or 308 would re-send the signed body and headers wherever Location
+// points. Each is a permanent failure of class config naming the status
+// and the target's host (not its path or query), and nothing reaches the
+// target, whether the webhook built its client or was given one that
+// follows redirects.
+func TestWebhookNeverFollowsARedirect(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Write([]byte(`{"id":"stolen"}`))
+	}))
+	defer target.Close()
+	targetHost := strings.TrimPrefix(target.URL, "http://")
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target.URL+"/elsewhere/path?token=s3cr3t", code)
+		}))
+		for name, client := range map[string]*http.Client{"own client": nil, "caller's client": {Timeout: time.Second}} {
+			w, err := provider.NewWebhook(provider.WebhookConfig{URL: redirector.URL + "/hook", Secret: secret, Client: client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.Send(context.Background(), req, req.DeliveryKey)
+			o := failure.Default.Classify(err)
+			if o.Kind != failure.KindPermanent || o.Class != failure.ClassConfig {
+				t.Errorf("%d (%s): %v classified %+v, want permanent config", code, name, err, o)
+				continue
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, strconv.Itoa(code)) || !strings.Contains(msg, targetHost) || !strings.Contains(msg, "NUDGE_WEBHOOK_URL") {
+				t.Errorf("%d (%s): reason %q does not name the status, the target host and the fix", code, name, msg)
+			}
+			if strings.Contains(msg, "elsewhere") || strings.Contains(msg, "s3cr3t") {
+				t.Errorf("%d (%s): reason %q carries the target's path or query", code, name, msg)
+			}
+			var re *provider.RedirectError
+			if !errors.As(err, &re) || re.Code != code || re.Host != targetHost {
+				t.Errorf("%d (%s): %#v is not a RedirectError for the target", code, name, err)
+			}
+		}
+		redirector.Close()
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the redirect target received %d requests", n)
 	}
 }
