@@ -18,7 +18,12 @@ import (
 //	batchSize         records     batchingWindow  seconds
 //	maxConcurrency    instances   maxAttempts     attempts
 //	maxReceiveCount   receives    shards          due index shards
-//	alarmEmail        address     retainData      true | false (the removal policy)
+//	providerTimeout   seconds     alarmEmail      address
+//	retainData        true | false (the removal policy)
+//
+// Each override goes through the same validation as the stages
+// themselves (deployment.Stage.Validate): a setting that breaks a relation
+// the code relies on stops the synthesis with the relation and the fix.
 func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	str := func(key string) (string, bool) {
 		v := get(key)
@@ -45,7 +50,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 			*dst = n
 		}
 	}
-	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow}
+	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow, "providerTimeout": &s.ProviderTimeout}
 	for key, dst := range seconds {
 		if v, ok := str(key); ok {
 			n, err := strconv.Atoi(v)

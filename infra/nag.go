@@ -15,7 +15,7 @@ import (
 func applyNag(n *NudgeStack) {
 	awscdk.Aspects_Of(n.Stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	suppress(n.SchedulerDLQ, "AwsSolutions-SQS3",
-		"This queue is the dead-letter queue of the enqueue schedule (EventBridge Scheduler's DeadLetterConfig), which cdk-nag does not recognise as a DLQ; a DLQ behind it would never receive anything.")
+		"This queue is the dead-letter queue of the enqueue schedule (EventBridge Scheduler's DeadLetterConfig) and the enqueue's on-failure destination, which cdk-nag does not recognise as a DLQ; a DLQ behind it would never receive anything.")
 	for _, c := range *n.Stack.Node().Children() {
 		if id := *c.Node().Id(); strings.HasPrefix(id, "SchedulerRoleForTarget") {
 			suppress(c, "AwsSolutions-IAM5",

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
@@ -126,17 +127,27 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: num(float64(s.MaxConcurrency)),
 	}))
 
-	// The schedule: every minute, with retries and a DLQ for invocations
-	// that still fail.
+	// The schedule: every minute. Scheduler invokes the enqueue
+	// asynchronously, so its retries and DLQ cover only a tick it could not
+	// hand to Lambda (throttled or refused Invoke calls); a run that fails
+	// is Lambda's to retry. A tick is worth nothing once the next has come
+	// (every run works from the cursors), so Lambda does not retry a failed
+	// run and drops an event older than a tick, sending both to the same
+	// queue as Scheduler's dead letters: one queue of lost ticks, one alarm.
 	n.SchedulerDLQ = awssqs.NewQueue(stack, str("ScheduleDeadLetterQueue"), &awssqs.QueueProps{
 		QueueName: str("nudge-" + s.Name + "-schedule-dlq"), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: secs(deployment.DLQRetention.Seconds()), RemovalPolicy: removal,
 	})
+	n.Enqueue.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		MaxEventAge:   secs(deployment.TickMaxEventAge.Seconds()),
+		RetryAttempts: num(deployment.TickRetryAttempts),
+		OnFailure:     awslambdadestinations.NewSqsDestination(n.SchedulerDLQ),
+	})
 	awsscheduler.NewSchedule(stack, str("Tick"), &awsscheduler.ScheduleProps{
 		Description: str("Nudge enqueue tick"),
-		Schedule:    awsscheduler.ScheduleExpression_Rate(awscdk.Duration_Minutes(num(1))),
+		Schedule:    awsscheduler.ScheduleExpression_Rate(secs(deployment.TickPeriod.Seconds())),
 		Target: awsschedulertargets.NewLambdaInvoke(n.Enqueue, &awsschedulertargets.ScheduleTargetBaseProps{
-			DeadLetterQueue: n.SchedulerDLQ, RetryAttempts: num(2), MaxEventAge: awscdk.Duration_Minutes(num(5)),
+			DeadLetterQueue: n.SchedulerDLQ, RetryAttempts: num(2), MaxEventAge: secs(deployment.TickMaxEventAge.Seconds()),
 			Input: awsscheduler.ScheduleTargetInput_FromObject(map[string]any{
 				"source": "aws.scheduler", "scheduledTime": awsscheduler.ContextAttribute_ScheduledTime(),
 				"executionId": awsscheduler.ContextAttribute_ExecutionId(),
@@ -316,7 +327,7 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, notBreaching)
 	add("enqueue-errors", "The enqueue function failed runs: hand-offs wait.", n.Enqueue.MetricErrors(sum), 0, 3, notBreaching)
 	add("enqueue-throttles", "The enqueue function was throttled.", n.Enqueue.MetricThrottles(sum), 0, 3, notBreaching)
-	add("schedule-dlq-not-empty", "Scheduler invocations of the enqueue failed after their retries.",
+	add("schedule-dlq-not-empty", "Enqueue ticks were lost: runs that failed (Lambda's failure destination) or ticks Scheduler could not deliver. The next tick resumes the work; find why.",
 		n.SchedulerDLQ.MetricApproximateNumberOfMessagesVisible(minute), 0, 1, notBreaching)
 }
 

@@ -131,8 +131,35 @@ func TestInvariants(t *testing.T) {
 				t.Errorf("consumer told visibility %v, queue has %v", env["NUDGE_VISIBILITY_TIMEOUT"], s.Visibility())
 			}
 			redrive := work["RedrivePolicy"].(map[string]any)
-			if mrc, budget := num64(t, redrive["maxReceiveCount"]), num64(t, env["NUDGE_MAX_ATTEMPTS"]); mrc < budget {
-				t.Errorf("maxReceiveCount %v < attempt budget %v", mrc, budget)
+			if mrc, budget := num64(t, redrive["maxReceiveCount"]), num64(t, env["NUDGE_MAX_ATTEMPTS"]); mrc < budget+3 {
+				t.Errorf("maxReceiveCount %v < attempt budget %v + the 3 receives that may not reach the provider", mrc, budget)
+			}
+			// The enqueue is invoked asynchronously by the schedule: Lambda
+			// retries nothing, drops a tick older than a minute, and sends
+			// both to the schedule's DLQ, which an alarm watches.
+			var dlqID string
+			for id, r := range tp.resources("AWS::SQS::Queue") {
+				if props(r)["QueueName"] == "nudge-"+s.Name+"-schedule-dlq" {
+					dlqID = id
+				}
+			}
+			invokes := tp.resources("AWS::Lambda::EventInvokeConfig")
+			if len(invokes) != 1 {
+				t.Fatalf("%d asynchronous invocation configs, want the enqueue's", len(invokes))
+			}
+			for _, r := range invokes {
+				p := props(r)
+				if num64(t, p["MaximumRetryAttempts"]) != 0 || num64(t, p["MaximumEventAgeInSeconds"]) != 60 ||
+					!strings.Contains(fmt.Sprint(p["DestinationConfig"]), dlqID) || !strings.Contains(fmt.Sprint(p["FunctionName"]), "Enqueue") {
+					t.Errorf("the enqueue's asynchronous invocation: %v; want no retries, 60 s, failures to %s", p, dlqID)
+				}
+			}
+			watched := false
+			for _, a := range tp.resources("AWS::CloudWatch::Alarm") {
+				watched = watched || strings.Contains(fmt.Sprint(props(a)["Dimensions"]), dlqID)
+			}
+			if !watched {
+				t.Error("no alarm watches the schedule's DLQ, where failed enqueue runs go")
 			}
 			if d, w := num64(t, dlq["MessageRetentionPeriod"]), num64(t, work["MessageRetentionPeriod"]); d <= w {
 				t.Errorf("DLQ retention %v not above work queue retention %v", d, w)
@@ -269,5 +296,25 @@ func TestContextOverridesTheStage(t *testing.T) {
 		if _, err := StageFromContext(func(k string) any { return bad[k] }); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+	// The timing relations apply to overrides as to the stages: a consumer
+	// that could never start a record, a provider slower than the
+	// consumer allows, a batching window the visibility cannot span.
+	for _, tc := range []struct {
+		ctx  map[string]any
+		want string
+	}{
+		{map[string]any{"consumerTimeout": "12"}, "raise the consumer timeout to 22s or more"},
+		{map[string]any{"providerTimeout": "20"}, "raise the consumer timeout to 42s or more"},
+		{map[string]any{"batchingWindow": "200", "batchSize": "100"}, "does not span the 3m20s batching window"},
+		{map[string]any{"maxAttempts": "8"}, "plus 3 receives that may not reach the provider"},
+		{map[string]any{"enqueueTimeout": "60"}, "not below the schedule's 1m0s period"},
+	} {
+		if _, err := StageFromContext(func(k string) any { return tc.ctx[k] }); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want an error with %q", tc.ctx, err, tc.want)
+		}
+	}
+	if s, err := StageFromContext(func(k string) any { return map[string]any{"providerTimeout": "20", "consumerTimeout": "45"}[k] }); err != nil || s.ProviderTimeout.Seconds() != 20 {
+		t.Errorf("a slower provider with a longer consumer timeout: %v, %v", s.ProviderTimeout, err)
 	}
 }

@@ -83,7 +83,7 @@ func opsSetup(t *testing.T) *opsFixture {
 	clk.Advance(time.Hour)
 	email := message.DeliveryKey{ReminderID: "rem-ops-1", Channel: "email", Provider: "webhook"}
 	sms := message.DeliveryKey{ReminderID: "rem-ops-1", Channel: "sms", Provider: "webhook"}
-	c, err := f.l.Claim(f.ctx, ledger.Claim{Key: email, Token: "t1", LeaseUntil: opsT0.Add(time.Minute), DueBy: opsT0, Attempt: 1})
+	c, err := f.l.Claim(f.ctx, ledger.Claim{Key: email, Token: "t1", LeaseUntil: opsT0.Add(time.Minute), DueBy: opsT0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func opsSetup(t *testing.T) *opsFixture {
 	if _, err := f.l.Complete(f.ctx, c, "prov-msg-1"); err != nil {
 		t.Fatal(err)
 	}
-	c, err = f.l.Claim(f.ctx, ledger.Claim{Key: sms, Token: "t2", LeaseUntil: opsT0.Add(time.Minute), DueBy: opsT0, Attempt: 1})
+	c, err = f.l.Claim(f.ctx, ledger.Claim{Key: sms, Token: "t2", LeaseUntil: opsT0.Add(time.Minute), DueBy: opsT0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultReserve is the Reserve a cut-off margin gets by default: 1 s, or
+// a quarter of the margin if that is less.
+func DefaultReserve(cutoffMargin time.Duration) time.Duration {
+	return min(time.Second, cutoffMargin/4)
+}
+
 // Processor runs a Handler over SQS events. It is safe for concurrent use.
 type Processor struct {
 	h   Handler
@@ -100,7 +106,7 @@ func New(h Handler, cfg Config) (*Processor, error) {
 		return nil, fmt.Errorf("batch: cutoff margin %v is negative", cfg.CutoffMargin)
 	}
 	if cfg.Reserve == 0 {
-		cfg.Reserve = min(time.Second, cfg.CutoffMargin/4)
+		cfg.Reserve = DefaultReserve(cfg.CutoffMargin)
 	}
 	if cfg.Reserve < 0 || cfg.Reserve >= cfg.CutoffMargin {
 		return nil, fmt.Errorf("batch: reserve %v must be positive and below the cutoff margin %v", cfg.Reserve, cfg.CutoffMargin)

@@ -53,7 +53,8 @@ var _ SenderAPI = (*sqs.Client)(nil)
 const (
 	AttrErrorClass      = "nudge-error-class"
 	AttrReason          = "nudge-reason"
-	AttrAttempts        = "nudge-attempts"
+	AttrAttempts        = "nudge-attempts" // provider attempts the ledger counted (0: none claimed)
+	AttrReceives        = "nudge-receives" // the message's ApproximateReceiveCount
 	AttrSourceMessageID = "nudge-source-message-id"
 	AttrDeliveryKey     = "nudge-delivery-key"
 )
@@ -85,12 +86,19 @@ type Config struct {
 	QueueURL string
 	// DLQURL is the dead-letter queue. Required.
 	DLQURL string
-	// MaxAttempts is the attempt budget: a transient failure on this attempt
-	// is dead-lettered with its reason. Default 5.
+	// MaxAttempts is the attempt budget, counted in provider attempts: the
+	// claims the ledger records for the delivery, whichever message copy
+	// made them. A transient failure on this attempt is dead-lettered with
+	// its reason. Receives that never reached the provider (a record left
+	// unstarted at the cut-off, a lease held by another copy, a throttled
+	// claim, a FIFO deferral) do not spend it, and a repair's republish does
+	// not reset it. Default 5.
 	MaxAttempts int
-	// MaxReceiveCount is the work queue's redrive maxReceiveCount, if known;
-	// MaxAttempts may not exceed it, or the queue would move a message to
-	// the DLQ silently before the consumer records why.
+	// MaxReceiveCount is the work queue's redrive maxReceiveCount, if known:
+	// the safety net below the budget. It must exceed MaxAttempts by at
+	// least ReceiveMargin, the receives that may not reach the provider,
+	// or the queue would move a message to the DLQ silently before the
+	// consumer records why.
 	MaxReceiveCount int
 	// Backoff is the retry policy. Default retry.New(retry.Config{}).
 	Backoff *retry.Backoff
@@ -140,8 +148,8 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.MaxAttempts < 1 {
 		return nil, fmt.Errorf("consumer: attempt budget %d is below 1", cfg.MaxAttempts)
 	}
-	if cfg.MaxReceiveCount > 0 && cfg.MaxAttempts > cfg.MaxReceiveCount {
-		return nil, fmt.Errorf("consumer: attempt budget %d exceeds the queue's maxReceiveCount %d; lower the budget or raise maxReceiveCount, or SQS moves messages to the DLQ without a recorded reason", cfg.MaxAttempts, cfg.MaxReceiveCount)
+	if err := CheckReceiveMargin(cfg.MaxAttempts, cfg.MaxReceiveCount); cfg.MaxReceiveCount > 0 && err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	if cfg.Backoff == nil {
 		b, err := retry.New(retry.Config{})
@@ -180,12 +188,33 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
+// ReceiveMargin is how many receives beyond the attempt budget the work
+// queue's maxReceiveCount must allow: receives of a delivery that never
+// reach the provider (left unstarted at the cut-off, refused by a lease
+// another copy holds, a throttled claim or ledger write, a FIFO deferral by
+// visibility). Past maxReceiveCount SQS moves the message to the DLQ
+// without a reason; the ledger still shows the delivery live, and the
+// enqueue's repair publishes it again once it is overdue.
+const ReceiveMargin = 3
+
+// CheckReceiveMargin reports whether a queue's maxReceiveCount leaves
+// ReceiveMargin receives beyond the attempt budget.
+func CheckReceiveMargin(maxAttempts, maxReceiveCount int) error {
+	if maxReceiveCount < maxAttempts+ReceiveMargin {
+		return fmt.Errorf("the queue's maxReceiveCount %d must be at least the attempt budget %d plus %d receives that may not reach the provider (%d); raise maxReceiveCount or lower the budget, or SQS moves messages to the DLQ without a recorded reason",
+			maxReceiveCount, maxAttempts, ReceiveMargin, maxAttempts+ReceiveMargin)
+	}
+	return nil
+}
+
 // record is the state of one record's handling, for logs.
 type record struct {
-	rec     events.SQSMessage
-	attempt int
-	late    bool
-	log     *slog.Logger
+	rec      events.SQSMessage
+	receives int // the message's ApproximateReceiveCount
+	attempts int // the delivery's provider attempts, this one included, once claimed
+	used     int // of those, the ones counted against the budget (since the last redrive)
+	late     bool
+	log      *slog.Logger
 }
 
 // Handle processes one SQS record. It returns nil when the record may be
@@ -193,8 +222,8 @@ type record struct {
 // reason recorded) and an error, usually carrying a retry delay, otherwise.
 func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 	c.cfg.Metrics.Add(MetricReceived, 1)
-	r := &record{rec: rec, attempt: receiveCount(rec)}
-	r.log = c.cfg.Logger.With("messageId", rec.MessageId, "attempt", r.attempt)
+	r := &record{rec: rec, receives: receiveCount(rec)}
+	r.log = c.cfg.Logger.With("messageId", rec.MessageId, "receive", r.receives)
 
 	msg, err := message.Decode([]byte(rec.Body))
 	if err != nil {
@@ -214,13 +243,15 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
-		DueBy: now.Add(c.cfg.EarlyTolerance), Attempt: r.attempt,
+		DueBy: now.Add(c.cfg.EarlyTolerance),
 		// Only a message back from the DLQ may revive a dead delivery.
 		Revive: rec.MessageAttributes[AttrErrorClass].StringValue != nil,
 	})
 	if err != nil {
 		return c.refusedClaim(ctx, r, msg, err)
 	}
+	r.attempts, r.used = d.Attempts, d.BudgetUsed()
+	r.log = r.log.With("attempt", r.attempts)
 	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
 		r.late = true
 		r.log = r.log.With("lateBy", late.Round(time.Second).String())
@@ -232,7 +263,7 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 	}
 	receipt, sendErr := prov.Send(sendCtx, provider.Request{
 		DeliveryKey: key.String(), ReminderID: d.ReminderID, Channel: d.Channel,
-		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempt,
+		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempts,
 	}, key.String())
 	stop()
 	if sendErr == nil {
@@ -253,7 +284,8 @@ func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Mess
 	var re *ledger.RefusedError
 	if !errors.As(err, &re) {
 		o := c.cfg.Classifier.Classify(err)
-		delay := c.cfg.Backoff.Delay(r.attempt, o.RetryAfter)
+		// Nothing reached the provider: back off by receives.
+		delay := c.cfg.Backoff.Delay(r.receives, o.RetryAfter)
 		c.transition(r, "retry", "errorClass", o.Class, "next", delay.String(), "error", err.Error())
 		c.cfg.Metrics.Add(MetricRetried, 1)
 		return failure.Retryable(failure.WithClass(err, o.Class), delay)
@@ -319,11 +351,11 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	if o.Kind == failure.KindPermanent {
 		return c.deadLetter(ctx, r, &d, o.Class, sendErr.Error())
 	}
-	if r.attempt >= c.cfg.MaxAttempts {
+	if r.used >= c.cfg.MaxAttempts {
 		return c.deadLetter(ctx, r, &d, failure.ClassExhausted,
-			fmt.Sprintf("attempts exhausted (%d of %d); last failure %s: %v", r.attempt, c.cfg.MaxAttempts, o.Class, sendErr))
+			fmt.Sprintf("attempts exhausted (%d of %d); last failure %s: %v", r.used, c.cfg.MaxAttempts, o.Class, sendErr))
 	}
-	delay := c.cfg.Backoff.Delay(r.attempt, o.RetryAfter)
+	delay := c.cfg.Backoff.Delay(r.used, o.RetryAfter)
 	next := c.cfg.Clock.Now().Add(delay)
 	if _, err := c.cfg.Ledger.Retry(ctx, d, ledger.Failure{Class: o.Class, Message: sendErr.Error(), NextAttemptAt: next}); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
 		if isSettled(err) {
@@ -345,7 +377,8 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 	attrs := map[string]sqstypes.MessageAttributeValue{
 		AttrErrorClass:      strAttr(class),
 		AttrReason:          strAttr(clip(reason, 256)),
-		AttrAttempts:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.attempt))},
+		AttrAttempts:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.attempts))},
+		AttrReceives:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.receives))},
 		AttrSourceMessageID: strAttr(r.rec.MessageId),
 	}
 	if d != nil {

@@ -644,7 +644,8 @@ func TestConfigValidation(t *testing.T) {
 		{func(c *consumer.Config) { c.Ledger = nil }, "Ledger"},
 		{func(c *consumer.Config) { c.Providers = nil }, "provider"},
 		{func(c *consumer.Config) { c.DLQURL = "" }, "NUDGE_DLQ_URL"},
-		{func(c *consumer.Config) { c.MaxAttempts, c.MaxReceiveCount = 8, 5 }, "exceeds the queue's maxReceiveCount 5"},
+		{func(c *consumer.Config) { c.MaxAttempts, c.MaxReceiveCount = 8, 5 }, "maxReceiveCount 5 must be at least the attempt budget 8 plus 3"},
+		{func(c *consumer.Config) { c.MaxAttempts, c.MaxReceiveCount = 8, 10 }, "maxReceiveCount 10 must be at least the attempt budget 8 plus 3"},
 	} {
 		cfg := base
 		tc.mod(&cfg)

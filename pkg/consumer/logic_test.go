@@ -8,6 +8,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -126,19 +127,76 @@ func TestEarlyStandardMessageIsRepublishedWithADelay(t *testing.T) {
 	}
 }
 
-func TestBackoffGrowsWithTheReceiveCountUntilTheBudget(t *testing.T) {
+// TestBackoffGrowsWithProviderAttemptsUntilTheBudget: the backoff and the
+// budget count the provider attempts the ledger recorded, not the message's
+// receive count, which here stays at 1 (a repair's republish starts a new
+// message at 1; before, that reset the budget and the backoff).
+func TestBackoffGrowsWithProviderAttemptsUntilTheBudget(t *testing.T) {
 	f := newFast(t, &provider.StatusError{Code: 503})
 	f.seed(t, "rem-5", f.clk.Now())
-	for receive, want := range map[string]time.Duration{"1": 5 * time.Second, "2": 10 * time.Second} {
-		if got := after(f.handle("rem-5", "webhook", f.clk.Now(), receive, nil)); got != want {
-			t.Errorf("receive %s: delay %v, want %v", receive, got, want)
+	for attempt, want := range []time.Duration{5 * time.Second, 10 * time.Second} {
+		if got := after(f.handle("rem-5", "webhook", f.clk.Now(), "1", nil)); got != want {
+			t.Errorf("attempt %d: delay %v, want %v", attempt+1, got, want)
 		}
 	}
-	if err := f.handle("rem-5", "webhook", f.clk.Now(), "3", nil); err != nil {
+	if err := f.handle("rem-5", "webhook", f.clk.Now(), "1", nil); err != nil {
 		t.Fatalf("last attempt not dead-lettered: %v", err)
 	}
 	d, _ := f.l.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-5", Channel: "email", Provider: "webhook"})
 	if d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || f.sends != 3 {
 		t.Fatalf("ledger %+v, sends %d", d, f.sends)
 	}
+	if m := f.q.sent[0]; aws.ToString(m.MessageAttributes[consumer.AttrAttempts].StringValue) != "3" || aws.ToString(m.MessageAttributes[consumer.AttrReceives].StringValue) != "1" {
+		t.Fatalf("DLQ attributes %v; want 3 attempts, 1 receive", m.MessageAttributes)
+	}
+}
+
+// TestReceivesThatNeverReachedTheProviderDoNotSpendTheBudget: a message
+// received many times without a send (left unstarted at the cut-off,
+// refused by another copy's lease, a throttled claim) still has its whole
+// budget: its first failed send is retried, not dead-lettered as exhausted.
+func TestReceivesThatNeverReachedTheProviderDoNotSpendTheBudget(t *testing.T) {
+	f := newFast(t, &provider.StatusError{Code: 503})
+	f.seed(t, "rem-6", f.clk.Now())
+	err := f.handle("rem-6", "webhook", f.clk.Now(), "9", nil)
+	d, _ := f.l.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-6", Channel: "email", Provider: "webhook"})
+	if after(err) != 5*time.Second || d.Status != ledger.StatusRetrying || len(f.q.sent) != 0 {
+		t.Fatalf("first send on receive 9: %v, delivery %s, DLQ sends %d; want a retry after 5s", err, d.Status, len(f.q.sent))
+	}
+}
+
+// TestARedriveRestartsTheBudget: a dead-lettered delivery brought back by
+// a console redrive gets the whole budget again, counted from the redrive.
+func TestARedriveRestartsTheBudget(t *testing.T) {
+	f := newFast(t, &provider.StatusError{Code: 503})
+	f.seed(t, "rem-7", f.clk.Now())
+	for range 3 {
+		_ = f.handle("rem-7", "webhook", f.clk.Now(), "1", nil)
+	}
+	k := message.DeliveryKey{ReminderID: "rem-7", Channel: "email", Provider: "webhook"}
+	if d, _ := f.l.Get(context.Background(), k); d.Status != ledger.StatusDead {
+		t.Fatalf("after the budget: %s", d.Status)
+	}
+	for i := range 2 {
+		err := f.c.Handle(context.Background(), redrivenRecord(t, "rem-7", f.clk.Now(), fmt.Sprint(i+1)))
+		if after(err) <= 0 {
+			t.Fatalf("redriven attempt %d: %v; want a retry (the budget restarted)", i+1, err)
+		}
+	}
+	if err := f.c.Handle(context.Background(), redrivenRecord(t, "rem-7", f.clk.Now(), "3")); err != nil {
+		t.Fatalf("third attempt after the redrive: %v; want dead-lettered", err)
+	}
+	if d, _ := f.l.Get(context.Background(), k); d.Status != ledger.StatusDead || d.Attempts != 6 || f.sends != 6 {
+		t.Fatalf("after the second budget: %s, %d attempts, %d sends", d.Status, d.Attempts, f.sends)
+	}
+}
+
+// redrivenRecord is a record back from the DLQ: it carries the consumer's
+// dead-letter attributes.
+func redrivenRecord(t *testing.T, id string, due time.Time, receives string) events.SQSMessage {
+	t.Helper()
+	body, _ := message.Encode(message.Message{ReminderID: id, Channel: "email", Provider: "webhook", DueAt: due})
+	return events.SQSMessage{MessageId: "m-redriven-" + id, ReceiptHandle: "h", Body: string(body),
+		Attributes:        map[string]string{"ApproximateReceiveCount": receives},
+		MessageAttributes: map[string]events.SQSMessageAttribute{consumer.AttrErrorClass: {StringValue: aws.String("exhausted"), DataType: "String"}}}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/envconfig"
 )
 
@@ -21,7 +22,7 @@ type Settings struct {
 	MaxReceiveCount int           // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
 	Visibility      time.Duration // NUDGE_VISIBILITY_TIMEOUT: the queue's visibility timeout. Default 180s.
 	Concurrency     int           // NUDGE_CONCURRENCY: records in flight per invocation. Default 10.
-	CutoffMargin    time.Duration // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s.
+	CutoffMargin    time.Duration // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s (LedgerAllowance and the 1 s reserve); no less than that.
 	BackoffBase     time.Duration // NUDGE_BACKOFF_BASE: default 15s.
 	BackoffCap      time.Duration // NUDGE_BACKOFF_CAP: default 6h.
 	Shards          int           // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
@@ -52,10 +53,42 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		return s, fmt.Errorf("consumer: set exactly one of NUDGE_WEBHOOK_SECRET (the signing secret) and NUDGE_WEBHOOK_SECRET_ID (a Secrets Manager secret holding it)")
 	}
 	if s.CutoffMargin == 0 {
-		s.CutoffMargin = s.ProviderTimeout + 2*time.Second
+		s.CutoffMargin = s.ProviderTimeout + LedgerAllowance + time.Second // the reserve: 1 s at this margin
 	}
 	if s.Visibility <= s.ProviderTimeout {
 		return s, fmt.Errorf("consumer: NUDGE_VISIBILITY_TIMEOUT %v must exceed NUDGE_PROVIDER_TIMEOUT %v (AWS recommends 6× the function timeout)", s.Visibility, s.ProviderTimeout)
 	}
+	if err := CheckReceiveMargin(s.MaxAttempts, s.MaxReceiveCount); err != nil {
+		return s, fmt.Errorf("consumer: NUDGE_MAX_RECEIVE_COUNT: %w", err)
+	}
+	if need := s.ProviderTimeout + LedgerAllowance + batch.DefaultReserve(s.CutoffMargin); s.CutoffMargin < need {
+		return s, fmt.Errorf("consumer: NUDGE_CUTOFF_MARGIN %v is below NUDGE_PROVIDER_TIMEOUT %v + %v for the ledger writes after a send + the %v reserve (%v): a record started at the cut-off could not finish before the deadline; raise it or leave it unset",
+			s.CutoffMargin, s.ProviderTimeout, LedgerAllowance, batch.DefaultReserve(s.CutoffMargin), need)
+	}
 	return s, nil
+}
+
+// LedgerAllowance is the time a record needs after its send: the ledger's
+// complete or retry write, or the DLQ send and the dead-letter write.
+const LedgerAllowance = time.Second
+
+// CheckTimeout checks the settings against the function's timeout, the
+// relations the consumer's time budget relies on:
+//
+//	timeout ≥ cut-off margin + one provider timeout
+//
+// The cut-off margin (NUDGE_CUTOFF_MARGIN, by default the provider timeout +
+// the ledger allowance + the reserve) is the end of the invocation in which
+// no record starts; what comes before it is the window in which records
+// start. That window must hold at least one provider timeout, so that a
+// batch larger than the concurrency gets a second round started after a
+// first that took as long as a send may. With a shorter timeout most
+// records are returned unstarted on every receive until SQS moves them to
+// the DLQ without a reason.
+func (s Settings) CheckTimeout(timeout time.Duration) error {
+	if need := s.CutoffMargin + s.ProviderTimeout; timeout < need {
+		return fmt.Errorf("consumer: a function timeout of %v leaves %v in which records may start (the cut-off margin is %v: the %v provider timeout + %v for the ledger writes + the %v reserve); it must leave at least one provider timeout: raise the consumer timeout to %v or more, or lower the provider timeout",
+			timeout, max(timeout-s.CutoffMargin, 0), s.CutoffMargin, s.ProviderTimeout, LedgerAllowance, batch.DefaultReserve(s.CutoffMargin), need)
+	}
+	return nil
 }

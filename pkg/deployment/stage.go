@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/enqueue"
 )
 
 // Stage is one deployment's settings.
@@ -17,7 +20,7 @@ type Stage struct {
 	ConsumerMemoryMB int
 	ConsumerTimeout  time.Duration
 	// EnqueueMemoryMB and EnqueueTimeout size the enqueue function; the
-	// enqueue runs every minute, so its timeout stays under a minute.
+	// enqueue runs every TickPeriod, so its timeout stays under it.
 	EnqueueMemoryMB int
 	EnqueueTimeout  time.Duration
 
@@ -86,6 +89,18 @@ func Named(name string) (Stage, error) {
 
 // Derived settings.
 const (
+	// TickPeriod is how often EventBridge Scheduler invokes the enqueue.
+	TickPeriod = time.Minute
+	// TickMaxEventAge and TickRetryAttempts configure the enqueue's
+	// asynchronous invocation (Scheduler invokes it asynchronously, so a
+	// failed run is retried by Lambda, not by the schedule): a tick is
+	// worth nothing once the next has come, because every run reads the
+	// whole calendar from its cursors. So a failed run is not retried (the
+	// next tick is the retry) and an event that waited a tick is dropped;
+	// both go to the enqueue's failure destination, which an alarm watches.
+	// Lambda's defaults would retry twice and keep events for 6 hours.
+	TickMaxEventAge   = time.Minute
+	TickRetryAttempts = 0
 	// VisibilityFactor is how many consumer timeouts the work queue's
 	// visibility timeout spans; AWS recommends six for an event source
 	// mapping, so that a batch retried by Lambda is not redelivered early.
@@ -115,11 +130,33 @@ func (s Stage) Validate() error {
 		}
 	}
 	check(s.Name != "", "no name")
-	check(s.ConsumerTimeout > s.ProviderTimeout, "consumer timeout %v must exceed the provider timeout %v", s.ConsumerTimeout, s.ProviderTimeout)
-	check(s.Visibility() >= VisibilityFactor*s.ConsumerTimeout, "visibility below %d × the consumer timeout", VisibilityFactor)
+	check(s.ProviderTimeout >= time.Second, "provider timeout %v is below 1 s", s.ProviderTimeout)
+	check(s.ConsumerTimeout <= 15*time.Minute && s.EnqueueTimeout <= 15*time.Minute, "a function timeout above Lambda's 15 minutes")
 	check(s.Visibility() <= 12*time.Hour, "visibility %v above SQS's 12 h", s.Visibility())
-	check(s.MaxAttempts >= 1 && s.MaxReceiveCount >= s.MaxAttempts, "maxReceiveCount %d must be at least the attempt budget %d", s.MaxReceiveCount, s.MaxAttempts)
-	check(s.EnqueueTimeout > 10*time.Second && s.EnqueueTimeout < time.Minute, "enqueue timeout %v must be between 10 s and the 1-minute schedule", s.EnqueueTimeout)
+	// The event source mapping receives a message up to the batching
+	// window before it invokes the function with it, and the message is
+	// invisible from that receive: the visibility must span the window and
+	// the whole invocation, or a second consumer gets the message while the
+	// first still sends it. (It also means the heartbeat never fires in the
+	// deployed stack: see docs/architecture.md.)
+	check(s.Visibility() >= s.BatchingWindow+s.ConsumerTimeout, "visibility %v (%d × the %v consumer timeout) does not span the %v batching window and the invocation; shorten the window or raise the timeout",
+		s.Visibility(), VisibilityFactor, s.ConsumerTimeout, s.BatchingWindow)
+	check(s.MaxAttempts >= 1, "attempt budget %d is below 1", s.MaxAttempts)
+	// The functions' own settings, read from the environment the stack
+	// gives them by the functions' own readers, against the stage's
+	// timeouts: the relations the code relies on, checked once, here and
+	// at each function's start.
+	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.invalid/", WebhookSecret: "-"}
+	if cs, err := consumer.SettingsFromEnv(mapEnv(s.ConsumerEnv(placeholders))); err != nil {
+		check(false, "%v", err)
+	} else if err := cs.CheckTimeout(s.ConsumerTimeout); err != nil {
+		check(false, "%v", err)
+	}
+	if es, err := enqueue.SettingsFromEnv(mapEnv(s.EnqueueEnv(placeholders))); err != nil {
+		check(false, "%v", err)
+	} else if err := es.CheckTimeout(s.EnqueueTimeout, TickPeriod); err != nil {
+		check(false, "%v", err)
+	}
 	check(s.BatchSize >= 1 && s.BatchSize <= 10000, "batch size %d outside 1–10000", s.BatchSize)
 	check(s.BatchSize <= 10 || s.BatchingWindow > 0, "a batch size above 10 needs a batching window")
 	check(s.BatchingWindow <= 5*time.Minute, "batching window %v above 5 minutes", s.BatchingWindow)
@@ -167,6 +204,10 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL,
 		"NUDGE_SHARDS": strconv.Itoa(s.Shards),
 	}
+}
+
+func mapEnv(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
 }
 
 // EnvList renders env as KEY=VALUE lines, sorted.

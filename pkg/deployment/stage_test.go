@@ -28,19 +28,41 @@ func TestStagesAreValid(t *testing.T) {
 
 func TestValidateRefusesBrokenRelations(t *testing.T) {
 	t.Parallel()
+	for name, tc := range map[string]struct {
+		edit func(*deployment.Stage)
+		want string
+	}{
+		"budget above maxReceiveCount":  {func(s *deployment.Stage) { s.MaxAttempts = 11 }, "maxReceiveCount 10 must be at least the attempt budget 11 plus 3"},
+		"no receive margin":             {func(s *deployment.Stage) { s.MaxAttempts = 8 }, "maxReceiveCount 10 must be at least the attempt budget 8 plus 3"},
+		"timeout not above provider":    {func(s *deployment.Stage) { s.ConsumerTimeout = s.ProviderTimeout }, "leaves 0s in which records may start"},
+		"consumer can never send (11s)": {func(s *deployment.Stage) { s.ConsumerTimeout = 11 * time.Second }, "raise the consumer timeout to 22s or more"},
+		"consumer can never send (13s)": {func(s *deployment.Stage) { s.ConsumerTimeout = 13 * time.Second }, "a function timeout of 13s leaves 1s in which records may start"},
+		"start window under a send":     {func(s *deployment.Stage) { s.ConsumerTimeout = 21 * time.Second }, "it must leave at least one provider timeout"},
+		"visibility above 12h":          {func(s *deployment.Stage) { s.ConsumerTimeout = 3 * time.Hour }, "above SQS's 12 h"},
+		"window beyond the visibility":  {func(s *deployment.Stage) { s.BatchingWindow = 151 * time.Second }, "does not span the 2m31s batching window"},
+		"enqueue past the schedule":     {func(s *deployment.Stage) { s.EnqueueTimeout = time.Minute }, "not below the schedule's 1m0s period"},
+		"enqueue without a budget":      {func(s *deployment.Stage) { s.EnqueueTimeout = 7 * time.Second }, "raise the enqueue timeout to 8s or more"},
+		"zero shards":                   {func(s *deployment.Stage) { s.Shards = 0 }, "0 shards"},
+		"big batch without window":      {func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 0 }, "needs a batching window"},
+		"concurrency below 2":           {func(s *deployment.Stage) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},
+	} {
+		s := deployment.Dev()
+		tc.edit(&s)
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error with %q", name, err, tc.want)
+		}
+	}
+	// At the limits the relations allow, the stage is valid.
 	for name, edit := range map[string]func(*deployment.Stage){
-		"budget above maxReceiveCount": func(s *deployment.Stage) { s.MaxAttempts = 11 },
-		"timeout not above provider":   func(s *deployment.Stage) { s.ConsumerTimeout = s.ProviderTimeout },
-		"visibility above 12h":         func(s *deployment.Stage) { s.ConsumerTimeout = 3 * time.Hour },
-		"enqueue past the schedule":    func(s *deployment.Stage) { s.EnqueueTimeout = 2 * time.Minute },
-		"zero shards":                  func(s *deployment.Stage) { s.Shards = 0 },
-		"big batch without window":     func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 0 },
-		"concurrency below 2":          func(s *deployment.Stage) { s.MaxConcurrency = 1 },
+		"start window of one provider timeout": func(s *deployment.Stage) { s.ConsumerTimeout = 22 * time.Second },
+		"window the visibility just spans":     func(s *deployment.Stage) { s.BatchingWindow = 150 * time.Second },
+		"receive margin of 3":                  func(s *deployment.Stage) { s.MaxAttempts = 7 },
+		"enqueue budget of 5s":                 func(s *deployment.Stage) { s.EnqueueTimeout = 8 * time.Second },
 	} {
 		s := deployment.Dev()
 		edit(&s)
-		if err := s.Validate(); err == nil {
-			t.Errorf("%s: accepted", name)
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
@@ -111,8 +133,16 @@ func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
 			s := deployment.Dev()
 			s.ProviderTimeout = s.ConsumerTimeout
 			return s.Validate()
-		}, "consumer timeout 30s must exceed the provider timeout 30s"},
+		}, "raise the consumer timeout to 1m2s or more, or lower the provider timeout"},
 		{"stage: attempts above maxReceiveCount", func() error { s := deployment.Dev(); s.MaxAttempts = 11; return s.Validate() }, "maxReceiveCount 10 must be at least the attempt budget 11"},
+		{"consumer: cut-off margin below a send", func() error {
+			_, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_CUTOFF_MARGIN", "10s"))
+			return err
+		}, "NUDGE_CUTOFF_MARGIN 10s is below NUDGE_PROVIDER_TIMEOUT 10s + 1s for the ledger writes after a send + the 1s reserve (12s)"},
+		{"consumer: maxReceiveCount without a margin", func() error {
+			_, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_MAX_RECEIVE_COUNT", "6"))
+			return err
+		}, "NUDGE_MAX_RECEIVE_COUNT: the queue's maxReceiveCount 6 must be at least the attempt budget 5 plus 3"},
 	} {
 		err := tc.err()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,6 +1,7 @@
 package enqueue
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/envconfig"
@@ -38,4 +39,29 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		CutoffMargin: r.Duration("NUDGE_CUTOFF_MARGIN", 3*time.Second),
 	}
 	return s, r.Err()
+}
+
+// MinBudget is the least time a run must have before its cut-off margin:
+// one page per shard and the overdue scan's first query take that long
+// when DynamoDB answers slowly.
+const MinBudget = 5 * time.Second
+
+// CheckTimeout checks the settings against the function's timeout and the
+// schedule's period:
+//
+//	cut-off margin + MinBudget ≤ timeout < period
+//
+// A run stops starting work CutoffMargin before its deadline; with less
+// than MinBudget before that, it hands off little or nothing (with no time
+// at all, every run fails). A timeout at or above the period lets runs
+// overlap and pile up while DynamoDB is slow.
+func (s Settings) CheckTimeout(timeout, period time.Duration) error {
+	if need := s.CutoffMargin + MinBudget; timeout < need {
+		return fmt.Errorf("enqueue: a function timeout of %v leaves %v before the %v cut-off margin (NUDGE_CUTOFF_MARGIN); a run needs at least %v: raise the enqueue timeout to %v or more",
+			timeout, max(timeout-s.CutoffMargin, 0), s.CutoffMargin, MinBudget, need)
+	}
+	if timeout >= period {
+		return fmt.Errorf("enqueue: a function timeout of %v is not below the schedule's %v period; runs would overlap and pile up: lower it", timeout, period)
+	}
+	return nil
 }

@@ -45,8 +45,13 @@ type Delivery struct {
 	TemplateRef  string
 	DueAt        time.Time
 	ExpiresAt    time.Time
-	// Attempts counts claims: delivery attempts started.
-	Attempts       int
+	// Attempts counts claims: provider attempts started, by any copy of the
+	// delivery's message.
+	Attempts int
+	// BudgetFrom is Attempts when the attempt budget last restarted: when a
+	// redrive took the delivery out of dead. BudgetUsed is what counts
+	// against the consumer's budget.
+	BudgetFrom     int
 	ClaimToken     string
 	LeaseUntil     time.Time
 	LastErrorClass string
@@ -55,7 +60,10 @@ type Delivery struct {
 	SentAt         time.Time
 	Receipt        string
 	UpdatedAt      time.Time
-	History        []Entry
+	// TTL is when DynamoDB may delete the item (Ledger.Expiry); zero while
+	// the delivery is live.
+	TTL     time.Time
+	History []Entry
 }
 
 // Entry is one transition in a delivery's history.
@@ -71,6 +79,10 @@ type Entry struct {
 	// Note is a short free text: a reason, a retry time, a receipt.
 	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
 }
+
+// BudgetUsed returns the attempts counted against the attempt budget: those
+// since the last redrive.
+func (d Delivery) BudgetUsed() int { return d.Attempts - d.BudgetFrom }
 
 // Key returns the delivery key.
 func (d Delivery) Key() message.DeliveryKey {

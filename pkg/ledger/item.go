@@ -35,6 +35,7 @@ type item struct {
 	DueAt          string  `dynamodbav:"dueAt"`
 	ExpiresAt      string  `dynamodbav:"expiresAt"`
 	Attempts       int     `dynamodbav:"attempts"`
+	BudgetFrom     int     `dynamodbav:"budgetFrom,omitempty"`
 	ClaimToken     string  `dynamodbav:"claimToken,omitempty"`
 	LeaseUntil     string  `dynamodbav:"leaseUntil,omitempty"`
 	LastErrorClass string  `dynamodbav:"lastErrorClass,omitempty"`
@@ -44,6 +45,7 @@ type item struct {
 	Receipt        string  `dynamodbav:"receipt,omitempty"`
 	UpdatedAt      string  `dynamodbav:"updatedAt,omitempty"`
 	History        []Entry `dynamodbav:"history"`
+	TTL            int64   `dynamodbav:"ttl,omitempty"`
 	DueShard       string  `dynamodbav:"dueShard,omitempty"`
 	DueSort        string  `dynamodbav:"dueSort,omitempty"`
 }
@@ -68,6 +70,13 @@ func formatOpt(t time.Time) string {
 	return Format(t)
 }
 
+func unixOpt(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
 func parseOpt(field, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -84,11 +93,12 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		PK: PartitionKey(d.ReminderID), SK: SortKey(d.Channel, d.Provider),
 		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef,
-		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts,
+		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom,
 		ClaimToken: d.ClaimToken, LeaseUntil: formatOpt(d.LeaseUntil),
 		LastErrorClass: d.LastErrorClass, LastError: d.LastError,
 		NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt),
 		Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt), History: d.History,
+		TTL:      unixOpt(d.TTL),
 		DueShard: shard, DueSort: sort,
 	}
 	if it.History == nil {
@@ -104,9 +114,12 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	d := Delivery{
 		ReminderID: it.ReminderID, Channel: it.Channel, Provider: it.Provider, Status: it.Status,
-		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Attempts: it.Attempts,
+		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
+	}
+	if it.TTL > 0 {
+		d.TTL = time.Unix(it.TTL, 0).UTC()
 	}
 	var err error
 	for _, f := range []struct {

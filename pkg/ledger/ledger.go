@@ -45,7 +45,9 @@ type Config struct {
 	// transition costs one write unit (docs/ledger.md has the measurement).
 	HistoryLimit int
 	// Retention is how long a delivery item lives after it ends, through the
-	// table's TTL attribute "ttl". Default 90 days.
+	// table's TTL attribute "ttl", and a reminder item after its expiresAt;
+	// never less than ExpiryMargin past its expiresAt (see Expiry). Default
+	// 90 days.
 	Retention time.Duration
 	// Shards is how many due index shards new deliveries spread over.
 	// Default 8, at most 1000. It may grow, never shrink: the ledger records
@@ -56,9 +58,23 @@ type Config struct {
 	// queue, which delays it until due. Default and maximum 15 minutes (the
 	// longest SQS delay).
 	Lookahead time.Duration
+	// ClockSkew is how far this writer's clock may be off from the
+	// functions' clocks, where it decides something for others. A delivery
+	// it places in the due index gets a publish time no earlier than now +
+	// ClockSkew, so that a clock behind by up to ClockSkew plus the
+	// enqueue's settle never writes behind the enqueue's cursor; and a
+	// lease counts as lapsed only ClockSkew after its leaseUntil, so that a
+	// clock ahead never takes a delivery from a consumer still sending it.
+	// Default 0: Lambda's clock is kept by the Amazon Time Sync Service. The
+	// operator CLI uses OperatorClockSkew. At most 10 minutes.
+	ClockSkew time.Duration
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
 }
+
+// OperatorClockSkew is the clock skew the operator CLI allows for: a
+// laptop's clock may be a minute or so off.
+const OperatorClockSkew = time.Minute
 
 // Ledger is the delivery ledger. It is safe for concurrent use.
 type Ledger struct {
@@ -99,6 +115,9 @@ func New(api API, cfg Config) (*Ledger, error) {
 	if cfg.Lookahead < 0 || cfg.Lookahead > MaxLookahead {
 		return nil, fmt.Errorf("ledger: lookahead %v is outside (0, %v]; SQS delays a message at most 15 minutes (NUDGE_LOOKAHEAD)", cfg.Lookahead, MaxLookahead)
 	}
+	if cfg.ClockSkew < 0 || cfg.ClockSkew > 10*time.Minute {
+		return nil, fmt.Errorf("ledger: clock skew %v is outside [0, 10m]; a clock further off must be fixed, not allowed for", cfg.ClockSkew)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -113,6 +132,43 @@ func (l *Ledger) Shards() int { return l.cfg.Shards }
 
 // Lookahead returns the configured lookahead.
 func (l *Ledger) Lookahead() time.Duration { return l.cfg.Lookahead }
+
+// ExpiryMargin is how long past its reminder's expiresAt any item outlives
+// it at least. While an item exists, creating its reminder again (an old
+// import run once more) finds it and writes nothing; once expiresAt has
+// passed, intake refuses the reminder. So no item may disappear before
+// expiresAt, and the margin covers an importer's clock that runs behind.
+const ExpiryMargin = 24 * time.Hour
+
+// Expiry is when DynamoDB may delete a delivery item that ended at end:
+// Retention after it ends, but never before ExpiryMargin past expiresAt.
+// (A reminder item's is ReminderExpiry.)
+func (l *Ledger) Expiry(end, expiresAt time.Time) time.Time {
+	return Expiry(end, expiresAt, l.cfg.Retention)
+}
+
+// Expiry is when an item that ended at end, of a reminder expiring at
+// expiresAt, may be deleted with the given retention.
+func Expiry(end, expiresAt time.Time, retention time.Duration) time.Time {
+	return later(end.Add(retention), expiresAt.Add(ExpiryMargin)).Truncate(time.Second)
+}
+
+// ReminderExpiry is when DynamoDB may delete a reminder item: Retention
+// after its expiresAt, when its deliveries have ended (the enqueue expires
+// any still live at expiresAt) and their own retention runs.
+func (l *Ledger) ReminderExpiry(expiresAt time.Time) time.Time {
+	return expiresAt.Add(l.cfg.Retention)
+}
+
+// publishAt is when a delivery due at dueAt, placed in the index now, may be
+// handed off: PublishAt, allowing for this writer's clock skew.
+func (l *Ledger) publishAt(dueAt, now time.Time) time.Time {
+	return PublishAt(dueAt, now.Add(l.cfg.ClockSkew), l.cfg.Lookahead)
+}
+
+// lapsedBefore is the leaseUntil before which a lease counts as lapsed at
+// now, allowing for this writer's clock skew.
+func (l *Ledger) lapsedBefore(now time.Time) time.Time { return now.Add(-l.cfg.ClockSkew) }
 
 // WriteUnits returns the write capacity units DynamoDB reported for this
 // ledger's writes so far.
@@ -154,7 +210,9 @@ func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 	}
 	var shard, sort string
 	if !d.Status.Terminal() {
-		shard, sort = ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)), IndexSort(PublishAt(d.DueAt, now, l.cfg.Lookahead), d.Key())
+		shard, sort = ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)), IndexSort(l.publishAt(d.DueAt, now), d.Key())
+	} else {
+		d.TTL = l.Expiry(now, d.ExpiresAt)
 	}
 	av, err := toItem(d, shard, sort)
 	if err != nil {
@@ -245,13 +303,12 @@ type Claim struct {
 	// DueBy is the latest dueAt that may be claimed now (now plus the
 	// consumer's early tolerance).
 	DueBy time.Time
-	// Attempt is the delivery attempt number, for the history.
-	Attempt int
 	// Revive is set for a message that came back from the DLQ (it carries
 	// the consumer's dead-letter attributes: a console redrive). Only such
-	// a claim may take a dead delivery; any other copy of a dead delivery's
-	// message is refused with ErrFinished, so a late duplicate never
-	// revives what was dead-lettered for review.
+	// a claim may take a dead delivery, and taking it restarts the attempt
+	// budget (BudgetFrom); any other copy of a dead delivery's message is
+	// refused with ErrFinished, so a late duplicate never revives what was
+	// dead-lettered for review.
 	Revive bool
 }
 
@@ -261,26 +318,45 @@ type Claim struct {
 // c.DueBy and not expired. Otherwise it returns a *RefusedError with reason
 // ErrAlreadySent, ErrFinished, ErrLeased, ErrExpired, ErrNotDue or
 // ErrNotFound, and the delivery as it was.
+//
+// With c.Revive, a claim refused because the delivery is dead is followed
+// by a second write that takes the dead delivery and restarts its attempt
+// budget: two requests on that rare path (a console redrive), one on every
+// other.
 func (l *Ledger) Claim(ctx context.Context, c Claim) (Delivery, error) {
 	if c.Token == "" {
 		return Delivery{}, errors.New("ledger: claim without a token")
 	}
+	d, err := l.claim(ctx, c, false)
+	var re *RefusedError
+	if c.Revive && errors.As(err, &re) && re.Current.Status == StatusDead {
+		return l.claim(ctx, c, true)
+	}
+	return d, err
+}
+
+// claim is one claim write: of a dead delivery (revive), or of a live one.
+func (l *Ledger) claim(ctx context.Context, c Claim, revive bool) (Delivery, error) {
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("claim", c.Key, now)
 	u.set("#status", ":sending", StatusSending)
 	u.set("claimToken", ":token", c.Token)
 	u.set("leaseUntil", ":lease", Format(c.LeaseUntil))
 	u.add("attempts", ":one", 1)
-	u.history(Delivery{}, Entry{Status: StatusSending, Attempt: c.Attempt})
-	u.values[":pending"], u.values[":queued"], u.values[":retrying"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying)
+	u.history(Delivery{}, Entry{Status: StatusSending})
 	u.values[":dueBy"] = sv(Format(c.DueBy))
-	claimable := "#status IN (:pending, :queued, :retrying)"
-	if c.Revive {
-		u.values[":dead"] = sv(StatusDead)
-		claimable = "#status IN (:pending, :queued, :retrying, :dead)"
+	if revive {
+		// attempts is read before the update applies: the budget restarts
+		// from the attempts made before this one.
+		u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)")
+		u.values[":zero"], u.values[":dead"] = av(0), sv(StatusDead)
+		u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt <= :dueBy AND expiresAt > :now"
+	} else {
+		u.values[":pending"], u.values[":queued"], u.values[":retrying"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying)
+		u.values[":lapsed"] = sv(Format(l.lapsedBefore(now)))
+		u.cond = "attribute_exists(PK) AND (#status IN (:pending, :queued, :retrying) OR (#status = :sending AND leaseUntil < :lapsed)) AND dueAt <= :dueBy AND expiresAt > :now"
 	}
-	u.cond = "attribute_exists(PK) AND (" + claimable + " OR (#status = :sending AND leaseUntil < :now)) AND dueAt <= :dueBy AND expiresAt > :now"
-	return l.write(ctx, u, func(old Delivery) error { return ClaimRefusal(old, now, c.DueBy, c.Revive) })
+	return l.write(ctx, u, func(old Delivery) error { return ClaimRefusal(old, now, l.lapsedBefore(now), c.DueBy, revive) })
 }
 
 // Complete records that the provider accepted the claimed delivery d. It
@@ -291,13 +367,17 @@ func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Deli
 	u := l.newUpdate("complete", d.Key(), now)
 	u.set("#status", ":sent", StatusSent)
 	u.set("sentAt", ":now", nil)
-	u.set("receipt", ":receipt", receipt)
-	u.terminal(now)
+	u.set("receipt", ":receipt", clip(receipt, MaxReceipt))
+	u.terminal(l.Expiry(now, d.ExpiresAt))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: clip(receipt, 80)})
 	u.holdsLease(d)
 	return l.write(ctx, u, LeaseRefusal)
 }
+
+// MaxReceipt is the most of a provider's receipt a delivery item keeps, in
+// bytes: a receipt is an identifier, and the item must stay under 1 KB.
+const MaxReceipt = 256
 
 // RetryNote is the history note of a retry: the wait, which is shorter
 // than the time it ends at and keeps the item under 1 KB.
@@ -344,11 +424,11 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 	u.set("#status", ":dead", StatusDead)
 	u.set("lastErrorClass", ":class", f.Class)
 	u.set("lastError", ":error", clip(f.Message, 500))
-	u.terminal(now)
+	u.terminal(l.Expiry(now, d.ExpiresAt))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: clip(f.Message, 120)})
 	u.live(d)
-	return l.write(ctx, u, LiveRefusal)
+	return l.ended(ctx, u, d.ExpiresAt)
 }
 
 // Expire records that d passed its expiresAt unsent. Like DeadLetter, d is
@@ -357,11 +437,11 @@ func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("expire", d.Key(), now)
 	u.set("#status", ":expired", StatusExpired)
-	u.terminal(now)
+	u.terminal(l.Expiry(now, d.ExpiresAt))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusExpired, Attempt: d.Attempts, Note: "expiresAt " + Format(d.ExpiresAt)})
 	u.live(d)
-	return l.write(ctx, u, LiveRefusal)
+	return l.ended(ctx, u, d.ExpiresAt)
 }
 
 // Release hands a delivery that is not yet due back to the calendar: it
@@ -373,7 +453,7 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("release", key, now)
 	u.set("#status", ":pending", StatusPending)
-	u.set(attrDueSort, ":sort", IndexSort(PublishAt(dueAt, now, l.cfg.Lookahead), key))
+	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(dueAt, now), key))
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: clip(note, 120)})
 	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
@@ -387,11 +467,36 @@ func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note strin
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("cancel", key, now)
 	u.set("#status", ":cancelled", StatusCancelled)
-	u.terminal(now)
+	u.terminal(l.Expiry(now, time.Time{}))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: clip(note, 120)})
 	u.live(Delivery{})
-	return l.write(ctx, u, LiveRefusal)
+	return l.ended(ctx, u, time.Time{})
+}
+
+// ended writes a live → terminal transition u, then, if the caller did not
+// know the delivery's expiresAt (a cancel by key, a dead letter for a
+// message whose delivery was not claimed), extends the item's TTL to
+// Expiry in a second write when the first set it earlier: a rare path,
+// and the only one where an item could otherwise outlive its retention
+// less than its reminder.
+func (l *Ledger) ended(ctx context.Context, u *update, expiresAt time.Time) (Delivery, error) {
+	d, err := l.write(ctx, u, LiveRefusal)
+	if err != nil || !expiresAt.IsZero() || !d.TTL.Before(l.Expiry(u.now, d.ExpiresAt)) {
+		return d, err
+	}
+	x := l.newUpdate("retain", d.Key(), u.now)
+	x.sets = x.sets[:0] // updatedAt stays the transition's
+	x.names["#ttl"] = attrTTL
+	x.set("#ttl", ":ttl", l.Expiry(u.now, d.ExpiresAt).Unix())
+	x.values[":ended"] = sv(d.Status)
+	x.cond = "#status = :ended AND updatedAt = :now"
+	if kept, err := l.write(ctx, x, func(Delivery) error { return ErrChanged }); err == nil {
+		return kept, nil
+	} else if !errors.Is(err, ErrChanged) {
+		return d, fmt.Errorf("ledger: %s %s: ended, but its retention could not be set to its reminder's expiresAt; run the same %s again: %w", u.op, u.key, u.op, err)
+	}
+	return d, nil // changed since: a redrive, which removes the TTL
 }
 
 // Requeue records that the enqueue handed d to the queue again because its
@@ -412,8 +517,9 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 // The reasons a refused write gives, from the item as it was. They are
 // exported so that other ledgers (ledgertest.Memory) refuse alike.
 
-// ClaimRefusal says why a claim due by dueBy was refused at now.
-func ClaimRefusal(old Delivery, now, dueBy time.Time, revive bool) error {
+// ClaimRefusal says why a claim due by dueBy was refused at now, with
+// leases ending before lapsedBefore counted as lapsed.
+func ClaimRefusal(old Delivery, now, lapsedBefore, dueBy time.Time, revive bool) error {
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
@@ -421,7 +527,7 @@ func ClaimRefusal(old Delivery, now, dueBy time.Time, revive bool) error {
 		return ErrFinished
 	case !old.ExpiresAt.After(now):
 		return ErrExpired
-	case old.Status == StatusSending && !old.LeaseUntil.Before(now):
+	case old.Status == StatusSending && !old.LeaseUntil.Before(lapsedBefore):
 		return ErrLeased
 	case old.DueAt.After(dueBy):
 		return ErrNotDue
@@ -482,13 +588,13 @@ type update struct {
 	names   map[string]string
 	values  map[string]types.AttributeValue
 	limit   int
-	ttl     time.Duration
 	now     time.Time
+	lapsed  time.Time // leases ending before this have lapsed
 }
 
 func (l *Ledger) newUpdate(op string, key message.DeliveryKey, now time.Time) *update {
 	u := &update{
-		op: op, key: key, limit: l.cfg.HistoryLimit, ttl: l.cfg.Retention, now: now,
+		op: op, key: key, limit: l.cfg.HistoryLimit, now: now, lapsed: l.lapsedBefore(now),
 		names:  map[string]string{"#status": "status"},
 		values: map[string]types.AttributeValue{":now": sv(Format(now))},
 	}
@@ -510,10 +616,11 @@ func (u *update) add(attr, placeholder string, v any) {
 
 func (u *update) remove(attrs ...string) { u.removes = append(u.removes, attrs...) }
 
-// terminal sets the TTL and takes the delivery out of the due index.
-func (u *update) terminal(now time.Time) {
+// terminal sets the TTL to expiry and takes the delivery out of the due
+// index.
+func (u *update) terminal(expiry time.Time) {
 	u.names["#ttl"] = attrTTL // a reserved word
-	u.set("#ttl", ":ttl", now.Add(u.ttl).Unix())
+	u.set("#ttl", ":ttl", expiry.Unix())
 	u.remove(attrDueShard, attrDueSort)
 }
 
@@ -549,7 +656,8 @@ func (u *update) live(d Delivery) {
 		u.values[":"+string(s)] = sv(s)
 	}
 	u.values[":token"] = sv(token)
-	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled)) AND (#status <> :sending OR claimToken = :token OR leaseUntil < :now)"
+	u.values[":lapsed"] = sv(Format(u.lapsed))
+	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled)) AND (#status <> :sending OR claimToken = :token OR leaseUntil < :lapsed)"
 }
 
 func (l *Ledger) write(ctx context.Context, u *update, refusal func(old Delivery) error) (Delivery, error) {
@@ -598,6 +706,11 @@ func av(v any) types.AttributeValue {
 	}
 	return a
 }
+
+// Clip keeps at most the first n bytes of s, cut at a character boundary,
+// with an ellipsis if anything was cut: how the ledger bounds the text it
+// stores.
+func Clip(s string, n int) string { return clip(s, n) }
 
 func clip(s string, n int) string {
 	if len(s) <= n {

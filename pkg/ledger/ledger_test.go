@@ -113,7 +113,7 @@ func TestHistoryLimitKeepsEveryWriteAtOneUnit(t *testing.T) {
 		var units []float64
 		for i := 1; i <= 12; i++ {
 			before := l.WriteUnits()
-			c, err := l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: fmt.Sprintf("%032d", i), LeaseUntil: t0.Add(time.Minute), DueBy: t0, Attempt: i})
+			c, err := l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: fmt.Sprintf("%032d", i), LeaseUntil: t0.Add(time.Minute), DueBy: t0})
 			if err != nil {
 				t.Fatal(err)
 			}

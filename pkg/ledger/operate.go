@@ -34,8 +34,9 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 	u.set(attrDueSort, ":sort", IndexSort(d.DueAt, d.Key()))
 	u.names["#ttl"] = attrTTL
 	u.remove("#ttl", "claimToken", "leaseUntil", "nextAttemptAt")
+	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)") // the attempt budget restarts
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: clip(note, 120)})
-	u.values[":dead"], u.values[":dueAt"] = sv(StatusDead), sv(Format(d.DueAt))
+	u.values[":dead"], u.values[":dueAt"], u.values[":zero"] = sv(StatusDead), sv(Format(d.DueAt)), av(0)
 	u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt = :dueAt"
 	return l.write(ctx, u, RedriveRefusal)
 }
@@ -149,7 +150,7 @@ func (l *Ledger) Purge(ctx context.Context, api TransactAPI, reminderID string) 
 		inFlight := &InFlightError{ReminderID: reminderID}
 		var items []types.TransactWriteItem
 		for _, d := range ds {
-			if d.Status == StatusSending && d.LeaseUntil.After(now) {
+			if d.Status == StatusSending && !d.LeaseUntil.Before(l.lapsedBefore(now)) {
 				inFlight.Keys = append(inFlight.Keys, d.Key())
 				inFlight.LeaseUntil = later(inFlight.LeaseUntil, d.LeaseUntil)
 			}

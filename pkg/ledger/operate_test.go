@@ -60,7 +60,7 @@ func (f *operateFixture) raw(t *testing.T, d ledger.Delivery) map[string]types.A
 func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
 	f := operateSetup(t)
 	d := f.create(t, "rem-90", "email")
-	c, err := f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0, Attempt: 1})
+	c, err := f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
 	}
 	// The consumer takes it from queued, and a redrive of the sent delivery
 	// is refused as already sent.
-	c, err = f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t2", LeaseUntil: f.clk.Now().Add(time.Minute), DueBy: f.clk.Now(), Attempt: 2})
+	c, err = f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t2", LeaseUntil: f.clk.Now().Add(time.Minute), DueBy: f.clk.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestPurgeRemovesEverythingButNotWhileInFlight(t *testing.T) {
 		"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey("rem-91")}, "SK": &types.AttributeValueMemberS{Value: "REMINDER"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.l.Claim(f.ctx, ledger.Claim{Key: sms.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0, Attempt: 1}); err != nil {
+	if _, err := f.l.Claim(f.ctx, ledger.Claim{Key: sms.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.l.Purge(f.ctx, f.db, "rem-91")

@@ -51,7 +51,7 @@ func str(s string) types.MessageAttributeValue {
 func (f *fixture) dead(id, class, reason string) message.DeliveryKey {
 	f.t.Helper()
 	k := f.create(id)
-	c, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: k, Token: "tok-" + id, LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now(), Attempt: 1})
+	c, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: k, Token: "tok-" + id, LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now()})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestInterruptionBetweenSendAndDeleteDuplicatesButNeverLoses(t *testing.T) {
 		t.Fatalf("the DLQ holds %+v (%v), want the copy", letters, err)
 	}
 	// The consumer delivers the first copy.
-	c, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: k, Token: "consumer", LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now(), Attempt: 2})
+	c, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: k, Token: "consumer", LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

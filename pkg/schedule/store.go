@@ -22,6 +22,7 @@ import (
 // Ledger is the part of the delivery ledger the store uses.
 type Ledger interface {
 	Table() string
+	ReminderExpiry(expiresAt time.Time) time.Time
 	Create(ctx context.Context, d ledger.Delivery) error
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
 }
@@ -122,6 +123,9 @@ type reminderItem struct {
 	DueAt     string `dynamodbav:"dueAt"`
 	ExpiresAt string `dynamodbav:"expiresAt"`
 	CreatedAt string `dynamodbav:"createdAt"`
+	// TTL is when DynamoDB may delete the item: the ledger's retention
+	// after expiresAt, so that it is kept as long as its deliveries.
+	TTL int64 `dynamodbav:"ttl"`
 }
 
 // Create writes r (validated) idempotently: the reminder item first, then
@@ -133,6 +137,7 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 	item := reminderItem{
 		PK: ledger.PartitionKey(r.ID), SK: reminderSK, Reminder: r,
 		DueAt: ledger.Format(r.DueAt), ExpiresAt: ledger.Format(r.ExpiresAt), CreatedAt: ledger.Format(s.cfg.Clock.Now()),
+		TTL: s.cfg.Ledger.ReminderExpiry(r.ExpiresAt).Unix(),
 	}
 	av, err := attributevalue.MarshalMap(item)
 	if err != nil {

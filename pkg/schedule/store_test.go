@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
@@ -240,3 +243,81 @@ func TestImportRetriesFailedWrites(t *testing.T) {
 }
 
 var _ schedule.API = (*dynamodb.Client)(nil)
+
+// sweep deletes every item whose TTL has passed at now, as DynamoDB's TTL
+// may at any time after it (DynamoDB Local keeps them).
+func sweep(t *testing.T, db *dynamodb.Client, table string, now time.Time) (deleted int) {
+	t.Helper()
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			n, ok := it["ttl"].(*types.AttributeValueMemberN)
+			if !ok {
+				continue
+			}
+			if ttl, _ := strconv.ParseInt(n.Value, 10, 64); ttl > now.Unix() {
+				continue
+			}
+			if _, err := db.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table),
+				Key: map[string]types.AttributeValue{"PK": it["PK"], "SK": it["SK"]}}); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	return deleted
+}
+
+// TestImportAgainAfterRetentionNeverSendsAgain: a reminder that expires
+// 400 days after it is due is sent, then its import is run again at day
+// 100 (after 90 days of retention) and after it expired. No item may have
+// gone while its expiresAt is ahead, so the second import finds the sent
+// delivery and writes nothing; past expiresAt, intake refuses it. Before,
+// the delivery item expired 90 days after its send and the import created
+// it anew, pending: sent a second time.
+func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := standintest.DynamoDB(t)
+	js := strings.Replace(good, `"deliveries"`, `"expiresAt":"2028-01-05T09:00:00Z","deliveries"`, 1)
+	r := b.parse(t, js)
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(25 * time.Hour)
+	k := r.Key(r.Deliveries[0])
+	c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: k, Token: "t", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ledger.Complete(b.ctx, c, "receipt-1"); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(100 * 24 * time.Hour)
+	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 0 {
+		t.Fatalf("%d items expired at day 100, 300 days before their reminder", n)
+	}
+	if got, err := b.store.Create(b.ctx, b.parse(t, js)); err != nil || got != schedule.Unchanged {
+		t.Fatalf("import again at day 100: %q, %v; want unchanged", got, err)
+	}
+	if d, err := b.ledger.Get(b.ctx, k); err != nil || d.Status != ledger.StatusSent {
+		t.Fatalf("after the second import the delivery is %+v, %v; want it still sent", d.Status, err)
+	}
+	// Past expiresAt (and its margin) the delivery may go; the reminder
+	// item stays its retention longer, and intake refuses the reminder.
+	b.clk.Advance(r.ExpiresAt.Add(ledger.ExpiryMargin + time.Second).Sub(b.clk.Now()))
+	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 1 {
+		t.Fatalf("%d items expired a day after expiresAt, want the delivery", n)
+	}
+	if _, err := b.store.Validator().ParseJSON([]byte(js)); err == nil || !strings.Contains(err.Error(), "has passed") {
+		t.Fatalf("import after expiresAt: %v; want it refused", err)
+	}
+	b.clk.Advance(r.ExpiresAt.Add(90*24*time.Hour + time.Second).Sub(b.clk.Now()))
+	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 1 {
+		t.Fatalf("%d items expired 90 days after expiresAt, want the reminder item", n)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
@@ -42,6 +44,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"ExpireWaitsForAForeignLease", testExpireWaitsForAForeignLease},
 		{"CancelEndsAnUnsentDeliveryOnly", testCancelEndsAnUnsentDeliveryOnly},
 		{"RequeueNeedsTheDeliveryAsRead", testRequeueNeedsTheDeliveryAsRead},
+		{"NoDeliveryExpiresBeforeItsReminder", testNoDeliveryExpiresBeforeItsReminder},
+		{"ReceiptIsClipped", testReceiptIsClipped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -68,7 +72,24 @@ func (b bundle) create(t *testing.T, id string) ledger.Delivery {
 
 func (b bundle) claim(token string, d ledger.Delivery) (ledger.Delivery, error) {
 	now := b.clk.Now()
-	return b.l.Claim(context.Background(), ledger.Claim{Key: d.Key(), Token: token, LeaseUntil: now.Add(time.Minute), DueBy: now.Add(time.Second), Attempt: 1})
+	return b.l.Claim(context.Background(), ledger.Claim{Key: d.Key(), Token: token, LeaseUntil: now.Add(time.Minute), DueBy: now.Add(time.Second)})
+}
+
+func (b bundle) revive(token string, d ledger.Delivery) (ledger.Delivery, error) {
+	now := b.clk.Now()
+	return b.l.Claim(context.Background(), ledger.Claim{Key: d.Key(), Token: token, LeaseUntil: now.Add(time.Minute), DueBy: now.Add(time.Second), Revive: true})
+}
+
+// createExpiring creates a queued delivery due at t0 that expires at
+// expiresAt.
+func (b bundle) createExpiring(t *testing.T, id string, expiresAt time.Time) ledger.Delivery {
+	t.Helper()
+	d := ledger.Delivery{ReminderID: id, Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+		DueAt: t0, ExpiresAt: expiresAt, Status: ledger.StatusQueued}
+	if err := b.l.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func refusal(t *testing.T, err error, want error) *ledger.RefusedError {
@@ -200,11 +221,33 @@ func testDeadLetterAndRedriveClaim(t *testing.T, b bundle) {
 	// A plain copy of its message (a late duplicate) may not claim it...
 	_, err = b.claim("tok-dup", d)
 	refusal(t, err, ledger.ErrFinished)
-	// ...a message redriven from the DLQ may.
-	now := b.clk.Now()
-	if _, err := b.l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: "tok-r", LeaseUntil: now.Add(time.Minute), DueBy: now.Add(time.Second), Attempt: 1, Revive: true}); err != nil {
+	// ...a message redriven from the DLQ may, and the attempt budget
+	// restarts: the attempt before the redrive no longer counts.
+	revived, err := b.revive("tok-r", d)
+	if err != nil {
 		t.Fatalf("redrive claim: %v", err)
 	}
+	if revived.Status != ledger.StatusSending || revived.Attempts != 2 || revived.BudgetFrom != 1 || revived.BudgetUsed() != 1 {
+		t.Fatalf("revived = status %s, attempts %d, budget from %d; want sending, 2, 1", revived.Status, revived.Attempts, revived.BudgetFrom)
+	}
+	// A retry of the redriven message claims the live delivery as usual:
+	// the budget does not restart again.
+	if _, err := b.l.Retry(ctx, revived, ledger.Failure{Class: "server", Message: "503", NextAttemptAt: b.clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := b.revive("tok-r2", d)
+	if err != nil {
+		t.Fatalf("claim by the redriven message's retry: %v", err)
+	}
+	if again.Attempts != 3 || again.BudgetFrom != 1 || again.BudgetUsed() != 2 {
+		t.Fatalf("retried = attempts %d, budget from %d; want 3, 1", again.Attempts, again.BudgetFrom)
+	}
+	// A revive of a delivery that was sent meanwhile is a duplicate.
+	if _, err := b.l.Complete(ctx, again, "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.revive("tok-r3", d)
+	refusal(t, err, ledger.ErrAlreadySent)
 }
 
 func testDeadLetterRefusesADeliveryInFlightElsewhere(t *testing.T, b bundle) {
@@ -388,5 +431,92 @@ func testExpireWaitsForAForeignLease(t *testing.T, b bundle) {
 	b.clk.Advance(61 * time.Second) // the lease lapsed
 	if got, err := b.l.Expire(ctx, other); err != nil || got.Status != ledger.StatusExpired {
 		t.Fatalf("expire after the lease: %+v, %v", got, err)
+	}
+}
+
+// testNoDeliveryExpiresBeforeItsReminder: an ended delivery is kept
+// Retention (90 days) after it ends, but never less than ExpiryMargin past
+// its reminder's expiresAt, whichever transition ended it and whether the
+// writer knew expiresAt (a cancel by key does not). Otherwise an old import
+// run again after the item expired, with expiresAt still ahead, would
+// create the delivery anew and send it a second time.
+func testNoDeliveryExpiresBeforeItsReminder(t *testing.T, b bundle) {
+	ctx := context.Background()
+	retention := 90 * 24 * time.Hour
+	far := t0.Add(400 * 24 * time.Hour)
+	want := func(what string, got ledger.Delivery, at time.Time) {
+		t.Helper()
+		stored, err := b.l.Get(ctx, got.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stored.TTL.Equal(at.Truncate(time.Second)) || !got.TTL.Equal(stored.TTL) {
+			t.Errorf("%s: TTL %v (returned %v), want %v", what, stored.TTL, got.TTL, at.Truncate(time.Second))
+		}
+	}
+	// Sent, expiring soon: retention after the send.
+	soon := b.create(t, "rem-ttl-1")
+	c, _ := b.claim("tok", soon)
+	sent, err := b.l.Complete(ctx, c, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("sent, expiring in a day", sent, b.clk.Now().Add(retention))
+	// Sent, expiring in 400 days: kept until a day after that.
+	c, _ = b.claim("tok", b.createExpiring(t, "rem-ttl-2", far))
+	sent, err = b.l.Complete(ctx, c, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("sent, expiring in 400 days", sent, far.Add(ledger.ExpiryMargin))
+	// Dead-lettered after a claim.
+	c, _ = b.claim("tok", b.createExpiring(t, "rem-ttl-3", far))
+	dead, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "rejected", Message: "400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("dead-lettered", dead, far.Add(ledger.ExpiryMargin))
+	// Dead-lettered by key, as the consumer does for a provider it lacks.
+	byKey := b.createExpiring(t, "rem-ttl-4", far)
+	dead, err = b.l.DeadLetter(ctx, ledger.Delivery{ReminderID: byKey.ReminderID, Channel: byKey.Channel, Provider: byKey.Provider}, ledger.Failure{Class: "config", Message: "no provider"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("dead-lettered by key", dead, far.Add(ledger.ExpiryMargin))
+	// Cancelled by key.
+	cancelled, err := b.l.Cancel(ctx, b.createExpiring(t, "rem-ttl-5", far).Key(), "by operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("cancelled by key", cancelled, far.Add(ledger.ExpiryMargin))
+	// Cancelled, expiring soon: retention after the cancel.
+	cancelled, err = b.l.Cancel(ctx, b.create(t, "rem-ttl-6").Key(), "by operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("cancelled, expiring in a day", cancelled, b.clk.Now().Add(retention))
+	// Expired: its expiresAt has passed, so retention after it ends.
+	b.clk.Advance(25 * time.Hour)
+	exp, err := b.l.Expire(ctx, b.createExpiring(t, "rem-ttl-7", t0.Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("expired", exp, b.clk.Now().Add(retention))
+	// A live delivery has none.
+	if live, _ := b.l.Get(ctx, b.createExpiring(t, "rem-ttl-8", far).Key()); !live.TTL.IsZero() {
+		t.Errorf("a live delivery has TTL %v", live.TTL)
+	}
+}
+
+// testReceiptIsClipped: a provider's receipt is an identifier; one of 64 KiB
+// is kept to MaxReceipt bytes, so the item stays under 1 KB.
+func testReceiptIsClipped(t *testing.T, b bundle) {
+	c, _ := b.claim("tok", b.create(t, "rem-receipt"))
+	sent, err := b.l.Complete(context.Background(), c, strings.Repeat("é", 32<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sent.Receipt) > ledger.MaxReceipt+len("…") || !utf8.ValidString(sent.Receipt) || !strings.HasPrefix(sent.Receipt, "éé") {
+		t.Fatalf("receipt of %d bytes stored as %d bytes (valid UTF-8: %v)", 64<<10, len(sent.Receipt), utf8.ValidString(sent.Receipt))
 	}
 }

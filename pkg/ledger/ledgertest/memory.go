@@ -52,6 +52,16 @@ func NewMemory(clk clock.Clock, historyLimit int) *Memory {
 	return &Memory{clk: clk, limit: historyLimit, items: map[message.DeliveryKey]ledger.Delivery{}}
 }
 
+// retention is the DynamoDB ledger's default retention, which Memory keeps.
+const retention = 90 * 24 * time.Hour
+
+// ended sets what every terminal transition sets.
+func ended(d *ledger.Delivery, now time.Time) {
+	d.NextAttemptAt = time.Time{}
+	d.TTL = ledger.Expiry(now, d.ExpiresAt, retention)
+	endLease(d)
+}
+
 // ms truncates to the stored precision.
 func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
@@ -77,6 +87,9 @@ func (m *Memory) Create(_ context.Context, d ledger.Delivery) error {
 	d.DueAt, d.ExpiresAt, d.UpdatedAt = ms(d.DueAt), ms(d.ExpiresAt), now
 	if len(d.History) == 0 {
 		d.History = []ledger.Entry{{At: ledger.Format(now), Status: d.Status}}
+	}
+	if d.Status.Terminal() {
+		d.TTL = ledger.Expiry(now, d.ExpiresAt, retention)
 	}
 	m.items[d.Key()] = copyOf(d)
 	return nil
@@ -120,17 +133,28 @@ func (m *Memory) Claim(_ context.Context, c ledger.Claim) (ledger.Delivery, erro
 		return ledger.Delivery{}, errors.New("ledger: claim without a token")
 	}
 	dueBy := ms(c.DueBy)
-	return m.transition("claim", c.Key, func(d ledger.Delivery, now time.Time) bool {
-		claimable := slices.Contains([]ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusRetrying}, d.Status) ||
-			(d.Status == ledger.StatusDead && c.Revive) || (d.Status == ledger.StatusSending && d.LeaseUntil.Before(now))
-		return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
-	}, func(old ledger.Delivery, now time.Time) error {
-		return ledger.ClaimRefusal(old, now, dueBy, c.Revive)
-	}, func(d *ledger.Delivery, now time.Time) {
-		d.Status, d.ClaimToken, d.LeaseUntil = ledger.StatusSending, c.Token, ms(c.LeaseUntil)
-		d.Attempts++
-		d.History = append(d.History, ledger.Entry{At: ledger.Format(now), Status: ledger.StatusSending, Attempt: c.Attempt})
-	})
+	claim := func(revive bool) (ledger.Delivery, error) {
+		return m.transition("claim", c.Key, func(d ledger.Delivery, now time.Time) bool {
+			claimable := !revive && slices.Contains([]ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusRetrying}, d.Status) ||
+				revive && d.Status == ledger.StatusDead || !revive && d.Status == ledger.StatusSending && d.LeaseUntil.Before(now)
+			return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
+		}, func(old ledger.Delivery, now time.Time) error {
+			return ledger.ClaimRefusal(old, now, now, dueBy, revive)
+		}, func(d *ledger.Delivery, now time.Time) {
+			if revive {
+				d.BudgetFrom = d.Attempts
+			}
+			d.Status, d.ClaimToken, d.LeaseUntil = ledger.StatusSending, c.Token, ms(c.LeaseUntil)
+			d.Attempts++
+			d.History = append(d.History, ledger.Entry{At: ledger.Format(now), Status: ledger.StatusSending})
+		})
+	}
+	d, err := claim(false)
+	var re *ledger.RefusedError
+	if c.Revive && errors.As(err, &re) && re.Current.Status == ledger.StatusDead {
+		return claim(true)
+	}
+	return d, err
 }
 
 func holdsLease(tok string) func(ledger.Delivery, time.Time) bool {
@@ -169,8 +193,8 @@ func endLease(d *ledger.Delivery) { d.ClaimToken, d.LeaseUntil = "", time.Time{}
 // Complete records a send; see ledger.Ledger.Complete.
 func (m *Memory) Complete(_ context.Context, held ledger.Delivery, receipt string) (ledger.Delivery, error) {
 	return m.transition("complete", held.Key(), holdsLease(held.ClaimToken), byOld(ledger.LeaseRefusal), func(d *ledger.Delivery, now time.Time) {
-		d.Status, d.SentAt, d.Receipt, d.NextAttemptAt = ledger.StatusSent, now, receipt, time.Time{}
-		endLease(d)
+		d.Status, d.SentAt, d.Receipt = ledger.StatusSent, now, ledger.Clip(receipt, ledger.MaxReceipt)
+		ended(d, now)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusSent, Attempt: held.Attempts, Note: receipt}, now)
 	})
 }
@@ -188,8 +212,8 @@ func (m *Memory) Retry(_ context.Context, held ledger.Delivery, f ledger.Failure
 // ledger.Ledger.DeadLetter.
 func (m *Memory) DeadLetter(_ context.Context, held ledger.Delivery, f ledger.Failure) (ledger.Delivery, error) {
 	return m.transition("dead-letter", held.Key(), live(held.ClaimToken), byOld(ledger.LiveRefusal), func(d *ledger.Delivery, now time.Time) {
-		d.Status, d.LastErrorClass, d.LastError, d.NextAttemptAt = ledger.StatusDead, f.Class, f.Message, time.Time{}
-		endLease(d)
+		d.Status, d.LastErrorClass, d.LastError = ledger.StatusDead, f.Class, f.Message
+		ended(d, now)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusDead, Attempt: held.Attempts, Class: f.Class, Note: f.Message}, now)
 	})
 }
@@ -198,8 +222,8 @@ func (m *Memory) DeadLetter(_ context.Context, held ledger.Delivery, f ledger.Fa
 // ledger.Ledger.Expire.
 func (m *Memory) Expire(_ context.Context, held ledger.Delivery) (ledger.Delivery, error) {
 	return m.transition("expire", held.Key(), live(held.ClaimToken), byOld(ledger.LiveRefusal), func(d *ledger.Delivery, now time.Time) {
-		d.Status, d.NextAttemptAt = ledger.StatusExpired, time.Time{}
-		endLease(d)
+		d.Status = ledger.StatusExpired
+		ended(d, now)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusExpired, Attempt: held.Attempts, Note: "expiresAt " + ledger.Format(held.ExpiresAt)}, now)
 	})
 }
@@ -217,8 +241,8 @@ func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.
 // Cancel ends an unsent delivery; see ledger.Ledger.Cancel.
 func (m *Memory) Cancel(_ context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error) {
 	return m.transition("cancel", key, live(""), byOld(ledger.LiveRefusal), func(d *ledger.Delivery, now time.Time) {
-		d.Status, d.NextAttemptAt = ledger.StatusCancelled, time.Time{}
-		endLease(d)
+		d.Status = ledger.StatusCancelled
+		ended(d, now)
 		m.history(d, ledger.Delivery{}, ledger.Entry{Status: ledger.StatusCancelled, Note: note}, now)
 	})
 }
