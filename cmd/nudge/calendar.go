@@ -24,6 +24,7 @@ type tableFlags struct {
 	table    *string
 	shards   *int
 	lateness *time.Duration
+	maxAhead *time.Duration
 }
 
 func addTableFlags(fs *flag.FlagSet) tableFlags {
@@ -31,6 +32,7 @@ func addTableFlags(fs *flag.FlagSet) tableFlags {
 		table:    fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger table (default $NUDGE_TABLE)"),
 		shards:   fs.Int("shards", envInt("NUDGE_SHARDS", 8), "due index shards; use the stack's setting (default $NUDGE_SHARDS or 8)"),
 		lateness: fs.Duration("lateness", envDuration("NUDGE_LATENESS", 24*time.Hour), "default expiresAt − dueAt (default $NUDGE_LATENESS or 24h)"),
+		maxAhead: fs.Duration("max-ahead", envDuration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead), "how far ahead dueAt and expiresAt may be (default $NUDGE_MAX_AHEAD or 43800h, 5 years)"),
 	}
 }
 
@@ -61,11 +63,13 @@ func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
 	}
 	cfg.RetryMaxAttempts = 8 // a bulk import meets throttling; Create is idempotent
 	db := awsclient.DynamoDB(cfg)
-	l, err := ledger.New(db, ledger.Config{Table: *f.table, Shards: *f.shards})
+	// An operator's clock may be a minute off: publish times and leases
+	// are judged with that margin (ledger.Config.ClockSkew).
+	l, err := ledger.New(db, ledger.Config{Table: *f.table, Shards: *f.shards, ClockSkew: ledger.OperatorClockSkew})
 	if err != nil {
 		return nil, err
 	}
-	return schedule.New(schedule.Config{Ledger: l, API: db, Lateness: *f.lateness})
+	return schedule.New(schedule.Config{Ledger: l, API: db, Lateness: *f.lateness, MaxAhead: *f.maxAhead})
 }
 
 type metaFlag map[string]string
@@ -271,7 +275,8 @@ func cancelCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s: not cancelled: it was already sent at %s\n", r.Key, ledger.Format(r.At))
 			code = 1
 		case errors.Is(r.Refused, ledger.ErrLeased):
-			fmt.Fprintf(stdout, "%s: not cancelled: a consumer is sending it now (lease until %s); run the cancel again after that\n", r.Key, ledger.Format(r.At))
+			// The lease counts as lapsed only the operator's clock skew after it ends.
+			fmt.Fprintf(stdout, "%s: not cancelled: a consumer is sending it now (lease until %s); run the cancel again after %s\n", r.Key, ledger.Format(r.At), ledger.Format(r.At.Add(ledger.OperatorClockSkew)))
 			code = 1
 		default:
 			fmt.Fprintf(stdout, "%s: already ended (%s); nothing to cancel\n", r.Key, r.Status)

@@ -99,7 +99,9 @@ func (o *ops) connect(ctx context.Context, needQueues bool) error {
 	if needQueues && (*o.workURL == "" || *o.dlqURL == "") {
 		return usageError("no queues: pass --stage NAME, or --queue-url and --dlq-url (the stack's outputs WorkQueueUrl and DeadLetterQueueUrl)")
 	}
-	o.ledger, err = ledger.New(o.db, ledger.Config{Table: *o.table, Shards: *o.shards})
+	// An operator's clock may be a minute off: leases (purge) and publish
+	// times (redrive) are judged with that margin.
+	o.ledger, err = ledger.New(o.db, ledger.Config{Table: *o.table, Shards: *o.shards, ClockSkew: ledger.OperatorClockSkew})
 	return err
 }
 

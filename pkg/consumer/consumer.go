@@ -417,14 +417,17 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 // queues, which have no per-message delay, get a visibility delay instead),
 // otherwise handed back to the calendar.
 func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Message, dueAt time.Time) error {
+	// wait may be anything up to the largest Duration (a due time decades
+	// or centuries ahead): it becomes whole seconds only once it is known
+	// to be within SQS's limits.
 	wait := dueAt.Sub(c.cfg.Clock.Now())
-	secs := int32((wait + time.Second - 1) / time.Second)
-	if r.rec.Attributes["MessageGroupId"] != "" && wait <= 12*time.Hour {
+	if r.rec.Attributes["MessageGroupId"] != "" && wait <= retry.MaxDelay {
 		c.cfg.Metrics.Add(MetricDeferred, 1)
 		c.transition(r, "deferred", "next", wait.Round(time.Second).String(), "via", "visibility")
-		return failure.Retryable(errors.New("not yet due"), time.Duration(secs)*time.Second)
+		return failure.Retryable(errors.New("not yet due"), time.Duration(ceilSeconds(wait))*time.Second)
 	}
-	if secs <= MaxDelaySeconds {
+	if wait <= MaxDelaySeconds*time.Second {
+		secs := ceilSeconds(wait)
 		msg.DueAt = dueAt
 		body, err := message.Encode(msg)
 		if err != nil {
@@ -453,6 +456,11 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 	c.cfg.Metrics.Add(MetricDeferred, 1)
 	c.transition(r, "deferred", "next", wait.Round(time.Second).String(), "via", "calendar")
 	return nil
+}
+
+// ceilSeconds is d in whole seconds, rounded up; d is at most 12 hours.
+func ceilSeconds(d time.Duration) int32 {
+	return int32((max(d, 0) + time.Second - 1) / time.Second)
 }
 
 func (c *Consumer) transition(r *record, outcome string, kv ...any) {

@@ -131,6 +131,30 @@ func TestEarlyStandardMessageIsRepublishedWithADelay(t *testing.T) {
 // budget count the provider attempts the ledger recorded, not the message's
 // receive count, which here stays at 1 (a repair's republish starts a new
 // message at 1; before, that reset the budget and the backoff).
+// TestDueDecadesAheadIsReleasedNotOverflowed: a message for a delivery due
+// 70 or 400 years ahead (one created past intake's cap) is handed back to
+// the calendar. Before, its wait in seconds overflowed int32 (70 years)
+// or the rounding overflowed the Duration (400 years): a negative delay,
+// which SQS refuses, retried forever.
+func TestDueDecadesAheadIsReleasedNotOverflowed(t *testing.T) {
+	for _, years := range []int{70, 400} {
+		for name, attrs := range map[string]map[string]string{"standard": nil, "fifo": {"MessageGroupId": "g"}} {
+			t.Run(fmt.Sprint(years, "y ", name), func(t *testing.T) {
+				f := newFast(t, nil)
+				due := f.clk.Now().AddDate(years, 0, 0)
+				f.seed(t, "rem-far", due)
+				if err := f.handle("rem-far", "webhook", due, "1", attrs); err != nil {
+					t.Fatal(err)
+				}
+				d, _ := f.l.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-far", Channel: "email", Provider: "webhook"})
+				if len(f.q.sent) != 0 || d.Status != ledger.StatusPending || f.sends != 0 {
+					t.Fatalf("SQS sends %+v, delivery %s; want it released to the calendar", f.q.sent, d.Status)
+				}
+			})
+		}
+	}
+}
+
 func TestBackoffGrowsWithProviderAttemptsUntilTheBudget(t *testing.T) {
 	f := newFast(t, &provider.StatusError{Code: 503})
 	f.seed(t, "rem-5", f.clk.Now())

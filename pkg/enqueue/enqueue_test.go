@@ -559,3 +559,39 @@ func TestAFailingShardDoesNotStopTheOthers(t *testing.T) {
 		t.Fatalf("%d distinct published, want 100", len(got))
 	}
 }
+
+// TestAnOperatorClockBehindNeverSchedulesBehindTheCursor: an operator's
+// laptop runs a minute behind and schedules a reminder due now. Its
+// publish time is allowed for that skew (ledger.OperatorClockSkew), so it
+// lands ahead of the enqueue's cursor and the next run hands it off.
+// Without the margin it was written a minute behind the cursor and only
+// the overdue repair found it, ten minutes late.
+func TestAnOperatorClockBehindNeverSchedulesBehindTheCursor(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, nil)
+	b.clk.Advance(44 * time.Second)
+	b.schedule(t, "rem-first", b.clk.Now().Add(time.Minute)) // published from t0+44s
+	b.clk.Advance(16 * time.Second)
+	if rep := b.run(t, e); rep.Enqueued != 1 { // the cursor moves to t0+44s
+		t.Fatalf("first run enqueued %d", rep.Enqueued)
+	}
+	behind := clock.NewFake(b.clk.Now().Add(-time.Minute))
+	op, err := ledger.New(b.db, ledger.Config{Table: b.ledger.Table(), Clock: behind, Shards: 1, ClockSkew: ledger.OperatorClockSkew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := schedule.New(schedule.Config{Ledger: op, API: b.db, Clock: behind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := b.clk.Now()
+	r := schedule.Reminder{ID: "rem-skewed", AccountRef: "acct-1", DueAt: due, ExpiresAt: due.Add(time.Hour),
+		Deliveries: []schedule.Delivery{{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
+	if _, err := store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(20 * time.Second)
+	if rep := b.run(t, e); rep.Enqueued != 1 {
+		t.Fatalf("the run after a skewed operator scheduled a reminder due now enqueued %d, want 1", rep.Enqueued)
+	}
+}

@@ -84,6 +84,11 @@ func TestDelaySeconds(t *testing.T) {
 			t.Errorf("due in %v: delay %d, want %d", tc.due, got, tc.want)
 		}
 	}
+	// Far ahead: the difference saturates at the largest Duration, which
+	// rounding up would overflow.
+	if got := enqueue.DelaySeconds(time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC), now); got != 900 {
+		t.Errorf("due in 2500: delay %d, want 900", got)
+	}
 }
 
 func TestReportIsWrittenInSeconds(t *testing.T) {

@@ -23,11 +23,13 @@ const MaxDelaySeconds = 900
 // visible when dueAt comes: 0 to 900, rounded up.
 func DelaySeconds(dueAt, now time.Time) int32 {
 	d := dueAt.Sub(now)
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return 0
+	case d >= MaxDelaySeconds*time.Second: // and no overflow for a due time centuries ahead
+		return MaxDelaySeconds
 	}
-	secs := (d + time.Second - 1) / time.Second
-	return int32(min(secs, MaxDelaySeconds))
+	return int32((d + time.Second - 1) / time.Second)
 }
 
 // publish sends one id-only message per entry with SendMessageBatch, ten

@@ -116,6 +116,8 @@ type Purged struct {
 type InFlightError struct {
 	ReminderID string
 	Keys       []message.DeliveryKey
+	// LeaseUntil is when the last lease counts as lapsed for this writer:
+	// its end, plus the writer's clock skew.
 	LeaseUntil time.Time
 }
 
@@ -152,7 +154,8 @@ func (l *Ledger) Purge(ctx context.Context, api TransactAPI, reminderID string) 
 		for _, d := range ds {
 			if d.Status == StatusSending && !d.LeaseUntil.Before(l.lapsedBefore(now)) {
 				inFlight.Keys = append(inFlight.Keys, d.Key())
-				inFlight.LeaseUntil = later(inFlight.LeaseUntil, d.LeaseUntil)
+				// Counted as lapsed only the writer's clock skew after it ends.
+				inFlight.LeaseUntil = later(inFlight.LeaseUntil, d.LeaseUntil.Add(l.cfg.ClockSkew))
 			}
 			// Deleted only as it was read: a claim in between fails the
 			// whole transaction, and the purge reads again.

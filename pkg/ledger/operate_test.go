@@ -142,3 +142,36 @@ func TestPurgeRemovesEverythingButNotWhileInFlight(t *testing.T) {
 		t.Fatal("another reminder was touched")
 	}
 }
+
+// TestAnOperatorClockAheadNeverTakesALiveLease: a consumer holds a lease
+// for 40 more seconds; an operator whose laptop runs a minute ahead cancels
+// and purges. With the operator's clock-skew margin both are refused as in
+// flight; without it both would take the delivery from a consumer that is
+// sending it (recorded cancelled, actually sent). A minute after the lease
+// truly lapsed, the operator's commands go through.
+func TestAnOperatorClockAheadNeverTakesALiveLease(t *testing.T) {
+	f := operateSetup(t)
+	d := f.create(t, "rem-skew", "email")
+	if _, err := f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "consumer", LeaseUntil: t0.Add(40 * time.Second), DueBy: t0}); err != nil {
+		t.Fatal(err)
+	}
+	ahead := clock.NewFake(t0.Add(time.Minute))
+	op, err := ledger.New(f.db, ledger.Config{Table: f.table, Clock: ahead, ClockSkew: ledger.OperatorClockSkew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Cancel(f.ctx, d.Key(), "by a skewed operator"); !errors.Is(err, ledger.ErrLeased) {
+		t.Fatalf("cancel by a clock a minute ahead, 40 s before the lease ends: %v; want ErrLeased", err)
+	}
+	if _, err := op.Purge(f.ctx, f.db, "rem-skew"); !errors.Is(err, ledger.ErrInFlight) {
+		t.Fatalf("purge by a clock a minute ahead: %v; want ErrInFlight", err)
+	}
+	if got, _ := f.l.Get(f.ctx, d.Key()); got.Status != ledger.StatusSending {
+		t.Fatalf("the delivery is %s; the consumer's lease was taken", got.Status)
+	}
+	// The consumer died; its lease lapsed a minute ago (by true time).
+	ahead.Advance(time.Minute + 41*time.Second)
+	if got, err := op.Cancel(f.ctx, d.Key(), "by a skewed operator"); err != nil || got.Status != ledger.StatusCancelled {
+		t.Fatalf("cancel after the lease lapsed: %v, %v", got.Status, err)
+	}
+}

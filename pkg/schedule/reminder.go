@@ -112,9 +112,18 @@ type Validator struct {
 	Channels []string
 	// Lateness is the default expiresAt − dueAt. Default 24h.
 	Lateness time.Duration
+	// MaxAhead is how far ahead of now dueAt and expiresAt may be. Default
+	// DefaultMaxAhead. Every item of a reminder is kept until a day after
+	// its expiresAt, so this also bounds how long the table keeps it.
+	MaxAhead time.Duration
 	// Now tells the time; a reminder already expired is refused.
 	Now func() time.Time
 }
+
+// DefaultMaxAhead is how far ahead a reminder may be due or expire unless
+// the store is told otherwise: five years, beyond any renewal or
+// appointment calendar and far inside every limit of the time arithmetic.
+const DefaultMaxAhead = 5 * 365 * 24 * time.Hour
 
 func (v Validator) withDefaults() Validator {
 	if len(v.Channels) == 0 {
@@ -122,6 +131,9 @@ func (v Validator) withDefaults() Validator {
 	}
 	if v.Lateness == 0 {
 		v.Lateness = 24 * time.Hour
+	}
+	if v.MaxAhead == 0 {
+		v.MaxAhead = DefaultMaxAhead
 	}
 	if v.Now == nil {
 		v.Now = time.Now
@@ -200,8 +212,16 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	if !r.ExpiresAt.After(r.DueAt) {
 		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is not after dueAt %s", ledger.Format(r.ExpiresAt), ledger.Format(r.DueAt)), "set expiresAt later than dueAt, or leave it out")
 	}
-	if now := v.Now(); !r.ExpiresAt.After(now) {
+	now := v.Now()
+	if !r.ExpiresAt.After(now) {
 		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s has passed (it is %s), so it could never be sent", ledger.Format(r.ExpiresAt), ledger.Format(now)), "set a later expiresAt, or drop the reminder")
+	}
+	limit := now.Add(v.MaxAhead)
+	if r.DueAt.After(limit) {
+		return Reminder{}, bad("dueAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.DueAt), aheadText(v.MaxAhead), ledger.Format(limit)), "schedule it closer to its time, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)")
+	}
+	if r.ExpiresAt.After(limit) {
+		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.ExpiresAt), aheadText(v.MaxAhead), ledger.Format(limit)), "set an earlier expiresAt, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)")
 	}
 	if len(in.Deliveries) == 0 || len(in.Deliveries) > MaxDeliveries {
 		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d entries", len(in.Deliveries)), fmt.Sprintf("give 1 to %d deliveries", MaxDeliveries))
@@ -242,6 +262,18 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		r.Metadata = maps.Clone(in.Metadata)
 	}
 	return r, nil
+}
+
+// aheadText says a span as a person would: "5 years", "90 days", "36h0m0s".
+func aheadText(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d%(365*day) == 0:
+		return fmt.Sprintf("%d years", d/(365*day))
+	case d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
 }
 
 // parseTime parses RFC 3339 and keeps millisecond precision, which is what

@@ -17,6 +17,21 @@ func validator() schedule.Validator {
 
 const good = `{"id":"rem-1","accountRef":"acct-1","dueAt":"2026-12-01T10:00:00+01:00","deliveries":[{"channel":"email","provider":"webhook","recipientRef":"acct-1/contact-2","templateRef":"renewal-v3"}]}`
 
+// TestMaxAheadIsASetting: within the limit a reminder is accepted; a
+// store may set its own limit.
+func TestMaxAheadIsASetting(t *testing.T) {
+	t.Parallel()
+	edit := func(due string) []byte { return []byte(strings.Replace(good, `2026-12-01T10:00:00+01:00`, due, 1)) }
+	if _, err := validator().ParseJSON(edit(`2031-11-28T09:00:00Z`)); err != nil {
+		t.Fatalf("due in just under 5 years: %v", err)
+	}
+	v := validator()
+	v.MaxAhead = 90 * 24 * time.Hour
+	if _, err := v.ParseJSON(edit(`2027-03-30T09:00:00Z`)); err == nil || !strings.Contains(err.Error(), "more than 90 days ahead") {
+		t.Fatalf("due in 120 days with a 90-day limit: %v", err)
+	}
+}
+
 func TestValidReminderGetsDefaults(t *testing.T) {
 	t.Parallel()
 	r, err := validator().ParseJSON([]byte(good))
@@ -59,6 +74,9 @@ func TestInvalidRemindersNameTheFieldAndTheFix(t *testing.T) {
 		{"bad metadata key", edit(`"deliveries"`, `"metadata":{"a b":"c"},"deliveries"`), "metadata", "key \"a b\""},
 		{"not json", `{"id":`, "", "not valid JSON"},
 		{"two objects", good + good, "", "more than one JSON value"},
+		{"due beyond five years", edit(`2026-12-01T10:00:00+01:00`, `2031-12-01T10:00:00Z`), "dueAt", "more than 5 years ahead"},
+		{"due in the year 9999", edit(`2026-12-01T10:00:00+01:00`, `9999-12-31T23:59:59Z`), "dueAt", "NUDGE_MAX_AHEAD"},
+		{"expires beyond five years", edit(`"dueAt"`, `"expiresAt":"2032-01-01T00:00:00Z","dueAt"`), "expiresAt", "more than 5 years ahead"},
 		{"oversized", edit(`"deliveries"`, `"metadata":{"k":"`+strings.Repeat("v", 9000)+`"},"deliveries"`), "", "limit is 8192"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

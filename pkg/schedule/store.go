@@ -48,6 +48,9 @@ type Config struct {
 	Channels []string
 	// Lateness is the default expiresAt − dueAt. Default 24h.
 	Lateness time.Duration
+	// MaxAhead is how far ahead dueAt and expiresAt may be. Default
+	// DefaultMaxAhead (5 years).
+	MaxAhead time.Duration
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
 }
@@ -74,13 +77,16 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Ledger == nil || cfg.API == nil {
 		return nil, errors.New("schedule: Ledger and API are required")
 	}
+	if cfg.MaxAhead < 0 || cfg.MaxAhead > 50*365*24*time.Hour {
+		return nil, fmt.Errorf("schedule: MaxAhead %v is outside 0 to 50 years", cfg.MaxAhead)
+	}
 	if cfg.Lateness < 0 {
 		return nil, fmt.Errorf("schedule: lateness %v is negative; it is how long after dueAt a reminder is still worth sending", cfg.Lateness)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, Now: cfg.Clock.Now}.withDefaults()
+	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, MaxAhead: cfg.MaxAhead, Now: cfg.Clock.Now}.withDefaults()
 	return &Store{cfg: cfg, validator: v}, nil
 }
 
