@@ -432,19 +432,23 @@ func dlqList(args []string, out, errs io.Writer) int {
 		return exitOK
 	}
 	writeLetters(out, letters)
-	fmt.Fprintf(out, "%d messages read (at most --limit %d); they stay in the DLQ. Redrive with `nudge dlq redrive --max N`.\n", len(letters), *limit)
+	messages := 0
+	for _, l := range letters {
+		messages += l.Copies
+	}
+	fmt.Fprintf(out, "%d messages read (at most --limit %d), for %d deliveries; they stay in the DLQ. Redrive with `nudge dlq redrive --max N`.\n", messages, *limit, len(letters))
 	return exitOK
 }
 
 func writeLetters(out io.Writer, letters []redrive.Letter) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DELIVERY\tCLASS\tREASON\tATTEMPTS\tAGE\tLEDGER\tREDRIVE TO")
+	fmt.Fprintln(tw, "DELIVERY\tCLASS\tREASON\tATTEMPTS\tAGE\tLEDGER\tCOPIES\tREDRIVE TO")
 	for _, l := range letters {
 		to := l.Destination
 		if !l.Redrivable {
 			to = "no: " + l.Why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\t%s\n", dash(l.DeliveryKey), l.ErrorClass, clipText(l.Reason, 48), l.Attempts, l.Age(), dash(string(l.Ledger)), to)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\t%d\t%s\n", dash(l.DeliveryKey), l.ErrorClass, clipText(l.Reason, 48), l.Attempts, l.Age(), dash(string(l.Ledger)), l.Copies, to)
 	}
 	tw.Flush()
 }

@@ -199,7 +199,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{Config{Duplicates: 2}, "duplicates share 2; use 0 to 1"},
 		{Config{Faults: &Faults{Server: 0.7, Drop: 0.5}}, "add up to 1.20"},
 		{Config{Kills: -1}, "-1 kills; use 0 or more"},
-		{Config{ConsumerTimeout: 3 * time.Second}, "consumer timeout 3s; use 5s"},
+		{Config{ConsumerTimeout: 3 * time.Second}, "consumer timeout 3s; use 6s"},
 		{Config{EnqueueBudget: time.Minute}, "enqueue budget 1m0s; use 0"},
 	} {
 		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {

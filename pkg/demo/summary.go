@@ -376,11 +376,18 @@ func (s *system) readDLQ(ctx context.Context) ([]deadLetter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: read the DLQ: %w", err)
 	}
+	// One dead letter per message: the review folds the copies of a
+	// delivery into one letter, the checker counts each.
 	out := make([]deadLetter, 0, len(letters))
 	for _, l := range letters {
-		d := deadLetter{class: l.ErrorClass, reason: l.Reason, source: l.SourceMessageID}
-		d.key, _ = message.ParseDeliveryKey(l.DeliveryKey)
-		out = append(out, d)
+		key, _ := message.ParseDeliveryKey(l.DeliveryKey)
+		for i := range l.Copies {
+			d := deadLetter{key: key, class: l.ErrorClass, reason: l.Reason}
+			if i < len(l.SourceMessageIDs) {
+				d.source = l.SourceMessageIDs[i]
+			}
+			out = append(out, d)
+		}
 	}
 	return out, nil
 }

@@ -595,3 +595,49 @@ func TestAnOperatorClockBehindNeverSchedulesBehindTheCursor(t *testing.T) {
 		t.Fatalf("the run after a skewed operator scheduled a reminder due now enqueued %d, want 1", rep.Enqueued)
 	}
 }
+
+// TestConcurrentRepairsRepublishEachLostHandOffOnce: 60 hand-offs are lost;
+// past the repair threshold two runs start at the same moment. Each lost
+// delivery is republished once in all: the requeue's condition on the
+// delivery as read lets one run through and refuses the other.
+func TestConcurrentRepairsRepublishEachLostHandOffOnce(t *testing.T) {
+	b := setup(t, 4)
+	for i := range 60 {
+		b.schedule(t, fmt.Sprintf("rem-lost-%02d", i), t0)
+	}
+	b.pub.drop = true
+	b.clk.Advance(time.Minute)
+	if rep := b.run(t, b.enqueuer(t, nil)); rep.Enqueued != 60 {
+		t.Fatalf("first run %+v", rep)
+	}
+	b.pub.drop = false
+	b.pub.take()
+	b.clk.Advance(11 * time.Minute)
+	runs := []*enqueue.Enqueuer{b.enqueuer(t, nil), b.enqueuer(t, nil)}
+	reps := make([]enqueue.Report, len(runs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, e := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			var err error
+			if reps[i], err = e.Run(b.ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	got := keysOf(b.pub.take())
+	if len(got) != 60 || reps[0].Repaired+reps[1].Repaired != 60 {
+		t.Fatalf("reports %+v and %+v; %d distinct deliveries republished", reps[0], reps[1], len(got))
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Fatalf("%s republished %d times", k, n)
+		}
+	}
+	t.Logf("run 1 repaired %d, run 2 repaired %d", reps[0].Repaired, reps[1].Repaired)
+}

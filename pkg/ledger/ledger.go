@@ -493,10 +493,10 @@ func (l *Ledger) ended(ctx context.Context, u *update, expiresAt time.Time) (Del
 	x.cond = "#status = :ended AND updatedAt = :now"
 	if kept, err := l.write(ctx, x, func(Delivery) error { return ErrChanged }); err == nil {
 		return kept, nil
-	} else if !errors.Is(err, ErrChanged) {
+	} else if !errors.Is(err, ErrChanged) && !errors.Is(err, ErrNotFound) {
 		return d, fmt.Errorf("ledger: %s %s: ended, but its retention could not be set to its reminder's expiresAt; run the same %s again: %w", u.op, u.key, u.op, err)
 	}
-	return d, nil // changed since: a redrive, which removes the TTL
+	return d, nil // changed since (a redrive, which removes the TTL) or purged
 }
 
 // Requeue records that the enqueue handed d to the queue again because its

@@ -105,9 +105,16 @@ func New(cfg Config) (*Redriver, error) {
 	return &Redriver{cfg: cfg}, nil
 }
 
-// Letter is one DLQ message, reviewed.
+// Letter is one delivery's message in the DLQ, reviewed. The DLQ can hold
+// a delivery more than once (the consumer dead-lettered it, then failed to
+// record that in the ledger and did it again on the retry): its copies are
+// one Letter, the most recent copy's reason and attempts shown, and a
+// redrive moves the delivery once and removes every copy.
 type Letter struct {
 	MessageID string `json:"messageId"`
+	// Copies is how many DLQ messages hold this delivery (1 but for the
+	// rare repeat above); MessageID is the most recent one's.
+	Copies int `json:"copies"`
 	// DeliveryKey is the delivery the message is for; empty when the body
 	// is not a delivery (it failed to decode).
 	DeliveryKey string `json:"deliveryKey,omitempty"`
@@ -119,7 +126,8 @@ type Letter struct {
 	Attempts int `json:"attempts"`
 	// Redrives counts earlier redrives of this message.
 	Redrives int `json:"redrives"`
-	// DeadLetteredAt is when it entered the DLQ; AgeSeconds how long ago.
+	// DeadLetteredAt is when it entered the DLQ (its first copy);
+	// AgeSeconds how long ago.
 	DeadLetteredAt time.Time `json:"deadLetteredAt"`
 	AgeSeconds     int64     `json:"ageSeconds"`
 	// Ledger is the delivery's status in the ledger, when known.
@@ -129,16 +137,30 @@ type Letter struct {
 	// Redrivable says whether a redrive can help, and Why not.
 	Redrivable bool   `json:"redrivable"`
 	Why        string `json:"why,omitempty"`
-	// SourceMessageID is the work queue message the consumer dead-lettered
-	// (its nudge-source-message-id); empty for a message the queue's
-	// redrive policy moved.
-	SourceMessageID string `json:"-"`
+	// SourceMessageIDs are the work queue messages the consumer
+	// dead-lettered, one per copy (their nudge-source-message-id); empty for
+	// a message the queue's redrive policy moved.
+	SourceMessageIDs []string `json:"-"`
 
 	receipt  string
 	body     string
 	attrs    map[string]types.MessageAttributeValue
 	group    string
 	delivery *ledger.Delivery
+	// others are the delivery's other copies in the DLQ.
+	others []copyOf
+}
+
+// copyOf is another DLQ message for a letter's delivery.
+type copyOf struct{ messageID, receipt string }
+
+// receipts returns the receipt handles of every copy.
+func (l Letter) receipts() []string {
+	out := []string{l.receipt}
+	for _, c := range l.others {
+		out = append(out, c.receipt)
+	}
+	return out
 }
 
 // Age returns how long ago it was dead-lettered.
@@ -260,9 +282,6 @@ func (r *Redriver) read(ctx context.Context, n int, hold time.Duration) ([]Lette
 		}
 		empty = 0
 	}
-	if err := r.join(ctx, letters); err != nil {
-		return letters, err
-	}
 	sort.SliceStable(letters, func(i, j int) bool {
 		a, b := letters[i], letters[j]
 		if !a.DeadLetteredAt.Equal(b.DeadLetteredAt) {
@@ -270,7 +289,55 @@ func (r *Redriver) read(ctx context.Context, n int, hold time.Duration) ([]Lette
 		}
 		return a.DeliveryKey+a.body < b.DeliveryKey+b.body
 	})
+	letters = byDelivery(letters)
+	if err := r.join(ctx, letters); err != nil {
+		return letters, err
+	}
 	return letters, nil
+}
+
+// byDelivery folds the copies of one delivery into one letter, in the place
+// of the most recent copy, whose reason and attempts it keeps, dated by the
+// first; letters are in the order they were dead-lettered (letters is
+// sorted so). A body that is not a delivery stays a letter of its own.
+func byDelivery(letters []Letter) []Letter {
+	last := map[string]int{}
+	for i, l := range letters {
+		if l.DeliveryKey != "" {
+			last[l.DeliveryKey] = i
+		}
+	}
+	type earlier struct {
+		copies  []copyOf
+		sources []string
+		first   Letter
+	}
+	folded := map[string]*earlier{}
+	out := letters[:0:0]
+	for i, l := range letters {
+		if l.DeliveryKey == "" || last[l.DeliveryKey] == i {
+			out = append(out, l)
+			continue
+		}
+		e := folded[l.DeliveryKey]
+		if e == nil {
+			e = &earlier{first: l}
+			folded[l.DeliveryKey] = e
+		}
+		e.copies = append(e.copies, copyOf{messageID: l.MessageID, receipt: l.receipt})
+		e.sources = append(e.sources, l.SourceMessageIDs...)
+	}
+	for i := range out {
+		l := &out[i]
+		l.Copies = 1
+		if e := folded[l.DeliveryKey]; e != nil && l.DeliveryKey != "" {
+			l.others, l.Copies = e.copies, 1+len(e.copies)
+			l.SourceMessageIDs = append(e.sources, l.SourceMessageIDs...)
+			l.DeadLetteredAt, l.AgeSeconds = e.first.DeadLetteredAt, e.first.AgeSeconds
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].DeadLetteredAt.Before(out[j].DeadLetteredAt) })
+	return out
 }
 
 func (r *Redriver) letter(m types.Message) Letter {
@@ -282,7 +349,10 @@ func (r *Redriver) letter(m types.Message) Letter {
 	}
 	l := Letter{MessageID: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle), body: aws.ToString(m.Body),
 		attrs: m.MessageAttributes, group: m.Attributes["MessageGroupId"], Destination: queueName(r.cfg.TargetURL),
-		ErrorClass: attr(consumer.AttrErrorClass), Reason: attr(consumer.AttrReason), SourceMessageID: attr(consumer.AttrSourceMessageID)}
+		ErrorClass: attr(consumer.AttrErrorClass), Reason: attr(consumer.AttrReason)}
+	if src := attr(consumer.AttrSourceMessageID); src != "" {
+		l.SourceMessageIDs = []string{src}
+	}
 	l.Attempts, _ = strconv.Atoi(attr(consumer.AttrAttempts))
 	l.Redrives, _ = strconv.Atoi(attr(AttrRedrives))
 	if ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64); err == nil {
@@ -360,11 +430,15 @@ func (r *Redriver) join(ctx context.Context, letters []Letter) error {
 
 // Release makes the letters visible in the DLQ again at once.
 func (r *Redriver) Release(ctx context.Context, letters []Letter) error {
+	var receipts []string
+	for _, l := range letters {
+		receipts = append(receipts, l.receipts()...)
+	}
 	var errs []error
-	for start := 0; start < len(letters); start += 10 {
+	for start := 0; start < len(receipts); start += 10 {
 		var entries []types.ChangeMessageVisibilityBatchRequestEntry
-		for i, l := range letters[start:min(start+10, len(letters))] {
-			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(l.receipt), VisibilityTimeout: 0})
+		for i, h := range receipts[start:min(start+10, len(receipts))] {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h), VisibilityTimeout: 0})
 		}
 		out, err := r.cfg.Queue.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.cfg.DLQURL), Entries: entries})
 		if err != nil {
@@ -480,9 +554,12 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 		return o
 	}
 	o.NewMessageID = aws.ToString(out.MessageId)
-	if _, err := r.cfg.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.cfg.DLQURL), ReceiptHandle: aws.String(l.receipt)}); err != nil {
-		o.Problem = "sent, but not deleted from the DLQ: " + err.Error() + "; a copy remains there, and if it is redriven again the consumer recognises it as a duplicate"
-		return o
+	// Every copy goes: the delivery is back in the work queue once.
+	for _, h := range l.receipts() {
+		if _, err := r.cfg.Queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.cfg.DLQURL), ReceiptHandle: aws.String(h)}); err != nil {
+			o.Problem = "sent, but not deleted from the DLQ: " + err.Error() + "; a copy remains there, and if it is redriven again the consumer recognises it as a duplicate"
+			return o
+		}
 	}
 	o.Moved = true
 	return o

@@ -388,3 +388,56 @@ func TestNewRefusesNonsense(t *testing.T) {
 		t.Errorf("a redrive without --max: %v", err)
 	}
 }
+
+// TestTwoCopiesOfOneDeliveryAreOneLetter: the consumer dead-lettered a
+// delivery, failed to record it, and on the retry dead-lettered it again:
+// the DLQ holds it twice. The review shows one delivery with two copies
+// (the later one's reason and attempts); a redrive moves it once and
+// removes both copies.
+func TestTwoCopiesOfOneDeliveryAreOneLetter(t *testing.T) {
+	f := setup(t)
+	k := f.dead("rem-twice", "rejected", "provider answered 400")
+	f.toDLQ(f.body("rem-twice"), map[string]types.MessageAttributeValue{
+		consumer.AttrErrorClass: str("rejected"), consumer.AttrReason: str("provider answered 400 again"), consumer.AttrDeliveryKey: str(k.String()),
+		consumer.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("2")}, consumer.AttrSourceMessageID: str("src-rem-twice"),
+	})
+	f.dead("rem-once", "rejected", "provider answered 400")
+	r := f.redriver(nil, nil)
+	letters, err := r.List(f.ctx, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(letters) != 2 {
+		t.Fatalf("listed %d letters, want 2 deliveries: %+v", len(letters), letters)
+	}
+	var twice redrive.Letter
+	for _, l := range letters {
+		if l.DeliveryKey == k.String() {
+			twice = l
+		} else if l.Copies != 1 {
+			t.Errorf("%s: %d copies, want 1", l.DeliveryKey, l.Copies)
+		}
+	}
+	if twice.Copies != 2 || twice.Attempts != 2 || twice.Reason != "provider answered 400 again" || !twice.Redrivable {
+		t.Fatalf("the delivery dead-lettered twice: %+v; want one letter with 2 copies and the later reason", twice)
+	}
+	if v, inFlight := f.depth(f.q.DLQURL); v != "3" || inFlight != "0" {
+		t.Fatalf("after the list the DLQ shows %s visible, %s in flight; want 3 and 0", v, inFlight)
+	}
+	// --max counts deliveries: two, though the DLQ holds three messages.
+	sel, err := r.Select(f.ctx, redrive.Filter{Max: 2, Class: "rejected"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel.Chosen) != 2 {
+		t.Fatalf("chosen %+v, want both deliveries", sel.Chosen)
+	}
+	if res, err := r.Move(f.ctx, sel, nil); err != nil || res.Moved != 2 || res.Failed != 0 {
+		t.Fatalf("move: %+v, %v", res, err)
+	}
+	work, _ := f.depth(f.q.WorkURL)
+	dlq, _ := f.depth(f.q.DLQURL)
+	if work != "2" || dlq != "0" || f.status(k).Status != ledger.StatusQueued {
+		t.Fatalf("after the move: work queue %s, DLQ %s, ledger %s; want each delivery in the work queue once and no copy left", work, dlq, f.status(k).Status)
+	}
+}

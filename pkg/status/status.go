@@ -109,10 +109,12 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 		if err != nil {
 			return rep, err
 		}
+		read := 0
 		for _, l := range letters {
 			rep.DLQOldestAgeSeconds = max(rep.DLQOldestAgeSeconds, l.AgeSeconds)
+			read += l.Copies
 		}
-		rep.DLQOldestSampled = rep.DLQ.Visible+rep.DLQ.InFlight > len(letters)
+		rep.DLQOldestSampled = rep.DLQ.Visible+rep.DLQ.InFlight > read
 	}
 	return rep, nil
 }
