@@ -18,8 +18,8 @@ import (
 //	batchSize         records     batchingWindow  seconds
 //	maxConcurrency    instances   maxAttempts     attempts
 //	maxReceiveCount   receives    shards          due index shards
-//	providerTimeout   seconds     alarmEmail      address
-//	retainData        true | false (the removal policy)
+//	providerTimeout   seconds     recordConcurrency  records of a batch at once
+//	alarmEmail        address     retainData      true | false (the removal policy)
 //
 // Each override goes through the same validation as the stages
 // themselves (deployment.Stage.Validate): a setting that breaks a relation
@@ -40,6 +40,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	ints := map[string]*int{
 		"consumerMemory": &s.ConsumerMemoryMB, "enqueueMemory": &s.EnqueueMemoryMB, "batchSize": &s.BatchSize,
 		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
+		"recordConcurrency": &s.RecordConcurrency,
 	}
 	for key, dst := range ints {
 		if v, ok := str(key); ok {

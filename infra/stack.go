@@ -302,10 +302,15 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 		n.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(str(s.AlarmEmail), nil))
 	}
 	action := awscloudwatchactions.NewSnsAction(n.AlarmTopic)
-	add := func(id, description string, m awscloudwatch.IMetric, threshold float64, periods float64, missing awscloudwatch.TreatMissingData) {
+	// add alarms when the metric is above threshold in datapoints of the
+	// last periods minutes (all of them if datapoints is 0).
+	add := func(id, description string, m awscloudwatch.IMetric, threshold float64, periods, datapoints float64, missing awscloudwatch.TreatMissingData) {
+		if datapoints == 0 {
+			datapoints = periods
+		}
 		a := awscloudwatch.NewAlarm(n.Stack, str(id), &awscloudwatch.AlarmProps{
 			AlarmName: str("nudge-" + s.Name + "-" + id), AlarmDescription: str(description + " Runbook: docs/operations.md#" + id),
-			Metric: m, Threshold: num(threshold), EvaluationPeriods: num(periods),
+			Metric: m, Threshold: num(threshold), EvaluationPeriods: num(periods), DatapointsToAlarm: num(datapoints),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, TreatMissingData: missing,
 		})
 		a.AddAlarmAction(action)
@@ -316,19 +321,24 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	sum := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum")}
 	notBreaching := awscloudwatch.TreatMissingData_NOT_BREACHING
 	add("dlq-not-empty", "Messages are waiting in the DLQ: review them (nudge dlq list) and redrive.",
-		n.DLQ.MetricApproximateNumberOfMessagesVisible(minute), 0, 1, notBreaching)
+		n.DLQ.MetricApproximateNumberOfMessagesVisible(minute), 0, 1, 0, notBreaching)
 	add("oldest-message-age", fmt.Sprintf("A work-queue message is older than %v: the consumer is not keeping up or is failing.", s.OldestMessageAlarm),
-		n.WorkQueue.MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, notBreaching)
+		n.WorkQueue.MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
 	add("overdue-pending", "Deliveries are overdue and not sent for three minutes: the quiet queue with a growing overdue set.",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(enqueue.MetricOverduePending),
 			DimensionsMap: &map[string]*string{"Function": str("enqueue")}, Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Maximum")}),
-		0, 3, awscloudwatch.TreatMissingData_BREACHING)
-	add("consumer-errors", "The consumer function failed invocations.", n.Consumer.MetricErrors(sum), 0, 3, notBreaching)
-	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, notBreaching)
-	add("enqueue-errors", "The enqueue function failed runs: hand-offs wait.", n.Enqueue.MetricErrors(sum), 0, 3, notBreaching)
-	add("enqueue-throttles", "The enqueue function was throttled.", n.Enqueue.MetricThrottles(sum), 0, 3, notBreaching)
-	add("schedule-dlq-not-empty", "Enqueue ticks were lost: runs that failed (Lambda's failure destination) or ticks Scheduler could not deliver. The next tick resumes the work; find why.",
-		n.SchedulerDLQ.MetricApproximateNumberOfMessagesVisible(minute), 0, 1, notBreaching)
+		0, 3, 0, awscloudwatch.TreatMissingData_BREACHING)
+	add("consumer-errors", "The consumer function failed invocations.", n.Consumer.MetricErrors(sum), 0, 3, 0, notBreaching)
+	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, 0, notBreaching)
+	add("enqueue-errors", "The enqueue function failed runs: hand-offs wait.", n.Enqueue.MetricErrors(sum), 0, 3, 0, notBreaching)
+	add("enqueue-throttles", "The enqueue function was throttled.", n.Enqueue.MetricThrottles(sum), 0, 3, 0, notBreaching)
+	// A lost tick is harmless alone (the next one resumes from the
+	// cursors) and leaves its record in the schedule DLQ; ticks lost in 3
+	// of 5 minutes are an outage. Counting messages sent, not messages
+	// waiting, the alarm clears by itself once ticks run again, and a
+	// record nobody purged does not keep it on.
+	add("ticks-lost", "Enqueue ticks are being lost (runs failing, ticks dropped after a minute, or Scheduler unable to invoke the enqueue): hand-offs wait. Their records are in the schedule DLQ.",
+		n.SchedulerDLQ.MetricNumberOfMessagesSent(sum), 0, 5, 3, notBreaching)
 }
 
 // dashboard shows the Nudge metrics and the queue depths.

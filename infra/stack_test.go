@@ -154,12 +154,18 @@ func TestInvariants(t *testing.T) {
 					t.Errorf("the enqueue's asynchronous invocation: %v; want no retries, 60 s, failures to %s", p, dlqID)
 				}
 			}
+			// The alarm counts ticks lost per minute (3 of 5), not messages
+			// waiting: one lost tick is harmless, and a record nobody
+			// purged must not keep it on.
 			watched := false
 			for _, a := range tp.resources("AWS::CloudWatch::Alarm") {
-				watched = watched || strings.Contains(fmt.Sprint(props(a)["Dimensions"]), dlqID)
+				p := props(a)
+				if strings.Contains(fmt.Sprint(p["Dimensions"]), dlqID) {
+					watched = p["MetricName"] == "NumberOfMessagesSent" && num64(t, p["DatapointsToAlarm"]) == 3 && num64(t, p["EvaluationPeriods"]) == 5
+				}
 			}
 			if !watched {
-				t.Error("no alarm watches the schedule's DLQ, where failed enqueue runs go")
+				t.Error("no alarm counts the ticks lost to the schedule's DLQ (NumberOfMessagesSent, 3 of 5 minutes)")
 			}
 			if d, w := num64(t, dlq["MessageRetentionPeriod"]), num64(t, work["MessageRetentionPeriod"]); d <= w {
 				t.Errorf("DLQ retention %v not above work queue retention %v", d, w)
@@ -284,7 +290,7 @@ func actions(p map[string]any) []string {
 }
 
 func TestContextOverridesTheStage(t *testing.T) {
-	ctx := map[string]any{"stage": "prod", "consumerMemory": "1024", "batchSize": "50", "batchingWindow": "5", "alarmEmail": "ops@example.com", "retainData": "false"}
+	ctx := map[string]any{"stage": "prod", "consumerMemory": "1024", "batchSize": "50", "batchingWindow": "5", "recordConcurrency": "25", "alarmEmail": "ops@example.com", "retainData": "false"}
 	s, err := StageFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +313,7 @@ func TestContextOverridesTheStage(t *testing.T) {
 		{map[string]any{"consumerTimeout": "12"}, "raise the consumer timeout to 22s or more"},
 		{map[string]any{"providerTimeout": "20"}, "raise the consumer timeout to 42s or more"},
 		{map[string]any{"batchingWindow": "200", "batchSize": "100"}, "does not span the 3m20s batching window"},
+		{map[string]any{"batchingWindow": "5", "batchSize": "100"}, "raise the concurrency to 50, or lower the batch size to 20"},
 		{map[string]any{"maxAttempts": "8"}, "plus 3 receives that may not reach the provider"},
 		{map[string]any{"enqueueTimeout": "60"}, "not below the schedule's 1m0s period"},
 	} {

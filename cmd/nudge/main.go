@@ -6,6 +6,7 @@
 //	nudge status                       deliveries by state, overdue, queue depths
 //	nudge reminder show|purge ID       one reminder's deliveries and history; delete it
 //	nudge dlq list|redrive             review the DLQ; redrive a bounded batch
+//	nudge ledger retain                give items written before 2026-11-30 their reminder's TTL
 //	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
 //	nudge local invoke --event FILE    run a function's bootstrap under the Lambda emulator
 //	nudge local demo [flags]           run the whole system locally and check its invariants
@@ -48,6 +49,10 @@ const usage = `usage:
       the DLQ, at most R per second. An interruption may duplicate, never lose.
   nudge dlq redrive --all --via-move-task [--rate R] [--yes]
       The console's mechanism: an SQS message move task over the whole DLQ.
+  nudge ledger retain [--dry-run] [--json]
+      Once, for a table written before 2026-11-30: give every reminder and
+      delivery item the TTL of its reminder (expiresAt + 90 days) where it has
+      none or an earlier one. Never shortens a TTL; safe to run again.
   (status, reminder and dlq take --stage NAME for the resources nudge-NAME-…,
    or --table, --queue-url, --dlq-url; defaults $NUDGE_STAGE, $NUDGE_TABLE,
    $NUDGE_QUEUE_URL, $NUDGE_DLQ_URL. Exit codes: 0 done, 1 failed, 2 usage,
@@ -94,6 +99,8 @@ func run(args []string) int {
 			return reminderCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
 		case "dlq":
 			return dlqCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+		case "ledger":
+			return ledgerCmd(args[1:], os.Stdout, os.Stderr)
 		case "-h", "--help", "help":
 			fmt.Print(usage)
 			return 0

@@ -99,8 +99,9 @@ func (o *ops) connect(ctx context.Context, needQueues bool) error {
 	if needQueues && (*o.workURL == "" || *o.dlqURL == "") {
 		return usageError("no queues: pass --stage NAME, or --queue-url and --dlq-url (the stack's outputs WorkQueueUrl and DeadLetterQueueUrl)")
 	}
-	// An operator's clock may be a minute off: leases (purge) and publish
-	// times (redrive) are judged with that margin.
+	// An operator's clock may be a minute off: leases (purge) are judged
+	// with that margin. (A redrive puts a delivery back at its dueAt, behind
+	// every cursor, so its publish time needs none.)
 	o.ledger, err = ledger.New(o.db, ledger.Config{Table: *o.table, Shards: *o.shards, ClockSkew: ledger.OperatorClockSkew})
 	return err
 }
@@ -707,4 +708,39 @@ func explain(err error, table, workURL, dlqURL string) (string, int) {
 		return msg + ". Set AWS_REGION and credentials (AWS_PROFILE, or aws sso login)", exitAccess
 	}
 	return msg, exitFailed
+}
+
+// ---- nudge ledger retain ----
+
+func ledgerCmd(args []string, out, errs io.Writer) int {
+	if len(args) == 0 || args[0] != "retain" {
+		fmt.Fprint(errs, "nudge ledger: want retain\n\n"+usage)
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("nudge ledger retain", flag.ContinueOnError)
+	fs.SetOutput(errs)
+	o := addOpsFlags(fs, out, errs, nil)
+	dryRun := fs.Bool("dry-run", false, "count the items to change; change nothing")
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	ctx, stop := opsContext()
+	defer stop()
+	if err := o.connect(ctx, false); err != nil {
+		return o.fail("ledger retain", err)
+	}
+	r, err := o.ledger.Retain(ctx, o.db, *dryRun)
+	if err != nil {
+		return o.fail("ledger retain", err)
+	}
+	if *o.json {
+		o.printJSON(map[string]any{"table": *o.table, "dryRun": *dryRun, "items": r.Items, "extended": r.Extended})
+		return exitOK
+	}
+	verb := "given"
+	if *dryRun {
+		verb = "would be given"
+	}
+	fmt.Fprintf(out, "%d reminder and delivery items read; %d %s their reminder's TTL (expiresAt + 90 days).\n", r.Items, r.Extended, verb)
+	return exitOK
 }

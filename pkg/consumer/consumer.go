@@ -376,7 +376,7 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class, reason string) error {
 	attrs := map[string]sqstypes.MessageAttributeValue{
 		AttrErrorClass:      strAttr(class),
-		AttrReason:          strAttr(clip(reason, 256)),
+		AttrReason:          strAttr(ledger.Clip(reason, 256)),
 		AttrAttempts:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.attempts))},
 		AttrReceives:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.receives))},
 		AttrSourceMessageID: strAttr(r.rec.MessageId),
@@ -408,7 +408,7 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 		}
 	}
 	c.cfg.Metrics.Add(MetricDeadLettered, 1)
-	c.transition(r, "dead", "errorClass", class, "reason", clip(reason, 256))
+	c.transition(r, "dead", "errorClass", class, "reason", ledger.Clip(reason, 256))
 	return nil
 }
 
@@ -480,14 +480,4 @@ func strAttr(s string) sqstypes.MessageAttributeValue {
 		s = "-"
 	}
 	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

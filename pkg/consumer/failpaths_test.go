@@ -163,10 +163,11 @@ func TestDLQSendFailsThenTheRecordIsRetried(t *testing.T) {
 }
 
 // TestDeadLetterReachedTheDLQButNotTheLedger: the DLQ send succeeds and
-// the ledger write after it fails. The record is retried; the retry sends a
-// second DLQ copy and marks the ledger: the delivery is dead once, the DLQ
-// holds two copies of it (nudge dlq list shows them as one delivery, see
-// pkg/redrive), and nothing is lost.
+// the ledger write after it fails. The record is retried; the retry claims
+// again, calls the provider once more with the same key (the 400 answers
+// the same), sends a second DLQ copy and marks the ledger: the delivery is
+// dead once, the DLQ holds two copies of it (nudge dlq list shows them as
+// one delivery, see pkg/redrive), and nothing is lost.
 func TestDeadLetterReachedTheDLQButNotTheLedger(t *testing.T) {
 	f := newFailPath(t, &provider.StatusError{Code: 400}, func(l consumer.Ledger) consumer.Ledger { return &deadLetterFails{Ledger: l, left: 1} })
 	now := f.clk.Now()

@@ -127,10 +127,6 @@ func TestEarlyStandardMessageIsRepublishedWithADelay(t *testing.T) {
 	}
 }
 
-// TestBackoffGrowsWithProviderAttemptsUntilTheBudget: the backoff and the
-// budget count the provider attempts the ledger recorded, not the message's
-// receive count, which here stays at 1 (a repair's republish starts a new
-// message at 1; before, that reset the budget and the backoff).
 // TestDueDecadesAheadIsReleasedNotOverflowed: a message for a delivery due
 // 70 or 400 years ahead (one created past intake's cap) is handed back to
 // the calendar. Before, its wait in seconds overflowed int32 (70 years)
@@ -155,6 +151,10 @@ func TestDueDecadesAheadIsReleasedNotOverflowed(t *testing.T) {
 	}
 }
 
+// TestBackoffGrowsWithProviderAttemptsUntilTheBudget: the backoff and the
+// budget count the provider attempts the ledger recorded, not the message's
+// receive count, which here stays at 1 (a repair's republish starts a new
+// message at 1; before, that reset the budget and the backoff).
 func TestBackoffGrowsWithProviderAttemptsUntilTheBudget(t *testing.T) {
 	f := newFast(t, &provider.StatusError{Code: 503})
 	f.seed(t, "rem-5", f.clk.Now())

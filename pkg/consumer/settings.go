@@ -68,14 +68,17 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	return s, nil
 }
 
-// LedgerAllowance is the time a record needs after its send: the ledger's
-// complete or retry write, or the DLQ send and the dead-letter write.
+// LedgerAllowance is the time a record needs besides its send: the claim
+// before it, and the ledger's complete or retry write after it (or the DLQ
+// send and the dead-letter write).
 const LedgerAllowance = time.Second
 
-// CheckTimeout checks the settings against the function's timeout, the
-// relations the consumer's time budget relies on:
+// CheckTimeout checks the settings against the function's timeout and the
+// event source mapping's batch size, the relations the consumer's time
+// budget relies on:
 //
 //	timeout ≥ cut-off margin + one provider timeout
+//	batch size ≤ concurrency × ⌈(timeout − cut-off margin) / provider timeout⌉
 //
 // The cut-off margin (NUDGE_CUTOFF_MARGIN, by default the provider timeout +
 // the ledger allowance + the reserve) is the end of the invocation in which
@@ -84,11 +87,20 @@ const LedgerAllowance = time.Second
 // batch larger than the concurrency gets a second round started after a
 // first that took as long as a send may. With a shorter timeout most
 // records are returned unstarted on every receive until SQS moves them to
-// the DLQ without a reason.
-func (s Settings) CheckTimeout(timeout time.Duration) error {
+// the DLQ without a reason. And while a provider answers as slowly as its
+// timeout, records start in rounds of Concurrency, one round per provider
+// timeout of that window: a batch must fit in those rounds, or its tail is
+// returned unstarted on every receive for as long as the slowdown lasts.
+func (s Settings) CheckTimeout(timeout time.Duration, batchSize int) error {
 	if need := s.CutoffMargin + s.ProviderTimeout; timeout < need {
-		return fmt.Errorf("consumer: a function timeout of %v leaves %v in which records may start (the cut-off margin is %v: the %v provider timeout + %v for the ledger writes + the %v reserve); it must leave at least one provider timeout: raise the consumer timeout to %v or more, or lower the provider timeout",
+		return fmt.Errorf("consumer: a function timeout of %v leaves %v in which records may start (the cut-off margin is %v: the %v provider timeout + %v for the claim and the write after a send + the %v reserve); it must leave at least one provider timeout: raise the consumer timeout to %v or more, or lower the provider timeout",
 			timeout, max(timeout-s.CutoffMargin, 0), s.CutoffMargin, s.ProviderTimeout, LedgerAllowance, batch.DefaultReserve(s.CutoffMargin), need)
+	}
+	window := timeout - s.CutoffMargin
+	rounds := int((window + s.ProviderTimeout - 1) / s.ProviderTimeout)
+	if batchSize > s.Concurrency*rounds {
+		return fmt.Errorf("consumer: a batch of %d records, %d at a time (NUDGE_CONCURRENCY), starts at most %d while every send takes the %v provider timeout (%d rounds in the %v before the cut-off); the rest would return unstarted on every receive: raise the concurrency to %d, or lower the batch size to %d",
+			batchSize, s.Concurrency, s.Concurrency*rounds, s.ProviderTimeout, rounds, window, (batchSize+rounds-1)/rounds, s.Concurrency*rounds)
 	}
 	return nil
 }

@@ -199,7 +199,6 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{Config{Duplicates: 2}, "duplicates share 2; use 0 to 1"},
 		{Config{Faults: &Faults{Server: 0.7, Drop: 0.5}}, "add up to 1.20"},
 		{Config{Kills: -1}, "-1 kills; use 0 or more"},
-		{Config{ConsumerTimeout: 3 * time.Second}, "consumer timeout 3s; use 6s"},
 		{Config{EnqueueBudget: time.Minute}, "enqueue budget 1m0s; use 0"},
 	} {
 		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -209,6 +208,11 @@ func TestConfigRefusesNonsense(t *testing.T) {
 	cfg := defaults(t, Config{MaxConcurrency: 1})
 	if _, err := cfg.stage(); err == nil || !strings.Contains(err.Error(), "maximum concurrency 1") {
 		t.Errorf("a maximum concurrency of 1 is below Lambda's minimum for SQS: %v", err)
+	}
+	// The consumer's time budget is the stage's relation, checked once.
+	cfg = defaults(t, Config{ConsumerTimeout: 3 * time.Second})
+	if _, err := cfg.stage(); err == nil || !strings.Contains(err.Error(), "raise the consumer timeout to 6s or more") {
+		t.Errorf("a 3 s consumer timeout with the demo's 2 s provider timeout: %v", err)
 	}
 }
 

@@ -29,6 +29,9 @@ type Stage struct {
 	BatchSize      int
 	BatchingWindow time.Duration
 	MaxConcurrency int
+	// RecordConcurrency is how many records of a batch one invocation runs
+	// at once (NUDGE_CONCURRENCY).
+	RecordConcurrency int
 
 	// ProviderTimeout bounds one send.
 	ProviderTimeout time.Duration
@@ -58,7 +61,7 @@ func Dev() Stage {
 		Name:             "dev",
 		ConsumerMemoryMB: 256, ConsumerTimeout: 30 * time.Second,
 		EnqueueMemoryMB: 256, EnqueueTimeout: 55 * time.Second,
-		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5,
+		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
 	}
@@ -149,7 +152,7 @@ func (s Stage) Validate() error {
 	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.invalid/", WebhookSecret: "-"}
 	if cs, err := consumer.SettingsFromEnv(mapEnv(s.ConsumerEnv(placeholders))); err != nil {
 		check(false, "%v", err)
-	} else if err := cs.CheckTimeout(s.ConsumerTimeout); err != nil {
+	} else if err := cs.CheckTimeout(s.ConsumerTimeout, s.BatchSize); err != nil {
 		check(false, "%v", err)
 	}
 	if es, err := enqueue.SettingsFromEnv(mapEnv(s.EnqueueEnv(placeholders))); err != nil {
@@ -184,6 +187,7 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL, "NUDGE_DLQ_URL": r.DLQURL,
 		"NUDGE_WEBHOOK_URL":        r.WebhookURL,
 		"NUDGE_PROVIDER_TIMEOUT":   s.ProviderTimeout.String(),
+		"NUDGE_CONCURRENCY":        strconv.Itoa(s.RecordConcurrency),
 		"NUDGE_MAX_ATTEMPTS":       strconv.Itoa(s.MaxAttempts),
 		"NUDGE_MAX_RECEIVE_COUNT":  strconv.Itoa(s.MaxReceiveCount),
 		"NUDGE_VISIBILITY_TIMEOUT": s.Visibility().String(),

@@ -44,6 +44,7 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"enqueue without a budget":      {func(s *deployment.Stage) { s.EnqueueTimeout = 7 * time.Second }, "raise the enqueue timeout to 8s or more"},
 		"zero shards":                   {func(s *deployment.Stage) { s.Shards = 0 }, "0 shards"},
 		"big batch without window":      {func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 0 }, "needs a batching window"},
+		"batch beyond what can start":   {func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 5*time.Second }, "starts at most 20 while every send takes the 10s provider timeout (2 rounds in the 18s before the cut-off)"},
 		"concurrency below 2":           {func(s *deployment.Stage) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},
 	} {
 		s := deployment.Dev()
@@ -58,6 +59,7 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"window the visibility just spans":     func(s *deployment.Stage) { s.BatchingWindow = 150 * time.Second },
 		"receive margin of 3":                  func(s *deployment.Stage) { s.MaxAttempts = 7 },
 		"enqueue budget of 5s":                 func(s *deployment.Stage) { s.EnqueueTimeout = 8 * time.Second },
+		"a batch of 100 at 50 at a time":       func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow, s.RecordConcurrency = 100, 5*time.Second, 50 },
 	} {
 		s := deployment.Dev()
 		edit(&s)
@@ -78,7 +80,7 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Visibility != s.Visibility() || c.MaxAttempts != s.MaxAttempts || c.MaxReceiveCount != s.MaxReceiveCount || c.Shards != s.Shards || c.ProviderTimeout != s.ProviderTimeout {
+	if c.Visibility != s.Visibility() || c.MaxAttempts != s.MaxAttempts || c.MaxReceiveCount != s.MaxReceiveCount || c.Shards != s.Shards || c.ProviderTimeout != s.ProviderTimeout || c.Concurrency != s.RecordConcurrency {
 		t.Fatalf("consumer settings %+v do not match stage %+v", c, s)
 	}
 	e, err := enqueue.SettingsFromEnv(getenv(s.EnqueueEnv(r)))

@@ -596,12 +596,44 @@ func TestAnOperatorClockBehindNeverSchedulesBehindTheCursor(t *testing.T) {
 	}
 }
 
+// readBoth holds every Requeue until both runs have read the overdue
+// deliveries (GetMany), so that both decide to repair each of them: the
+// race the requeue's condition must settle.
+type readBoth struct {
+	enqueue.Ledger
+	reads chan struct{}
+	both  chan struct{}
+	once  sync.Once
+}
+
+func (r *readBoth) GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error) {
+	ds, err := r.Ledger.GetMany(ctx, keys)
+	select {
+	case r.reads <- struct{}{}:
+	default:
+	}
+	if len(r.reads) == cap(r.reads) {
+		r.once.Do(func() { close(r.both) })
+	}
+	return ds, err
+}
+
+func (r *readBoth) Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error) {
+	select {
+	case <-r.both:
+	case <-time.After(10 * time.Second):
+		return ledger.Delivery{}, errors.New("test: the other run never read the overdue deliveries")
+	}
+	return r.Ledger.Requeue(ctx, d, note)
+}
+
 // TestConcurrentRepairsRepublishEachLostHandOffOnce: 60 hand-offs are lost;
-// past the repair threshold two runs start at the same moment. Each lost
-// delivery is republished once in all: the requeue's condition on the
-// delivery as read lets one run through and refuses the other.
+// past the repair threshold two runs both read them as lost before either
+// repairs one. Each lost delivery is republished once in all: the requeue's
+// condition on the delivery as read lets one run through and refuses the
+// other.
 func TestConcurrentRepairsRepublishEachLostHandOffOnce(t *testing.T) {
-	b := setup(t, 4)
+	b := setup(t, 1) // one shard: each run reads the 60 in one GetMany
 	for i := range 60 {
 		b.schedule(t, fmt.Sprintf("rem-lost-%02d", i), t0)
 	}
@@ -613,22 +645,23 @@ func TestConcurrentRepairsRepublishEachLostHandOffOnce(t *testing.T) {
 	b.pub.drop = false
 	b.pub.take()
 	b.clk.Advance(11 * time.Minute)
-	runs := []*enqueue.Enqueuer{b.enqueuer(t, nil), b.enqueuer(t, nil)}
+	gate := &readBoth{Ledger: b.ledger, reads: make(chan struct{}, 2), both: make(chan struct{})}
+	runs := []*enqueue.Enqueuer{
+		b.enqueuer(t, func(c *enqueue.Config) { c.Ledger = gate }),
+		b.enqueuer(t, func(c *enqueue.Config) { c.Ledger = gate }),
+	}
 	reps := make([]enqueue.Report, len(runs))
-	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, e := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
 			var err error
 			if reps[i], err = e.Run(b.ctx); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
-	close(start)
 	wg.Wait()
 	got := keysOf(b.pub.take())
 	if len(got) != 60 || reps[0].Repaired+reps[1].Repaired != 60 {

@@ -24,8 +24,9 @@ type Function struct {
 }
 
 // Handle runs the enqueue for one schedule event and returns its report.
-// An error fails the invocation, so that the schedule's retry policy and
-// the Errors alarm see it.
+// An error fails the invocation: the Errors alarm sees it, and the failed
+// tick goes to the function's on-failure destination (the schedule DLQ).
+// Nothing retries it: the next tick, a minute later, is the retry.
 func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (Report, error) {
 	tick, err := DecodeTick(raw)
 	if err != nil {

@@ -60,8 +60,8 @@ type Delivery struct {
 	SentAt         time.Time
 	Receipt        string
 	UpdatedAt      time.Time
-	// TTL is when DynamoDB may delete the item (Ledger.Expiry); zero while
-	// the delivery is live.
+	// TTL is when DynamoDB may delete the item: Ledger.Expiry, set when the
+	// delivery is created.
 	TTL     time.Time
 	History []Entry
 }

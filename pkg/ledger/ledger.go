@@ -44,10 +44,10 @@ type Config struct {
 	// four attempts, which keeps a delivery item under 1 KB so that each
 	// transition costs one write unit (docs/ledger.md has the measurement).
 	HistoryLimit int
-	// Retention is how long a delivery item lives after it ends, through the
-	// table's TTL attribute "ttl", and a reminder item after its expiresAt;
-	// never less than ExpiryMargin past its expiresAt (see Expiry). Default
-	// 90 days.
+	// Retention is how long every item of a reminder, its deliveries and
+	// the reminder item alike, is kept after the reminder's expiresAt,
+	// through the table's TTL attribute "ttl" (see Expiry). Default
+	// DefaultRetention.
 	Retention time.Duration
 	// Shards is how many due index shards new deliveries spread over.
 	// Default 8, at most 1000. It may grow, never shrink: the ledger records
@@ -101,7 +101,7 @@ func New(api API, cfg Config) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: history limit %d is below 2", cfg.HistoryLimit)
 	}
 	if cfg.Retention == 0 {
-		cfg.Retention = 90 * 24 * time.Hour
+		cfg.Retention = DefaultRetention
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = 8
@@ -133,31 +133,27 @@ func (l *Ledger) Shards() int { return l.cfg.Shards }
 // Lookahead returns the configured lookahead.
 func (l *Ledger) Lookahead() time.Duration { return l.cfg.Lookahead }
 
-// ExpiryMargin is how long past its reminder's expiresAt any item outlives
-// it at least. While an item exists, creating its reminder again (an old
-// import run once more) finds it and writes nothing; once expiresAt has
-// passed, intake refuses the reminder. So no item may disappear before
-// expiresAt, and the margin covers an importer's clock that runs behind.
-const ExpiryMargin = 24 * time.Hour
+// DefaultRetention is how long a reminder's items are kept after its
+// expiresAt unless the ledger is told otherwise.
+const DefaultRetention = 90 * 24 * time.Hour
 
-// Expiry is when DynamoDB may delete a delivery item that ended at end:
-// Retention after it ends, but never before ExpiryMargin past expiresAt.
-// (A reminder item's is ReminderExpiry.)
-func (l *Ledger) Expiry(end, expiresAt time.Time) time.Time {
-	return Expiry(end, expiresAt, l.cfg.Retention)
+// Expiry is when DynamoDB may delete an item of a reminder expiring at
+// expiresAt (the reminder item, or a delivery): Retention after expiresAt.
+// A delivery's TTL is set when it is created. No item may go before
+// expiresAt: while one exists, creating its reminder again (an old import
+// run once more) finds it and writes nothing, and once expiresAt has passed
+// intake refuses the reminder; so nothing is ever created, and sent, twice.
+// A live delivery past expiresAt can never be claimed, so its item may go
+// too.
+func (l *Ledger) Expiry(expiresAt time.Time) time.Time {
+	return Expiry(time.Time{}, expiresAt, l.cfg.Retention)
 }
 
-// Expiry is when an item that ended at end, of a reminder expiring at
-// expiresAt, may be deleted with the given retention.
-func Expiry(end, expiresAt time.Time, retention time.Duration) time.Time {
-	return later(end.Add(retention), expiresAt.Add(ExpiryMargin)).Truncate(time.Second)
-}
-
-// ReminderExpiry is when DynamoDB may delete a reminder item: Retention
-// after its expiresAt, when its deliveries have ended (the enqueue expires
-// any still live at expiresAt) and their own retention runs.
-func (l *Ledger) ReminderExpiry(expiresAt time.Time) time.Time {
-	return expiresAt.Add(l.cfg.Retention)
+// Expiry is when an item of a reminder expiring at expiresAt may be deleted
+// with the given retention: retention after expiresAt, or after ended if it
+// ended later.
+func Expiry(ended, expiresAt time.Time, retention time.Duration) time.Time {
+	return later(ended, expiresAt).Add(retention).Truncate(time.Second)
 }
 
 // publishAt is when a delivery due at dueAt, placed in the index now, may be
@@ -209,10 +205,11 @@ func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 		return err
 	}
 	var shard, sort string
+	d.TTL = l.Expiry(d.ExpiresAt)
 	if !d.Status.Terminal() {
 		shard, sort = ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)), IndexSort(l.publishAt(d.DueAt, now), d.Key())
 	} else {
-		d.TTL = l.Expiry(now, d.ExpiresAt)
+		d.TTL = Expiry(now, d.ExpiresAt, l.cfg.Retention)
 	}
 	av, err := toItem(d, shard, sort)
 	if err != nil {
@@ -368,7 +365,7 @@ func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Deli
 	u.set("#status", ":sent", StatusSent)
 	u.set("sentAt", ":now", nil)
 	u.set("receipt", ":receipt", clip(receipt, MaxReceipt))
-	u.terminal(l.Expiry(now, d.ExpiresAt))
+	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: clip(receipt, 80)})
 	u.holdsLease(d)
@@ -424,11 +421,11 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 	u.set("#status", ":dead", StatusDead)
 	u.set("lastErrorClass", ":class", f.Class)
 	u.set("lastError", ":error", clip(f.Message, 500))
-	u.terminal(l.Expiry(now, d.ExpiresAt))
+	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: clip(f.Message, 120)})
 	u.live(d)
-	return l.ended(ctx, u, d.ExpiresAt)
+	return l.write(ctx, u, LiveRefusal)
 }
 
 // Expire records that d passed its expiresAt unsent. Like DeadLetter, d is
@@ -437,11 +434,11 @@ func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("expire", d.Key(), now)
 	u.set("#status", ":expired", StatusExpired)
-	u.terminal(l.Expiry(now, d.ExpiresAt))
+	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusExpired, Attempt: d.Attempts, Note: "expiresAt " + Format(d.ExpiresAt)})
 	u.live(d)
-	return l.ended(ctx, u, d.ExpiresAt)
+	return l.write(ctx, u, LiveRefusal)
 }
 
 // Release hands a delivery that is not yet due back to the calendar: it
@@ -467,36 +464,11 @@ func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note strin
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("cancel", key, now)
 	u.set("#status", ":cancelled", StatusCancelled)
-	u.terminal(l.Expiry(now, time.Time{}))
+	u.terminal(Expiry(now, time.Time{}, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: clip(note, 120)})
 	u.live(Delivery{})
-	return l.ended(ctx, u, time.Time{})
-}
-
-// ended writes a live → terminal transition u, then, if the caller did not
-// know the delivery's expiresAt (a cancel by key, a dead letter for a
-// message whose delivery was not claimed), extends the item's TTL to
-// Expiry in a second write when the first set it earlier: a rare path,
-// and the only one where an item could otherwise outlive its retention
-// less than its reminder.
-func (l *Ledger) ended(ctx context.Context, u *update, expiresAt time.Time) (Delivery, error) {
-	d, err := l.write(ctx, u, LiveRefusal)
-	if err != nil || !expiresAt.IsZero() || !d.TTL.Before(l.Expiry(u.now, d.ExpiresAt)) {
-		return d, err
-	}
-	x := l.newUpdate("retain", d.Key(), u.now)
-	x.sets = x.sets[:0] // updatedAt stays the transition's
-	x.names["#ttl"] = attrTTL
-	x.set("#ttl", ":ttl", l.Expiry(u.now, d.ExpiresAt).Unix())
-	x.values[":ended"] = sv(d.Status)
-	x.cond = "#status = :ended AND updatedAt = :now"
-	if kept, err := l.write(ctx, x, func(Delivery) error { return ErrChanged }); err == nil {
-		return kept, nil
-	} else if !errors.Is(err, ErrChanged) && !errors.Is(err, ErrNotFound) {
-		return d, fmt.Errorf("ledger: %s %s: ended, but its retention could not be set to its reminder's expiresAt; run the same %s again: %w", u.op, u.key, u.op, err)
-	}
-	return d, nil // changed since (a redrive, which removes the TTL) or purged
+	return l.write(ctx, u, LiveRefusal)
 }
 
 // Requeue records that the enqueue handed d to the queue again because its
@@ -616,11 +588,13 @@ func (u *update) add(attr, placeholder string, v any) {
 
 func (u *update) remove(attrs ...string) { u.removes = append(u.removes, attrs...) }
 
-// terminal sets the TTL to expiry and takes the delivery out of the due
-// index.
+// terminal takes the delivery out of the due index. Its TTL was set when it
+// was created; an item written before that has none, and gets expiry
+// (retention after the end, or after expiresAt when the writer knows it).
 func (u *update) terminal(expiry time.Time) {
 	u.names["#ttl"] = attrTTL // a reserved word
-	u.set("#ttl", ":ttl", expiry.Unix())
+	u.sets = append(u.sets, "#ttl = if_not_exists(#ttl, :ttl)")
+	u.values[":ttl"] = av(expiry.Unix())
 	u.remove(attrDueShard, attrDueSort)
 }
 
@@ -707,19 +681,21 @@ func av(v any) types.AttributeValue {
 	return a
 }
 
-// Clip keeps at most the first n bytes of s, cut at a character boundary,
-// with an ellipsis if anything was cut: how the ledger bounds the text it
+// Clip bounds s to n bytes: s itself if it fits, else its start, cut at a
+// character boundary, and an ellipsis. How the ledger bounds the text it
 // stores.
 func Clip(s string, n int) string { return clip(s, n) }
 
 func clip(s string, n int) string {
+	const ellipsis = "…"
 	if len(s) <= n {
 		return s
 	}
+	n = max(n-len(ellipsis), 0)
 	for n > 0 && !utf8RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "…"
+	return s[:n] + ellipsis
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

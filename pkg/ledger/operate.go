@@ -17,7 +17,9 @@ import (
 // Operator transitions: the reviewed redrive and the purge of a reminder.
 
 // Redrive records that an operator hands a dead delivery back to the work
-// queue (nudge dlq redrive): it becomes queued, loses its TTL, and enters
+// queue (nudge dlq redrive): it becomes queued, its TTL is set to Expiry
+// (an item written before TTLs were set at creation had one counted from
+// its end, which could come while it is live again), and it enters
 // the due index again with its dueAt as publish time, behind every enqueue
 // cursor. So the enqueue never publishes it a second time, but if the
 // redriven message is lost the overdue scan sees it and the repair
@@ -33,7 +35,12 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 	u.set(attrDueShard, ":shard", ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)))
 	u.set(attrDueSort, ":sort", IndexSort(d.DueAt, d.Key()))
 	u.names["#ttl"] = attrTTL
-	u.remove("#ttl", "claimToken", "leaseUntil", "nextAttemptAt")
+	if d.ExpiresAt.IsZero() { // not as read: keep it forever rather than guess
+		u.remove("#ttl")
+	} else {
+		u.set("#ttl", ":ttl", l.Expiry(d.ExpiresAt).Unix())
+	}
+	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)") // the attempt budget restarts
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: clip(note, 120)})
 	u.values[":dead"], u.values[":dueAt"], u.values[":zero"] = sv(StatusDead), sv(Format(d.DueAt)), av(0)

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func (f *operateFixture) raw(t *testing.T, d ledger.Delivery) map[string]types.A
 }
 
 // TestRedriveHandsADeadDeliveryBackAndIndexesItAgain: dead → queued, back
-// in the due index behind every cursor, without a TTL, with the operator's
+// in the due index behind every cursor, its TTL its reminder's, with the operator's
 // note in the history; only once; and never over a sent delivery.
 func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
 	f := operateSetup(t)
@@ -82,8 +83,9 @@ func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
 	}
 	it := f.raw(t, d)
 	sort, _ := it["dueSort"].(*types.AttributeValueMemberS)
-	if it["dueShard"] == nil || sort == nil || sort.Value != ledger.IndexSort(t0, d.Key()) || it["ttl"] != nil {
-		t.Fatalf("the redriven delivery is not back in the index at its dueAt without a TTL: %v", it)
+	ttl, _ := it["ttl"].(*types.AttributeValueMemberN)
+	if it["dueShard"] == nil || sort == nil || sort.Value != ledger.IndexSort(t0, d.Key()) || ttl == nil || ttl.Value != fmt.Sprint(f.l.Expiry(d.ExpiresAt).Unix()) {
+		t.Fatalf("the redriven delivery is not back in the index at its dueAt with its reminder's TTL: %v", it)
 	}
 	if _, err := f.l.Redrive(f.ctx, dead, "again"); !errors.Is(err, ledger.ErrNotDead) {
 		t.Fatalf("a second redrive: %v, want ErrNotDead", err)
@@ -174,4 +176,82 @@ func TestAnOperatorClockAheadNeverTakesALiveLease(t *testing.T) {
 	if got, err := op.Cancel(f.ctx, d.Key(), "by a skewed operator"); err != nil || got.Status != ledger.StatusCancelled {
 		t.Fatalf("cancel after the lease lapsed: %v, %v", got.Status, err)
 	}
+}
+
+// TestRetainGivesOlderItemsTheirRemindersTTL: items written before TTLs
+// were set at creation — a live delivery with none, an ended one kept 90
+// days after its end though its reminder expires a year later, a reminder
+// item with none — get their reminder's Expiry; a current item and one
+// with a later TTL are left alone; a dry run changes nothing, and a second
+// run finds nothing to do.
+func TestRetainGivesOlderItemsTheirRemindersTTL(t *testing.T) {
+	f := operateSetup(t)
+	far := t0.Add(365 * 24 * time.Hour)
+	create := func(id string) ledger.Delivery {
+		d := ledger.Delivery{ReminderID: id, Channel: "email", Provider: "webhook", DueAt: t0, ExpiresAt: far}
+		if err := f.l.Create(f.ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	setTTL := func(d ledger.Delivery, ttl string) {
+		t.Helper()
+		expr, values := "REMOVE #ttl", map[string]types.AttributeValue(nil)
+		if ttl != "" {
+			expr, values = "SET #ttl = :t", map[string]types.AttributeValue{":t": &types.AttributeValueMemberN{Value: ttl}}
+		}
+		if _, err := f.db.UpdateItem(f.ctx, &dynamodb.UpdateItemInput{TableName: aws.String(f.table), Key: f.key(d.ReminderID, ledger.SortKey(d.Channel, d.Provider)),
+			UpdateExpression: aws.String(expr), ExpressionAttributeNames: map[string]string{"#ttl": "ttl"}, ExpressionAttributeValues: values}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, ended, later := create("rem-old-live"), create("rem-old-ended"), create("rem-later")
+	create("rem-current")
+	setTTL(live, "")
+	setTTL(ended, fmt.Sprint(t0.Add(90*24*time.Hour).Unix()))
+	laterTTL := fmt.Sprint(far.Add(200 * 24 * time.Hour).Unix())
+	setTTL(later, laterTTL)
+	if _, err := f.db.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: aws.String(f.table), Item: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey("rem-old-live")}, "SK": &types.AttributeValueMemberS{Value: "REMINDER"},
+		"expiresAt": &types.AttributeValueMemberS{Value: ledger.Format(far)}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint(f.l.Expiry(far).Unix())
+	if r, err := f.l.Retain(f.ctx, f.db, true); err != nil || r.Items != 5 || r.Extended != 3 {
+		t.Fatalf("dry run: %+v, %v; want 5 items read, 3 to extend", r, err)
+	}
+	if ttl := f.ttl(t, live.ReminderID, ledger.SortKey("email", "webhook")); ttl != "" {
+		t.Fatalf("the dry run wrote a TTL: %s", ttl)
+	}
+	if r, err := f.l.Retain(f.ctx, f.db, false); err != nil || r.Extended != 3 {
+		t.Fatalf("retain: %+v, %v; want 3 extended", r, err)
+	}
+	for _, c := range []struct{ id, sk, want string }{
+		{"rem-old-live", ledger.SortKey("email", "webhook"), want}, {"rem-old-ended", ledger.SortKey("email", "webhook"), want},
+		{"rem-current", ledger.SortKey("email", "webhook"), want}, {"rem-later", ledger.SortKey("email", "webhook"), laterTTL},
+		{"rem-old-live", "REMINDER", want},
+	} {
+		if got := f.ttl(t, c.id, c.sk); got != c.want {
+			t.Errorf("%s %s: TTL %s, want %s", c.id, c.sk, got, c.want)
+		}
+	}
+	if r, err := f.l.Retain(f.ctx, f.db, false); err != nil || r.Extended != 0 {
+		t.Fatalf("a second run: %+v, %v; want nothing to do", r, err)
+	}
+}
+
+func (f *operateFixture) key(id, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey(id)}, "SK": &types.AttributeValueMemberS{Value: sk}}
+}
+
+func (f *operateFixture) ttl(t *testing.T, id, sk string) string {
+	t.Helper()
+	out, err := f.db.GetItem(f.ctx, &dynamodb.GetItemInput{TableName: aws.String(f.table), Key: f.key(id, sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := out.Item["ttl"].(*types.AttributeValueMemberN); ok {
+		return n.Value
+	}
+	return ""
 }

@@ -62,21 +62,27 @@ func (e *StatusError) StatusCode() int { return e.Code }
 // RetryAfter returns the server's requested delay.
 func (e *StatusError) RetryAfter() time.Duration { return e.After }
 
+// MaxRetryAfter bounds what ParseRetryAfter returns: a week, far above any
+// retry policy's cap (the consumer's is at most 12 hours), far below where
+// the arithmetic would overflow.
+const MaxRetryAfter = 7 * 24 * time.Hour
+
 // ParseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date
-// (relative to now). It returns 0 for an absent or unreadable value.
+// (relative to now), at most MaxRetryAfter. It returns 0 for an absent or
+// unreadable value.
 func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.Atoi(v); err == nil {
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if secs < 0 {
 			return 0
 		}
-		return time.Duration(secs) * time.Second
+		return time.Duration(min(secs, int64(MaxRetryAfter/time.Second))) * time.Second
 	}
 	if t, err := http1Date(v); err == nil {
 		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
+			return min(d, MaxRetryAfter).Round(time.Second)
 		}
 	}
 	return 0

@@ -133,6 +133,9 @@ func TestParseRetryAfter(t *testing.T) {
 		"soon":                          0,
 		"Mon, 30 Nov 2026 09:01:30 GMT": 90 * time.Second,
 		"Mon, 30 Nov 2026 08:00:00 GMT": 0,
+		"99999999999999":                provider.MaxRetryAfter, // epoch milliseconds by mistake: would overflow
+		"Fri, 31 Dec 9999 23:59:59 GMT": provider.MaxRetryAfter,
+		"99999999999999999999999":       0, // not a number SQS or Go can hold
 	} {
 		if got := provider.ParseRetryAfter(v, now); got != want {
 			t.Errorf("ParseRetryAfter(%q) = %v, want %v", v, got, want)

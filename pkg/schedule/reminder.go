@@ -221,7 +221,11 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		return Reminder{}, bad("dueAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.DueAt), aheadText(v.MaxAhead), ledger.Format(limit)), "schedule it closer to its time, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)")
 	}
 	if r.ExpiresAt.After(limit) {
-		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.ExpiresAt), aheadText(v.MaxAhead), ledger.Format(limit)), "set an earlier expiresAt, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)")
+		fix := "set an earlier expiresAt, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)"
+		if in.ExpiresAt == "" {
+			fix = fmt.Sprintf("it is dueAt + the default lateness %v: give an expiresAt within the limit, or a shorter lateness (--lateness)", v.Lateness)
+		}
+		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.ExpiresAt), aheadText(v.MaxAhead), ledger.Format(limit)), fix)
 	}
 	if len(in.Deliveries) == 0 || len(in.Deliveries) > MaxDeliveries {
 		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d entries", len(in.Deliveries)), fmt.Sprintf("give 1 to %d deliveries", MaxDeliveries))

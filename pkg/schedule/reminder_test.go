@@ -77,6 +77,7 @@ func TestInvalidRemindersNameTheFieldAndTheFix(t *testing.T) {
 		{"due beyond five years", edit(`2026-12-01T10:00:00+01:00`, `2031-12-01T10:00:00Z`), "dueAt", "more than 5 years ahead"},
 		{"due in the year 9999", edit(`2026-12-01T10:00:00+01:00`, `9999-12-31T23:59:59Z`), "dueAt", "NUDGE_MAX_AHEAD"},
 		{"expires beyond five years", edit(`"dueAt"`, `"expiresAt":"2032-01-01T00:00:00Z","dueAt"`), "expiresAt", "more than 5 years ahead"},
+		{"default expiry beyond five years", edit(`2026-12-01T10:00:00+01:00`, `2031-11-28T12:00:00Z`), "expiresAt", "the default lateness 24h0m0s: give an expiresAt within the limit, or a shorter lateness"},
 		{"oversized", edit(`"deliveries"`, `"metadata":{"k":"`+strings.Repeat("v", 9000)+`"},"deliveries"`), "", "limit is 8192"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 // Ledger is the part of the delivery ledger the store uses.
 type Ledger interface {
 	Table() string
-	ReminderExpiry(expiresAt time.Time) time.Time
+	Expiry(expiresAt time.Time) time.Time
 	Create(ctx context.Context, d ledger.Delivery) error
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
 }
@@ -130,7 +130,7 @@ type reminderItem struct {
 	ExpiresAt string `dynamodbav:"expiresAt"`
 	CreatedAt string `dynamodbav:"createdAt"`
 	// TTL is when DynamoDB may delete the item: the ledger's retention
-	// after expiresAt, so that it is kept as long as its deliveries.
+	// after expiresAt, as for its deliveries.
 	TTL int64 `dynamodbav:"ttl"`
 }
 
@@ -143,7 +143,7 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 	item := reminderItem{
 		PK: ledger.PartitionKey(r.ID), SK: reminderSK, Reminder: r,
 		DueAt: ledger.Format(r.DueAt), ExpiresAt: ledger.Format(r.ExpiresAt), CreatedAt: ledger.Format(s.cfg.Clock.Now()),
-		TTL: s.cfg.Ledger.ReminderExpiry(r.ExpiresAt).Unix(),
+		TTL: s.cfg.Ledger.Expiry(r.ExpiresAt).Unix(),
 	}
 	av, err := attributevalue.MarshalMap(item)
 	if err != nil {

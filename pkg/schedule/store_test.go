@@ -276,9 +276,10 @@ func sweep(t *testing.T, db *dynamodb.Client, table string, now time.Time) (dele
 // 400 days after it is due is sent, then its import is run again at day
 // 100 (after 90 days of retention) and after it expired. No item may have
 // gone while its expiresAt is ahead, so the second import finds the sent
-// delivery and writes nothing; past expiresAt, intake refuses it. Before,
-// the delivery item expired 90 days after its send and the import created
-// it anew, pending: sent a second time.
+// delivery and writes nothing; past expiresAt, intake refuses it, and 90
+// days later every item of it may go. Before, the delivery item expired 90
+// days after its send and the import created it anew, pending: sent a
+// second time.
 func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -307,17 +308,17 @@ func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
 	if d, err := b.ledger.Get(b.ctx, k); err != nil || d.Status != ledger.StatusSent {
 		t.Fatalf("after the second import the delivery is %+v, %v; want it still sent", d.Status, err)
 	}
-	// Past expiresAt (and its margin) the delivery may go; the reminder
-	// item stays its retention longer, and intake refuses the reminder.
-	b.clk.Advance(r.ExpiresAt.Add(ledger.ExpiryMargin + time.Second).Sub(b.clk.Now()))
-	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 1 {
-		t.Fatalf("%d items expired a day after expiresAt, want the delivery", n)
-	}
+	// Past expiresAt intake refuses the reminder; 90 days later every item
+	// of it may go, the reminder item with its deliveries.
+	b.clk.Advance(r.ExpiresAt.Add(time.Second).Sub(b.clk.Now()))
 	if _, err := b.store.Validator().ParseJSON([]byte(js)); err == nil || !strings.Contains(err.Error(), "has passed") {
 		t.Fatalf("import after expiresAt: %v; want it refused", err)
 	}
+	if n := sweep(t, db, b.ledger.Table(), b.clk.Now().Add(90*24*time.Hour-time.Minute)); n != 0 {
+		t.Fatalf("%d items expired before 90 days after expiresAt", n)
+	}
 	b.clk.Advance(r.ExpiresAt.Add(90*24*time.Hour + time.Second).Sub(b.clk.Now()))
-	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 1 {
-		t.Fatalf("%d items expired 90 days after expiresAt, want the reminder item", n)
+	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 2 {
+		t.Fatalf("%d items expired 90 days after expiresAt, want the reminder item and its delivery", n)
 	}
 }

@@ -434,78 +434,74 @@ func testExpireWaitsForAForeignLease(t *testing.T, b bundle) {
 	}
 }
 
-// testNoDeliveryExpiresBeforeItsReminder: an ended delivery is kept
-// Retention (90 days) after it ends, but never less than ExpiryMargin past
-// its reminder's expiresAt, whichever transition ended it and whether the
-// writer knew expiresAt (a cancel by key does not). Otherwise an old import
-// run again after the item expired, with expiresAt still ahead, would
-// create the delivery anew and send it a second time.
+// testNoDeliveryExpiresBeforeItsReminder: a delivery item is kept 90 days
+// (the default retention) after its reminder's expiresAt, from its
+// creation, whichever transition ends it and whether the writer knew
+// expiresAt (a cancel by key does not). Otherwise an old import run again
+// after the item expired, with expiresAt still ahead, would create the
+// delivery anew and send it a second time.
 func testNoDeliveryExpiresBeforeItsReminder(t *testing.T, b bundle) {
 	ctx := context.Background()
-	retention := 90 * 24 * time.Hour
 	far := t0.Add(400 * 24 * time.Hour)
-	want := func(what string, got ledger.Delivery, at time.Time) {
+	want := func(what string, got ledger.Delivery, expiresAt time.Time) {
 		t.Helper()
 		stored, err := b.l.Get(ctx, got.Key())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !stored.TTL.Equal(at.Truncate(time.Second)) || !got.TTL.Equal(stored.TTL) {
-			t.Errorf("%s: TTL %v (returned %v), want %v", what, stored.TTL, got.TTL, at.Truncate(time.Second))
+		at := expiresAt.Add(ledger.DefaultRetention)
+		if !stored.TTL.Equal(at) || !got.TTL.Equal(stored.TTL) {
+			t.Errorf("%s: TTL %v (returned %v), want %v", what, stored.TTL, got.TTL, at)
 		}
 	}
-	// Sent, expiring soon: retention after the send.
+	// Live: set at creation.
+	live, err := b.l.Get(ctx, b.createExpiring(t, "rem-ttl-0", far).Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("live", live, far)
+	// Sent, expiring in a day, and in 400 days.
 	soon := b.create(t, "rem-ttl-1")
 	c, _ := b.claim("tok", soon)
 	sent, err := b.l.Complete(ctx, c, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want("sent, expiring in a day", sent, b.clk.Now().Add(retention))
-	// Sent, expiring in 400 days: kept until a day after that.
+	want("sent, expiring in a day", sent, soon.ExpiresAt)
 	c, _ = b.claim("tok", b.createExpiring(t, "rem-ttl-2", far))
 	sent, err = b.l.Complete(ctx, c, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want("sent, expiring in 400 days", sent, far.Add(ledger.ExpiryMargin))
-	// Dead-lettered after a claim.
+	want("sent, expiring in 400 days", sent, far)
+	// Dead-lettered after a claim, and by key as the consumer does for a
+	// provider it lacks.
 	c, _ = b.claim("tok", b.createExpiring(t, "rem-ttl-3", far))
 	dead, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "rejected", Message: "400"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want("dead-lettered", dead, far.Add(ledger.ExpiryMargin))
-	// Dead-lettered by key, as the consumer does for a provider it lacks.
+	want("dead-lettered", dead, far)
 	byKey := b.createExpiring(t, "rem-ttl-4", far)
 	dead, err = b.l.DeadLetter(ctx, ledger.Delivery{ReminderID: byKey.ReminderID, Channel: byKey.Channel, Provider: byKey.Provider}, ledger.Failure{Class: "config", Message: "no provider"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want("dead-lettered by key", dead, far.Add(ledger.ExpiryMargin))
+	want("dead-lettered by key", dead, far)
 	// Cancelled by key.
 	cancelled, err := b.l.Cancel(ctx, b.createExpiring(t, "rem-ttl-5", far).Key(), "by operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want("cancelled by key", cancelled, far.Add(ledger.ExpiryMargin))
-	// Cancelled, expiring soon: retention after the cancel.
-	cancelled, err = b.l.Cancel(ctx, b.create(t, "rem-ttl-6").Key(), "by operator")
+	want("cancelled by key", cancelled, far)
+	// Expired an hour after its expiresAt: still counted from expiresAt.
+	late := b.createExpiring(t, "rem-ttl-6", t0.Add(time.Hour))
+	b.clk.Advance(2 * time.Hour)
+	exp, err := b.l.Expire(ctx, late)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want("cancelled, expiring in a day", cancelled, b.clk.Now().Add(retention))
-	// Expired: its expiresAt has passed, so retention after it ends.
-	b.clk.Advance(25 * time.Hour)
-	exp, err := b.l.Expire(ctx, b.createExpiring(t, "rem-ttl-7", t0.Add(time.Hour)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want("expired", exp, b.clk.Now().Add(retention))
-	// A live delivery has none.
-	if live, _ := b.l.Get(ctx, b.createExpiring(t, "rem-ttl-8", far).Key()); !live.TTL.IsZero() {
-		t.Errorf("a live delivery has TTL %v", live.TTL)
-	}
+	want("expired", exp, late.ExpiresAt)
 }
 
 // testReceiptIsClipped: a provider's receipt is an identifier; one of 64 KiB
@@ -516,7 +512,7 @@ func testReceiptIsClipped(t *testing.T, b bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sent.Receipt) > ledger.MaxReceipt+len("…") || !utf8.ValidString(sent.Receipt) || !strings.HasPrefix(sent.Receipt, "éé") {
+	if len(sent.Receipt) > ledger.MaxReceipt || !utf8.ValidString(sent.Receipt) || !strings.HasPrefix(sent.Receipt, "éé") || !strings.HasSuffix(sent.Receipt, "…") {
 		t.Fatalf("receipt of %d bytes stored as %d bytes (valid UTF-8: %v)", 64<<10, len(sent.Receipt), utf8.ValidString(sent.Receipt))
 	}
 }

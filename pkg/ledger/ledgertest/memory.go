@@ -52,13 +52,10 @@ func NewMemory(clk clock.Clock, historyLimit int) *Memory {
 	return &Memory{clk: clk, limit: historyLimit, items: map[message.DeliveryKey]ledger.Delivery{}}
 }
 
-// retention is the DynamoDB ledger's default retention, which Memory keeps.
-const retention = 90 * 24 * time.Hour
-
-// ended sets what every terminal transition sets.
-func ended(d *ledger.Delivery, now time.Time) {
+// ended sets what every terminal transition sets. (Its TTL was set when it
+// was created.)
+func ended(d *ledger.Delivery, _ time.Time) {
 	d.NextAttemptAt = time.Time{}
-	d.TTL = ledger.Expiry(now, d.ExpiresAt, retention)
 	endLease(d)
 }
 
@@ -88,8 +85,9 @@ func (m *Memory) Create(_ context.Context, d ledger.Delivery) error {
 	if len(d.History) == 0 {
 		d.History = []ledger.Entry{{At: ledger.Format(now), Status: d.Status}}
 	}
+	d.TTL = ledger.Expiry(time.Time{}, d.ExpiresAt, ledger.DefaultRetention)
 	if d.Status.Terminal() {
-		d.TTL = ledger.Expiry(now, d.ExpiresAt, retention)
+		d.TTL = ledger.Expiry(now, d.ExpiresAt, ledger.DefaultRetention)
 	}
 	m.items[d.Key()] = copyOf(d)
 	return nil
