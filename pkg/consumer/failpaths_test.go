@@ -6,10 +6,15 @@ package consumer_test
 // record is retried and nothing is lost or sent twice.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,4 +223,56 @@ func TestEarlyMessageWhoseRepublishFailsIsRetried(t *testing.T) {
 
 func eventRecord(id, body, receive string) events.SQSMessage {
 	return events.SQSMessage{MessageId: id, ReceiptHandle: "h-" + receive, Body: body, Attributes: map[string]string{"ApproximateReceiveCount": receive}}
+}
+
+// TestNoStoredOrLoggedFieldCarriesTheWebhookURLsSecrets: a webhook URL
+// with a token in its path and query is refused at every attempt until the
+// budget ends. Nothing stored (the ledger's last error and history, the
+// DLQ message's attributes) or logged carries the path or the query.
+func TestNoStoredOrLoggedFieldCarriesTheWebhookURLsSecrets(t *testing.T) {
+	t.Parallel()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL + "/hooks/s3cr3t-path?token=s3cr3t-query"
+	closed.Close()
+	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: url, Secret: []byte("0123456789abcdef-secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	mem := ledgertest.NewMemory(clk, 0)
+	q := &flakyQueue{failures: map[string]int{}}
+	c, err := consumer.New(consumer.Config{Ledger: mem, Queue: q, QueueURL: "work", DLQURL: "dlq", Clock: clk, MaxAttempts: 2,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Providers: map[string]provider.Provider{"webhook": hook}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now()
+	if err := mem.Create(context.Background(), ledger.Delivery{ReminderID: "rem-url", Channel: "email", Provider: "webhook", DueAt: now, ExpiresAt: now.Add(time.Hour), Status: ledger.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := message.Encode(message.Message{ReminderID: "rem-url", Channel: "email", Provider: "webhook", DueAt: now})
+	for i := range 2 {
+		_ = c.Handle(context.Background(), eventRecord("m-url", string(body), fmt.Sprint(i+1)))
+		clk.Advance(10 * time.Minute)
+	}
+	d, _ := mem.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-url", Channel: "email", Provider: "webhook"})
+	if d.Status != ledger.StatusDead || q.to("dlq") != 1 {
+		t.Fatalf("delivery %s, %d DLQ messages; want it dead-lettered after two refused connections", d.Status, q.to("dlq"))
+	}
+	stored := []string{d.LastError, logs.String()}
+	for _, e := range d.History {
+		stored = append(stored, e.Note)
+	}
+	for _, a := range q.sent[0].MessageAttributes {
+		stored = append(stored, aws.ToString(a.StringValue))
+	}
+	for _, s := range stored {
+		if strings.Contains(s, "s3cr3t") {
+			t.Fatalf("a stored or logged field carries the URL's path or query: %s", s)
+		}
+	}
+	if !strings.Contains(d.LastError, "/…") {
+		t.Fatalf("the last error %q does not name the endpoint (scheme and host)", d.LastError)
+	}
 }

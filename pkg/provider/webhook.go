@@ -3,9 +3,6 @@ package provider
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,23 +47,29 @@ type WebhookConfig struct {
 }
 
 // Webhook sends deliveries as signed JSON POSTs. The receiver must verify
-// the signature and deduplicate by the Idempotency-Key header.
+// the signature and the timestamp's age, and deduplicate by the
+// Idempotency-Key header (Verifier; the scheme is SignatureScheme's).
 //
-// Signature: Nudge-Signature is "v1=" + hex(HMAC-SHA256(secret, timestamp +
-// "." + body)), with timestamp the Nudge-Timestamp header (Unix seconds).
-type Webhook struct{ cfg WebhookConfig }
+// Its errors never carry the URL beyond its scheme and host: a URL may hold
+// a token in its path or query, and errors reach the ledger, the DLQ and the
+// logs.
+type Webhook struct {
+	cfg WebhookConfig
+	// redacted is the URL as errors show it.
+	redacted string
+}
 
 // NewWebhook validates cfg and applies its defaults.
 func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("webhook: URL %q is not an absolute URL; set NUDGE_WEBHOOK_URL to https://…", cfg.URL)
+		return nil, errors.New("webhook: the URL is not an absolute URL; set NUDGE_WEBHOOK_URL to https://host/path")
 	}
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && isLoopback(u.Hostname()):
 	default:
-		return nil, fmt.Errorf("webhook: URL %q must use https (plain http is allowed only to a loopback host)", cfg.URL)
+		return nil, fmt.Errorf("webhook: URL %s must use https (plain http is allowed only to a loopback host)", Redact(u))
 	}
 	if len(cfg.Secret) < 16 {
 		return nil, errors.New("webhook: signing secret is missing or shorter than 16 bytes; set the provider secret")
@@ -89,7 +92,17 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Webhook{cfg: cfg}, nil
+	return &Webhook{cfg: cfg, redacted: Redact(u)}, nil
+}
+
+// Redact returns u as errors and logs may show it: its scheme and host, and
+// "/…" if it has more. A webhook URL's path or query may hold a token.
+func Redact(u *url.URL) string {
+	s := u.Scheme + "://" + u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		s += "/…"
+	}
+	return s
 }
 
 func isLoopback(host string) bool {
@@ -98,20 +111,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// Sign returns the signature header value for body at timestamp ts.
-func Sign(secret []byte, ts string, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(ts))
-	m.Write([]byte("."))
-	m.Write(body)
-	return "v1=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// Verify reports whether sig is body's signature at ts.
-func Verify(secret []byte, ts string, body []byte, sig string) bool {
-	return hmac.Equal([]byte(Sign(secret, ts, body)), []byte(sig))
 }
 
 // refuseRedirect makes the client return a 3xx answer as it is. Following
@@ -179,10 +178,10 @@ func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, e
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set(HeaderIdempotencyKey, key)
 	hreq.Header.Set(HeaderTimestamp, ts)
-	hreq.Header.Set(HeaderSignature, Sign(w.cfg.Secret, ts, body))
+	hreq.Header.Set(HeaderSignature, Sign(w.cfg.Secret, ts, key, body))
 	resp, err := w.cfg.Client.Do(hreq)
 	if err != nil {
-		err = fmt.Errorf("webhook: %w", err)
+		err = fmt.Errorf("webhook: %w", w.redact(err))
 		if wrote.Load() {
 			return Receipt{}, failure.Ambiguous(failure.WithClass(err, classOfTransport(err)))
 		}
@@ -206,6 +205,16 @@ func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, e
 	}
 	_ = json.Unmarshal(raw, &ack) // a receipt id is optional
 	return Receipt{ID: ack.ID}, nil
+}
+
+// redact replaces the URL a transport error carries (*url.Error prints it
+// whole) with the redacted one.
+func (w *Webhook) redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: w.redacted, Err: ue.Err}
+	}
+	return err
 }
 
 func classOfTransport(err error) string {

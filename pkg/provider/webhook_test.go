@@ -214,3 +214,31 @@ func TestWebhookNeverFollowsARedirect(t *testing.T) {
 		t.Fatalf("the redirect target received %d requests", n)
 	}
 }
+
+// TestErrorsNeverCarryTheURLsPathOrQuery: a webhook URL may hold a token in
+// its path or query. A refused connection, a timeout after the request was
+// written and a bad configuration each say what happened, with the scheme
+// and host only.
+func TestErrorsNeverCarryTheURLsPathOrQuery(t *testing.T) {
+	t.Parallel()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	refused := closed.URL
+	closed.Close()
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-stop }))
+	defer hang.Close()
+	defer close(stop)
+	for name, base := range map[string]string{"refused": refused, "timeout": hang.URL} {
+		w, err := provider.NewWebhook(provider.WebhookConfig{URL: base + "/hooks/T0/s3cr3t-path?token=s3cr3t-query", Secret: secret, Timeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.Send(context.Background(), req, req.DeliveryKey)
+		if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), base+"/…") {
+			t.Errorf("%s: %v; want an error naming %s/… and nothing of the path or query", name, err, base)
+		}
+	}
+	if _, err := provider.NewWebhook(provider.WebhookConfig{URL: "http://hooks.example.com/x?token=s3cr3t", Secret: secret}); err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "http://hooks.example.com/…") {
+		t.Errorf("configuration error: %v", err)
+	}
+}

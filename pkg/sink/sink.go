@@ -126,9 +126,11 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want a POST with a JSON body", http.StatusBadRequest)
 		return
 	}
-	if s.Secret != nil && !provider.Verify(s.Secret, r.Header.Get(provider.HeaderTimestamp), body, r.Header.Get(provider.HeaderSignature)) {
-		http.Error(w, "bad signature", http.StatusUnauthorized)
-		return
+	if s.Secret != nil {
+		if err := (provider.Verifier{Secrets: [][]byte{s.Secret}}).Verify(r.Header, body); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
 	}
 	key := r.Header.Get(provider.HeaderIdempotencyKey)
 	var req provider.Request
