@@ -26,7 +26,8 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 STAGE       ?= dev
 STACK       := Nudge-$(STAGE)
 SNAPSHOT    := infra/testdata/$(STACK).template.json
-CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE))
+CDK_ARGS    ?=
+CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE)) $(CDK_ARGS)
 
 .PHONY: help demo chaos build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
 
@@ -98,9 +99,10 @@ check-infra: synth ## the synthesized template through cfn-guard with the AWS Co
 	echo "cfn-guard: $$(echo "$$rules" | wc -l) Control Tower rules (less the explained ones in infra/guard-exceptions.txt) on cdk.out/$(STACK).template.json"; \
 	$(CFN_GUARD) validate --data cdk.out/$(STACK).template.json $$(printf -- '--rules %s ' $$rules) --show-summary fail --output-format single-line-summary
 
-deploy: build $(CDK) ## deploy STAGE with your AWS profile/region: make deploy WEBHOOK_URL=https://… WEBHOOK_SECRET=name-or-arn [STAGE=prod] [PROFILE=…]
+deploy: build $(CDK) ## deploy STAGE with your AWS profile/region: make deploy WEBHOOK_URL=https://… WEBHOOK_SECRET=name-or-arn [WEBHOOK_SECRET_KEY=kms-key-arn] [STAGE=prod CDK_ARGS="-c alarmEmail=…"] [PROFILE=…]
 	@test -n "$(WEBHOOK_URL)" -a -n "$(WEBHOOK_SECRET)" || { echo "set WEBHOOK_URL (https://…) and WEBHOOK_SECRET (the Secrets Manager secret's name or ARN)"; exit 2; }
-	$(CDK) deploy $(CDK_FLAGS) $(STACK) --parameters WebhookUrl=$(WEBHOOK_URL) --parameters WebhookSigningRef=$(WEBHOOK_SECRET)
+	$(CDK) deploy $(CDK_FLAGS) $(STACK) --parameters WebhookUrl=$(WEBHOOK_URL) --parameters WebhookSigningRef=$(WEBHOOK_SECRET) \
+	  $(if $(WEBHOOK_SECRET_KEY),--parameters WebhookSigningKmsArn=$(WEBHOOK_SECRET_KEY))
 
 destroy: $(CDK) ## delete the STAGE stack (prod keeps its table and queues)
 	$(CDK) destroy $(CDK_FLAGS) $(STACK)

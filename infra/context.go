@@ -19,7 +19,9 @@ import (
 //	maxConcurrency    instances   maxAttempts     attempts
 //	maxReceiveCount   receives    shards          due index shards
 //	providerTimeout   seconds     recordConcurrency  records of a batch at once
-//	alarmEmail        address     retainData      true | false (the removal policy)
+//	alarmEmail        address     alarmTopicArn   an existing SNS topic
+//	enqueueReservedConcurrency    instances reserved for the enqueue (0: none)
+//	retainData        true | false (the removal policy)
 //
 // Each override goes through the same validation as the stages
 // themselves (deployment.Stage.Validate): a setting that breaks a relation
@@ -40,7 +42,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	ints := map[string]*int{
 		"consumerMemory": &s.ConsumerMemoryMB, "enqueueMemory": &s.EnqueueMemoryMB, "batchSize": &s.BatchSize,
 		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
-		"recordConcurrency": &s.RecordConcurrency,
+		"recordConcurrency": &s.RecordConcurrency, "enqueueReservedConcurrency": &s.EnqueueReservedConcurrency,
 	}
 	for key, dst := range ints {
 		if v, ok := str(key); ok {
@@ -63,6 +65,9 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	}
 	if v, ok := str("alarmEmail"); ok {
 		s.AlarmEmail = v
+	}
+	if v, ok := str("alarmTopicArn"); ok {
+		s.AlarmTopicArn = v
 	}
 	if v, ok := str("retainData"); ok {
 		b, err := strconv.ParseBool(v)

@@ -50,7 +50,7 @@ type NudgeStack struct {
 	// Operator is the managed policy for the people who run the nudge
 	// operator commands (docs/operations.md#operator-permissions).
 	Operator   awsiam.ManagedPolicy
-	AlarmTopic awssns.Topic
+	AlarmTopic awssns.ITopic
 	Alarms     []awscloudwatch.Alarm
 }
 
@@ -80,7 +80,15 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	})
 	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
 		Type: str("String"), MinLength: num(1),
-		Description: str("Name or ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
+		AllowedPattern:        str(`^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
+		ConstraintDescription: str("the name, partial ARN or full ARN of a Secrets Manager secret in this account"),
+		Description:           str("Name, partial ARN or full ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
+	})
+	secretKey := awscdk.NewCfnParameter(stack, str("WebhookSigningKmsArn"), &awscdk.CfnParameterProps{
+		Type: str("String"), Default: str(""),
+		AllowedPattern:        str(`^$|^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$`),
+		ConstraintDescription: str("empty, or the ARN of a KMS key (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+		Description:           str("Only for a signing secret encrypted with a customer managed KMS key: the key's ARN (the consumer gets kms:Decrypt on it alone)"),
 	})
 
 	n.Table = newTable(stack, s, removal)
@@ -106,15 +114,16 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl(),
 		WebhookURL: *webhookURL.ValueAsString(), WebhookSecretID: *secretID.ValueAsString(),
 	}
-	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), s.ConsumerEnv(res), s, removal)
-	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueEnv(res), s, removal)
+	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
+	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
 
 	// Least privilege: only the actions each function calls, on its own
 	// resources (docs/infrastructure.md lists them).
 	indexARN := awscdk.Fn_Join(str(""), &[]*string{n.Table.TableArn(), str("/index/" + ledger.IndexName)})
 	n.Consumer.AddToRolePolicy(allow([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn(), n.DLQ.QueueArn()))
-	n.Consumer.AddToRolePolicy(allow([]string{"secretsmanager:GetSecretValue"}, secretARN(stack, secretID)))
+	n.Consumer.AddToRolePolicy(allow([]string{"secretsmanager:GetSecretValue"}, secretARNs(stack, secretID)...))
+	secretKeyPolicy(stack, n.Consumer, secretKey)
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
 	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn()))
@@ -217,8 +226,9 @@ func newTable(stack awscdk.Stack, s deployment.Stage, removal awscdk.RemovalPoli
 
 // newFunction defines one Go function on provided.al2023/arm64 from
 // BuildDir/<dir>/bootstrap, with a JSON-format log group of its own and a
-// role that may write to that log group and nothing else yet.
-func newFunction(stack awscdk.Stack, id, buildDir, dir string, memoryMB int, timeout float64, env map[string]string, s deployment.Stage, removal awscdk.RemovalPolicy) awslambda.Function {
+// role that may write to that log group and nothing else yet, and reserved
+// instances if reserved is above 0.
+func newFunction(stack awscdk.Stack, id, buildDir, dir string, memoryMB int, timeout float64, reserved int, env map[string]string, s deployment.Stage, removal awscdk.RemovalPolicy) awslambda.Function {
 	bootstrap := filepath.Join(buildDir, dir, "bootstrap")
 	if _, err := os.Stat(bootstrap); err != nil {
 		panic(fmt.Sprintf("%s is missing: run `make build` first (it builds the linux/arm64 bootstraps)", bootstrap))
@@ -237,14 +247,24 @@ func newFunction(stack awscdk.Stack, id, buildDir, dir string, memoryMB int, tim
 	for k, v := range env {
 		environment[k] = str(v)
 	}
-	return awslambda.NewFunction(stack, str(id), &awslambda.FunctionProps{
+	props := &awslambda.FunctionProps{
 		FunctionName: str("nudge-" + s.Name + "-" + dir),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(), Architecture: awslambda.Architecture_ARM_64(),
 		Handler: str("bootstrap"), Code: awslambda.Code_FromAsset(str(filepath.Join(buildDir, dir)), nil),
 		MemorySize: num(float64(memoryMB)), Timeout: secs(timeout),
 		Environment: &environment, LoggingFormat: awslambda.LoggingFormat_JSON, LogGroup: logs, Role: role,
 		Description: str("Nudge " + dir),
-	})
+	}
+	if reserved > 0 {
+		props.ReservedConcurrentExecutions = num(float64(reserved))
+	}
+	return awslambda.NewFunction(stack, str(id), props)
+}
+
+// nudgeMetric is one of Nudge's own metrics (namespace Nudge) of a function.
+func nudgeMetric(fn, name, stat string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(name),
+		DimensionsMap: &map[string]*string{"Function": str(fn)}, Statistic: str(stat), Period: awscdk.Duration_Minutes(num(1))})
 }
 
 func retention(days int) awslogs.RetentionDays {
@@ -265,16 +285,23 @@ func retention(days int) awslogs.RetentionDays {
 
 // operatorPolicy is what the nudge CLI needs to schedule, review, redrive
 // and purge on this stage's resources, and nothing else: attach it to the
-// operators' role or group.
+// operators' role or group. It reads the whole table (status, review, the
+// shard registry), and writes only reminders' partitions (REM#…): never
+// the enqueue's cursors or the shard registry.
 func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsiam.ManagedPolicy {
+	indexARN := awscdk.Fn_Join(str(""), &[]*string{n.Table.TableArn(), str("/index/" + ledger.IndexName)})
+	writes := allow([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, n.Table.TableArn())
+	writes.AddCondition(str("ForAllValues:StringLike"), map[string]any{"dynamodb:LeadingKeys": []string{ledger.PartitionKey("*")}})
+	writes.AddCondition(str("Null"), map[string]any{"dynamodb:LeadingKeys": "false"})
 	return awsiam.NewManagedPolicy(stack, str("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: str("nudge-" + s.Name + "-operator"),
-		Description:       str("Nudge operator commands: schedule, import, cancel, status, reminder show/purge, dlq list/redrive"),
+		Description:       str("Nudge operator commands: schedule, import, cancel, status, reminder show/purge, dlq list/redrive, ledger retain"),
 		Statements: &[]awsiam.PolicyStatement{
-			allow([]string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem",
-				"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn()),
+			allow([]string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()),
+			allow([]string{"dynamodb:Query"}, indexARN),
+			writes,
 			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
-				"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask"}, n.DLQ.QueueArn()),
+				"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"}, n.DLQ.QueueArn()),
 			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"}, n.WorkQueue.QueueArn()),
 		},
 	})
@@ -284,20 +311,46 @@ func allow(actions []string, resources ...*string) awsiam.PolicyStatement {
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources})
 }
 
-// secretARN is the secret's ARN whether the parameter holds its ARN or its
-// name (Secrets Manager adds a six-character suffix to a secret's name).
-func secretARN(stack awscdk.Stack, p awscdk.CfnParameter) *string {
+// secretARNs are the resources that grant the secret whether the parameter
+// holds its name, its partial ARN or its full ARN. Secrets Manager ends a
+// secret's ARN with "-" and six random characters, so a name becomes
+// arn:…:secret:NAME-??????; an ARN is granted as given (a full one) and with
+// that suffix (a partial one, which lacks it). IAM accepts either form only
+// if the resource matches the full ARN: a partial ARN granted as given
+// would fail every read, and the consumer could not start.
+func secretARNs(stack awscdk.Stack, p awscdk.CfnParameter) []*string {
 	isARN := awscdk.NewCfnCondition(stack, str("WebhookSecretIsArn"), &awscdk.CfnConditionProps{
 		Expression: awscdk.Fn_ConditionEquals(awscdk.Fn_Select(num(0), awscdk.Fn_Split(str(":"), p.ValueAsString(), nil)), str("arn")),
 	})
 	byName := stack.FormatArn(&awscdk.ArnComponents{Service: str("secretsmanager"), Resource: str("secret"),
 		ResourceName: awscdk.Fn_Join(str(""), &[]*string{p.ValueAsString(), str("-??????")}), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
-	return awscdk.Token_AsString(awscdk.Fn_ConditionIf(isARN.LogicalId(), p.ValueAsString(), byName), nil)
+	partial := awscdk.Fn_Join(str(""), &[]*string{p.ValueAsString(), str("-??????")})
+	return []*string{
+		awscdk.Token_AsString(awscdk.Fn_ConditionIf(isARN.LogicalId(), p.ValueAsString(), byName), nil),
+		awscdk.Token_AsString(awscdk.Fn_ConditionIf(isARN.LogicalId(), partial, byName), nil),
+	}
 }
 
-// alarms: one SNS topic, every alarm acts on it.
+// secretKeyPolicy gives the consumer kms:Decrypt on the secret's customer
+// managed key, through Secrets Manager only, when the parameter names one.
+func secretKeyPolicy(stack awscdk.Stack, fn awslambda.Function, key awscdk.CfnParameter) {
+	hasKey := awscdk.NewCfnCondition(stack, str("WebhookSecretHasKey"), &awscdk.CfnConditionProps{
+		Expression: awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(key.ValueAsString(), str(""))),
+	})
+	decrypt := allow([]string{"kms:Decrypt"}, key.ValueAsString())
+	decrypt.AddCondition(str("StringEquals"), map[string]any{"kms:ViaService": awscdk.Fn_Join(str(""), &[]*string{str("secretsmanager."), stack.Region(), str(".amazonaws.com")})})
+	p := awsiam.NewPolicy(stack, str("ConsumerSecretKeyPolicy"), &awsiam.PolicyProps{Statements: &[]awsiam.PolicyStatement{decrypt}, Roles: &[]awsiam.IRole{fn.Role()}})
+	p.Node().DefaultChild().(awsiam.CfnPolicy).CfnOptions().SetCondition(hasKey)
+}
+
+// alarms: one SNS topic (the stage's own, or an existing one), every alarm
+// acts on it.
 func (n *NudgeStack) alarms(s deployment.Stage) {
-	n.AlarmTopic = awssns.NewTopic(n.Stack, str("Alarms"), &awssns.TopicProps{DisplayName: str("Nudge " + s.Name + " alarms"), EnforceSSL: jsii.Bool(true)})
+	if s.AlarmTopicArn != "" {
+		n.AlarmTopic = awssns.Topic_FromTopicArn(n.Stack, str("Alarms"), str(s.AlarmTopicArn))
+	} else {
+		n.AlarmTopic = awssns.NewTopic(n.Stack, str("Alarms"), &awssns.TopicProps{DisplayName: str("Nudge " + s.Name + " alarms"), EnforceSSL: jsii.Bool(true)})
+	}
 	if s.AlarmEmail != "" {
 		n.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(str(s.AlarmEmail), nil))
 	}
@@ -320,14 +373,36 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	minute := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Maximum")}
 	sum := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum")}
 	notBreaching := awscloudwatch.TreatMissingData_NOT_BREACHING
+	// Messages hidden by a review (nudge dlq list, a redrive's selection,
+	// status's sample) still count: the alarm must not clear while
+	// someone looks at the DLQ.
 	add("dlq-not-empty", "Messages are waiting in the DLQ: review them (nudge dlq list) and redrive.",
-		n.DLQ.MetricApproximateNumberOfMessagesVisible(minute), 0, 1, 0, notBreaching)
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(v, 0) + FILL(h, 0)"), Label: str("DLQ messages"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"v": n.DLQ.MetricApproximateNumberOfMessagesVisible(minute), "h": n.DLQ.MetricApproximateNumberOfMessagesNotVisible(minute)},
+			Period:       awscdk.Duration_Minutes(num(1))}),
+		0, 1, 0, notBreaching)
 	add("oldest-message-age", fmt.Sprintf("A work-queue message is older than %v: the consumer is not keeping up or is failing.", s.OldestMessageAlarm),
 		n.WorkQueue.MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
 	add("overdue-pending", "Deliveries are overdue and not sent for three minutes: the quiet queue with a growing overdue set.",
-		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(enqueue.MetricOverduePending),
-			DimensionsMap: &map[string]*string{"Function": str("enqueue")}, Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Maximum")}),
-		0, 3, 0, awscloudwatch.TreatMissingData_BREACHING)
+		nudgeMetric("enqueue", enqueue.MetricOverduePending, "Maximum"), 0, 3, 0, awscloudwatch.TreatMissingData_BREACHING)
+	// A renewal reminder that missed its window is an incident (escalation
+	// or manual review), whichever function expired it.
+	add("expired", "Deliveries expired unsent: their reminders missed their window. Find them (nudge status --expired 24h) and escalate.",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(c, 0) + FILL(e, 0)"), Label: str("Expired"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"c": nudgeMetric("consumer", consumer.MetricExpired, "Sum"), "e": nudgeMetric("enqueue", enqueue.MetricExpired, "Sum")},
+			Period:       awscdk.Duration_Minutes(num(1))}),
+		0, 1, 0, notBreaching)
+	add("consumer-duration", fmt.Sprintf("Consumer invocations ran over 80%% of their %v timeout in 3 of 5 minutes: a little slower and whole batches time out.", s.ConsumerTimeout),
+		n.Consumer.MetricDuration(minute), 0.8*float64(s.ConsumerTimeout.Milliseconds()), 5, 3, notBreaching)
+	add("unstarted", "The consumer returned records unstarted at its cut-off in 3 of 5 minutes: batches do not fit in the time before the deadline.",
+		nudgeMetric("consumer", consumer.MetricUnstarted, "Sum"), 0, 5, 3, notBreaching)
+	add("publish-failed", "SQS kept refusing the enqueue's messages in 3 of 5 minutes: hand-offs wait in the calendar.",
+		nudgeMetric("enqueue", enqueue.MetricPublishFailed, "Sum"), 0, 5, 3, notBreaching)
+	add("dynamodb-throttles", "DynamoDB throttled the ledger's requests in 3 of 5 minutes: claims and hand-offs are retried and slow down.",
+		n.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum"),
+			Operations: &[]awsdynamodb.Operation{awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_BATCH_GET_ITEM, awsdynamodb.Operation_QUERY, awsdynamodb.Operation_SCAN,
+				awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM, awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_TRANSACT_WRITE_ITEMS}}),
+		0, 5, 3, notBreaching)
 	add("consumer-errors", "The consumer function failed invocations.", n.Consumer.MetricErrors(sum), 0, 3, 0, notBreaching)
 	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, 0, notBreaching)
 	add("enqueue-errors", "The enqueue function failed runs: hand-offs wait.", n.Enqueue.MetricErrors(sum), 0, 3, 0, notBreaching)
@@ -343,10 +418,7 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 
 // dashboard shows the Nudge metrics and the queue depths.
 func (n *NudgeStack) dashboard(s deployment.Stage) {
-	nudge := func(fn, name, stat string) awscloudwatch.IMetric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(name),
-			DimensionsMap: &map[string]*string{"Function": str(fn)}, Statistic: str(stat), Period: awscdk.Duration_Minutes(num(1))})
-	}
+	nudge := func(fn, name, stat string) awscloudwatch.IMetric { return nudgeMetric(fn, name, stat) }
 	graph := func(title string, metrics ...awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: str(title), Left: &metrics, Width: num(8)})
 	}
@@ -364,5 +436,16 @@ func (n *NudgeStack) dashboard(s deployment.Stage) {
 		graph("Queue depth", n.WorkQueue.MetricApproximateNumberOfMessagesVisible(minute), n.WorkQueue.MetricApproximateNumberOfMessagesNotVisible(minute),
 			n.DLQ.MetricApproximateNumberOfMessagesVisible(minute)),
 		graph("Functions", n.Consumer.MetricErrors(minute), n.Consumer.MetricThrottles(minute), n.Enqueue.MetricErrors(minute), n.Enqueue.MetricDuration(minute)),
+	)
+	// By channel and by failure class: what to look at before changing the
+	// retry policy. SEARCH finds whichever channels and classes occur.
+	search := func(dim, name string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Period: awscdk.Duration_Minutes(num(1)), Label: str(""),
+			Expression: str(fmt.Sprintf(`SEARCH('{Nudge,Function,%s} MetricName="%s" Function="consumer"', 'Sum', 60)`, dim, name))})
+	}
+	d.AddWidgets(
+		graph("Sent by channel", search("Channel", consumer.MetricSent)),
+		graph("Retried by failure class", search("ErrorClass", consumer.MetricRetried)),
+		graph("Dead-lettered by failure class", search("ErrorClass", consumer.MetricDeadLettered)),
 	)
 }

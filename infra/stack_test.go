@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -115,7 +116,9 @@ func num64(t *testing.T, v any) float64 {
 // TestInvariants checks, on the synthesized template of each stage, the
 // relations the code relies on.
 func TestInvariants(t *testing.T) {
-	for _, s := range []deployment.Stage{deployment.Dev(), deployment.Prod()} {
+	prod := deployment.Prod()
+	prod.AlarmEmail = "oncall@example.com"
+	for _, s := range []deployment.Stage{deployment.Dev(), prod} {
 		t.Run(s.Name, func(t *testing.T) {
 			_, tpl := synth(t, s)
 			tp := toJSON(t, tpl)
@@ -236,14 +239,64 @@ func TestInvariants(t *testing.T) {
 			if _, ok := tp.one(t, "AWS::CloudWatch::Alarm", "MetricName", "OverduePending")["Properties"].(map[string]any); !ok {
 				t.Error("no OverduePending alarm")
 			}
+			// Every alarm's runbook is a section of docs/operations.md.
+			runbook, err := os.ReadFile("../docs/operations.md")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sections := map[string]bool{}
+			for _, m := range regexp.MustCompile(`(?m)^### (.+)$`).FindAllStringSubmatch(string(runbook), -1) {
+				for _, name := range strings.Split(m[1], ", ") {
+					sections[name] = true
+				}
+			}
+			names := map[string]bool{}
+			for _, a := range alarms {
+				p := props(a)
+				name := strings.TrimPrefix(fmt.Sprint(p["AlarmName"]), "nudge-"+s.Name+"-")
+				names[name] = true
+				if !sections[name] {
+					t.Errorf("alarm %s has no runbook section in docs/operations.md", name)
+				}
+				if !strings.Contains(fmt.Sprint(p["AlarmDescription"]), "docs/operations.md#"+name) {
+					t.Errorf("alarm %s does not link its runbook: %v", name, p["AlarmDescription"])
+				}
+			}
+			for _, want := range []string{"expired", "consumer-duration", "unstarted", "publish-failed", "dynamodb-throttles", "ticks-lost", "overdue-pending", "dlq-not-empty"} {
+				if !names[want] {
+					t.Errorf("no %s alarm", want)
+				}
+			}
+			enqueueFn := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-enqueue"))
+			if got := enqueueFn["ReservedConcurrentExecutions"]; (s.EnqueueReservedConcurrency == 0) != (got == nil) || got != nil && num64(t, got) != float64(s.EnqueueReservedConcurrency) {
+				t.Errorf("enqueue reserved concurrency %v, want %d", got, s.EnqueueReservedConcurrency)
+			}
 			// The operators' policy: what the CLI calls, on this stage's
 			// table and queues only.
 			op := props(tp.one(t, "AWS::IAM::ManagedPolicy", "ManagedPolicyName", "nudge-"+s.Name+"-operator"))
 			granted := strings.Join(actions(op), " ")
-			for _, a := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+			for _, a := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 				"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"} {
 				if !strings.Contains(granted, a) {
 					t.Errorf("the operator policy lacks %s, which the nudge CLI calls", a)
+				}
+			}
+			for _, a := range []string{"dynamodb:ConditionCheckItem", "sqs:CancelMessageMoveTask", "dynamodb:BatchWriteItem"} {
+				if strings.Contains(granted, a) {
+					t.Errorf("the operator policy grants %s, which the nudge CLI never calls", a)
+				}
+			}
+			// Its table writes are limited to reminders' partitions: never
+			// the enqueue's cursors (CURSOR#…) or the shard registry (NUDGE).
+			for _, st := range op["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				acts := fmt.Sprint(st["Action"])
+				if !strings.Contains(acts, "PutItem") && !strings.Contains(acts, "UpdateItem") && !strings.Contains(acts, "DeleteItem") {
+					continue
+				}
+				cond := fmt.Sprint(st["Condition"])
+				if !strings.Contains(cond, "ForAllValues:StringLike:map[dynamodb:LeadingKeys:[REM#*]]") || !strings.Contains(cond, "Null:map[dynamodb:LeadingKeys:false]") {
+					t.Errorf("the operator policy's writes %s are not limited to the REM# partitions: %s", acts, cond)
 				}
 			}
 			if res := fmt.Sprint(op["PolicyDocument"]); strings.Contains(res, "Resource:*") {
@@ -323,5 +376,80 @@ func TestContextOverridesTheStage(t *testing.T) {
 	}
 	if s, err := StageFromContext(func(k string) any { return map[string]any{"providerTimeout": "20", "consumerTimeout": "45"}[k] }); err != nil || s.ProviderTimeout.Seconds() != 20 {
 		t.Errorf("a slower provider with a longer consumer timeout: %v, %v", s.ProviderTimeout, err)
+	}
+}
+
+// TestProdAlarmsReachSomeone: prod refuses to synthesize without an alarm
+// e-mail or an existing SNS topic, naming both settings; with a topic's
+// ARN, the alarms notify it and the stack creates no topic.
+func TestProdAlarmsReachSomeone(t *testing.T) {
+	_, err := StageFromContext(func(k string) any { return map[string]any{"stage": "prod"}[k] })
+	if err == nil || !strings.Contains(err.Error(), "-c alarmEmail=") || !strings.Contains(err.Error(), "-c alarmTopicArn=") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("prod without an alarm target: %v; want one line naming alarmEmail and alarmTopicArn", err)
+	}
+	if _, err := StageFromContext(func(k string) any { return map[string]any{"stage": "prod", "alarmTopicArn": "oncall"}[k] }); err == nil || !strings.Contains(err.Error(), "not an SNS topic ARN") {
+		t.Fatalf("a topic that is not an ARN: %v", err)
+	}
+	const topic = "arn:aws:sns:eu-west-1:123456789012:oncall"
+	s, err := StageFromContext(func(k string) any { return map[string]any{"stage": "prod", "alarmTopicArn": topic}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tpl := synth(t, s)
+	tp := toJSON(t, tpl)
+	if topics := tp.resources("AWS::SNS::Topic"); len(topics) != 0 {
+		t.Errorf("the stack creates %d topics, want none: it notifies %s", len(topics), topic)
+	}
+	for id, a := range tp.resources("AWS::CloudWatch::Alarm") {
+		if acts := fmt.Sprint(props(a)["AlarmActions"]); !strings.Contains(acts, topic) {
+			t.Errorf("alarm %s notifies %s, not %s", id, acts, topic)
+		}
+	}
+}
+
+// TestTheSecretParameterTakesANameOrAnARN: the parameter's pattern accepts
+// a secret's name, partial ARN and full ARN, and the consumer is granted
+// both the ARN as given and with Secrets Manager's six-character suffix,
+// so a partial ARN works; a customer managed key gets kms:Decrypt alone,
+// through Secrets Manager, only when given.
+func TestTheSecretParameterTakesANameOrAnARN(t *testing.T) {
+	_, tpl := synth(t, deployment.Dev())
+	tp := toJSON(t, tpl)
+	params := tp["Parameters"].(map[string]any)
+	ref := params["WebhookSigningRef"].(map[string]any)
+	pattern := regexp.MustCompile(fmt.Sprint(ref["AllowedPattern"]))
+	for _, ok := range []string{"nudge/webhook-signing", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:nudge/webhook-signing",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:nudge/webhook-signing-AbCdEf"} {
+		if !pattern.MatchString(ok) {
+			t.Errorf("WebhookSigningRef refuses %q", ok)
+		}
+	}
+	for _, bad := range []string{"", "nudge webhook", "arn:aws:s3:::bucket/key"} {
+		if pattern.MatchString(bad) {
+			t.Errorf("WebhookSigningRef accepts %q", bad)
+		}
+	}
+	key := regexp.MustCompile(fmt.Sprint(params["WebhookSigningKmsArn"].(map[string]any)["AllowedPattern"]))
+	if !key.MatchString("") || !key.MatchString("arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab") || key.MatchString("alias/nudge") {
+		t.Error("WebhookSigningKmsArn's pattern")
+	}
+	grants := ""
+	for _, p := range tp.resources("AWS::IAM::Policy") {
+		if strings.Contains(fmt.Sprint(props(p)["PolicyDocument"]), "secretsmanager:GetSecretValue") {
+			grants = fmt.Sprint(props(p)["PolicyDocument"])
+		}
+	}
+	if !strings.Contains(grants, "Fn::If:[WebhookSecretIsArn map[Ref:WebhookSigningRef]") || !strings.Contains(grants, "Fn::If:[WebhookSecretIsArn map[Fn::Join:[ [map[Ref:WebhookSigningRef] -??????]]]") {
+		t.Errorf("the secret is not granted as given and with its suffix: %s", grants)
+	}
+	var decrypt map[string]any
+	for _, p := range tp.resources("AWS::IAM::Policy") {
+		if strings.Contains(fmt.Sprint(props(p)["PolicyDocument"]), "kms:Decrypt") {
+			decrypt = p
+		}
+	}
+	if decrypt == nil || decrypt["Condition"] != "WebhookSecretHasKey" || !strings.Contains(fmt.Sprint(props(decrypt)["PolicyDocument"]), "Ref:WebhookSigningKmsArn") ||
+		!strings.Contains(fmt.Sprint(props(decrypt)["PolicyDocument"]), "kms:ViaService") {
+		t.Errorf("kms:Decrypt on the secret's key: %v", decrypt)
 	}
 }

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,47 +14,34 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 // tableFlags are the settings every calendar command shares.
 type tableFlags struct {
-	table    *string
-	shards   *int
-	lateness *time.Duration
-	maxAhead *time.Duration
+	stage, table       *string
+	lateness, maxAhead *time.Duration
 }
 
-func addTableFlags(fs *flag.FlagSet) tableFlags {
+func addTableFlags(c *command) tableFlags {
 	return tableFlags{
-		table:    fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger table (default $NUDGE_TABLE)"),
-		shards:   fs.Int("shards", envInt("NUDGE_SHARDS", 8), "due index shards; use the stack's setting (default $NUDGE_SHARDS or 8)"),
-		lateness: fs.Duration("lateness", envDuration("NUDGE_LATENESS", 24*time.Hour), "default expiresAt − dueAt (default $NUDGE_LATENESS or 24h)"),
-		maxAhead: fs.Duration("max-ahead", envDuration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead), "how far ahead dueAt and expiresAt may be (default $NUDGE_MAX_AHEAD or 43800h, 5 years)"),
+		stage:    c.fs.String("stage", os.Getenv("NUDGE_STAGE"), "the deployed stage, whose table is nudge-`NAME`-ledger [$NUDGE_STAGE]"),
+		table:    c.fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger `TABLE`, instead of the stage's [$NUDGE_TABLE]"),
+		lateness: c.fs.Duration("lateness", c.env.Duration("NUDGE_LATENESS", 24*time.Hour), "the default expiresAt − dueAt [$NUDGE_LATENESS]"),
+		maxAhead: c.fs.Duration("max-ahead", c.env.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead), "how far ahead dueAt and expiresAt may be [$NUDGE_MAX_AHEAD]"),
 	}
-}
-
-func envInt(name string, def int) int {
-	var n int
-	if _, err := fmt.Sscan(os.Getenv(name), &n); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
-		return d
-	}
-	return def
 }
 
 // store connects to the ledger table with the standard AWS configuration
 // (region, credentials, AWS_ENDPOINT_URL_* for the local stand-ins).
 func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
+	if *f.table == "" && *f.stage != "" {
+		*f.table = deployment.Stage{Name: *f.stage}.TableName()
+	}
 	if *f.table == "" {
-		return nil, errors.New("no ledger table: pass --table NAME or set NUDGE_TABLE (the stack's output LedgerTable)")
+		return nil, errors.New("no ledger table: pass --stage NAME (for the table nudge-NAME-ledger) or --table NAME, or set NUDGE_STAGE or NUDGE_TABLE (the stack's output LedgerTable)")
 	}
 	cfg, err := awsclient.Load(ctx)
 	if err != nil {
@@ -64,8 +50,9 @@ func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
 	cfg.RetryMaxAttempts = 8 // a bulk import meets throttling; Create is idempotent
 	db := awsclient.DynamoDB(cfg)
 	// An operator's clock may be a minute off: publish times and leases
-	// are judged with that margin (ledger.Config.ClockSkew).
-	l, err := ledger.New(db, ledger.Config{Table: *f.table, Shards: *f.shards, ClockSkew: ledger.OperatorClockSkew})
+	// are judged with that margin (ledger.Config.ClockSkew). The shard count
+	// is the stack's, as the enqueue recorded it in the table.
+	l, err := ledger.New(db, ledger.Config{Table: *f.table, ShardsFromRegistry: true, ClockSkew: ledger.OperatorClockSkew})
 	if err != nil {
 		return nil, err
 	}
@@ -90,22 +77,22 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // scheduleCmd: nudge schedule [flags] | nudge schedule --json - < reminder.json
 func scheduleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("nudge schedule", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tf := addTableFlags(fs)
-	jsonPath := fs.String("json", "", "read the reminder as JSON from this file ('-' for stdin) instead of flags")
-	id := fs.String("id", "", "reminder id: 1–128 of [A-Za-z0-9._-]")
-	account := fs.String("account", "", "account reference")
-	due := fs.String("due", "", "due time, RFC 3339 (2026-12-01T09:00:00Z)")
-	expires := fs.String("expires", "", "expiry, RFC 3339 (default due + lateness)")
-	channel := fs.String("channel", "email", "channel")
-	prov := fs.String("provider", "webhook", "provider")
-	recipient := fs.String("recipient", "", "recipient reference the provider resolves")
-	template := fs.String("template", "", "template reference")
+	c := newCommand("nudge schedule", "", "Create one reminder, from flags or from JSON. The same id with the same content is harmless;\nwith different content it is refused as a conflict naming the field.", stdout, stderr)
+	fs := c.fs
+	tf := addTableFlags(c)
+	jsonPath := fs.String("json", "", "read the reminder as JSON from `FILE` ('-' for stdin) instead of flags")
+	id := fs.String("id", "", "the reminder `ID`: 1–128 of [A-Za-z0-9._-]")
+	account := fs.String("account", "", "the account reference `REF`")
+	due := fs.String("due", "", "the due `TIME`, RFC 3339 (2026-12-01T09:00:00Z)")
+	expires := fs.String("expires", "", "the expiry `TIME`, RFC 3339 (default: due + lateness)")
+	channel := fs.String("channel", "email", "the `CHANNEL`")
+	prov := fs.String("provider", "webhook", "the `PROVIDER`")
+	recipient := fs.String("recipient", "", "the recipient reference `REF` the provider resolves")
+	template := fs.String("template", "", "the template reference `REF`")
 	meta := metaFlag{}
-	fs.Var(meta, "meta", "metadata KEY=VALUE (repeatable)")
-	if fs.Parse(args) != nil {
-		return 2
+	fs.Var(meta, "meta", "metadata `KEY=VALUE` (repeatable)")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -148,13 +135,13 @@ func scheduleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // importCmd: nudge import [--format jsonl|csv] FILE
 func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
-	fs := flag.NewFlagSet("nudge import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tf := addTableFlags(fs)
-	format := fs.String("format", "", "jsonl or csv (default: from the file's extension)")
-	concurrency := fs.Int("concurrency", 16, "reminders written at once")
-	if fs.Parse(args) != nil {
-		return 2
+	c := newCommand("nudge import", "FILE", "Create reminders in bulk from JSON Lines or CSV. Invalid rows are reported by line and never\nstop valid ones; exits 1 if any row was not created or unchanged.", stdout, stderr)
+	fs := c.fs
+	tf := addTableFlags(c)
+	format := fs.String("format", "", "the file's `FORMAT`, jsonl or csv (default: from its extension)")
+	concurrency := fs.Int("concurrency", 16, "write `N` reminders at a time")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "nudge import: give one FILE (JSON Lines or CSV)")
@@ -243,12 +230,12 @@ func printSummary(w io.Writer, path string, sum schedule.Summary, took time.Dura
 
 // cancelCmd: nudge cancel [--note TEXT] ID
 func cancelCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("nudge cancel", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tf := addTableFlags(fs)
-	note := fs.String("note", "cancelled by operator", "why, for the delivery history")
-	if fs.Parse(args) != nil {
-		return 2
+	c := newCommand("nudge cancel", "ID", "Cancel the reminder's deliveries that have not been sent; says which were, and why the others\nwere not (already sent, or being sent now).", stdout, stderr)
+	fs := c.fs
+	tf := addTableFlags(c)
+	note := fs.String("note", "cancelled by operator", "why, for the delivery history (`TEXT`)")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "nudge cancel: give one reminder ID")

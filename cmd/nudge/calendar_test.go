@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
@@ -34,6 +36,18 @@ func TestCalendarCommands(t *testing.T) {
 		return code, out.String(), errs.String()
 	}
 	flags := []string{"--id", "rem-cli-1", "--account", "acct-1", "--due", due, "--recipient", "acct-1/contact-1", "--template", "renewal-v3", "--meta", "plan=pro"}
+	// The CLI spreads deliveries over the stack's shard count, which the
+	// enqueue records in the table on its first run; before that it says so.
+	if code, _, errs := run("schedule", "", flags...); code != 1 || !strings.Contains(errs, "the enqueue records the stack's on its first run") {
+		t.Fatalf("schedule before the enqueue ran: %d %q", code, errs)
+	}
+	enqueueLedger, err := ledger.New(db, ledger.Config{Table: table, Shards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := enqueueLedger.StoredShards(context.Background()); err != nil || n != 3 {
+		t.Fatalf("the enqueue's first read of the registry: %d, %v", n, err)
+	}
 	if code, out, errs := run("schedule", "", flags...); code != 0 || !strings.HasPrefix(out, "created rem-cli-1: 1 deliveries") {
 		t.Fatalf("schedule: %d %q %q", code, out, errs)
 	}

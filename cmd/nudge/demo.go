@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,14 +13,23 @@ import (
 )
 
 // localDemo runs the whole system locally and exits 1 if an invariant broke.
-func localDemo(args []string) int { return localRun("demo", demo.Defaults(), args) }
+func localDemo(args []string, out, errs io.Writer) int {
+	return localRun("demo", demo.Defaults(), args, out, errs)
+}
 
 // localChaos runs the system under load and faults, with consumer kills and
 // cut enqueue runs, and exits 1 if an invariant broke.
-func localChaos(args []string) int { return localRun("chaos", demo.ChaosDefaults(), args) }
+func localChaos(args []string, out, errs io.Writer) int {
+	return localRun("chaos", demo.ChaosDefaults(), args, out, errs)
+}
 
-func localRun(name string, d demo.Config, args []string) int {
-	fs := flag.NewFlagSet("nudge local "+name, flag.ContinueOnError)
+func localRun(name string, d demo.Config, args []string, out, errs io.Writer) int {
+	about := "Run the whole system on this machine (DynamoDB Local, fauxqs, the real bootstraps under the\nLambda emulator, a local event source mapping and provider), with faults, then check its invariants\nand print the summary; exits 1 if one broke."
+	if name == "chaos" {
+		about = "The local demo under load and faults: 10,000 reminders, consumer runtimes killed mid-batch, enqueue\nruns cut by their budget; exits 1 if an invariant broke."
+	}
+	c := newCommand("nudge local "+name, "", about, out, errs)
+	fs := c.fs
 	var cfg demo.Config
 	cfg.Stage = d.Stage
 	fs.IntVar(&cfg.Reminders, "reminders", d.Reminders, "how many reminders to schedule")
@@ -39,8 +49,8 @@ func localRun(name string, d demo.Config, args []string) int {
 	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout; the queue's visibility timeout is 6× it")
 	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget (0: the stage's 55 s timeout)")
 	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	// A zero given on the command line means none, not the default.
 	fs.Visit(func(f *flag.Flag) {

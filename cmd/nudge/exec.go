@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -13,13 +14,18 @@ import (
 )
 
 // localExec runs a command with the stand-ins up.
-func localExec(args []string) int {
+func localExec(args []string, out, errs io.Writer) int {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, "nudge local exec: no command given\n\n"+usage)
+		fmt.Fprint(errs, "nudge local exec: no command given\n\n")
+		group(errs, "nudge local exec")
 		return 2
+	}
+	if isHelp(args[0]) {
+		group(out, "nudge local exec")
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

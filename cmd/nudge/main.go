@@ -14,6 +14,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -27,8 +28,9 @@ const usage = `usage:
       valid ones; exits 1 if any row was not created or unchanged.
   nudge cancel [--note TEXT] ID
       Cancel the reminder's deliveries that have not been sent; says which were.
-  (schedule, import and cancel take --table, default $NUDGE_TABLE, and the
-   standard AWS settings: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB.)
+  (schedule, import and cancel take --stage NAME for the table nudge-NAME-ledger,
+   or --table; defaults $NUDGE_STAGE, $NUDGE_TABLE; and the standard AWS
+   settings: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB.)
 
   nudge status [--overdue-after D] [--json]
       Deliveries by state, the overdue ones and the oldest, the work queue's
@@ -40,13 +42,14 @@ const usage = `usage:
       Delete the reminder, its deliveries and their history (a deletion
       request). Refused, removing nothing, while a delivery is being sent.
   nudge dlq list [--limit N] [--json]
-      Review the DLQ: delivery, error class and reason, attempts, age, ledger
-      state, where a redrive would send it. Messages stay in the DLQ.
+      Review the DLQ, per delivery: error class and reason, attempts, age,
+      ledger state, copies, where a redrive would send it. Messages stay.
   nudge dlq redrive --max N [--reason-class C] [--older-than D] [--include-settled]
                     [--dry-run] [--yes] [--rate R] [--by WHO] [--json]
-      Show what would move, ask, then for each message: mark the ledger
-      (dead → queued), send the same body to the work queue, delete it from
-      the DLQ, at most R per second. An interruption may duplicate, never lose.
+      Show what would move, ask, then for each delivery: mark the ledger
+      (dead → queued), send the same body to the work queue, delete it (and
+      any copy) from the DLQ, at most R per second. An interruption may
+      duplicate, never lose.
   nudge dlq redrive --all --via-move-task [--rate R] [--yes]
       The console's mechanism: an SQS message move task over the whole DLQ.
   nudge ledger retain [--dry-run] [--json]
@@ -81,46 +84,58 @@ const usage = `usage:
 `
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+func run(args []string, in io.Reader, out, errs io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "schedule":
-			return scheduleCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+			return scheduleCmd(args[1:], in, out, errs)
 		case "import":
-			return importCmd(args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr))
+			return importCmd(args[1:], out, errs, isTerminal(os.Stderr))
 		case "cancel":
-			return cancelCmd(args[1:], os.Stdout, os.Stderr)
+			return cancelCmd(args[1:], out, errs)
 		case "status":
-			return statusCmd(args[1:], os.Stdout, os.Stderr)
+			return statusCmd(args[1:], out, errs)
 		case "reminder":
-			return reminderCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+			return reminderCmd(args[1:], in, out, errs)
 		case "dlq":
-			return dlqCmd(args[1:], os.Stdin, os.Stdout, os.Stderr)
+			return dlqCmd(args[1:], in, out, errs)
 		case "ledger":
-			return ledgerCmd(args[1:], os.Stdout, os.Stderr)
-		case "-h", "--help", "help":
-			fmt.Print(usage)
+			return ledgerCmd(args[1:], out, errs)
+		case "-h", "-help", "--help", "help":
+			fmt.Fprint(out, usage)
 			return 0
 		}
 	}
-	if len(args) < 2 || args[0] != "local" {
-		fmt.Fprint(os.Stderr, usage)
+	if len(args) == 0 || args[0] != "local" {
+		if len(args) > 0 {
+			fmt.Fprintf(errs, "nudge: unknown command %q\n\n", args[0])
+		}
+		fmt.Fprint(errs, usage)
 		return 2
+	}
+	if len(args) == 1 || isHelp(args[1]) {
+		w, code := out, 0
+		if len(args) == 1 {
+			w, code = errs, 2
+		}
+		group(w, "nudge local")
+		return code
 	}
 	switch args[1] {
 	case "exec":
-		return localExec(args[2:])
+		return localExec(args[2:], out, errs)
 	case "invoke":
-		return localInvoke(args[2:])
+		return localInvoke(args[2:], out, errs)
 	case "demo":
-		return localDemo(args[2:])
+		return localDemo(args[2:], out, errs)
 	case "chaos":
-		return localChaos(args[2:])
+		return localChaos(args[2:], out, errs)
 	}
-	fmt.Fprintf(os.Stderr, "nudge: unknown command %q\n\n%s", "local "+args[1], usage)
+	fmt.Fprintf(errs, "nudge: unknown command %q\n\n", "local "+args[1])
+	group(errs, "nudge local")
 	return 2
 }
 

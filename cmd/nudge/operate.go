@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +44,6 @@ const (
 // ops is what an operator command works on.
 type ops struct {
 	stage, table, workURL, dlqURL *string
-	shards                        *int
 	json                          *bool
 	out, errs                     io.Writer
 	in                            io.Reader
@@ -55,13 +53,13 @@ type ops struct {
 	ledger *ledger.Ledger
 }
 
-func addOpsFlags(fs *flag.FlagSet, out, errs io.Writer, in io.Reader) *ops {
+func addOpsFlags(c *command, out, errs io.Writer, in io.Reader) *ops {
+	fs := c.fs
 	return &ops{
-		stage:   fs.String("stage", os.Getenv("NUDGE_STAGE"), "the deployed stage, naming the resources nudge-<stage>-ledger, -work and -dlq (default $NUDGE_STAGE)"),
-		table:   fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger table, instead of the stage's (default $NUDGE_TABLE)"),
-		workURL: fs.String("queue-url", os.Getenv("NUDGE_QUEUE_URL"), "the work queue's URL, instead of the stage's (default $NUDGE_QUEUE_URL)"),
-		dlqURL:  fs.String("dlq-url", os.Getenv("NUDGE_DLQ_URL"), "the DLQ's URL, instead of the stage's (default $NUDGE_DLQ_URL)"),
-		shards:  fs.Int("shards", envInt("NUDGE_SHARDS", 8), "due index shards, as the stack sets them (default $NUDGE_SHARDS or 8)"),
+		stage:   fs.String("stage", os.Getenv("NUDGE_STAGE"), "the deployed stage, naming the resources nudge-`NAME`-ledger, -work and -dlq [$NUDGE_STAGE]"),
+		table:   fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger `TABLE`, instead of the stage's [$NUDGE_TABLE]"),
+		workURL: fs.String("queue-url", os.Getenv("NUDGE_QUEUE_URL"), "the work queue's `URL`, instead of the stage's [$NUDGE_QUEUE_URL]"),
+		dlqURL:  fs.String("dlq-url", os.Getenv("NUDGE_DLQ_URL"), "the DLQ's `URL`, instead of the stage's [$NUDGE_DLQ_URL]"),
 		json:    fs.Bool("json", false, "print JSON instead of tables"),
 		out:     out, errs: errs, in: in,
 	}
@@ -101,8 +99,9 @@ func (o *ops) connect(ctx context.Context, needQueues bool) error {
 	}
 	// An operator's clock may be a minute off: leases (purge) are judged
 	// with that margin. (A redrive puts a delivery back at its dueAt, behind
-	// every cursor, so its publish time needs none.)
-	o.ledger, err = ledger.New(o.db, ledger.Config{Table: *o.table, Shards: *o.shards, ClockSkew: ledger.OperatorClockSkew})
+	// every cursor, so its publish time needs none.) The shard count is the
+	// stack's, as the enqueue recorded it in the table.
+	o.ledger, err = ledger.New(o.db, ledger.Config{Table: *o.table, ShardsFromRegistry: true, ClockSkew: ledger.OperatorClockSkew})
 	return err
 }
 
@@ -133,8 +132,12 @@ func opsContext() (context.Context, context.CancelFunc) {
 
 func reminderCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(errs, "nudge reminder: want show ID or purge ID\n\n"+usage)
+		group(errs, "nudge reminder")
 		return exitUsage
+	}
+	if isHelp(args[0]) {
+		group(out, "nudge reminder")
+		return exitOK
 	}
 	switch args[0] {
 	case "show":
@@ -142,7 +145,8 @@ func reminderCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	case "purge":
 		return reminderPurge(args[1:], in, out, errs)
 	}
-	fmt.Fprintf(errs, "nudge reminder: unknown command %q; want show or purge\n", args[0])
+	fmt.Fprintf(errs, "nudge reminder: unknown command %q; want show or purge\n\n", args[0])
+	group(errs, "nudge reminder")
 	return exitUsage
 }
 
@@ -165,6 +169,11 @@ type deliveryJSON struct {
 	SentAt         string        `json:"sentAt,omitempty"`
 	Receipt        string        `json:"receipt,omitempty"`
 	UpdatedAt      string        `json:"updatedAt"`
+	// HandedOff, for a live delivery, says whether the enqueue has handed
+	// it to the queue; PublishAt when it may (a pending delivery stays
+	// pending when the cursor hands it off).
+	HandedOff *bool  `json:"handedOff,omitempty"`
+	PublishAt string `json:"publishAt,omitempty"`
 }
 
 func formatOpt(t time.Time) string {
@@ -175,11 +184,11 @@ func formatOpt(t time.Time) string {
 }
 
 func reminderShow(args []string, out, errs io.Writer) int {
-	fs := flag.NewFlagSet("nudge reminder show", flag.ContinueOnError)
-	fs.SetOutput(errs)
-	o := addOpsFlags(fs, out, errs, nil)
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	c := newCommand("nudge reminder show", "ID", "The reminder, each delivery's state, attempts, last error and receipt, whether it was handed\noff, and the transition history in time order.", out, errs)
+	fs := c.fs
+	o := addOpsFlags(c, out, errs, nil)
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(errs, "nudge reminder show: give one reminder id")
@@ -200,9 +209,17 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	}
 	doc := showJSON{Reminder: v.Reminder, History: v.Timeline(), Deliveries: []deliveryJSON{}}
 	for _, d := range v.Deliveries {
-		doc.Deliveries = append(doc.Deliveries, deliveryJSON{Key: d.Key().String(), Status: d.Status, Attempts: d.Attempts,
+		dj := deliveryJSON{Key: d.Key().String(), Status: d.Status, Attempts: d.Attempts,
 			DueAt: formatOpt(d.DueAt), ExpiresAt: formatOpt(d.ExpiresAt), LastErrorClass: d.LastErrorClass, LastError: d.LastError,
-			NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt)})
+			NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt)}
+		if !d.Status.Terminal() {
+			h, err := o.ledger.HandedOff(ctx, d)
+			if err != nil {
+				return o.fail("reminder show", err)
+			}
+			dj.HandedOff, dj.PublishAt = &h.Done, formatOpt(h.PublishAt)
+		}
+		doc.Deliveries = append(doc.Deliveries, dj)
 	}
 	if *o.json {
 		o.printJSON(doc)
@@ -223,13 +240,21 @@ func reminderShow(args []string, out, errs io.Writer) int {
 		fmt.Fprintf(out, "reminder %s  (no reminder item: its deliveries were written directly)\n", fs.Arg(0))
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nDELIVERY\tSTATUS\tATTEMPTS\tDUE\tLAST ERROR\tRECEIPT\tNEXT ATTEMPT")
+	fmt.Fprintln(tw, "\nDELIVERY\tSTATUS\tHANDED OFF\tATTEMPTS\tDUE\tLAST ERROR\tRECEIPT\tNEXT ATTEMPT")
 	for _, d := range doc.Deliveries {
 		lastErr := d.LastErrorClass
 		if d.LastError != "" {
 			lastErr += ": " + d.LastError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Status, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
+		handed := "-"
+		switch {
+		case d.HandedOff == nil:
+		case *d.HandedOff:
+			handed = "yes"
+		default:
+			handed = "no, from " + d.PublishAt
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Status, handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "\nHISTORY (the last entries of each delivery; the logs hold every transition)")
@@ -257,12 +282,12 @@ func dash(s string) string {
 }
 
 func reminderPurge(args []string, in io.Reader, out, errs io.Writer) int {
-	fs := flag.NewFlagSet("nudge reminder purge", flag.ContinueOnError)
-	fs.SetOutput(errs)
-	o := addOpsFlags(fs, out, errs, in)
+	c := newCommand("nudge reminder purge", "ID", "Delete the reminder, its deliveries and their history (a deletion request). Refused, removing\nnothing, while a delivery is being sent.", out, errs)
+	fs := c.fs
+	o := addOpsFlags(c, out, errs, in)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(errs, "nudge reminder purge: give one reminder id")
@@ -333,23 +358,22 @@ func confirm(in io.Reader, out io.Writer, question string) bool {
 // ---- nudge status ----
 
 func statusCmd(args []string, out, errs io.Writer) int {
-	fs := flag.NewFlagSet("nudge status", flag.ContinueOnError)
-	fs.SetOutput(errs)
-	o := addOpsFlags(fs, out, errs, nil)
-	overdueAfter := fs.Duration("overdue-after", envDuration("NUDGE_OVERDUE_AFTER", 5*time.Minute), "how far past due a live delivery counts as overdue (the enqueue's NUDGE_OVERDUE_AFTER)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	c := newCommand("nudge status", "", "The live deliveries and the overdue ones with the oldest (from the due index), the work queue's\nand the DLQ's depths, the age of the DLQ's oldest message (from a sample that stays visible).\n--scan counts every delivery by state and --expired lists the recent expired ones: both read\nthe whole table, priced like a scan.", out, errs)
+	fs := c.fs
+	o := addOpsFlags(c, out, errs, nil)
+	overdueAfter := fs.Duration("overdue-after", c.env.Duration("NUDGE_OVERDUE_AFTER", 5*time.Minute), "how far past due a live delivery counts as overdue, as the enqueue counts it [$NUDGE_OVERDUE_AFTER]")
+	scan := fs.Bool("scan", false, "also count every delivery by state (reads the whole table)")
+	expired := fs.Duration("expired", 0, "also list the deliveries that expired unsent in the last `DURATION`, such as 24h (reads the whole table)")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	ctx, stop := opsContext()
 	defer stop()
 	if err := o.connect(ctx, true); err != nil {
 		return o.fail("status", err)
 	}
-	dlq, err := redrive.New(redrive.Config{Queue: o.sqs, DLQURL: *o.dlqURL, TargetURL: *o.workURL, ReviewHold: 10 * time.Second})
-	if err != nil {
-		return o.fail("status", err)
-	}
-	rep, err := status.Read(ctx, status.Config{DB: o.db, Table: *o.table, Queue: o.sqs, WorkURL: *o.workURL, DLQURL: *o.dlqURL, DLQ: dlq, OverdueAfter: *overdueAfter})
+	rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, DB: o.db, Table: *o.table, Queue: o.sqs, WorkURL: *o.workURL, DLQURL: *o.dlqURL,
+		OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
 	if err != nil {
 		return o.fail("status", err)
 	}
@@ -357,22 +381,28 @@ func statusCmd(args []string, out, errs io.Writer) int {
 		o.printJSON(rep)
 		return exitOK
 	}
-	fmt.Fprintf(out, "ledger %s: %d deliveries\n", rep.Table, rep.Deliveries)
-	for _, s := range []ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusRetrying, ledger.StatusSent, ledger.StatusDead, ledger.StatusExpired, ledger.StatusCancelled} {
-		fmt.Fprintf(out, "  %-10s %d\n", s, rep.ByStatus[s])
-	}
+	fmt.Fprintf(out, "ledger %s: %d live deliveries (exact, from the due index)\n", rep.Table, rep.Live)
 	fmt.Fprintf(out, "overdue (live, more than %v past due): %d", *overdueAfter, rep.OverduePending)
 	if rep.OverduePending > 0 {
 		fmt.Fprintf(out, "; the oldest is %s, %v past due", rep.OldestOverdueKey, time.Duration(rep.OldestOverdueSeconds)*time.Second)
 	}
-	fmt.Fprintln(out)
-	fmt.Fprintf(out, "work queue: %d visible, %d in flight, %d delayed\n", rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
-	fmt.Fprintf(out, "DLQ: %d messages", rep.DLQ.Visible+rep.DLQ.InFlight)
-	if rep.DLQ.Visible > 0 {
-		fmt.Fprintf(out, "; the oldest dead-lettered %v ago", time.Duration(rep.DLQOldestAgeSeconds)*time.Second)
-		if rep.DLQOldestSampled {
-			fmt.Fprint(out, " (of those sampled)")
+	fmt.Fprintln(out, " (exact)")
+	if *scan {
+		fmt.Fprintf(out, "all %d deliveries by state (exact, from a scan of the table):\n", rep.Deliveries)
+		for _, s := range []ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusRetrying, ledger.StatusSent, ledger.StatusDead, ledger.StatusExpired, ledger.StatusCancelled} {
+			fmt.Fprintf(out, "  %-10s %d\n", s, rep.ByStatus[s])
 		}
+	}
+	if *expired > 0 {
+		fmt.Fprintf(out, "expired unsent in the last %v: %d (exact, from a scan of the table)\n", *expired, len(rep.Expired))
+		for _, e := range rep.Expired {
+			fmt.Fprintf(out, "  %s  due %s, expired %s, marked %s — see `nudge reminder show %s`\n", e.Key, ledger.Format(e.DueAt), ledger.Format(e.ExpiresAt), ledger.Format(e.At), strings.SplitN(e.Key, ":", 2)[0])
+		}
+	}
+	fmt.Fprintf(out, "work queue: %d visible, %d in flight, %d delayed (approximate, SQS's counts)\n", rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
+	fmt.Fprintf(out, "DLQ: %d messages (approximate)", rep.DLQ.Visible+rep.DLQ.InFlight)
+	if rep.DLQSampled > 0 {
+		fmt.Fprintf(out, "; the oldest dead-lettered %v ago (%s)", time.Duration(rep.DLQOldestAgeSeconds)*time.Second, rep.Sources["dlqOldestAge"])
 		fmt.Fprint(out, " — review with `nudge dlq list`")
 	}
 	fmt.Fprintln(out)
@@ -383,8 +413,12 @@ func statusCmd(args []string, out, errs io.Writer) int {
 
 func dlqCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(errs, "nudge dlq: want list or redrive\n\n"+usage)
+		group(errs, "nudge dlq")
 		return exitUsage
+	}
+	if isHelp(args[0]) {
+		group(out, "nudge dlq")
+		return exitOK
 	}
 	switch args[0] {
 	case "list":
@@ -392,7 +426,8 @@ func dlqCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	case "redrive":
 		return dlqRedrive(args[1:], in, out, errs)
 	}
-	fmt.Fprintf(errs, "nudge dlq: unknown command %q; want list or redrive\n", args[0])
+	fmt.Fprintf(errs, "nudge dlq: unknown command %q; want list or redrive\n\n", args[0])
+	group(errs, "nudge dlq")
 	return exitUsage
 }
 
@@ -401,12 +436,12 @@ func (o *ops) redriver(by string, rate float64) (*redrive.Redriver, error) {
 }
 
 func dlqList(args []string, out, errs io.Writer) int {
-	fs := flag.NewFlagSet("nudge dlq list", flag.ContinueOnError)
-	fs.SetOutput(errs)
-	o := addOpsFlags(fs, out, errs, nil)
-	limit := fs.Int("limit", 50, "the most messages to read")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	c := newCommand("nudge dlq list", "", "Review the DLQ: per delivery, the error class and reason, attempts, age, ledger state, copies and\nwhere a redrive would send it. Messages stay in the DLQ.", out, errs)
+	fs := c.fs
+	o := addOpsFlags(c, out, errs, nil)
+	limit := fs.Int("limit", 50, "read at most `N` messages")
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	if *limit < 1 {
 		fmt.Fprintln(errs, "nudge dlq list: --limit must be 1 or more")
@@ -481,21 +516,21 @@ func operator() string {
 }
 
 func dlqRedrive(args []string, in io.Reader, out, errs io.Writer) int {
-	fs := flag.NewFlagSet("nudge dlq redrive", flag.ContinueOnError)
-	fs.SetOutput(errs)
-	o := addOpsFlags(fs, out, errs, in)
-	maxN := fs.Int("max", 0, "the most messages to move (required: a redrive is a bounded batch)")
-	class := fs.String("reason-class", "", "only messages dead-lettered with this error class (rejected, exhausted, maxReceiveCount, …)")
-	olderThan := fs.Duration("older-than", 0, "only messages dead-lettered at least this long ago")
+	c := newCommand("nudge dlq redrive", "", "Show what would move, ask, then for each delivery: mark the ledger (dead → queued), send the\nsame body to the work queue, delete it (and any copy) from the DLQ, at most --rate per second.\nAn interruption may duplicate, never lose. --all --via-move-task: the console's mechanism, an SQS\nmessage move task over the whole DLQ.", out, errs)
+	fs := c.fs
+	o := addOpsFlags(c, out, errs, in)
+	maxN := fs.Int("max", 0, "move at most `N` deliveries (required: a redrive is a bounded batch)")
+	class := fs.String("reason-class", "", "only those dead-lettered with this error `CLASS` (rejected, exhausted, maxReceiveCount, …)")
+	olderThan := fs.Duration("older-than", 0, "only those dead-lettered at least `DURATION` ago")
 	settled := fs.Bool("include-settled", false, "also move messages whose delivery was already sent, cancelled or expired (the consumer retires them as duplicates)")
 	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	rate := fs.Float64("rate", 10, "the most messages moved per second")
-	by := fs.String("by", operator(), "who redrives, recorded in the ledger and on the message (default $NUDGE_OPERATOR, else user@host)")
+	rate := fs.Float64("rate", 10, "move at most `R` messages a second")
+	by := fs.String("by", operator(), "`WHO` redrives, recorded in the ledger and on the message [$NUDGE_OPERATOR, else user@host]")
 	all := fs.Bool("all", false, "move the whole DLQ (with --via-move-task)")
 	viaTask := fs.Bool("via-move-task", false, "use SQS's message move task, the console's mechanism (with --all)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := c.parse(args); !ok {
+		return code
 	}
 	switch {
 	case *all != *viaTask:
@@ -713,16 +748,20 @@ func explain(err error, table, workURL, dlqURL string) (string, int) {
 // ---- nudge ledger retain ----
 
 func ledgerCmd(args []string, out, errs io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		group(out, "nudge ledger")
+		return exitOK
+	}
 	if len(args) == 0 || args[0] != "retain" {
-		fmt.Fprint(errs, "nudge ledger: want retain\n\n"+usage)
+		group(errs, "nudge ledger")
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("nudge ledger retain", flag.ContinueOnError)
-	fs.SetOutput(errs)
-	o := addOpsFlags(fs, out, errs, nil)
+	c := newCommand("nudge ledger retain", "", "Once, for a table written before 2026-11-30: give every reminder and delivery item the TTL of its\nreminder (expiresAt + 90 days) where it has none or an earlier one. Never shortens a TTL; safe to\nrun again.", out, errs)
+	fs := c.fs
+	o := addOpsFlags(c, out, errs, nil)
 	dryRun := fs.Bool("dry-run", false, "count the items to change; change nothing")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+	if code, ok := c.parse(args[1:]); !ok {
+		return code
 	}
 	ctx, stop := opsContext()
 	defer stop()

@@ -230,6 +230,12 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("after the redrive the sms delivery is %+v", d)
 	}
 
+	// The calendar commands take --stage too.
+	var cout, cerrs bytes.Buffer
+	if code := cancelCmd([]string{"--stage", f.stage, "rem-ops-1"}, &cout, &cerrs); code != 1 || !strings.Contains(cout.String(), "rem-ops-1:email:webhook: not cancelled: it was already sent") {
+		t.Errorf("cancel --stage: %d %s %s", code, cout.String(), cerrs.String())
+	}
+
 	// The retention backfill: everything written now has its TTL already.
 	if code, out, errs := f.run("", "ledger", "retain", "--dry-run"); code != exitOK || !strings.Contains(out, "items read; 0 would be given their reminder's TTL") {
 		t.Errorf("ledger retain --dry-run: %d %s %s", code, out, errs)
@@ -317,8 +323,7 @@ func TestOperatorErrorsSayWhatToDo(t *testing.T) {
 // path with a fake move task API (fauxqs has none).
 func TestRedriveViaMoveTaskReportsProgress(t *testing.T) {
 	var out, errs bytes.Buffer
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	o := addOpsFlags(fs, &out, &errs, strings.NewReader(""))
+	o := addOpsFlags(newCommand("t", "", "", &out, &errs), &out, &errs, strings.NewReader(""))
 	old := moveTaskPoll
 	moveTaskPoll = time.Millisecond
 	defer func() { moveTaskPoll = old }()

@@ -2,10 +2,12 @@ package awsclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go"
 )
 
 // SecretAPI is the part of the Secrets Manager client ReadSecret uses.
@@ -18,10 +20,22 @@ var _ SecretAPI = (*secretsmanager.Client)(nil)
 // SecretsManager returns a Secrets Manager client.
 func SecretsManager(cfg aws.Config) *secretsmanager.Client { return secretsmanager.NewFromConfig(cfg) }
 
-// ReadSecret reads a string secret by name or ARN, once, at start-up.
+// ReadSecret reads a string secret by name, partial ARN or full ARN, once,
+// at start-up. Its error names the secret and, for the usual causes, the
+// permission or the setting to fix, in one line: the function logs it as it
+// fails to start.
 func ReadSecret(ctx context.Context, api SecretAPI, id string) (string, error) {
 	out, err := api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
-	if err != nil {
+	var apiErr smithy.APIError
+	switch {
+	case err == nil:
+	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "AccessDeniedException":
+		return "", fmt.Errorf("cannot read secret %q: the function's role lacks secretsmanager:GetSecretValue on it, or kms:Decrypt on the KMS key that encrypts it (deploy with the secret's name or ARN as WebhookSigningRef, and its customer managed key, if any, as WebhookSigningKmsArn): %s", id, apiErr.ErrorMessage())
+	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "DecryptionFailure":
+		return "", fmt.Errorf("cannot decrypt secret %q: the function's role lacks kms:Decrypt on its KMS key (deploy with the key's ARN as WebhookSigningKmsArn): %s", id, apiErr.ErrorMessage())
+	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "ResourceNotFoundException":
+		return "", fmt.Errorf("no secret %q in this account and region: create it (aws secretsmanager create-secret --name … --secret-string …) or fix WebhookSigningRef", id)
+	default:
 		return "", fmt.Errorf("read secret %q: %w; check that it exists in this region and that the function's role may read it", id, err)
 	}
 	if out.SecretString == nil || *out.SecretString == "" {

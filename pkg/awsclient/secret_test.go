@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 )
@@ -33,5 +34,33 @@ func TestReadSecret(t *testing.T) {
 	}
 	if _, err := awsclient.ReadSecret(context.Background(), api, "empty"); err == nil || !strings.Contains(err.Error(), "plain text") {
 		t.Fatalf("empty secret: %v", err)
+	}
+}
+
+type refusing struct{ code, message string }
+
+func (r refusing) GetSecretValue(context.Context, *secretsmanager.GetSecretValueInput, ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	return nil, &smithy.OperationError{ServiceID: "Secrets Manager", OperationName: "GetSecretValue", Err: &smithy.GenericAPIError{Code: r.code, Message: r.message}}
+}
+
+// TestSecretErrorsNameTheSecretAndTheFix: a consumer that cannot read its
+// secret fails to start with one line naming the secret and the missing
+// permission or setting.
+func TestSecretErrorsNameTheSecretAndTheFix(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code string
+		want []string
+	}{
+		{"AccessDeniedException", []string{`"nudge/webhook-signing"`, "secretsmanager:GetSecretValue", "kms:Decrypt", "WebhookSigningKmsArn"}},
+		{"DecryptionFailure", []string{`"nudge/webhook-signing"`, "kms:Decrypt on its KMS key", "WebhookSigningKmsArn"}},
+		{"ResourceNotFoundException", []string{`"nudge/webhook-signing"`, "create it", "WebhookSigningRef"}},
+	} {
+		_, err := awsclient.ReadSecret(context.Background(), refusing{tc.code, "denied by policy"}, "nudge/webhook-signing")
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: %v; want one line with %q", tc.code, err, w)
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,6 +214,7 @@ type record struct {
 	receives int // the message's ApproximateReceiveCount
 	attempts int // the delivery's provider attempts, this one included, once claimed
 	used     int // of those, the ones counted against the budget (since the last redrive)
+	channel  string
 	late     bool
 	log      *slog.Logger
 }
@@ -230,7 +232,8 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 		return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
 	}
 	key := msg.Key()
-	r.log = r.log.With("deliveryKey", key.String())
+	r.channel = msg.Channel
+	r.log = r.log.With("deliveryKey", key.String(), "dueAt", ledger.Format(msg.DueAt))
 	now := c.cfg.Clock.Now()
 	if msg.DueAt.After(now.Add(c.cfg.EarlyTolerance)) {
 		return c.deferUntil(ctx, r, msg, msg.DueAt)
@@ -287,7 +290,7 @@ func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Mess
 		// Nothing reached the provider: back off by receives.
 		delay := c.cfg.Backoff.Delay(r.receives, o.RetryAfter)
 		c.transition(r, "retry", "errorClass", o.Class, "next", delay.String(), "error", err.Error())
-		c.cfg.Metrics.Add(MetricRetried, 1)
+		c.count(r, MetricRetried, o.Class)
 		return failure.Retryable(failure.WithClass(err, o.Class), delay)
 	}
 	cur := re.Current
@@ -302,7 +305,7 @@ func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Mess
 		if _, err := c.cfg.Ledger.Expire(ctx, cur); err != nil && !isSettled(err) {
 			return failure.Retryable(err, 0)
 		}
-		c.cfg.Metrics.Add(MetricExpired, 1)
+		c.count(r, MetricExpired, "")
 		c.transition(r, "expired", "expiresAt", ledger.Format(cur.ExpiresAt))
 		return nil
 	case errors.Is(err, ledger.ErrLeased):
@@ -325,7 +328,7 @@ func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, r
 	_, err := c.cfg.Ledger.Complete(ctx, d, receipt.ID)
 	switch {
 	case err == nil:
-		c.cfg.Metrics.Add(MetricSent, 1)
+		c.count(r, MetricSent, "")
 		if r.late {
 			c.cfg.Metrics.Add(MetricLate, 1)
 		}
@@ -342,7 +345,7 @@ func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, r
 	// The provider accepted but the ledger did not record it: retry. The
 	// retry sends the same idempotency key, so the provider deduplicates.
 	c.transition(r, "retry", "errorClass", failure.ClassAWS, "error", err.Error())
-	c.cfg.Metrics.Add(MetricRetried, 1)
+	c.count(r, MetricRetried, failure.ClassAWS)
 	return failure.Ambiguous(err)
 }
 
@@ -364,7 +367,7 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 		}
 		r.log.Warn("could not record the retry in the ledger; the message is retried anyway", "error", err.Error())
 	}
-	c.cfg.Metrics.Add(MetricRetried, 1)
+	c.count(r, MetricRetried, o.Class)
 	c.transition(r, "retry", "kind", o.Kind.String(), "errorClass", o.Class, "next", delay.String(), "error", sendErr.Error())
 	return &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}
 }
@@ -407,7 +410,7 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 			return failure.Retryable(err, 0)
 		}
 	}
-	c.cfg.Metrics.Add(MetricDeadLettered, 1)
+	c.count(r, MetricDeadLettered, class)
 	c.transition(r, "dead", "errorClass", class, "reason", ledger.Clip(reason, 256))
 	return nil
 }
@@ -461,6 +464,26 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 // ceilSeconds is d in whole seconds, rounded up; d is at most 12 hours.
 func ceilSeconds(d time.Duration) int32 {
 	return int32((max(d, 0) + time.Second - 1) / time.Second)
+}
+
+// count adds one to the metric name, split by the record's channel and, if
+// given, the error class: Sent, Retried, DeadLettered and Expired, which
+// the dashboard and the alarms read by channel and class. A channel Nudge
+// does not know counts as "other", and a record whose body did not decode
+// as "none", so that a producer's bad data cannot mint metrics.
+func (c *Consumer) count(r *record, name, class string) {
+	ch := r.channel
+	switch {
+	case ch == "":
+		ch = "none"
+	case !slices.Contains(message.Channels, ch):
+		ch = "other"
+	}
+	by := map[string]string{"Channel": ch}
+	if class != "" {
+		by["ErrorClass"] = class
+	}
+	c.cfg.Metrics.AddBy(name, 1, by)
 }
 
 func (c *Consumer) transition(r *record, outcome string, kv ...any) {

@@ -296,6 +296,12 @@ func TestHappyPathSendsOnceWithTwoLedgerWrites(t *testing.T) {
 	if strings.Contains(b.logs.String(), "acct-1/contact") {
 		t.Fatal("a recipient reference reached the logs")
 	}
+	// The transition line carries the due time; the metric is split by
+	// channel beside the function.
+	if !strings.Contains(b.logs.String(), `"dueAt":"`+ledger.Format(d.DueAt)+`"`) || !strings.Contains(b.logs.String(), `"Channel":"email"`) ||
+		!strings.Contains(b.logs.String(), `[["Function"],["Function","Channel"]]`) {
+		t.Fatalf("the transition's dueAt or the metric's channel split is missing:\n%s", b.logs.String())
+	}
 }
 
 func TestCrashBeforeAcknowledgeIsRedeliveredWithoutASecondSend(t *testing.T) {
@@ -425,6 +431,9 @@ func TestTransientFailuresThenSuccess(t *testing.T) {
 	// Backoff: attempt 1 ceiling 10s, jitter 0.5 → 5s, applied as visibility.
 	if !strings.Contains(b.logs.String(), `"next":"5s"`) {
 		t.Fatalf("backoff not applied:\n%s", b.logs.String())
+	}
+	if !strings.Contains(b.logs.String(), `"ErrorClass":"server","Function":"consumer","Retried":1`) {
+		t.Fatalf("Retried is not split by failure class:\n%s", b.logs.String())
 	}
 	b.expireVisibility(ev, resp)
 	ev, resp = b.poll(1)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/consumer"
@@ -44,6 +45,19 @@ type Stage struct {
 
 	// AlarmEmail, if set, is subscribed to the alarm topic.
 	AlarmEmail string
+	// AlarmTopicArn, if set, is an existing SNS topic the alarms notify
+	// instead of one the stack creates.
+	AlarmTopicArn string
+	// RequireAlarmTarget refuses the stage unless AlarmEmail or
+	// AlarmTopicArn is set: its alarms must reach someone. On in prod.
+	RequireAlarmTarget bool
+	// EnqueueReservedConcurrency, if above 0, reserves that many instances
+	// for the enqueue, so that the once-a-minute tick runs even when the
+	// account's concurrency is used up. It takes them from the account's
+	// unreserved pool (which must keep 100), at no charge. 2 in prod (a run
+	// may overlap the next when DynamoDB is slow); 0 in dev, where a new
+	// account's pool may be too small to reserve from.
+	EnqueueReservedConcurrency int
 	// RetainData keeps the table (with deletion protection) and the queues
 	// when the stack is deleted. On in prod.
 	RetainData bool
@@ -76,6 +90,8 @@ func Prod() Stage {
 	s.Shards = 16
 	s.RetainData = true
 	s.LogRetentionDays = 365
+	s.RequireAlarmTarget = true
+	s.EnqueueReservedConcurrency = 2
 	return s
 }
 
@@ -165,6 +181,11 @@ func (s Stage) Validate() error {
 	check(s.BatchingWindow <= 5*time.Minute, "batching window %v above 5 minutes", s.BatchingWindow)
 	check(s.MaxConcurrency >= 2 && s.MaxConcurrency <= 1000, "maximum concurrency %d outside 2–1000 (Lambda's limits for SQS)", s.MaxConcurrency)
 	check(s.Shards >= 1 && s.Shards <= 1000, "%d shards; use 1 to 1000", s.Shards)
+	check(!s.RequireAlarmTarget || s.AlarmEmail != "" || s.AlarmTopicArn != "",
+		"its alarms would notify nobody: set an e-mail (-c alarmEmail=oncall@example.com) or an existing SNS topic (-c alarmTopicArn=arn:aws:sns:REGION:ACCOUNT:TOPIC)")
+	check(s.AlarmTopicArn == "" || strings.HasPrefix(s.AlarmTopicArn, "arn:aws") && strings.Contains(s.AlarmTopicArn, ":sns:"),
+		"alarmTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.AlarmTopicArn)
+	check(s.EnqueueReservedConcurrency >= 0 && s.EnqueueReservedConcurrency <= 10, "enqueue reserved concurrency %d; use 0 (none) to 10", s.EnqueueReservedConcurrency)
 	check(DLQRetention > WorkRetention, "DLQ retention must exceed the work queue's")
 	check(s.ConsumerMemoryMB >= 128 && s.EnqueueMemoryMB >= 128, "memory below 128 MB")
 	check(s.LogRetentionDays > 0, "log retention must be set")

@@ -17,6 +17,13 @@ func TestStagesAreValid(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if s.RequireAlarmTarget {
+			// Prod's alarms must reach someone: it is valid once told whom.
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "would notify nobody") {
+				t.Errorf("%s without an alarm target: %v", name, err)
+			}
+			s.AlarmEmail = "oncall@example.com"
+		}
 		if err := s.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

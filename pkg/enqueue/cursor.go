@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,17 +13,12 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
-// A shard's cursor is one item in the ledger table, PK CURSOR#<n>, SK
-// CURSOR, whose "pos" is the due index sort key of the last entry handed
-// off. Everything in the shard at or before pos has been handed off;
-// everything after it has not. Only a conditional write moves it.
+// A shard's cursor is one item in the ledger table (ledger.CursorKey),
+// whose "pos" is the due index sort key of the last entry handed off.
+// Everything in the shard at or before pos has been handed off; everything
+// after it has not. Only a conditional write moves it.
 
-func cursorKey(shard int) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		"PK": &types.AttributeValueMemberS{Value: "CURSOR#" + strconv.Itoa(shard)},
-		"SK": &types.AttributeValueMemberS{Value: "CURSOR"},
-	}
-}
+func cursorKey(shard int) map[string]types.AttributeValue { return ledger.CursorKey(shard) }
 
 // readCursor returns shard's cursor position, "" before the first hand-off.
 func (e *Enqueuer) readCursor(ctx context.Context, shard int) (string, error) {

@@ -674,3 +674,27 @@ func TestConcurrentRepairsRepublishEachLostHandOffOnce(t *testing.T) {
 	}
 	t.Logf("run 1 repaired %d, run 2 repaired %d", reps[0].Repaired, reps[1].Repaired)
 }
+
+// TestAPendingDeliveryTellsWhetherItWasHandedOff: a hand-off by the cursor
+// writes nothing to the delivery, which stays pending; what tells an
+// operator whether it was handed off is the cursor, past its index entry
+// or not (nudge reminder show's HANDED OFF).
+func TestAPendingDeliveryTellsWhetherItWasHandedOff(t *testing.T) {
+	b := setup(t, 1)
+	soon := b.schedule(t, "rem-soon", t0.Add(10*time.Minute))
+	later := b.schedule(t, "rem-later", t0.Add(2*time.Hour))
+	for _, k := range []message.DeliveryKey{soon, later} {
+		if h, err := b.ledger.HandedOff(b.ctx, b.status(t, k)); err != nil || h.Done {
+			t.Fatalf("%s before any run: %+v, %v", k, h, err)
+		}
+	}
+	b.clk.Advance(time.Minute)
+	b.run(t, b.enqueuer(t, nil))
+	d := b.status(t, soon)
+	if h, err := b.ledger.HandedOff(b.ctx, d); err != nil || !h.Done || d.Status != ledger.StatusPending {
+		t.Fatalf("%s after the run: %+v, %v, status %s; want handed off and still pending", soon, h, err, d.Status)
+	}
+	if h, err := b.ledger.HandedOff(b.ctx, b.status(t, later)); err != nil || h.Done || !h.PublishAt.Equal(t0.Add(2*time.Hour-15*time.Minute)) {
+		t.Fatalf("%s after the run: %+v, %v; want not handed off, publish at due − 15 min", later, h, err)
+	}
+}

@@ -62,8 +62,20 @@ type Delivery struct {
 	UpdatedAt      time.Time
 	// TTL is when DynamoDB may delete the item: Ledger.Expiry, set when the
 	// delivery is created.
-	TTL     time.Time
+	TTL time.Time
+	// Index is where a live delivery stands in the due index; nil once it
+	// has ended.
+	Index   *IndexPosition
 	History []Entry
+}
+
+// IndexPosition is a live delivery's place in the due index.
+type IndexPosition struct {
+	// Shard is its shard; Sort its sort key (publishAt#key).
+	Shard int
+	Sort  string
+	// PublishAt is when the enqueue may hand it off.
+	PublishAt time.Time
 }
 
 // Entry is one transition in a delivery's history.

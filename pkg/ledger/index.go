@@ -117,15 +117,43 @@ const (
 	registrySK = "SHARDS"
 )
 
-// recordShards writes the shard count to the registry once per Ledger,
-// before the first delivery is placed by it.
-func (l *Ledger) recordShards(ctx context.Context) error {
+// ErrNoShardCount is the reason a ledger that takes its shard count from
+// the registry (Config.ShardsFromRegistry) cannot place a delivery: nothing
+// recorded one yet.
+var ErrNoShardCount = errors.New("no shard count is recorded in the table yet: the enqueue records the stack's on its first run, a minute after a deploy; try again then")
+
+// shardCount returns the number of shards new deliveries spread over,
+// settled once per Ledger before it places its first delivery: its own
+// setting, recorded in the registry (raising the count there if it was
+// lower), or with ShardsFromRegistry the registry's, read and never
+// written.
+func (l *Ledger) shardCount(ctx context.Context) (int, error) {
 	l.mu.Lock()
-	done := l.recorded
+	n, done := l.shards, l.recorded
 	l.mu.Unlock()
 	if done {
-		return nil
+		return n, nil
 	}
+	if l.cfg.ShardsFromRegistry {
+		stored, err := l.readShards(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if stored == 0 {
+			return 0, fmt.Errorf("ledger: %s: %w", l.cfg.Table, ErrNoShardCount)
+		}
+		n = stored
+	} else if err := l.recordShards(ctx, n); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	l.shards, l.recorded = n, true
+	l.mu.Unlock()
+	return n, nil
+}
+
+// recordShards raises the registry's count to n, if it was lower.
+func (l *Ledger) recordShards(ctx context.Context, n int) error {
 	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table),
 		Key: map[string]types.AttributeValue{
@@ -133,21 +161,17 @@ func (l *Ledger) recordShards(ctx context.Context) error {
 		},
 		UpdateExpression:          aws.String("SET shards = :n"),
 		ConditionExpression:       aws.String("attribute_not_exists(shards) OR shards < :n"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(l.cfg.Shards)}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: strconv.Itoa(n)}},
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if err != nil && !errors.As(err, &ccf) {
 		return fmt.Errorf("ledger: record the shard count in %q: %w", l.cfg.Table, err)
 	}
-	l.mu.Lock()
-	l.recorded = true
-	l.mu.Unlock()
 	return nil
 }
 
-// StoredShards returns the number of shards to read: the larger of this
-// ledger's setting and the largest count any writer recorded.
-func (l *Ledger) StoredShards(ctx context.Context) (int, error) {
+// readShards returns the registry's count, 0 if none is recorded.
+func (l *Ledger) readShards(ctx context.Context) (int, error) {
 	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.cfg.Table),
 		Key: map[string]types.AttributeValue{
@@ -158,11 +182,133 @@ func (l *Ledger) StoredShards(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("ledger: read the shard count from %q: %w", l.cfg.Table, err)
 	}
-	n := l.cfg.Shards
 	if v, ok := out.Item["shards"].(*types.AttributeValueMemberN); ok {
-		if stored, err := strconv.Atoi(v.Value); err == nil && stored > n {
-			n = stored
+		if stored, err := strconv.Atoi(v.Value); err == nil {
+			return stored, nil
 		}
 	}
-	return n, nil
+	return 0, nil
+}
+
+// StoredShards returns the number of shards to read: the larger of this
+// ledger's setting and the largest count any writer recorded. A writer's
+// ledger (the enqueue's) records its own count the first time it finds
+// the registry's lower, so that a ledger that reads its count from the
+// registry (the operator CLI's) finds one a minute after a deploy.
+func (l *Ledger) StoredShards(ctx context.Context) (int, error) {
+	stored, err := l.readShards(ctx)
+	if err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	own, done := l.shards, l.recorded
+	l.mu.Unlock()
+	if stored < own && !done && !l.cfg.ShardsFromRegistry {
+		if _, err := l.shardCount(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return max(own, stored), nil
+}
+
+// Live is what the due index says of the live deliveries.
+type Live struct {
+	// Deliveries is every live delivery: pending, queued, sending or
+	// retrying.
+	Deliveries int
+	// Overdue counts those more than overdueAfter past due; OldestOverdue
+	// is how far past due the oldest of them is, and OldestKey which.
+	Overdue       int
+	OldestOverdue time.Duration
+	OldestKey     message.DeliveryKey
+}
+
+// ReadLive reads every entry of the due index, over every shard any writer
+// used, and counts the live deliveries and those more than overdueAfter
+// past due at now. It reads the index only (live work, never the ended
+// deliveries): exact, and priced by the live deliveries' number.
+func (l *Ledger) ReadLive(ctx context.Context, api QueryAPI, now time.Time, overdueAfter time.Duration) (Live, error) {
+	shards, err := l.StoredShards(ctx)
+	if err != nil {
+		return Live{}, err
+	}
+	var live Live
+	for shard := range shards {
+		in := &dynamodb.QueryInput{
+			TableName: aws.String(l.cfg.Table), IndexName: aws.String(IndexName),
+			KeyConditionExpression:    aws.String("#shard = :shard"),
+			ExpressionAttributeNames:  map[string]string{"#shard": attrDueShard},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: ShardKey(shard)}},
+		}
+		for {
+			out, err := api.Query(ctx, in)
+			if err != nil {
+				return live, fmt.Errorf("ledger: read the due index of %q, shard %d: %w", l.cfg.Table, shard, err)
+			}
+			for _, it := range out.Items {
+				e, err := ParseIndexEntry(it)
+				if err != nil {
+					return live, err
+				}
+				live.Deliveries++
+				if late := now.Sub(e.DueAt); late > overdueAfter {
+					live.Overdue++
+					if late > live.OldestOverdue {
+						live.OldestOverdue, live.OldestKey = late, e.Key
+					}
+				}
+			}
+			if len(out.LastEvaluatedKey) == 0 {
+				break
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+	return live, nil
+}
+
+// A shard's cursor is one item, PK CURSOR#<n>, SK CURSOR, whose "pos" is
+// the due index sort key of the last entry the enqueue handed off:
+// everything in the shard at or before pos has been handed off, everything
+// after it has not.
+const (
+	cursorPKPrefix = "CURSOR#"
+	cursorSK       = "CURSOR"
+)
+
+// CursorKey is the key of shard's cursor item.
+func CursorKey(shard int) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: cursorPKPrefix + strconv.Itoa(shard)},
+		attrSK: &types.AttributeValueMemberS{Value: cursorSK},
+	}
+}
+
+// HandOff says whether a live delivery has been handed to the queue.
+type HandOff struct {
+	// Done is true once the enqueue has handed it off: by its cursor (a
+	// pending delivery the cursor has passed: its message waits on the
+	// queue, delayed until due) or by a repair or a redrive (queued).
+	Done bool
+	// PublishAt is when the enqueue may hand it off (for one not yet
+	// handed off).
+	PublishAt time.Time
+}
+
+// HandedOff tells whether live delivery d, as read, has been handed to the
+// queue; for one that has ended, nothing.
+func (l *Ledger) HandedOff(ctx context.Context, d Delivery) (HandOff, error) {
+	if d.Index == nil {
+		return HandOff{}, nil
+	}
+	if d.Status != StatusPending {
+		return HandOff{Done: true, PublishAt: d.Index.PublishAt}, nil
+	}
+	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.cfg.Table), Key: CursorKey(d.Index.Shard),
+		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pos")})
+	if err != nil {
+		return HandOff{}, fmt.Errorf("ledger: read the cursor of shard %d: %w", d.Index.Shard, err)
+	}
+	pos, _ := out.Item["pos"].(*types.AttributeValueMemberS)
+	return HandOff{Done: pos != nil && d.Index.Sort <= pos.Value, PublishAt: d.Index.PublishAt}, nil
 }

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -135,6 +136,44 @@ func TestShardsSpreadAndTheLargestCountIsRecorded(t *testing.T) {
 	l, _ := ledger.New(db, ledger.Config{Table: table, Shards: 2})
 	if n, err := l.StoredShards(ctx); err != nil || n != 16 {
 		t.Fatalf("StoredShards = %d, %v; want 16, the largest any writer used", n, err)
+	}
+}
+
+// TestARegistryReaderPlacesDeliveriesOverTheStacksShards: the operator
+// CLI's ledger takes the shard count the enqueue recorded and never writes
+// the registry (the operator policy does not let it): before any count is
+// recorded it refuses to place a delivery, saying why; after, it spreads
+// deliveries over the recorded count, not its own.
+func TestARegistryReaderPlacesDeliveriesOverTheStacksShards(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	table := standintest.Table(t, db)
+	ctx := context.Background()
+	cli, err := ledger.New(db, ledger.Config{Table: table, Shards: 1, ShardsFromRegistry: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ledger.Delivery{ReminderID: "rem-cli", Channel: "email", Provider: "webhook", DueAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	if err := cli.Create(ctx, d); !errors.Is(err, ledger.ErrNoShardCount) {
+		t.Fatalf("create before the enqueue recorded a count: %v; want ErrNoShardCount", err)
+	}
+	enqueue, _ := ledger.New(db, ledger.Config{Table: table, Shards: 5})
+	if n, err := enqueue.StoredShards(ctx); err != nil || n != 5 {
+		t.Fatalf("the enqueue's first run: %d, %v", n, err)
+	}
+	if err := cli.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cli.StoredShards(ctx); err != nil || n != 5 {
+		t.Fatalf("the registry after the CLI's create: %d, %v; want 5, the CLI writing nothing", n, err)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+		"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey("rem-cli")}, "SK": &types.AttributeValueMemberS{Value: ledger.SortKey("email", "webhook")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shard := out.Item["dueShard"].(*types.AttributeValueMemberS).Value; shard != ledger.ShardKey(ledger.ShardOf("rem-cli", 5)) {
+		t.Fatalf("the CLI placed rem-cli in %s; want the shard of 5", shard)
 	}
 }
 

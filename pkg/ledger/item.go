@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -120,6 +122,11 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	if it.TTL > 0 {
 		d.TTL = time.Unix(it.TTL, 0).UTC()
+	}
+	if it.DueShard != "" && it.DueSort != "" {
+		shard, _ := strconv.Atoi(strings.TrimPrefix(it.DueShard, "DUE#"))
+		publish, _ := time.Parse(time.RFC3339Nano, strings.SplitN(it.DueSort, "#", 2)[0])
+		d.Index = &IndexPosition{Shard: shard, Sort: it.DueSort, PublishAt: publish.UTC()}
 	}
 	var err error
 	for _, f := range []struct {

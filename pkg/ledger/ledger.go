@@ -54,6 +54,14 @@ type Config struct {
 	// the largest count it used (StoredShards) and the enqueue reads that
 	// many.
 	Shards int
+	// ShardsFromRegistry makes the ledger take the shard count from the
+	// table's registry, where the enqueue records the stack's, and never
+	// write the registry itself: for the operator CLI, which the stack's
+	// operator policy does not let write it, and which so cannot spread
+	// deliveries over a count the stack does not read. Shards is then
+	// unused; placing a delivery before any count is recorded fails with
+	// ErrNoShardCount.
+	ShardsFromRegistry bool
 	// Lookahead is how long before dueAt a delivery may be handed to the
 	// queue, which delays it until due. Default and maximum 15 minutes (the
 	// longest SQS delay).
@@ -83,7 +91,8 @@ type Ledger struct {
 
 	mu         sync.Mutex
 	writeUnits float64
-	recorded   bool // the shard count is in the table
+	shards     int  // the shard count new deliveries spread over
+	recorded   bool // shards is settled: recorded in the table, or read from it
 }
 
 // New validates cfg and returns a Ledger on api.
@@ -121,7 +130,7 @@ func New(api API, cfg Config) (*Ledger, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Ledger{api: api, cfg: cfg}, nil
+	return &Ledger{api: api, cfg: cfg, shards: cfg.Shards}, nil
 }
 
 // Table returns the table name.
@@ -201,13 +210,14 @@ func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 	if len(d.History) == 0 {
 		d.History = []Entry{{At: Format(now), Status: d.Status}}
 	}
-	if err := l.recordShards(ctx); err != nil {
+	shards, err := l.shardCount(ctx)
+	if err != nil {
 		return err
 	}
 	var shard, sort string
 	d.TTL = l.Expiry(d.ExpiresAt)
 	if !d.Status.Terminal() {
-		shard, sort = ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)), IndexSort(l.publishAt(d.DueAt, now), d.Key())
+		shard, sort = ShardKey(ShardOf(d.ReminderID, shards)), IndexSort(l.publishAt(d.DueAt, now), d.Key())
 	} else {
 		d.TTL = Expiry(now, d.ExpiresAt, l.cfg.Retention)
 	}

@@ -26,13 +26,14 @@ import (
 // publishes it again after RepairAfter. It refuses with ErrNotDead unless
 // the delivery is dead (ErrAlreadySent if it was sent meanwhile).
 func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery, error) {
-	if err := l.recordShards(ctx); err != nil {
+	shards, err := l.shardCount(ctx)
+	if err != nil {
 		return Delivery{}, err
 	}
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("redrive", d.Key(), now)
 	u.set("#status", ":queued", StatusQueued)
-	u.set(attrDueShard, ":shard", ShardKey(ShardOf(d.ReminderID, l.cfg.Shards)))
+	u.set(attrDueShard, ":shard", ShardKey(ShardOf(d.ReminderID, shards)))
 	u.set(attrDueSort, ":sort", IndexSort(d.DueAt, d.Key()))
 	u.names["#ttl"] = attrTTL
 	if d.ExpiresAt.IsZero() { // not as read: keep it forever rather than guess

@@ -13,6 +13,11 @@ import (
 // Version is the schema version this package writes and reads.
 const Version = 1
 
+// Channels are the channels Nudge knows: intake accepts these unless told
+// otherwise, and the consumer's metrics are split by them (any other counts
+// as "other").
+var Channels = []string{"email", "sms", "push", "voice", "webhook"}
+
 // MaxBodyBytes is the largest body Decode accepts. Real bodies are about 150
 // bytes; anything near SQS's 1 MiB limit is not a Nudge message.
 const MaxBodyBytes = 4096

@@ -22,6 +22,47 @@ type Recorder struct {
 	mu     sync.Mutex
 	counts map[string]float64
 	values map[string][]float64
+	// split are the counters recorded with AddBy, by their extra
+	// dimensions (a canonical key of them).
+	split map[string]*splitCounts
+}
+
+// splitCounts are counters with the same extra dimensions.
+type splitCounts struct {
+	by     map[string]string
+	counts map[string]float64
+}
+
+// AddBy adds n to the counter name, counted by the recorder's dimensions
+// and also, one at a time, by each of by's (such as {"Channel": "email",
+// "ErrorClass": "server"}): CloudWatch then has name by Function, by
+// Function and Channel, and by Function and ErrorClass, but not every
+// combination, which would multiply the metric count for no reader. Keep
+// by's values few and fixed: each distinct value is a metric, and billed.
+func (r *Recorder) AddBy(name string, n float64, by map[string]string) {
+	if r == nil {
+		return
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	key := ""
+	for _, k := range keys {
+		key += k + "=" + by[k] + ";"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.split == nil {
+		r.split = map[string]*splitCounts{}
+	}
+	s := r.split[key]
+	if s == nil {
+		s = &splitCounts{by: by, counts: map[string]float64{}}
+		r.split[key] = s
+	}
+	s.counts[name] += n
 }
 
 // New returns a Recorder whose metrics carry the given dimensions, such as
@@ -63,7 +104,11 @@ func (r *Recorder) Count(name string) float64 {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.counts[name]
+	n := r.counts[name]
+	for _, s := range r.split {
+		n += s.counts[name]
+	}
+	return n
 }
 
 // Flush writes everything recorded since the last Flush and starts over:
@@ -75,9 +120,19 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 		return nil
 	}
 	r.mu.Lock()
-	counts, values := r.counts, r.values
-	r.counts, r.values = nil, nil
+	counts, values, split := r.counts, r.values, r.split
+	r.counts, r.values, r.split = nil, nil, nil
 	r.mu.Unlock()
+	keys := make([]string, 0, len(split))
+	for k := range split {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := r.write(w, now, split[k].counts, nil, split[k].by); err != nil {
+			return err
+		}
+	}
 	for first := true; first || len(values) > 0; first = false {
 		chunk := map[string][]float64{}
 		for name, v := range values {
@@ -92,7 +147,7 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 		if len(counts) == 0 && len(chunk) == 0 {
 			return nil
 		}
-		if err := r.write(w, now, counts, chunk); err != nil {
+		if err := r.write(w, now, counts, chunk, nil); err != nil {
 			return err
 		}
 		counts = nil
@@ -100,7 +155,9 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 	return nil
 }
 
-func (r *Recorder) write(w io.Writer, now time.Time, counts map[string]float64, values map[string][]float64) error {
+// write writes one EMF document: the recorder's dimensions, and each of by's
+// as a dimension set of its own beside them.
+func (r *Recorder) write(w io.Writer, now time.Time, counts map[string]float64, values map[string][]float64, by map[string]string) error {
 	type metric struct {
 		Name string `json:"Name"`
 		Unit string `json:"Unit"`
@@ -122,11 +179,21 @@ func (r *Recorder) write(w io.Writer, now time.Time, counts map[string]float64, 
 		doc[k] = v
 	}
 	sort.Strings(dimNames)
+	sets := [][]string{dimNames}
+	extra := make([]string, 0, len(by))
+	for k, v := range by {
+		extra = append(extra, k)
+		doc[k] = v
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		sets = append(sets, append(append([]string{}, dimNames...), k))
+	}
 	doc["_aws"] = map[string]any{
 		"Timestamp": now.UnixMilli(),
 		"CloudWatchMetrics": []any{map[string]any{
 			"Namespace":  Namespace,
-			"Dimensions": [][]string{dimNames},
+			"Dimensions": sets,
 			"Metrics":    defs,
 		}},
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +80,43 @@ func TestFlushSplitsMoreThan100Values(t *testing.T) {
 	}
 	if total != 250 || sent != 250 {
 		t.Fatalf("values %d, Sent %v; want 250 and 250 counted once", total, sent)
+	}
+}
+
+// TestAddByWritesADimensionSetPerSplit: counters recorded by channel and
+// error class are written one line per combination, each declaring the
+// recorder's dimensions alone and with each split, never the combination.
+func TestAddByWritesADimensionSetPerSplit(t *testing.T) {
+	t.Parallel()
+	r := New(map[string]string{"Function": "consumer"})
+	r.Add("Received", 3)
+	r.AddBy("Retried", 1, map[string]string{"Channel": "email", "ErrorClass": "server"})
+	r.AddBy("Retried", 1, map[string]string{"Channel": "email", "ErrorClass": "server"})
+	r.AddBy("Retried", 1, map[string]string{"Channel": "sms", "ErrorClass": "throttled"})
+	if r.Count("Retried") != 3 {
+		t.Fatalf("Count = %v", r.Count("Retried"))
+	}
+	var buf bytes.Buffer
+	if err := r.Flush(&buf, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want one per split and one for the rest:\n%s", len(lines), buf.String())
+	}
+	var doc struct {
+		AWS struct {
+			CloudWatchMetrics []struct{ Dimensions [][]string }
+		} `json:"_aws"`
+		Function, Channel, ErrorClass string
+		Retried                       float64
+	}
+	if err := json.Unmarshal(lines[0], &doc); err != nil {
+		t.Fatal(err)
+	}
+	sets := doc.AWS.CloudWatchMetrics[0].Dimensions
+	if doc.Channel != "email" || doc.ErrorClass != "server" || doc.Retried != 2 || len(sets) != 3 ||
+		strings.Join(sets[0], ",") != "Function" || strings.Join(sets[1], ",") != "Function,Channel" || strings.Join(sets[2], ",") != "Function,ErrorClass" {
+		t.Fatalf("first split: %s", lines[0])
 	}
 }

@@ -104,7 +104,7 @@ func (e *ValidationError) Error() string {
 }
 
 // DefaultChannels are the channels a Validator knows unless told others.
-var DefaultChannels = []string{"email", "sms", "push", "voice", "webhook"}
+var DefaultChannels = message.Channels
 
 // Validator turns Inputs into Reminders.
 type Validator struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,31 +14,57 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/redrive"
 )
 
-// queueAPI is what Read and QueueDepth need of SQS besides the DLQ review.
-type queueAPI interface {
+// depthAPI is what QueueDepth needs of SQS.
+type depthAPI interface {
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// queueAPI is what Read needs of SQS.
+type queueAPI interface {
+	depthAPI
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 }
 
 var _ queueAPI = (*sqs.Client)(nil)
 
+// ledgerAPI is what Read needs of the ledger.
+type ledgerAPI interface {
+	ReadLive(ctx context.Context, api ledger.QueryAPI, now time.Time, overdueAfter time.Duration) (ledger.Live, error)
+}
+
+var _ ledgerAPI = (*ledger.Ledger)(nil)
+
+// tableAPI is what Read needs of DynamoDB: the due index, and the table
+// itself when asked to scan it.
+type tableAPI interface {
+	ledger.QueryAPI
+	ledger.ScanAPI
+}
+
 // Config configures Read.
 type Config struct {
-	// DB scans the ledger table. Required.
-	DB ledger.ScanAPI
+	// Ledger reads the due index. Required.
+	Ledger ledgerAPI
+	// DB queries the due index and, for Scan or ExpiredSince, scans the
+	// table. Required.
+	DB tableAPI
 	// Table is the ledger table. Required.
 	Table string
-	// Queue reads the queues' attributes. Required.
+	// Queue reads the queues' attributes and samples the DLQ. Required.
 	Queue queueAPI
 	// WorkURL and DLQURL are the queues. Required.
 	WorkURL, DLQURL string
-	// DLQ reviews the DLQ for the age of its oldest message. Optional.
-	DLQ *redrive.Redriver
 	// OverdueAfter is how far past due a live delivery counts as overdue:
 	// the enqueue's NUDGE_OVERDUE_AFTER. Default 5 min.
 	OverdueAfter time.Duration
+	// Scan also counts every delivery by state, reading the whole table
+	// (priced like a scan: a read unit per 8 KB of table).
+	Scan bool
+	// ExpiredSince, if above 0, also lists the deliveries that expired
+	// unsent this long before now (a scan too).
+	ExpiredSince time.Duration
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
 }
@@ -49,32 +76,51 @@ type Depth struct {
 	Delayed  int `json:"delayed"`
 }
 
-// Report is the system's state.
+// Expired is a delivery that expired unsent.
+type Expired struct {
+	Key       string    `json:"deliveryKey"`
+	DueAt     time.Time `json:"dueAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	// At is when it was marked expired.
+	At time.Time `json:"at"`
+}
+
+// Report is the system's state. Sources says, per figure, where it comes
+// from and whether it is exact, approximate or sampled.
 type Report struct {
-	Table      string                `json:"table"`
-	Deliveries int                   `json:"deliveries"`
-	ByStatus   map[ledger.Status]int `json:"byStatus"`
+	Table string `json:"table"`
+	// Live counts the live deliveries (pending, queued, sending,
+	// retrying), from the due index.
+	Live int `json:"live"`
 	// OverduePending counts live deliveries more than OverdueAfter past
 	// due; OldestOverdue is the furthest past due of them.
 	OverduePending       int    `json:"overduePending"`
 	OldestOverdueSeconds int64  `json:"oldestOverdueSeconds"`
 	OldestOverdueKey     string `json:"oldestOverdueKey,omitempty"`
-	WorkQueue            Depth  `json:"workQueue"`
-	DLQ                  Depth  `json:"dlq"`
-	// DLQOldestAgeSeconds is the age of the DLQ's oldest message read;
-	// DLQOldestSampled is true when the DLQ held more than could be read,
-	// so the figure is the oldest of a sample.
+	// Deliveries and ByStatus count every delivery by state (with Scan).
+	Deliveries int                   `json:"deliveries,omitempty"`
+	ByStatus   map[ledger.Status]int `json:"byStatus,omitempty"`
+	// Expired lists the deliveries that expired within ExpiredSince.
+	Expired   []Expired `json:"expired,omitempty"`
+	WorkQueue Depth     `json:"workQueue"`
+	DLQ       Depth     `json:"dlq"`
+	// DLQOldestAgeSeconds is the age of the oldest DLQ message of the
+	// DLQSampled read.
 	DLQOldestAgeSeconds int64 `json:"dlqOldestAgeSeconds"`
-	DLQOldestSampled    bool  `json:"dlqOldestSampled,omitempty"`
+	DLQSampled          int   `json:"dlqSampled"`
+	// Sources says where each figure comes from, and how exact it is.
+	Sources map[string]string `json:"sources"`
 }
 
 // dlqSample is the most DLQ messages read for the oldest age.
 const dlqSample = 100
 
-// Read gathers the report.
+// Read gathers the report. It reads the due index, the queues' attributes
+// and a sample of the DLQ, each message hidden for a second at most; it
+// scans the table only when asked.
 func Read(ctx context.Context, cfg Config) (Report, error) {
-	if cfg.DB == nil || cfg.Table == "" || cfg.Queue == nil || cfg.WorkURL == "" || cfg.DLQURL == "" {
-		return Report{}, errors.New("status: DB, Table, Queue, WorkURL and DLQURL are required")
+	if cfg.Ledger == nil || cfg.DB == nil || cfg.Table == "" || cfg.Queue == nil || cfg.WorkURL == "" || cfg.DLQURL == "" {
+		return Report{}, errors.New("status: Ledger, DB, Table, Queue, WorkURL and DLQURL are required")
 	}
 	if cfg.OverdueAfter == 0 {
 		cfg.OverdueAfter = 5 * time.Minute
@@ -83,20 +129,43 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 		cfg.Clock = clock.Real{}
 	}
 	now := cfg.Clock.Now()
-	rep := Report{Table: cfg.Table, ByStatus: map[ledger.Status]int{}}
-	err := ledger.ScanDeliveries(ctx, cfg.DB, cfg.Table, func(d ledger.Delivery) error {
-		rep.Deliveries++
-		rep.ByStatus[d.Status]++
-		if late := now.Sub(d.DueAt); !d.Status.Terminal() && late > cfg.OverdueAfter {
-			rep.OverduePending++
-			if s := int64(late / time.Second); s > rep.OldestOverdueSeconds {
-				rep.OldestOverdueSeconds, rep.OldestOverdueKey = s, d.Key().String()
-			}
-		}
-		return nil
-	})
+	rep := Report{Table: cfg.Table, Sources: map[string]string{
+		"live":         "exact: the due index",
+		"overdue":      "exact: the due index",
+		"queues":       "approximate: SQS's counts",
+		"dlqOldestAge": "sampled: the DLQ messages read",
+	}}
+	live, err := cfg.Ledger.ReadLive(ctx, cfg.DB, now, cfg.OverdueAfter)
 	if err != nil {
 		return rep, err
+	}
+	rep.Live, rep.OverduePending, rep.OldestOverdueSeconds = live.Deliveries, live.Overdue, int64(live.OldestOverdue/time.Second)
+	if live.Overdue > 0 {
+		rep.OldestOverdueKey = live.OldestKey.String()
+	}
+	if cfg.Scan || cfg.ExpiredSince > 0 {
+		if cfg.Scan {
+			rep.ByStatus = map[ledger.Status]int{}
+			rep.Sources["byStatus"] = "exact: a scan of the table"
+		}
+		if cfg.ExpiredSince > 0 {
+			rep.Expired = []Expired{}
+			rep.Sources["expired"] = "exact: a scan of the table"
+		}
+		err := ledger.ScanDeliveries(ctx, cfg.DB, cfg.Table, func(d ledger.Delivery) error {
+			if cfg.Scan {
+				rep.Deliveries++
+				rep.ByStatus[d.Status]++
+			}
+			if cfg.ExpiredSince > 0 && d.Status == ledger.StatusExpired && !d.UpdatedAt.Before(now.Add(-cfg.ExpiredSince)) {
+				rep.Expired = append(rep.Expired, Expired{Key: d.Key().String(), DueAt: d.DueAt, ExpiresAt: d.ExpiresAt, At: d.UpdatedAt})
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, err
+		}
+		slices.SortFunc(rep.Expired, func(a, b Expired) int { return b.At.Compare(a.At) })
 	}
 	if rep.WorkQueue, err = QueueDepth(ctx, cfg.Queue, cfg.WorkURL); err != nil {
 		return rep, err
@@ -104,26 +173,64 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 	if rep.DLQ, err = QueueDepth(ctx, cfg.Queue, cfg.DLQURL); err != nil {
 		return rep, err
 	}
-	if cfg.DLQ != nil && rep.DLQ.Visible > 0 {
-		letters, err := cfg.DLQ.List(ctx, dlqSample)
+	if rep.DLQ.Visible > 0 {
+		oldest, read, err := sampleOldest(ctx, cfg.Queue, cfg.DLQURL, min(rep.DLQ.Visible, dlqSample))
 		if err != nil {
 			return rep, err
 		}
-		read := 0
-		for _, l := range letters {
-			rep.DLQOldestAgeSeconds = max(rep.DLQOldestAgeSeconds, l.AgeSeconds)
-			read += l.Copies
+		rep.DLQSampled = read
+		if read > 0 {
+			rep.DLQOldestAgeSeconds = int64(now.Sub(oldest) / time.Second)
 		}
-		rep.DLQOldestSampled = rep.DLQ.Visible+rep.DLQ.InFlight > read
+		if read >= rep.DLQ.Visible+rep.DLQ.InFlight {
+			rep.Sources["dlqOldestAge"] = "exact: every DLQ message read"
+		} else {
+			rep.Sources["dlqOldestAge"] = fmt.Sprintf("sampled: %d of about %d DLQ messages read", read, rep.DLQ.Visible+rep.DLQ.InFlight)
+		}
 	}
 	return rep, nil
+}
+
+// sampleOldest receives up to n messages, each hidden for a second only
+// (the shortest visibility a receive can ask for), and returns when the
+// oldest of them was sent and how many distinct messages it read. The DLQ
+// alarm counts hidden messages too, so a sample never clears it.
+func sampleOldest(ctx context.Context, q queueAPI, url string, n int) (time.Time, int, error) {
+	seen := map[string]bool{}
+	var oldest time.Time
+	for empty := 0; len(seen) < n && empty < 2; {
+		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(10, n-len(seen))), VisibilityTimeout: 1,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameSentTimestamp},
+		})
+		if err != nil {
+			return oldest, len(seen), fmt.Errorf("status: sample the DLQ %s: %w", url, err)
+		}
+		fresh := 0
+		for _, m := range out.Messages {
+			if seen[aws.ToString(m.MessageId)] {
+				continue
+			}
+			seen[aws.ToString(m.MessageId)] = true
+			fresh++
+			if ms, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+				if t := time.UnixMilli(ms); oldest.IsZero() || t.Before(oldest) {
+					oldest = t
+				}
+			}
+		}
+		if fresh == 0 {
+			empty++
+		}
+	}
+	return oldest, len(seen), nil
 }
 
 // Total is every message of the queue: visible, in flight and delayed.
 func (d Depth) Total() int { return d.Visible + d.InFlight + d.Delayed }
 
 // QueueDepth reads a queue's approximate counts.
-func QueueDepth(ctx context.Context, q queueAPI, url string) (Depth, error) {
+func QueueDepth(ctx context.Context, q depthAPI, url string) (Depth, error) {
 	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
 		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 		types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
