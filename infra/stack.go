@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -75,7 +76,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 
 	// Parameters: the provider, set at deploy time.
 	webhookURL := awscdk.NewCfnParameter(stack, str("WebhookUrl"), &awscdk.CfnParameterProps{
-		Type: str("String"), AllowedPattern: str("^https://.+"),
+		Type: str("String"), AllowedPattern: str("^https://.+"), NoEcho: jsii.Bool(true), // it may hold a token
 		Description: str("The webhook provider's HTTPS endpoint"),
 	})
 	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
@@ -341,6 +342,8 @@ func secretKeyPolicy(stack awscdk.Stack, fn awslambda.Function, key awscdk.CfnPa
 	decrypt.AddCondition(str("StringEquals"), map[string]any{"kms:ViaService": awscdk.Fn_Join(str(""), &[]*string{str("secretsmanager."), stack.Region(), str(".amazonaws.com")})})
 	p := awsiam.NewPolicy(stack, str("ConsumerSecretKeyPolicy"), &awsiam.PolicyProps{Statements: &[]awsiam.PolicyStatement{decrypt}, Roles: &[]awsiam.IRole{fn.Role()}})
 	p.Node().DefaultChild().(awsiam.CfnPolicy).CfnOptions().SetCondition(hasKey)
+	// The consumer reads its secret when it starts: not before it may.
+	fn.Node().AddDependency(p)
 }
 
 // alarms: one SNS topic (the stage's own, or an existing one), every alarm
@@ -398,10 +401,20 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 		nudgeMetric("consumer", consumer.MetricUnstarted, "Sum"), 0, 5, 3, notBreaching)
 	add("publish-failed", "SQS kept refusing the enqueue's messages in 3 of 5 minutes: hand-offs wait in the calendar.",
 		nudgeMetric("enqueue", enqueue.MetricPublishFailed, "Sum"), 0, 5, 3, notBreaching)
+	// DynamoDB publishes ThrottledRequests for an operation only while it
+	// is throttled, and a sum in metric math has no value where a term has
+	// none: each term is FILLed with 0, or one throttled operation would
+	// leave the sum empty and the alarm quiet.
+	throttled := map[string]awscloudwatch.IMetric{}
+	var terms []string
+	for i, op := range []string{"GetItem", "BatchGetItem", "Query", "Scan", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"} {
+		id := fmt.Sprintf("t%d", i)
+		throttled[id] = n.Table.MetricThrottledRequestsForOperation(str(op), sum)
+		terms = append(terms, "FILL("+id+", 0)")
+	}
 	add("dynamodb-throttles", "DynamoDB throttled the ledger's requests in 3 of 5 minutes: claims and hand-offs are retried and slow down.",
-		n.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum"),
-			Operations: &[]awsdynamodb.Operation{awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_BATCH_GET_ITEM, awsdynamodb.Operation_QUERY, awsdynamodb.Operation_SCAN,
-				awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM, awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_TRANSACT_WRITE_ITEMS}}),
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str(strings.Join(terms, " + ")), Label: str("Throttled requests"),
+			UsingMetrics: &throttled, Period: awscdk.Duration_Minutes(num(1))}),
 		0, 5, 3, notBreaching)
 	add("consumer-errors", "The consumer function failed invocations.", n.Consumer.MetricErrors(sum), 0, 3, 0, notBreaching)
 	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, 0, notBreaching)

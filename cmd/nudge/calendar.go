@@ -21,28 +21,55 @@ import (
 
 // tableFlags are the settings every calendar command shares.
 type tableFlags struct {
+	c                  *command
 	stage, table       *string
+	envStage, envTable string
 	lateness, maxAhead *time.Duration
 }
 
+// resources are the flags that name the stage's resources: given any of
+// them, the NUDGE_* variables that name resources are not used.
+const resources = "stage|table|queue-url|dlq-url"
+
 func addTableFlags(c *command) tableFlags {
 	return tableFlags{
-		stage:    c.fs.String("stage", os.Getenv("NUDGE_STAGE"), "the deployed stage, whose table is nudge-`NAME`-ledger [$NUDGE_STAGE]"),
-		table:    c.fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger `TABLE`, instead of the stage's [$NUDGE_TABLE]"),
-		lateness: c.fs.Duration("lateness", c.env.Duration("NUDGE_LATENESS", 24*time.Hour), "the default expiresAt − dueAt [$NUDGE_LATENESS]"),
-		maxAhead: c.fs.Duration("max-ahead", c.env.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead), "how far ahead dueAt and expiresAt may be [$NUDGE_MAX_AHEAD]"),
+		c:        c,
+		stage:    c.fs.String("stage", "", "the deployed stage, whose table is nudge-`NAME`-ledger [$NUDGE_STAGE]"),
+		table:    c.fs.String("table", "", "the ledger `TABLE`, instead of the stage's [$NUDGE_TABLE]"),
+		envStage: c.envString(resources, "NUDGE_STAGE", validStage),
+		envTable: os.Getenv("NUDGE_TABLE"),
+		lateness: c.fs.Duration("lateness", c.envDuration("lateness", "NUDGE_LATENESS", 24*time.Hour), "expiresAt − dueAt when a reminder gives none (`DURATION`) [$NUDGE_LATENESS]"),
+		maxAhead: c.fs.Duration("max-ahead", c.envDuration("max-ahead", "NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead), "how far ahead dueAt and expiresAt may be (`DURATION`) [$NUDGE_MAX_AHEAD]"),
 	}
+}
+
+// tableOf resolves the ledger table: the flags if given (--table, else
+// --stage's), else the variables (NUDGE_TABLE, else NUDGE_STAGE's). It
+// refuses --stage and --table naming different tables.
+func tableOf(stage, table, envStage, envTable string) (string, error) {
+	if stage != "" && table != "" && table != (deployment.Stage{Name: stage}).TableName() {
+		return "", fmt.Errorf("--stage %s names the table %s, and --table %s another: give one", stage, deployment.Stage{Name: stage}.TableName(), table)
+	}
+	if stage == "" && table == "" {
+		stage, table = envStage, envTable
+	}
+	if table == "" && stage != "" {
+		table = deployment.Stage{Name: stage}.TableName()
+	}
+	if table == "" {
+		return "", errors.New("no ledger table: pass --stage NAME (for the table nudge-NAME-ledger) or --table NAME, or set NUDGE_STAGE or NUDGE_TABLE (the stack's output LedgerTable)")
+	}
+	return table, nil
 }
 
 // store connects to the ledger table with the standard AWS configuration
 // (region, credentials, AWS_ENDPOINT_URL_* for the local stand-ins).
 func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
-	if *f.table == "" && *f.stage != "" {
-		*f.table = deployment.Stage{Name: *f.stage}.TableName()
+	table, err := tableOf(*f.stage, *f.table, f.envStage, f.envTable)
+	if err != nil {
+		return nil, err
 	}
-	if *f.table == "" {
-		return nil, errors.New("no ledger table: pass --stage NAME (for the table nudge-NAME-ledger) or --table NAME, or set NUDGE_STAGE or NUDGE_TABLE (the stack's output LedgerTable)")
-	}
+	*f.table = table
 	cfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return nil, err

@@ -44,9 +44,12 @@ const (
 // ops is what an operator command works on.
 type ops struct {
 	stage, table, workURL, dlqURL *string
-	json                          *bool
-	out, errs                     io.Writer
-	in                            io.Reader
+	// env are the NUDGE_* variables naming the same resources, used when
+	// none of the flags is given.
+	env       struct{ stage, table, workURL, dlqURL string }
+	json      *bool
+	out, errs io.Writer
+	in        io.Reader
 
 	db     *dynamodb.Client
 	sqs    *sqs.Client
@@ -55,14 +58,19 @@ type ops struct {
 
 func addOpsFlags(c *command, out, errs io.Writer, in io.Reader) *ops {
 	fs := c.fs
-	return &ops{
-		stage:   fs.String("stage", os.Getenv("NUDGE_STAGE"), "the deployed stage, naming the resources nudge-`NAME`-ledger, -work and -dlq [$NUDGE_STAGE]"),
-		table:   fs.String("table", os.Getenv("NUDGE_TABLE"), "the ledger `TABLE`, instead of the stage's [$NUDGE_TABLE]"),
-		workURL: fs.String("queue-url", os.Getenv("NUDGE_QUEUE_URL"), "the work queue's `URL`, instead of the stage's [$NUDGE_QUEUE_URL]"),
-		dlqURL:  fs.String("dlq-url", os.Getenv("NUDGE_DLQ_URL"), "the DLQ's `URL`, instead of the stage's [$NUDGE_DLQ_URL]"),
+	o := &ops{
+		stage:   fs.String("stage", "", "the deployed stage, naming the resources nudge-`NAME`-ledger, -work and -dlq [$NUDGE_STAGE]"),
+		table:   fs.String("table", "", "the ledger `TABLE`, instead of the stage's [$NUDGE_TABLE]"),
+		workURL: fs.String("queue-url", "", "the work queue's `URL`, instead of the stage's [$NUDGE_QUEUE_URL]"),
+		dlqURL:  fs.String("dlq-url", "", "the DLQ's `URL`, instead of the stage's [$NUDGE_DLQ_URL]"),
 		json:    fs.Bool("json", false, "print JSON instead of tables"),
 		out:     out, errs: errs, in: in,
 	}
+	o.env.stage = c.envString(resources, "NUDGE_STAGE", validStage)
+	o.env.table = os.Getenv("NUDGE_TABLE")
+	o.env.workURL = c.envString(resources, "NUDGE_QUEUE_URL", validURL)
+	o.env.dlqURL = c.envString(resources, "NUDGE_DLQ_URL", validURL)
+	return o
 }
 
 // connect resolves the resources and creates the clients.
@@ -72,6 +80,15 @@ func (o *ops) connect(ctx context.Context, needQueues bool) error {
 		return err
 	}
 	o.db, o.sqs = awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
+	// The flags, if any names a resource; else the NUDGE_* variables.
+	if *o.stage == "" && *o.table == "" && *o.workURL == "" && *o.dlqURL == "" {
+		*o.stage, *o.table, *o.workURL, *o.dlqURL = o.env.stage, o.env.table, o.env.workURL, o.env.dlqURL
+	}
+	if *o.table, err = tableOf(*o.stage, *o.table, "", ""); err != nil && *o.stage == "" && *o.table == "" {
+		return usageError("no ledger table: pass --stage NAME (for the resources nudge-NAME-…), --table NAME, or set NUDGE_STAGE or NUDGE_TABLE")
+	} else if err != nil {
+		return usageError(err.Error())
+	}
 	if *o.stage != "" {
 		st := deployment.Stage{Name: *o.stage}
 		if *o.table == "" {
@@ -90,9 +107,6 @@ func (o *ops) connect(ctx context.Context, needQueues bool) error {
 			}
 			*q.url = aws.ToString(out.QueueUrl)
 		}
-	}
-	if *o.table == "" {
-		return usageError("no ledger table: pass --stage NAME (for the resources nudge-NAME-…), --table NAME, or set NUDGE_STAGE or NUDGE_TABLE")
 	}
 	if needQueues && (*o.workURL == "" || *o.dlqURL == "") {
 		return usageError("no queues: pass --stage NAME, or --queue-url and --dlq-url (the stack's outputs WorkQueueUrl and DeadLetterQueueUrl)")
@@ -361,7 +375,7 @@ func statusCmd(args []string, out, errs io.Writer) int {
 	c := newCommand("nudge status", "", "The live deliveries and the overdue ones with the oldest (from the due index), the work queue's\nand the DLQ's depths, the age of the DLQ's oldest message (from a sample that stays visible).\n--scan counts every delivery by state and --expired lists the recent expired ones: both read\nthe whole table, priced like a scan.", out, errs)
 	fs := c.fs
 	o := addOpsFlags(c, out, errs, nil)
-	overdueAfter := fs.Duration("overdue-after", c.env.Duration("NUDGE_OVERDUE_AFTER", 5*time.Minute), "how far past due a live delivery counts as overdue, as the enqueue counts it [$NUDGE_OVERDUE_AFTER]")
+	overdueAfter := fs.Duration("overdue-after", c.envDuration("overdue-after", "NUDGE_OVERDUE_AFTER", 5*time.Minute), "how far past due (`DURATION`) a live delivery counts as overdue, as the enqueue counts it [$NUDGE_OVERDUE_AFTER]")
 	scan := fs.Bool("scan", false, "also count every delivery by state (reads the whole table)")
 	expired := fs.Duration("expired", 0, "also list the deliveries that expired unsent in the last `DURATION`, such as 24h (reads the whole table)")
 	if code, ok := c.parse(args); !ok {
@@ -401,9 +415,11 @@ func statusCmd(args []string, out, errs io.Writer) int {
 	}
 	fmt.Fprintf(out, "work queue: %d visible, %d in flight, %d delayed (approximate, SQS's counts)\n", rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
 	fmt.Fprintf(out, "DLQ: %d messages (approximate)", rep.DLQ.Visible+rep.DLQ.InFlight)
-	if rep.DLQSampled > 0 {
-		fmt.Fprintf(out, "; the oldest dead-lettered %v ago (%s)", time.Duration(rep.DLQOldestAgeSeconds)*time.Second, rep.Sources["dlqOldestAge"])
-		fmt.Fprint(out, " — review with `nudge dlq list`")
+	switch {
+	case rep.DLQSampled > 0:
+		fmt.Fprintf(out, "; the oldest dead-lettered %v ago (%s) — review with `nudge dlq list`", time.Duration(rep.DLQOldestAgeSeconds)*time.Second, rep.Sources["dlqOldestAge"])
+	case rep.DLQ.Visible+rep.DLQ.InFlight > 0:
+		fmt.Fprintf(out, "; the oldest's age is %s", rep.Sources["dlqOldestAge"])
 	}
 	fmt.Fprintln(out)
 	return exitOK

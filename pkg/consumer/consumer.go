@@ -466,24 +466,27 @@ func ceilSeconds(d time.Duration) int32 {
 	return int32((max(d, 0) + time.Second - 1) / time.Second)
 }
 
-// count adds one to the metric name, split by the record's channel and, if
-// given, the error class: Sent, Retried, DeadLettered and Expired, which
-// the dashboard and the alarms read by channel and class. A channel Nudge
-// does not know counts as "other", and a record whose body did not decode
-// as "none", so that a producer's bad data cannot mint metrics.
+// count adds one to the metric name, split where the dashboard and the
+// alarms read it, and nowhere else (each split value is a custom metric,
+// and billed): Sent by channel, Retried and DeadLettered by failure class.
+// A channel Nudge does not know counts as "other", a body that did not
+// decode as "none", so that a producer's bad data cannot mint metrics.
 func (c *Consumer) count(r *record, name, class string) {
-	ch := r.channel
-	switch {
-	case ch == "":
-		ch = "none"
-	case !slices.Contains(message.Channels, ch):
-		ch = "other"
+	switch name {
+	case MetricSent:
+		ch := r.channel
+		switch {
+		case ch == "":
+			ch = "none"
+		case !slices.Contains(message.Channels, ch):
+			ch = "other"
+		}
+		c.cfg.Metrics.AddBy(name, 1, map[string]string{"Channel": ch})
+	case MetricRetried, MetricDeadLettered:
+		c.cfg.Metrics.AddBy(name, 1, map[string]string{"ErrorClass": class})
+	default:
+		c.cfg.Metrics.Add(name, 1)
 	}
-	by := map[string]string{"Channel": ch}
-	if class != "" {
-		by["ErrorClass"] = class
-	}
-	c.cfg.Metrics.AddBy(name, 1, by)
 }
 
 func (c *Consumer) transition(r *record, outcome string, kv ...any) {

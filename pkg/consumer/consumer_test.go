@@ -432,7 +432,7 @@ func TestTransientFailuresThenSuccess(t *testing.T) {
 	if !strings.Contains(b.logs.String(), `"next":"5s"`) {
 		t.Fatalf("backoff not applied:\n%s", b.logs.String())
 	}
-	if !strings.Contains(b.logs.String(), `"ErrorClass":"server","Function":"consumer","Retried":1`) {
+	if !strings.Contains(b.logs.String(), `"ErrorClass":"server","Function":"consumer","Retried":1,"_aws":{"CloudWatchMetrics":[{"Dimensions":[["Function"],["Function","ErrorClass"]]`) {
 		t.Fatalf("Retried is not split by failure class:\n%s", b.logs.String())
 	}
 	b.expireVisibility(ev, resp)

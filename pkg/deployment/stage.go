@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/consumer"
@@ -183,7 +183,7 @@ func (s Stage) Validate() error {
 	check(s.Shards >= 1 && s.Shards <= 1000, "%d shards; use 1 to 1000", s.Shards)
 	check(!s.RequireAlarmTarget || s.AlarmEmail != "" || s.AlarmTopicArn != "",
 		"its alarms would notify nobody: set an e-mail (-c alarmEmail=oncall@example.com) or an existing SNS topic (-c alarmTopicArn=arn:aws:sns:REGION:ACCOUNT:TOPIC)")
-	check(s.AlarmTopicArn == "" || strings.HasPrefix(s.AlarmTopicArn, "arn:aws") && strings.Contains(s.AlarmTopicArn, ":sns:"),
+	check(s.AlarmTopicArn == "" || topicARN.MatchString(s.AlarmTopicArn),
 		"alarmTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.AlarmTopicArn)
 	check(s.EnqueueReservedConcurrency >= 0 && s.EnqueueReservedConcurrency <= 10, "enqueue reserved concurrency %d; use 0 (none) to 10", s.EnqueueReservedConcurrency)
 	check(DLQRetention > WorkRetention, "DLQ retention must exceed the work queue's")
@@ -230,6 +230,9 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 		"NUDGE_SHARDS": strconv.Itoa(s.Shards),
 	}
 }
+
+// topicARN matches an SNS topic's ARN.
+var topicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 
 func mapEnv(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }

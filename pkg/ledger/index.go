@@ -88,17 +88,16 @@ func ParseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
 		return ""
 	}
 	e := IndexEntry{Sort: str(attrDueSort)}
-	parts := strings.SplitN(e.Sort, "#", 4)
-	if len(parts) != 4 {
-		return IndexEntry{}, fmt.Errorf("ledger: due index sort key %q is not publishAt#reminderId#channel#provider", e.Sort)
-	}
-	e.Key = message.DeliveryKey{ReminderID: parts[1], Channel: parts[2], Provider: parts[3]}
+	var publish string
 	var err error
+	if publish, e.Key, err = splitSort(e.Sort); err != nil {
+		return IndexEntry{}, err
+	}
 	for _, f := range []struct {
 		name string
 		src  string
 		dst  *time.Time
-	}{{"publishAt", parts[0], &e.PublishAt}, {"dueAt", str("dueAt"), &e.DueAt}, {"expiresAt", str("expiresAt"), &e.ExpiresAt}} {
+	}{{"publishAt", publish, &e.PublishAt}, {"dueAt", str("dueAt"), &e.DueAt}, {"expiresAt", str("expiresAt"), &e.ExpiresAt}} {
 		if f.src == "" {
 			return IndexEntry{}, fmt.Errorf("ledger: due index entry %q lacks %s", e.Sort, f.name)
 		}
@@ -107,6 +106,16 @@ func ParseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
 		}
 	}
 	return e, nil
+}
+
+// splitSort reads a due index sort key: the publish time, as stored, and
+// the delivery key.
+func splitSort(sort string) (publishAt string, key message.DeliveryKey, err error) {
+	parts := strings.SplitN(sort, "#", 4)
+	if len(parts) != 4 {
+		return "", key, fmt.Errorf("ledger: due index sort key %q is not publishAt#reminderId#channel#provider", sort)
+	}
+	return parts[0], message.DeliveryKey{ReminderID: parts[1], Channel: parts[2], Provider: parts[3]}, nil
 }
 
 // The shard registry: one item recording the largest shard count any
@@ -200,10 +209,13 @@ func (l *Ledger) StoredShards(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if l.cfg.ShardsFromRegistry {
+		return stored, nil // its own setting is not the stack's
+	}
 	l.mu.Lock()
 	own, done := l.shards, l.recorded
 	l.mu.Unlock()
-	if stored < own && !done && !l.cfg.ShardsFromRegistry {
+	if stored < own && !done {
 		if _, err := l.shardCount(ctx); err != nil {
 			return 0, err
 		}

@@ -123,10 +123,20 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	if it.TTL > 0 {
 		d.TTL = time.Unix(it.TTL, 0).UTC()
 	}
-	if it.DueShard != "" && it.DueSort != "" {
-		shard, _ := strconv.Atoi(strings.TrimPrefix(it.DueShard, "DUE#"))
-		publish, _ := time.Parse(time.RFC3339Nano, strings.SplitN(it.DueSort, "#", 2)[0])
-		d.Index = &IndexPosition{Shard: shard, Sort: it.DueSort, PublishAt: publish.UTC()}
+	if it.DueShard != "" || it.DueSort != "" {
+		shard, err := strconv.Atoi(strings.TrimPrefix(it.DueShard, "DUE#"))
+		if err != nil || !strings.HasPrefix(it.DueShard, "DUE#") {
+			return Delivery{}, fmt.Errorf("ledger: delivery %s has due index shard %q, not DUE#n", d.Key(), it.DueShard)
+		}
+		publish, _, err := splitSort(it.DueSort)
+		if err != nil {
+			return Delivery{}, err
+		}
+		at, err := parseOpt("publishAt", publish)
+		if err != nil {
+			return Delivery{}, err
+		}
+		d.Index = &IndexPosition{Shard: shard, Sort: it.DueSort, PublishAt: at}
 	}
 	var err error
 	for _, f := range []struct {

@@ -182,9 +182,12 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 		if read > 0 {
 			rep.DLQOldestAgeSeconds = int64(now.Sub(oldest) / time.Second)
 		}
-		if read >= rep.DLQ.Visible+rep.DLQ.InFlight {
+		switch {
+		case read == 0:
+			rep.Sources["dlqOldestAge"] = "unknown: no DLQ message came back to a receive (another reader holds them); run nudge dlq list"
+		case read >= rep.DLQ.Visible+rep.DLQ.InFlight:
 			rep.Sources["dlqOldestAge"] = "exact: every DLQ message read"
-		} else {
+		default:
 			rep.Sources["dlqOldestAge"] = fmt.Sprintf("sampled: %d of about %d DLQ messages read", read, rep.DLQ.Visible+rep.DLQ.InFlight)
 		}
 	}
@@ -200,7 +203,7 @@ func sampleOldest(ctx context.Context, q queueAPI, url string, n int) (time.Time
 	var oldest time.Time
 	for empty := 0; len(seen) < n && empty < 2; {
 		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(10, n-len(seen))), VisibilityTimeout: 1,
+			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(min(10, n-len(seen))), VisibilityTimeout: 1, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameSentTimestamp},
 		})
 		if err != nil {
