@@ -342,8 +342,14 @@ func secretKeyPolicy(stack awscdk.Stack, fn awslambda.Function, key awscdk.CfnPa
 	decrypt.AddCondition(str("StringEquals"), map[string]any{"kms:ViaService": awscdk.Fn_Join(str(""), &[]*string{str("secretsmanager."), stack.Region(), str(".amazonaws.com")})})
 	p := awsiam.NewPolicy(stack, str("ConsumerSecretKeyPolicy"), &awsiam.PolicyProps{Statements: &[]awsiam.PolicyStatement{decrypt}, Roles: &[]awsiam.IRole{fn.Role()}})
 	p.Node().DefaultChild().(awsiam.CfnPolicy).CfnOptions().SetCondition(hasKey)
-	// The consumer reads its secret when it starts: not before it may.
-	fn.Node().AddDependency(p)
+	// The consumer reads its secret when it starts: not before it may. A
+	// DependsOn cannot name a conditional resource (the template would not
+	// deploy without the key), so the function depends on a handle whose
+	// metadata refers to the policy only when it exists: CloudFormation
+	// creates the policy first then, and nothing else otherwise.
+	ready := awscdk.NewCfnWaitConditionHandle(stack, str("ConsumerSecretKeyReady"), &awscdk.CfnWaitConditionHandleProps{})
+	ready.AddMetadata(str("keyPolicy"), awscdk.Fn_ConditionIf(hasKey.LogicalId(), p.Node().DefaultChild().(awsiam.CfnPolicy).Ref(), str("none")))
+	fn.Node().AddDependency(ready)
 }
 
 // alarms: one SNS topic (the stage's own, or an existing one), every alarm

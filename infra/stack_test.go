@@ -480,4 +480,32 @@ func TestTheSecretParameterTakesANameOrAnARN(t *testing.T) {
 		!strings.Contains(fmt.Sprint(props(decrypt)["PolicyDocument"]), "kms:ViaService") {
 		t.Errorf("kms:Decrypt on the secret's key: %v", decrypt)
 	}
+	// No resource depends on a conditional one it does not share the
+	// condition with: CloudFormation refuses such a template when the
+	// condition is false. The consumer still waits for the key policy when
+	// there is one, through a handle's metadata.
+	all := tp["Resources"].(map[string]any)
+	var keyPolicy string
+	for id, r := range tp.resources("AWS::IAM::Policy") {
+		if r["Condition"] == "WebhookSecretHasKey" {
+			keyPolicy = id
+		}
+	}
+	waits := false
+	for id, r := range all {
+		r := r.(map[string]any)
+		for _, dep := range asList(r["DependsOn"]) {
+			d := all[dep.(string)].(map[string]any)
+			if c, ok := d["Condition"]; ok && r["Condition"] != c {
+				t.Errorf("%s depends on %s, which exists only if %s", id, dep, c)
+			}
+			if r["Type"] == "AWS::Lambda::Function" && strings.Contains(fmt.Sprint(props(r)["Environment"]), "NUDGE_WEBHOOK_URL") &&
+				strings.Contains(fmt.Sprint(d["Metadata"]), "Ref:"+keyPolicy) {
+				waits = true
+			}
+		}
+	}
+	if keyPolicy == "" || !waits {
+		t.Errorf("the consumer does not wait for the key policy %q", keyPolicy)
+	}
 }

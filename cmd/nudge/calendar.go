@@ -62,10 +62,15 @@ func tableOf(stage, table, envStage, envTable string) (string, error) {
 	return table, nil
 }
 
+// tableName is the ledger table the flags and variables name.
+func (f tableFlags) tableName() (string, error) {
+	return tableOf(*f.stage, *f.table, f.envStage, f.envTable)
+}
+
 // store connects to the ledger table with the standard AWS configuration
 // (region, credentials, AWS_ENDPOINT_URL_* for the local stand-ins).
 func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
-	table, err := tableOf(*f.stage, *f.table, f.envStage, f.envTable)
+	table, err := f.tableName()
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +184,7 @@ func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
 	if f == "" {
 		var err error
 		if f, err = schedule.FormatOf(path); err != nil {
-			fmt.Fprintln(stderr, "nudge", err)
+			fmt.Fprintln(stderr, "nudge import:", strings.TrimPrefix(err.Error(), "schedule: "))
 			return 2
 		}
 	}
@@ -198,7 +203,7 @@ func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
 	defer file.Close()
 	rows, err := schedule.ReadRows(file, f, st.Validator())
 	if err != nil {
-		fmt.Fprintln(stderr, "nudge", err)
+		fmt.Fprintln(stderr, "nudge import:", strings.TrimPrefix(err.Error(), "schedule: "))
 		return 1
 	}
 	start := time.Now()
@@ -277,7 +282,7 @@ func cancelCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := st.Cancel(ctx, fs.Arg(0), *note)
 	if err != nil {
-		fmt.Fprintln(stderr, "nudge", err)
+		fmt.Fprintln(stderr, "nudge cancel:", strings.TrimPrefix(err.Error(), "schedule: "))
 		return 1
 	}
 	code := 0

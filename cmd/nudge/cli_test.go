@@ -35,6 +35,29 @@ func TestEveryCommandPrintsItsUsage(t *testing.T) {
 				if strings.Count(line, "(default") > 1 || strings.Count(line, "default") > 2 {
 					t.Errorf("%s: a default given twice: %q", name, line)
 				}
+				// A flag that takes a value names it in capitals (--max N),
+				// never the flag package's generic "string" or "int".
+				if f := strings.Fields(line); flagLine.MatchString(line) && len(f) > 1 && strings.HasPrefix(f[0], "--") && genericValue[f[1]] {
+					t.Errorf("%s: a flag's value unnamed: %q", name, line)
+				}
+			}
+		}
+	}
+	// Defaults that are not zero are shown, once.
+	for cmd, want := range map[string][]string{
+		"dlq list":     {"--limit N", "(default 50)"},
+		"dlq redrive":  {"--rate R", "(default 10)"},
+		"import":       {"--concurrency N", "(default 16)"},
+		"cancel":       {"(default cancelled by operator)", "(default 24h0m0s)"},
+		"status":       {"--overdue-after DURATION", "(default 5m0s)"},
+		"local demo":   {"--reminders N", "(default 300)"},
+		"local invoke": {"--event FILE", "(default events/sqs-batch.json)"},
+	} {
+		var out, errs bytes.Buffer
+		run(append(strings.Fields(cmd), "--help"), strings.NewReader(""), &out, &errs)
+		for _, w := range want {
+			if strings.Count(out.String(), w) != 1 {
+				t.Errorf("nudge %s --help: %q appears %d times, want once:\n%s", cmd, w, strings.Count(out.String(), w), out.String())
 			}
 		}
 	}
@@ -62,6 +85,46 @@ func TestMalformedEnvironmentIsRefused(t *testing.T) {
 			t.Errorf("%s=%q for nudge %s: exit %d, %q; want exit 2 naming the variable", tc.name, tc.value, tc.cmd, code, errs.String())
 		}
 		t.Setenv(tc.name, "")
+	}
+}
+
+// genericValue are the placeholders the flag package uses for a flag whose
+// usage names none.
+var genericValue = map[string]bool{"string": true, "int": true, "int64": true, "uint": true, "float": true, "duration": true, "value": true}
+
+// TestFlagsWinOverTheEnvironment: a malformed variable is no obstacle when
+// the flag it would have given a value is given; a flag beats a variable;
+// and --stage with --table is refused as ambiguous.
+func TestFlagsWinOverTheEnvironment(t *testing.T) {
+	t.Setenv("NUDGE_TABLE", "")
+	t.Setenv("NUDGE_STAGE", "")
+	t.Setenv("NUDGE_LATENESS", "a day")
+	var out, errs bytes.Buffer
+	if code := run([]string{"cancel", "--lateness", "1h", "x"}, strings.NewReader(""), &out, &errs); strings.Contains(errs.String(), "NUDGE_LATENESS") || !strings.Contains(errs.String(), "no ledger table") {
+		t.Errorf("NUDGE_LATENESS malformed, --lateness given: exit %d, %q; want it ignored (and the missing table named)", code, errs.String())
+	}
+	t.Setenv("NUDGE_LATENESS", "")
+	for _, cmd := range []string{"cancel", "status"} {
+		t.Setenv("NUDGE_STAGE", "bad stage!")
+		errs.Reset()
+		if code := run([]string{cmd, "x"}, strings.NewReader(""), &out, &errs); code != exitUsage || !strings.Contains(errs.String(), "NUDGE_STAGE") {
+			t.Errorf("nudge %s, NUDGE_STAGE malformed: exit %d, %q; want exit 2 naming it", cmd, code, errs.String())
+		}
+		t.Setenv("NUDGE_STAGE", "")
+		errs.Reset()
+		if code := run([]string{cmd, "--stage", "dev", "--table", "other", "x"}, strings.NewReader(""), &out, &errs); code == exitOK || !strings.Contains(errs.String(), "give one") {
+			t.Errorf("nudge %s --stage dev --table other: exit %d, %q; want it refused as ambiguous", cmd, code, errs.String())
+		}
+	}
+	// --stage beats NUDGE_TABLE, for the calendar and for the operations.
+	t.Setenv("NUDGE_TABLE", "from-the-environment")
+	c := newCommand("nudge cancel", "ID", "", &out, &errs)
+	tf := addTableFlags(c)
+	if _, ok := c.parse([]string{"--stage", "dev", "x"}); !ok {
+		t.Fatal(errs.String())
+	}
+	if got, err := tf.tableName(); err != nil || got != "nudge-dev-ledger" {
+		t.Errorf("calendar: --stage dev with NUDGE_TABLE set: table %q, %v; want nudge-dev-ledger", got, err)
 	}
 }
 

@@ -40,10 +40,10 @@ func localInvoke(args []string, out, errs io.Writer) int {
 	c := newCommand("nudge local invoke", "", "Run the function an event is for (SQS events: the consumer; schedule events: the enqueue) under\nthe Lambda runtime interface emulator against fresh stand-ins seeded with what the event names, and\nprint its log lines, its REPORT line, its response and the ledger.", out, errs)
 	fs := c.fs
 	var o invokeOptions
-	fs.StringVar(&o.event, "event", "events/sqs-batch.json", "the event to invoke the function with (see events/)")
-	fs.StringVar(&o.function, "function", "", "consumer or enqueue; default: the one the event is for")
-	fs.StringVar(&o.bootstrap, "bootstrap", "", "the function's binary built for this machine; default build/local/<function>/bootstrap (make build-local)")
-	fs.StringVar(&o.fault, "fault", "", `consumer: provider faults per reminder, e.g. "rem-185=500;rem-186=400"`)
+	fs.StringVar(&o.event, "event", "events/sqs-batch.json", "the event `FILE` to invoke the function with (see events/)")
+	fs.StringVar(&o.function, "function", "", "the `FUNCTION`, consumer or enqueue; default: the one the event is for")
+	fs.StringVar(&o.bootstrap, "bootstrap", "", "the function's binary `PATH`, built for this machine; default build/local/<function>/bootstrap (make build-local)")
+	fs.StringVar(&o.fault, "fault", "", "consumer: provider faults per reminder, a `SPEC` such as \"rem-185=500;rem-186=400\"")
 	if code, ok := c.parse(args); !ok {
 		return code
 	}

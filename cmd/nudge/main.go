@@ -32,12 +32,14 @@ const usage = `usage:
    or --table; defaults $NUDGE_STAGE, $NUDGE_TABLE; and the standard AWS
    settings: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB.)
 
-  nudge status [--overdue-after D] [--json]
-      Deliveries by state, the overdue ones and the oldest, the work queue's
-      and the DLQ's depths, the age of the DLQ's oldest message.
+  nudge status [--overdue-after D] [--scan] [--expired D] [--json]
+      Live deliveries from the due index, the overdue ones and the oldest, the
+      queues' depths, a sample of the DLQ's sources; says which figures are
+      exact and which sampled. --scan counts every state; --expired lists the
+      deliveries that expired unsent (both read the whole table).
   nudge reminder show [--json] ID
       The reminder, each delivery's state, attempts, last error and receipt,
-      and the transition history in time order.
+      whether a pending one was handed off, and the history in time order.
   nudge reminder purge [--yes] [--json] ID
       Delete the reminder, its deliveries and their history (a deletion
       request). Refused, removing nothing, while a delivery is being sent.

@@ -75,20 +75,22 @@ func addOpsFlags(c *command, out, errs io.Writer, in io.Reader) *ops {
 
 // connect resolves the resources and creates the clients.
 func (o *ops) connect(ctx context.Context, needQueues bool) error {
+	// The flags, if any names a resource; else the NUDGE_* variables.
+	if *o.stage == "" && *o.table == "" && *o.workURL == "" && *o.dlqURL == "" {
+		*o.stage, *o.table, *o.workURL, *o.dlqURL = o.env.stage, o.env.table, o.env.workURL, o.env.dlqURL
+	}
+	table, err := tableOf(*o.stage, *o.table, "", "")
+	if err != nil && *o.stage == "" && *o.table == "" {
+		return usageError("no ledger table: pass --stage NAME (for the resources nudge-NAME-…), --table NAME, or set NUDGE_STAGE or NUDGE_TABLE")
+	} else if err != nil {
+		return usageError(err.Error())
+	}
+	*o.table = table
 	cfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return err
 	}
 	o.db, o.sqs = awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
-	// The flags, if any names a resource; else the NUDGE_* variables.
-	if *o.stage == "" && *o.table == "" && *o.workURL == "" && *o.dlqURL == "" {
-		*o.stage, *o.table, *o.workURL, *o.dlqURL = o.env.stage, o.env.table, o.env.workURL, o.env.dlqURL
-	}
-	if *o.table, err = tableOf(*o.stage, *o.table, "", ""); err != nil && *o.stage == "" && *o.table == "" {
-		return usageError("no ledger table: pass --stage NAME (for the resources nudge-NAME-…), --table NAME, or set NUDGE_STAGE or NUDGE_TABLE")
-	} else if err != nil {
-		return usageError(err.Error())
-	}
 	if *o.stage != "" {
 		st := deployment.Stage{Name: *o.stage}
 		if *o.table == "" {

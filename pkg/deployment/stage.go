@@ -3,8 +3,8 @@ package deployment
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 

@@ -78,7 +78,10 @@ type Verifier struct {
 // in constant time.
 func (v Verifier) Verify(h http.Header, body []byte) error {
 	if len(v.Secrets) == 0 {
-		return errors.New("webhook: Verifier has no secrets")
+		return errors.New("webhook: Verifier has no secrets; set Verifier.Secrets to the signing secret")
+	}
+	if v.Tolerance < 0 {
+		return fmt.Errorf("webhook: Verifier.Tolerance %v is negative; leave it 0 for %v or set a positive age", v.Tolerance, DefaultTolerance)
 	}
 	tol, clk := v.Tolerance, v.Clock
 	if tol == 0 {
@@ -91,13 +94,13 @@ func (v Verifier) Verify(h http.Header, body []byte) error {
 	if ts == "" || key == "" || sig == "" {
 		return fmt.Errorf("%w: want the %s, %s and %s headers", ErrNoSignature, HeaderTimestamp, HeaderIdempotencyKey, HeaderSignature)
 	}
-	var given string
+	var given []string
 	for _, part := range strings.Split(sig, ",") {
-		if s, ok := strings.CutPrefix(strings.TrimSpace(part), SignatureScheme+"="); ok {
-			given = s
+		if s, ok := strings.CutPrefix(strings.TrimSpace(part), SignatureScheme+"="); ok && s != "" {
+			given = append(given, s)
 		}
 	}
-	if given == "" {
+	if len(given) == 0 {
 		return fmt.Errorf("%w: %s holds no %s= signature", ErrNoSignature, HeaderSignature, SignatureScheme)
 	}
 	secs, err := strconv.ParseInt(ts, 10, 64)
@@ -108,9 +111,11 @@ func (v Verifier) Verify(h http.Header, body []byte) error {
 		return fmt.Errorf("%w: %s is %v from now (tolerance %v)", ErrStale, HeaderTimestamp, age.Round(time.Second), tol)
 	}
 	for _, secret := range v.Secrets {
-		want := Sign(secret, ts, key, body)[len(SignatureScheme)+1:]
-		if hmac.Equal([]byte(want), []byte(given)) {
-			return nil
+		want := []byte(Sign(secret, ts, key, body)[len(SignatureScheme)+1:])
+		for _, g := range given {
+			if hmac.Equal(want, []byte(g)) {
+				return nil
+			}
 		}
 	}
 	return ErrBadSignature

@@ -79,6 +79,8 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 		{"timestamp moved forward", at(0), with(provider.HeaderTimestamp, strconv.FormatInt(sent.Unix()+60, 10)), c.body, provider.ErrBadSignature},
 		{"body changed", at(0), c.header, []byte(strings.Replace(string(c.body), `"rem-1"`, `"rem-2"`, 1)), provider.ErrBadSignature},
 		{"another secret", provider.Verifier{Secrets: [][]byte{[]byte("another-secret-0123456789")}, Clock: clock.NewFake(sent)}, c.header, c.body, provider.ErrBadSignature},
+		{"v2 beside a newer scheme", at(0), with(provider.HeaderSignature, c.header.Get(provider.HeaderSignature)+", v3=abcd"), c.body, nil},
+		{"v2 before another v2 entry", at(0), with(provider.HeaderSignature, c.header.Get(provider.HeaderSignature)+",v2=00ff"), c.body, nil},
 		{"v1 only", at(0), with(provider.HeaderSignature, "v1=0123abcd"), c.body, provider.ErrNoSignature},
 		{"no key", at(0), with(provider.HeaderIdempotencyKey, ""), c.body, provider.ErrNoSignature},
 		{"no timestamp", at(0), with(provider.HeaderTimestamp, ""), c.body, provider.ErrNoSignature},
@@ -88,6 +90,9 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
+	}
+	if err := (provider.Verifier{Secrets: [][]byte{secret}, Tolerance: -time.Minute}).Verify(c.header, c.body); err == nil || !strings.Contains(err.Error(), "Tolerance") {
+		t.Errorf("a negative tolerance: %v, want it refused by name", err)
 	}
 	// During a rotation the receiver accepts the previous secret too.
 	rotating := provider.Verifier{Secrets: [][]byte{[]byte("the-new-secret-0123456789"), secret}, Clock: clock.NewFake(sent)}
