@@ -43,23 +43,39 @@ func addTableFlags(c *command) tableFlags {
 	}
 }
 
-// tableOf resolves the ledger table: the flags if given (--table, else
-// --stage's), else the variables (NUDGE_TABLE, else NUDGE_STAGE's). It
-// refuses --stage and --table naming different tables.
+// tableOf resolves the ledger table: the flags if either is given
+// (--table, else --stage's), else the variables (NUDGE_TABLE, else
+// NUDGE_STAGE's). It refuses a stage and a table that name different
+// tables, saying where each came from.
 func tableOf(stage, table, envStage, envTable string) (string, error) {
-	if stage != "" && table != "" && table != (deployment.Stage{Name: stage}).TableName() {
-		return "", fmt.Errorf("--stage %s names the table %s, and --table %s another: give one", stage, deployment.Stage{Name: stage}.TableName(), table)
-	}
-	if stage == "" && table == "" {
+	fromEnv := stage == "" && table == ""
+	if fromEnv {
 		stage, table = envStage, envTable
+	}
+	if named := (deployment.Stage{Name: stage}).TableName(); stage != "" && table != "" && table != named {
+		if fromEnv {
+			return "", usageError(fmt.Sprintf("NUDGE_STAGE=%s names the table %s, and NUDGE_TABLE=%s another: unset one, or give --stage or --table", stage, named, table))
+		}
+		return "", usageError(fmt.Sprintf("--stage %s names the table %s, and --table %s another: give one", stage, named, table))
 	}
 	if table == "" && stage != "" {
 		table = deployment.Stage{Name: stage}.TableName()
 	}
 	if table == "" {
-		return "", errors.New("no ledger table: pass --stage NAME (for the table nudge-NAME-ledger) or --table NAME, or set NUDGE_STAGE or NUDGE_TABLE (the stack's output LedgerTable)")
+		return "", usageError("no ledger table: pass --stage NAME (for the table nudge-NAME-ledger) or --table NAME, or set NUDGE_STAGE or NUDGE_TABLE (the stack's output LedgerTable)")
 	}
 	return table, nil
+}
+
+// storeFailed reports a failure to reach the ledger: exit 2 for a mistake
+// in how the command was called, 1 otherwise.
+func storeFailed(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	return 1
 }
 
 // tableName is the ledger table the flags and variables name.
@@ -130,8 +146,7 @@ func scheduleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	st, err := tf.store(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "nudge schedule:", err)
-		return 1
+		return storeFailed(stderr, "nudge schedule", err)
 	}
 	var r schedule.Reminder
 	if *jsonPath != "" {
@@ -192,8 +207,7 @@ func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
 	defer stop()
 	st, err := tf.store(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "nudge import:", err)
-		return 1
+		return storeFailed(stderr, "nudge import", err)
 	}
 	file, err := os.Open(path)
 	if err != nil {
@@ -277,8 +291,7 @@ func cancelCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	st, err := tf.store(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "nudge cancel:", err)
-		return 1
+		return storeFailed(stderr, "nudge cancel", err)
 	}
 	res, err := st.Cancel(ctx, fs.Arg(0), *note)
 	if err != nil {

@@ -29,17 +29,22 @@ type command struct {
 	name      string
 	args      string
 	about     string
-	// envErrs are malformed NUDGE_* variables, by the flag they would have
-	// given its value to ("a|b": by a group of flags, any of which, given,
-	// makes the variable unused).
-	envErrs map[string]error
+	// envErrs are malformed NUDGE_* variables, by variable name.
+	envErrs map[string]envErr
+}
+
+// envErr is a malformed variable and the flags it would have given a value
+// ("a|b": a group of flags, any of which, given, makes the variable unused).
+type envErr struct {
+	flags string
+	err   error
 }
 
 // newCommand starts a command called name ("nudge dlq list"), taking args
 // after its flags ("ID", "FILE", or ""), described by about. Asked for help,
 // it prints its usage to out; a mistake, and the usage, go to errs.
 func newCommand(name, args, about string, out, errs io.Writer) *command {
-	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), out: out, errs: errs, name: name, args: args, about: about, envErrs: map[string]error{}}
+	c := &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), out: out, errs: errs, name: name, args: args, about: about, envErrs: map[string]envErr{}}
 	c.fs.SetOutput(errs)
 	c.fs.Usage = func() { c.usage(errs) }
 	return c
@@ -55,7 +60,7 @@ func (c *command) envDuration(flagName, name string, def time.Duration) time.Dur
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		c.envErrs[flagName] = fmt.Errorf("%s=%q is not a positive duration such as 30s or 24h", name, v)
+		c.envErrs[name] = envErr{flagName, fmt.Errorf("%s=%q is not a positive duration such as 30s or 24h", name, v)}
 		return def
 	}
 	return d
@@ -72,7 +77,7 @@ func (c *command) envString(flagName, name string, valid func(string) string) st
 		return v
 	}
 	if problem := valid(v); problem != "" {
-		c.envErrs[flagName] = fmt.Errorf("%s=%q %s", name, v, problem)
+		c.envErrs[name] = envErr{flagName, fmt.Errorf("%s=%q %s", name, v, problem)}
 		return ""
 	}
 	return v
@@ -125,15 +130,19 @@ func (c *command) parse(args []string) (code int, ok bool) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var msgs []string
 	for _, name := range names {
-		used := true
-		for _, f := range strings.Split(name, "|") {
+		e, used := c.envErrs[name], true
+		for _, f := range strings.Split(e.flags, "|") {
 			used = used && !given[f]
 		}
 		if used {
-			fmt.Fprintf(c.errs, "%s: %v; fix or unset it, or give --%s\n", c.name, c.envErrs[name], strings.Split(name, "|")[0])
-			return exitUsage, false
+			msgs = append(msgs, fmt.Sprintf("%v; fix or unset it, or give --%s", e.err, strings.Split(e.flags, "|")[0]))
 		}
+	}
+	if len(msgs) > 0 {
+		fmt.Fprintf(c.errs, "%s: %s\n", c.name, strings.Join(msgs, "; and "))
+		return exitUsage, false
 	}
 	return exitOK, true
 }

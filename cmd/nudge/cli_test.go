@@ -94,16 +94,23 @@ var genericValue = map[string]bool{"string": true, "int": true, "int64": true, "
 
 // TestFlagsWinOverTheEnvironment: a malformed variable is no obstacle when
 // the flag it would have given a value is given; a flag beats a variable;
-// and --stage with --table is refused as ambiguous.
+// a stage and a table naming two tables are refused (exit 2), saying where
+// each came from; every malformed variable is named at once.
 func TestFlagsWinOverTheEnvironment(t *testing.T) {
 	t.Setenv("NUDGE_TABLE", "")
 	t.Setenv("NUDGE_STAGE", "")
 	t.Setenv("NUDGE_LATENESS", "a day")
 	var out, errs bytes.Buffer
-	if code := run([]string{"cancel", "--lateness", "1h", "x"}, strings.NewReader(""), &out, &errs); strings.Contains(errs.String(), "NUDGE_LATENESS") || !strings.Contains(errs.String(), "no ledger table") {
-		t.Errorf("NUDGE_LATENESS malformed, --lateness given: exit %d, %q; want it ignored (and the missing table named)", code, errs.String())
+	if code := run([]string{"cancel", "--lateness", "1h", "x"}, strings.NewReader(""), &out, &errs); strings.Contains(errs.String(), "NUDGE_LATENESS") || !strings.Contains(errs.String(), "no ledger table") || code != exitUsage {
+		t.Errorf("NUDGE_LATENESS malformed, --lateness given: exit %d, %q; want it ignored (and the missing table named, exit 2)", code, errs.String())
+	}
+	t.Setenv("NUDGE_MAX_AHEAD", "never")
+	errs.Reset()
+	if code := run([]string{"cancel", "x"}, strings.NewReader(""), &out, &errs); code != exitUsage || !strings.Contains(errs.String(), "NUDGE_LATENESS") || !strings.Contains(errs.String(), "NUDGE_MAX_AHEAD") {
+		t.Errorf("two malformed variables: exit %d, %q; want both named", code, errs.String())
 	}
 	t.Setenv("NUDGE_LATENESS", "")
+	t.Setenv("NUDGE_MAX_AHEAD", "")
 	for _, cmd := range []string{"cancel", "status"} {
 		t.Setenv("NUDGE_STAGE", "bad stage!")
 		errs.Reset()
@@ -112,10 +119,20 @@ func TestFlagsWinOverTheEnvironment(t *testing.T) {
 		}
 		t.Setenv("NUDGE_STAGE", "")
 		errs.Reset()
-		if code := run([]string{cmd, "--stage", "dev", "--table", "other", "x"}, strings.NewReader(""), &out, &errs); code == exitOK || !strings.Contains(errs.String(), "give one") {
-			t.Errorf("nudge %s --stage dev --table other: exit %d, %q; want it refused as ambiguous", cmd, code, errs.String())
+		if code := run([]string{cmd, "--stage", "dev", "--table", "other", "x"}, strings.NewReader(""), &out, &errs); code != exitUsage || !strings.Contains(errs.String(), "--stage dev names the table nudge-dev-ledger, and --table other another") {
+			t.Errorf("nudge %s --stage dev --table other: exit %d, %q; want exit 2, refused as ambiguous", cmd, code, errs.String())
 		}
+		// A leftover variable pair naming two stages is refused too.
+		t.Setenv("NUDGE_STAGE", "prod")
+		t.Setenv("NUDGE_TABLE", "nudge-dev-ledger")
+		errs.Reset()
+		if code := run([]string{cmd, "x"}, strings.NewReader(""), &out, &errs); code != exitUsage || !strings.Contains(errs.String(), "NUDGE_STAGE=prod names the table nudge-prod-ledger, and NUDGE_TABLE=nudge-dev-ledger another") {
+			t.Errorf("nudge %s with NUDGE_STAGE=prod NUDGE_TABLE=nudge-dev-ledger: exit %d, %q; want exit 2 naming both variables", cmd, code, errs.String())
+		}
+		t.Setenv("NUDGE_STAGE", "")
+		t.Setenv("NUDGE_TABLE", "")
 	}
+
 	// --stage beats NUDGE_TABLE, for the calendar and for the operations.
 	t.Setenv("NUDGE_TABLE", "from-the-environment")
 	c := newCommand("nudge cancel", "ID", "", &out, &errs)
@@ -125,6 +142,25 @@ func TestFlagsWinOverTheEnvironment(t *testing.T) {
 	}
 	if got, err := tf.tableName(); err != nil || got != "nudge-dev-ledger" {
 		t.Errorf("calendar: --stage dev with NUDGE_TABLE set: table %q, %v; want nudge-dev-ledger", got, err)
+	}
+	oc := newCommand("nudge status", "", "", &out, &errs)
+	o := addOpsFlags(oc, &out, &errs, strings.NewReader(""))
+	if _, ok := oc.parse([]string{"--stage", "dev"}); !ok {
+		t.Fatal(errs.String())
+	}
+	if err := o.resolve(); err != nil || *o.table != "nudge-dev-ledger" || *o.stage != "dev" {
+		t.Errorf("operations: --stage dev with NUDGE_TABLE set: table %q, stage %q, %v; want nudge-dev-ledger", *o.table, *o.stage, err)
+	}
+	// A queue URL flag alone: the variables are not mixed in, and the
+	// error says so.
+	t.Setenv("NUDGE_STAGE", "prod")
+	oc = newCommand("nudge dlq list", "", "", &out, &errs)
+	o = addOpsFlags(oc, &out, &errs, strings.NewReader(""))
+	if _, ok := oc.parse([]string{"--dlq-url", "https://sqs.eu-west-1.amazonaws.com/123456789012/nudge-dev-dlq"}); !ok {
+		t.Fatal(errs.String())
+	}
+	if err := o.resolve(); err == nil || !strings.Contains(err.Error(), "NUDGE_* variables are not used") {
+		t.Errorf("--dlq-url with NUDGE_STAGE set: %v; want the variables left out, and said so", err)
 	}
 }
 

@@ -29,8 +29,9 @@ const usage = `usage:
   nudge cancel [--note TEXT] ID
       Cancel the reminder's deliveries that have not been sent; says which were.
   (schedule, import and cancel take --stage NAME for the table nudge-NAME-ledger,
-   or --table; defaults $NUDGE_STAGE, $NUDGE_TABLE; and the standard AWS
-   settings: AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL_DYNAMODB.)
+   or --table; when neither is given, $NUDGE_STAGE or $NUDGE_TABLE; and
+   the standard AWS settings: AWS_REGION, AWS_PROFILE,
+   AWS_ENDPOINT_URL_DYNAMODB.)
 
   nudge status [--overdue-after D] [--scan] [--expired D] [--json]
       Live deliveries from the due index, the overdue ones and the oldest, the
@@ -59,8 +60,9 @@ const usage = `usage:
       delivery item the TTL of its reminder (expiresAt + 90 days) where it has
       none or an earlier one. Never shortens a TTL; safe to run again.
   (status, reminder and dlq take --stage NAME for the resources nudge-NAME-…,
-   or --table, --queue-url, --dlq-url; defaults $NUDGE_STAGE, $NUDGE_TABLE,
-   $NUDGE_QUEUE_URL, $NUDGE_DLQ_URL. Exit codes: 0 done, 1 failed, 2 usage,
+   or --table, --queue-url, --dlq-url; when none of these is given,
+   $NUDGE_STAGE, $NUDGE_TABLE, $NUDGE_QUEUE_URL, $NUDGE_DLQ_URL (never a
+   mix of flags and variables). Exit codes: 0 done, 1 failed, 2 usage,
    3 not found, 4 refused or declined (nothing changed), 5 AWS access.)
   nudge local exec -- CMD [ARG...]
       Install the local stand-ins if missing, start DynamoDB Local and fauxqs on

@@ -73,19 +73,37 @@ func addOpsFlags(c *command, out, errs io.Writer, in io.Reader) *ops {
 	return o
 }
 
-// connect resolves the resources and creates the clients.
-func (o *ops) connect(ctx context.Context, needQueues bool) error {
-	// The flags, if any names a resource; else the NUDGE_* variables.
-	if *o.stage == "" && *o.table == "" && *o.workURL == "" && *o.dlqURL == "" {
-		*o.stage, *o.table, *o.workURL, *o.dlqURL = o.env.stage, o.env.table, o.env.workURL, o.env.dlqURL
+// resolve settles the resources from the flags or, if no flag names one,
+// from the NUDGE_* variables: never a mix, which could name two stages
+// (--stage dev with a NUDGE_DLQ_URL left from prod).
+func (o *ops) resolve() error {
+	envStage, envTable := "", ""
+	useEnv := *o.stage == "" && *o.table == "" && *o.workURL == "" && *o.dlqURL == ""
+	if useEnv {
+		envStage, envTable = o.env.stage, o.env.table
+		*o.workURL, *o.dlqURL = o.env.workURL, o.env.dlqURL
 	}
-	table, err := tableOf(*o.stage, *o.table, "", "")
-	if err != nil && *o.stage == "" && *o.table == "" {
-		return usageError("no ledger table: pass --stage NAME (for the resources nudge-NAME-…), --table NAME, or set NUDGE_STAGE or NUDGE_TABLE")
-	} else if err != nil {
-		return usageError(err.Error())
+	table, err := tableOf(*o.stage, *o.table, envStage, envTable)
+	switch {
+	case err != nil && !useEnv && *o.stage == "" && *o.table == "":
+		return usageError("no ledger table: a queue URL flag was given, so the NUDGE_* variables are not used (flags and variables could name two stages): pass --stage NAME or --table NAME too")
+	case err != nil && useEnv && envStage == "" && envTable == "":
+		return usageError("no ledger table: pass --stage NAME (for the resources nudge-NAME-…) or --table NAME, or set NUDGE_STAGE or NUDGE_TABLE")
+	case err != nil:
+		return err
+	}
+	if useEnv {
+		*o.stage = envStage
 	}
 	*o.table = table
+	return nil
+}
+
+// connect resolves the resources and creates the clients.
+func (o *ops) connect(ctx context.Context, needQueues bool) error {
+	if err := o.resolve(); err != nil {
+		return err
+	}
 	cfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return err

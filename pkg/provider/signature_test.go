@@ -80,6 +80,7 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 		{"body changed", at(0), c.header, []byte(strings.Replace(string(c.body), `"rem-1"`, `"rem-2"`, 1)), provider.ErrBadSignature},
 		{"another secret", provider.Verifier{Secrets: [][]byte{[]byte("another-secret-0123456789")}, Clock: clock.NewFake(sent)}, c.header, c.body, provider.ErrBadSignature},
 		{"v2 beside a newer scheme", at(0), with(provider.HeaderSignature, c.header.Get(provider.HeaderSignature)+", v3=abcd"), c.body, nil},
+		{"v2 after another v2 entry", at(0), with(provider.HeaderSignature, "v2=00ff,"+c.header.Get(provider.HeaderSignature)), c.body, nil},
 		{"v2 before another v2 entry", at(0), with(provider.HeaderSignature, c.header.Get(provider.HeaderSignature)+",v2=00ff"), c.body, nil},
 		{"v1 only", at(0), with(provider.HeaderSignature, "v1=0123abcd"), c.body, provider.ErrNoSignature},
 		{"no key", at(0), with(provider.HeaderIdempotencyKey, ""), c.body, provider.ErrNoSignature},
