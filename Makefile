@@ -4,8 +4,6 @@ SHELL := /bin/bash
 
 GO          ?= go
 FUNCTIONS   := $(notdir $(wildcard functions/*))
-LAMBDA_ENV  := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
-BUILD_FLAGS := -tags lambda.norpc -trimpath -buildvcs=false -ldflags='-s -w'
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 NUDGE       := build/nudge
 FN          ?=
@@ -34,23 +32,19 @@ CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFIL
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## one linux/arm64 bootstrap per function under build/<fn>/
-	@for fn in $(FUNCTIONS); do \
-	  $(LAMBDA_ENV) $(GO) build $(BUILD_FLAGS) -o build/$$fn/bootstrap ./functions/$$fn; \
-	  echo "build/$$fn/bootstrap $$(stat -c %s build/$$fn/bootstrap) bytes"; \
-	done
+build: ## one linux/arm64 bootstrap per function under build/<fn>/ (what cdk synth builds too)
+	sh infra/build-functions.sh build
+	@for fn in $(FUNCTIONS); do echo "build/$$fn/bootstrap $$(stat -c %s build/$$fn/bootstrap) bytes"; done
 
 build-local: ## the nudge CLI and host-architecture bootstraps for the emulator
 	$(GO) build -o $(NUDGE) ./cmd/nudge
-	@for fn in $(FUNCTIONS); do \
-	  CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o build/local/$$fn/bootstrap ./functions/$$fn; \
-	done
+	NUDGE_GOOS=$$($(GO) env GOHOSTOS) NUDGE_GOARCH=$$($(GO) env GOHOSTARCH) sh infra/build-functions.sh build/local
 
 test: lint build build-local test-infra ## everything a contributor must run: lint, build, unit and integration tests against the stand-ins, the stack's tests and checks
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -race -count=1 -timeout 10m ./...
 
 test-infra: build check-infra ## the CDK stack: invariants, cdk-nag, snapshot (infra/), then cfn-guard
-	cd infra && $(GO) test -count=1 -timeout 10m ./...
+	cd infra && NUDGE_REQUIRE_CDK=1 $(GO) test -count=1 -timeout 10m ./...
 
 unit: ## the fast tests only (integration tests skip without the stand-ins)
 	$(GO) test ./...
@@ -85,7 +79,7 @@ $(CDK): infra/cli/package.json infra/cli/package-lock.json
 	cd $(CDK_DIR) && npm ci --no-audit --no-fund --legacy-peer-deps --loglevel=error
 	touch $(CDK)
 
-synth: build $(CDK) ## synthesize the STAGE stack (dev) into cdk.out
+synth: $(CDK) ## synthesize the STAGE stack (dev) into cdk.out (cdk.json's app builds the functions)
 	$(CDK) synth $(CDK_FLAGS) --quiet $(STACK)
 
 diff: synth ## offline: what the synthesized stack changes against the committed snapshot
@@ -99,10 +93,9 @@ check-infra: synth ## the synthesized template through cfn-guard with the AWS Co
 	echo "cfn-guard: $$(echo "$$rules" | wc -l) Control Tower rules (less the explained ones in infra/guard-exceptions.txt) on cdk.out/$(STACK).template.json"; \
 	$(CFN_GUARD) validate --data cdk.out/$(STACK).template.json $$(printf -- '--rules %s ' $$rules) --show-summary fail --output-format single-line-summary
 
-deploy: build $(CDK) ## deploy STAGE with your AWS profile/region: make deploy WEBHOOK_URL=https://… WEBHOOK_SECRET=name-or-arn [WEBHOOK_SECRET_KEY=kms-key-arn] [STAGE=prod CDK_ARGS="-c alarmEmail=…"] [PROFILE=…]
-	@test -n "$(WEBHOOK_URL)" -a -n "$(WEBHOOK_SECRET)" || { echo "set WEBHOOK_URL (https://…) and WEBHOOK_SECRET (the Secrets Manager secret's name or ARN)"; exit 2; }
-	$(CDK) deploy $(CDK_FLAGS) $(STACK) --parameters WebhookUrl=$(WEBHOOK_URL) --parameters WebhookSigningRef=$(WEBHOOK_SECRET) \
-	  $(if $(WEBHOOK_SECRET_KEY),--parameters WebhookSigningKmsArn=$(WEBHOOK_SECRET_KEY))
+deploy: $(CDK) ## deploy STAGE with your AWS profile/region: make deploy [WEBHOOK_URL=https://… WEBHOOK_SECRET=name-or-arn] (first deploy; later ones keep them) [WEBHOOK_SECRET_KEY=kms-key-arn] [STAGE=prod CDK_ARGS="-c alarmEmail=…"] [PROFILE=…]
+	$(CDK) deploy $(CDK_FLAGS) $(STACK) $(if $(WEBHOOK_URL),--parameters WebhookUrl=$(WEBHOOK_URL)) \
+	  $(if $(WEBHOOK_SECRET),--parameters WebhookSigningRef=$(WEBHOOK_SECRET)) $(if $(WEBHOOK_SECRET_KEY),--parameters WebhookSigningKmsArn=$(WEBHOOK_SECRET_KEY))
 
 destroy: $(CDK) ## delete the STAGE stack (prod keeps its table and queues)
 	$(CDK) destroy $(CDK_FLAGS) $(STACK)

@@ -1,12 +1,49 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
 )
+
+// StagesFromContext returns the stages to define. With the "stage" key
+// (-c stage=prod), that stage alone, or its error. Without it, every stage
+// whose settings hold (dev and prod), each with the overrides the other
+// keys give; a stage left out comes back as a note saying why (prod
+// without an alarm target), so that `cdk deploy Nudge-dev` works while
+// prod is not configured, and `cdk deploy Nudge-prod` says what to set.
+// The error is the first stage's if none holds.
+func StagesFromContext(get func(key string) any) (stages []deployment.Stage, left []string, err error) {
+	if v := get("stage"); v != nil {
+		s, err := StageFromContext(get)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []deployment.Stage{s}, nil, nil
+	}
+	var first error
+	for _, name := range deployment.Names {
+		s, err := StageFromContext(func(key string) any {
+			if key == "stage" {
+				return name
+			}
+			return get(key)
+		})
+		if err != nil {
+			first = cmp.Or(first, err)
+			left = append(left, fmt.Sprintf("Nudge-%s is left out (cdk deploy Nudge-%s would find no such stack): %v", name, name, err))
+			continue
+		}
+		stages = append(stages, s)
+	}
+	if len(stages) == 0 {
+		return nil, nil, first
+	}
+	return stages, left, nil
+}
 
 // StageFromContext builds the stage named by the "stage" context key (dev
 // by default) and applies the overrides the other keys give, then checks

@@ -59,6 +59,13 @@ func str(s string) *string           { return jsii.String(s) }
 func num(n float64) *float64         { return jsii.Number(n) }
 func secs(n float64) awscdk.Duration { return awscdk.Duration_Seconds(num(n)) }
 
+// WebhookMissing is what a deploy of the stack id without its webhook
+// parameters says: the two to set, and the secret to create first.
+func WebhookMissing(id string) string {
+	return "Nudge needs its webhook: cdk deploy " + id + " --parameters WebhookUrl=https://YOUR-RECEIVER --parameters WebhookSigningRef=SECRET-NAME-OR-ARN" +
+		" (create the secret first: aws secretsmanager create-secret --name nudge/webhook-signing --secret-string ...; README, Deploy). Later deploys keep both."
+}
+
 // NewNudgeStack defines the stack.
 func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps) *NudgeStack {
 	s := props.Stage
@@ -74,14 +81,19 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 
-	// Parameters: the provider, set at deploy time.
+	// Parameters: the provider, set at deploy time. Their defaults are empty
+	// so that a deploy without them stops at the rule below, with a message
+	// saying what to set, before any change, rather than with the CLI's
+	// generic "missing a value". (An update without them keeps the
+	// deployed values: the CDK CLI passes UsePreviousValue.)
 	webhookURL := awscdk.NewCfnParameter(stack, str("WebhookUrl"), &awscdk.CfnParameterProps{
-		Type: str("String"), AllowedPattern: str("^https://.+"), NoEcho: jsii.Bool(true), // it may hold a token
-		Description: str("The webhook provider's HTTPS endpoint"),
+		Type: str("String"), Default: str(""), NoEcho: jsii.Bool(true), // it may hold a token
+		AllowedPattern: str("^$|^https://.+"), ConstraintDescription: str("an https:// URL"),
+		Description: str("The webhook provider's HTTPS endpoint (docs/webhook.md)"),
 	})
 	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
-		Type: str("String"), MinLength: num(1),
-		AllowedPattern:        str(`^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
+		Type: str("String"), Default: str(""),
+		AllowedPattern:        str(`^$|^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
 		ConstraintDescription: str("the name, partial ARN or full ARN of a Secrets Manager secret in this account"),
 		Description:           str("Name, partial ARN or full ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
 	})
@@ -91,6 +103,13 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		ConstraintDescription: str("empty, or the ARN of a KMS key (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
 		Description:           str("Only for a signing secret encrypted with a customer managed KMS key: the key's ARN (the consumer gets kms:Decrypt on it alone)"),
 	})
+
+	awscdk.NewCfnRule(stack, str("WebhookIsSet"), &awscdk.CfnRuleProps{Assertions: &[]*awscdk.CfnRuleAssertion{{
+		Assert: awscdk.Fn_ConditionAnd(
+			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(webhookURL.ValueAsString(), str(""))),
+			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(secretID.ValueAsString(), str("")))),
+		AssertDescription: str(WebhookMissing(id)),
+	}}})
 
 	n.Table = newTable(stack, s, removal)
 
@@ -232,7 +251,7 @@ func newTable(stack awscdk.Stack, s deployment.Stage, removal awscdk.RemovalPoli
 func newFunction(stack awscdk.Stack, id, buildDir, dir string, memoryMB int, timeout float64, reserved int, env map[string]string, s deployment.Stage, removal awscdk.RemovalPolicy) awslambda.Function {
 	bootstrap := filepath.Join(buildDir, dir, "bootstrap")
 	if _, err := os.Stat(bootstrap); err != nil {
-		panic(fmt.Sprintf("%s is missing: run `make build` first (it builds the linux/arm64 bootstraps)", bootstrap))
+		panic(fmt.Sprintf("%s is missing: run cdk at the repository root (cdk.json builds it), or `make build`", bootstrap))
 	}
 	logs := awslogs.NewLogGroup(stack, str(id+"Logs"), &awslogs.LogGroupProps{
 		LogGroupName:  str("/aws/lambda/nudge-" + s.Name + "-" + dir),

@@ -452,7 +452,7 @@ func TestTheSecretParameterTakesANameOrAnARN(t *testing.T) {
 			t.Errorf("WebhookSigningRef refuses %q", ok)
 		}
 	}
-	for _, bad := range []string{"", "nudge webhook", "arn:aws:s3:::bucket/key"} {
+	for _, bad := range []string{"nudge webhook", "arn:aws:s3:::bucket/key"} { // "" passes the pattern; the WebhookIsSet rule refuses it
 		if pattern.MatchString(bad) {
 			t.Errorf("WebhookSigningRef accepts %q", bad)
 		}
@@ -507,5 +507,133 @@ func TestTheSecretParameterTakesANameOrAnARN(t *testing.T) {
 	}
 	if keyPolicy == "" || !waits {
 		t.Errorf("the consumer does not wait for the key policy %q", keyPolicy)
+	}
+}
+
+// TestADeployWithoutTheWebhookStopsWithWhatToSet: the webhook parameters
+// default to empty, and the template's rule, which CloudFormation checks
+// before it changes anything, refuses empty ones with a message naming
+// both parameters, how to pass them and the secret to create first. The
+// rule is evaluated here as CloudFormation does (Ref, Fn::Equals, Fn::Not,
+// Fn::And).
+func TestADeployWithoutTheWebhookStopsWithWhatToSet(t *testing.T) {
+	_, tpl := synth(t, deployment.Dev())
+	tp := toJSON(t, tpl)
+	params := tp["Parameters"].(map[string]any)
+	for _, name := range []string{"WebhookUrl", "WebhookSigningRef"} {
+		p := params[name].(map[string]any)
+		if p["Default"] != "" || !regexp.MustCompile(fmt.Sprint(p["AllowedPattern"])).MatchString("") {
+			t.Errorf("parameter %s: default %v, pattern %v; want an empty default the pattern accepts (the rule explains it)", name, p["Default"], p["AllowedPattern"])
+		}
+	}
+	if url := regexp.MustCompile(fmt.Sprint(params["WebhookUrl"].(map[string]any)["AllowedPattern"])); url.MatchString("http://hooks.example.com") || !url.MatchString("https://hooks.example.com/nudge?token=x") {
+		t.Error("WebhookUrl's pattern must take https:// URLs only")
+	}
+	rules, _ := tp["Rules"].(map[string]any)
+	rule, ok := rules["WebhookIsSet"].(map[string]any)
+	if !ok {
+		t.Fatalf("no WebhookIsSet rule: %v", rules)
+	}
+	assertion := asList(rule["Assertions"])[0].(map[string]any)
+	if got, want := assertion["AssertDescription"], WebhookMissing("Nudge-dev"); got != want {
+		t.Errorf("the rule says %q, want %q", got, want)
+	}
+	for _, w := range []string{"cdk deploy Nudge-dev", "--parameters WebhookUrl=https://", "--parameters WebhookSigningRef=", "create-secret"} {
+		if !strings.Contains(fmt.Sprint(assertion["AssertDescription"]), w) {
+			t.Errorf("the rule's message lacks %q", w)
+		}
+	}
+	for _, tc := range []struct {
+		url, ref string
+		pass     bool
+	}{
+		{"", "", false},
+		{"https://hooks.example.com/nudge", "", false},
+		{"", "nudge/webhook-signing", false},
+		{"https://hooks.example.com/nudge", "nudge/webhook-signing", true},
+	} {
+		got := evalRule(t, assertion["Assert"], map[string]string{"WebhookUrl": tc.url, "WebhookSigningRef": tc.ref})
+		if got != tc.pass {
+			t.Errorf("WebhookUrl=%q WebhookSigningRef=%q: the rule passes %v, want %v", tc.url, tc.ref, got, tc.pass)
+		}
+	}
+}
+
+// evalRule evaluates a rule's condition against parameter values.
+func evalRule(t *testing.T, expr any, params map[string]string) any {
+	t.Helper()
+	switch e := expr.(type) {
+	case string:
+		return e
+	case map[string]any:
+		for fn, arg := range e {
+			args := asList(arg)
+			switch fn {
+			case "Ref":
+				v, ok := params[arg.(string)]
+				if !ok {
+					t.Fatalf("the rule refers to %v, which the test does not set", arg)
+				}
+				return v
+			case "Fn::Equals":
+				return evalRule(t, args[0], params) == evalRule(t, args[1], params)
+			case "Fn::Not":
+				return !evalRule(t, args[0], params).(bool)
+			case "Fn::And":
+				all := true
+				for _, a := range args {
+					all = all && evalRule(t, a, params).(bool)
+				}
+				return all
+			}
+			t.Fatalf("the rule uses %s, which the test does not evaluate", fn)
+		}
+	}
+	t.Fatalf("cannot evaluate %v", expr)
+	return nil
+}
+
+// TestStagesFromContext: without -c stage, every stage whose settings hold,
+// and a note for each one left out; with it, that stage alone or its error.
+func TestStagesFromContext(t *testing.T) {
+	ctx := func(kv ...string) func(string) any {
+		return func(key string) any {
+			for i := 0; i < len(kv); i += 2 {
+				if kv[i] == key {
+					return kv[i+1]
+				}
+			}
+			return nil
+		}
+	}
+	names := func(ss []deployment.Stage) (out []string) {
+		for _, s := range ss {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		get     func(string) any
+		stages  string
+		left    string
+		wantErr string
+	}{
+		{"nothing set", ctx(), "dev", "Nudge-prod is left out", ""},
+		{"an alarm e-mail", ctx("alarmEmail", "oncall@example.com"), "dev prod", "", ""},
+		{"prod chosen, no alarm target", ctx("stage", "prod"), "", "", "its alarms would notify nobody"},
+		{"dev chosen", ctx("stage", "dev"), "dev", "", ""},
+		{"a malformed setting for all", ctx("shards", "many"), "", "", `shards="many" is not a whole number`},
+	} {
+		stages, left, err := StagesFromContext(tc.get)
+		if got := strings.Join(names(stages), " "); got != tc.stages {
+			t.Errorf("%s: stages %q, want %q", tc.name, got, tc.stages)
+		}
+		if (tc.left == "") != (len(left) == 0) || len(left) > 0 && !strings.Contains(left[0], tc.left) {
+			t.Errorf("%s: left out %v, want %q", tc.name, left, tc.left)
+		}
+		if (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
+		}
 	}
 }

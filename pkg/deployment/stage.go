@@ -95,6 +95,9 @@ func Prod() Stage {
 	return s
 }
 
+// Names are the stages Named knows, in the order the CDK app defines them.
+var Names = []string{"dev", "prod"}
+
 // Named returns the stage called name.
 func Named(name string) (Stage, error) {
 	switch name {
