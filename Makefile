@@ -94,8 +94,8 @@ check-infra: synth ## the synthesized template through cfn-guard with the AWS Co
 	$(CFN_GUARD) validate --data cdk.out/$(STACK).template.json $$(printf -- '--rules %s ' $$rules) --show-summary fail --output-format single-line-summary
 
 deploy: $(CDK) ## deploy STAGE with your AWS profile/region: make deploy [WEBHOOK_URL=https://… WEBHOOK_SECRET=name-or-arn] (first deploy; later ones keep them) [WEBHOOK_SECRET_KEY=kms-key-arn] [STAGE=prod CDK_ARGS="-c alarmEmail=…"] [PROFILE=…]
-	$(CDK) deploy $(CDK_FLAGS) $(STACK) $(if $(WEBHOOK_URL),--parameters WebhookUrl=$(WEBHOOK_URL)) \
-	  $(if $(WEBHOOK_SECRET),--parameters WebhookSigningRef=$(WEBHOOK_SECRET)) $(if $(WEBHOOK_SECRET_KEY),--parameters WebhookSigningKmsArn=$(WEBHOOK_SECRET_KEY))
+	$(CDK) deploy $(CDK_FLAGS) $(STACK) $(if $(WEBHOOK_URL),--parameters 'WebhookUrl=$(WEBHOOK_URL)') \
+	  $(if $(WEBHOOK_SECRET),--parameters 'WebhookSigningRef=$(WEBHOOK_SECRET)') $(if $(WEBHOOK_SECRET_KEY),--parameters WebhookSigningKmsArn=$(WEBHOOK_SECRET_KEY))
 
 destroy: $(CDK) ## delete the STAGE stack (prod keeps its table and queues)
 	$(CDK) destroy $(CDK_FLAGS) $(STACK)

@@ -60,21 +60,31 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	enqueueReservedConcurrency    instances reserved for the enqueue (0: none)
 //	retainData        true | false (the removal policy)
 //
+// A key prefixed with a stage's name and a colon applies to that stage
+// alone and wins over the plain key, which applies to every stage the app
+// defines: "prod:alarmEmail" in cdk.json, or -c prod:shards=32.
+//
 // Each override goes through the same validation as the stages
 // themselves (deployment.Stage.Validate): a setting that breaks a relation
 // the code relies on stops the synthesis with the relation and the fix.
 func StageFromContext(get func(key string) any) (deployment.Stage, error) {
+	name := ""
+	if v := get("stage"); v != nil {
+		name = fmt.Sprint(v)
+	}
+	s, err := deployment.Named(name)
+	if err != nil {
+		return s, err
+	}
 	str := func(key string) (string, bool) {
-		v := get(key)
+		v := get(s.Name + ":" + key)
+		if v == nil {
+			v = get(key)
+		}
 		if v == nil {
 			return "", false
 		}
 		return fmt.Sprint(v), true
-	}
-	name, _ := str("stage")
-	s, err := deployment.Named(name)
-	if err != nil {
-		return s, err
 	}
 	ints := map[string]*int{
 		"consumerMemory": &s.ConsumerMemoryMB, "enqueueMemory": &s.EnqueueMemoryMB, "batchSize": &s.BatchSize,

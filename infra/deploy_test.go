@@ -124,9 +124,10 @@ func checkBootstrap(t *testing.T, fn, path, want string) {
 // set. Each function's asset is a linux/arm64 bootstrap byte for byte the
 // same as a reproducible build of the current source (infra/build-
 // functions.sh, into another directory). Changing a function's source and
-// synthesizing again changes that asset, and only it: a stale binary is
-// never deployed. A bad setting or a missing Go toolchain ends with one
-// line naming the fix, never a panic.
+// synthesizing again changes that asset, and only it, whatever GOARCH,
+// GOFLAGS or NUDGE_GOARCH say: a stale or foreign binary is never
+// deployed. A compile error, a bad setting or a missing Go toolchain ends
+// with one line naming the fix, never a panic.
 func TestCdkSynthInAFreshClone(t *testing.T) {
 	if _, err := os.Stat(cdkCLI); err != nil {
 		if os.Getenv("NUDGE_REQUIRE_CDK") != "" {
@@ -163,8 +164,18 @@ func TestCdkSynthInAFreshClone(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "functions", "consumer", "zz_stale_check.go"), []byte(change), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := cdk(t, dir, nil, "synth", "--quiet"); err != nil {
-		t.Fatalf("cdk synth after a change: %v\n%s", err, out)
+	// A folder in functions/ that is not a function is no obstacle, and the
+	// caller's Go settings do not reach the assets: the platform is the
+	// functions', and the bytes are the reproducible build's.
+	if err := os.MkdirAll(filepath.Join(dir, "functions", "testdata"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "functions", "testdata", "notes.txt"), []byte("not a function\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	leaky := []string{"NUDGE_GOARCH=amd64", "NUDGE_GOOS=darwin", "GOARCH=amd64", "GOFLAGS=-gcflags=all=-N"}
+	if out, err := cdk(t, dir, leaky, "synth", "--quiet"); err != nil {
+		t.Fatalf("cdk synth after a change, with %v: %v\n%s", leaky, err, out)
 	}
 	second := assets(t, dir)
 	if second["consumer"] == first["consumer"] || second["enqueue"] != first["enqueue"] {
@@ -172,6 +183,27 @@ func TestCdkSynthInAFreshClone(t *testing.T) {
 	}
 	if b, err := os.ReadFile(second["consumer"]); err != nil || !bytes.Contains(b, []byte("NUDGE_STALE_CHECK")) {
 		t.Errorf("the consumer's new asset does not hold the changed source (%v)", err)
+	}
+	ref2 := t.TempDir()
+	if b, err := exec.Command("sh", filepath.Join(dir, "infra", "build-functions.sh"), ref2).CombinedOutput(); err != nil {
+		t.Fatalf("build-functions.sh in the copy: %v\n%s", err, b)
+	}
+	checkBootstrap(t, "consumer (changed)", second["consumer"], filepath.Join(ref2, "consumer", "bootstrap"))
+
+	// A compile error stops the synthesis: no template from the old binary.
+	if err := os.WriteFile(filepath.Join(dir, "functions", "consumer", "zz_stale_check.go"), []byte("package main\n\nfunc init() { undefinedName() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "cdk.out")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cdk(t, dir, nil, "synth", "--quiet")
+	if _, statErr := os.Stat(filepath.Join(dir, "cdk.out", "Nudge-dev.template.json")); err == nil || statErr == nil ||
+		!strings.Contains(out, "undefinedName") || !strings.Contains(out, "nudge: building functions/consumer (linux/arm64) failed") {
+		t.Errorf("a compile error: exit %v, template written %v; want a failure naming the error and no template:\n%s", err, statErr == nil, out)
+	}
+	if err := os.Remove(filepath.Join(dir, "functions", "consumer", "zz_stale_check.go")); err != nil {
+		t.Fatal(err)
 	}
 
 	// Mistakes: one line naming the fix, a non-zero exit, no panic.
@@ -195,7 +227,7 @@ func TestCdkSynthInAFreshClone(t *testing.T) {
 			`nudge infra: deployment: stage "prod": its alarms would notify nobody: set an e-mail (-c alarmEmail=oncall@example.com) or an existing SNS topic (-c alarmTopicArn=arn:aws:sns:REGION:ACCOUNT:TOPIC)`},
 		{"a malformed setting", nil, []string{"-c", "consumerTimeout=a minute"}, `nudge infra: context consumerTimeout="a minute" is not a whole number of seconds`},
 		{"an unknown stage", nil, []string{"-c", "stage=staging"}, `nudge infra: deployment: unknown stage "staging"; use dev or prod`},
-		{"no Go on PATH", []string{"PATH=" + bin}, nil, "nudge: building the functions needs Go on PATH"},
+		{"no Go on PATH", []string{"PATH=" + bin}, nil, "nudge: cdk needs Go on PATH"},
 	} {
 		out, err := cdk(t, dir, tc.env, append([]string{"synth", "--quiet"}, tc.args...)...)
 		if err == nil || !strings.Contains(out, tc.want) || strings.Contains(out, "panic") || strings.Contains(out, "goroutine") {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -37,7 +39,7 @@ func run() (err error) {
 	for _, note := range left {
 		fmt.Fprintln(os.Stderr, "nudge infra:", oneLine(errors.New(note)))
 	}
-	if err := checkBootstraps("build"); err != nil {
+	if err := buildFunctions("build"); err != nil {
 		return err
 	}
 	for _, s := range stages {
@@ -47,12 +49,33 @@ func run() (err error) {
 	return nil
 }
 
-// checkBootstraps says what to do when a function's bootstrap is missing:
-// the app was run by another command than cdk.json's.
-func checkBootstraps(dir string) error {
+// buildFunctions builds every function's bootstrap into dir from the
+// source checked out here, whatever command ran the app (cdk.json's, or
+// cdk --app build/infra-app): the assets are always the current source.
+// It then checks that each is a linux/arm64 executable, the platform the
+// stack declares.
+func buildFunctions(dir string) error {
+	if _, err := os.Stat("infra/build-functions.sh"); err != nil {
+		return errors.New("run cdk at the repository root, where cdk.json is: the app builds the functions from there")
+	}
+	build := exec.Command("sh", "infra/build-functions.sh", dir)
+	// The Lambda platform is not the caller's to choose: NUDGE_GOOS and
+	// NUDGE_GOARCH (make build-local's) must not reach this build.
+	build.Env = append(os.Environ(), "NUDGE_GOOS=", "NUDGE_GOARCH=")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("the functions did not build (%v): fix what the lines above say", err)
+	}
 	for _, fn := range functionNames {
-		if _, err := os.Stat(dir + "/" + fn + "/bootstrap"); err != nil {
-			return fmt.Errorf("%s/%s/bootstrap is missing: run cdk at the repository root (cdk.json builds it), or `make build` before `cdk --app build/infra-app`", dir, fn)
+		path := dir + "/" + fn + "/bootstrap"
+		f, err := elf.Open(path)
+		if err != nil {
+			return fmt.Errorf("%s: %v; rebuild it: cdk synth at the repository root", path, err)
+		}
+		machine := f.Machine
+		f.Close()
+		if machine != elf.EM_AARCH64 {
+			return fmt.Errorf("%s is built for %v, not linux/arm64 (AArch64), the functions' platform: check GOFLAGS and the GO* variables in your environment", path, machine)
 		}
 	}
 	return nil

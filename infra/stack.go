@@ -62,7 +62,7 @@ func secs(n float64) awscdk.Duration { return awscdk.Duration_Seconds(num(n)) }
 // WebhookMissing is what a deploy of the stack id without its webhook
 // parameters says: the two to set, and the secret to create first.
 func WebhookMissing(id string) string {
-	return "Nudge needs its webhook: cdk deploy " + id + " --parameters WebhookUrl=https://YOUR-RECEIVER --parameters WebhookSigningRef=SECRET-NAME-OR-ARN" +
+	return "Nudge needs its webhook: cdk deploy " + id + " (with the -c settings of this deploy) --parameters WebhookUrl=https://YOUR-RECEIVER --parameters WebhookSigningRef=SECRET-NAME-OR-ARN" +
 		" (create the secret first: aws secretsmanager create-secret --name nudge/webhook-signing --secret-string ...; README, Deploy). Later deploys keep both."
 }
 

@@ -624,6 +624,7 @@ func TestStagesFromContext(t *testing.T) {
 		{"prod chosen, no alarm target", ctx("stage", "prod"), "", "", "its alarms would notify nobody"},
 		{"dev chosen", ctx("stage", "dev"), "dev", "", ""},
 		{"a malformed setting for all", ctx("shards", "many"), "", "", `shards="many" is not a whole number`},
+		{"prod's own alarm e-mail", ctx("prod:alarmEmail", "oncall@example.com"), "dev prod", "", ""},
 	} {
 		stages, left, err := StagesFromContext(tc.get)
 		if got := strings.Join(names(stages), " "); got != tc.stages {
@@ -635,5 +636,10 @@ func TestStagesFromContext(t *testing.T) {
 		if (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.wantErr)
 		}
+	}
+	// A stage's own key wins over the plain one, and reaches no other stage.
+	stages, _, err := StagesFromContext(ctx("shards", "4", "prod:shards", "32", "prod:alarmEmail", "oncall@example.com"))
+	if err != nil || len(stages) != 2 || stages[0].Shards != 4 || stages[1].Shards != 32 || stages[0].AlarmEmail != "" || stages[1].AlarmEmail == "" {
+		t.Errorf("scoped keys: %+v, %v; want dev 4 shards and no e-mail, prod 32 shards and the e-mail", stages, err)
 	}
 }

@@ -190,7 +190,8 @@ func (s Stage) Validate() error {
 		"alarmTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.AlarmTopicArn)
 	check(s.EnqueueReservedConcurrency >= 0 && s.EnqueueReservedConcurrency <= 10, "enqueue reserved concurrency %d; use 0 (none) to 10", s.EnqueueReservedConcurrency)
 	check(DLQRetention > WorkRetention, "DLQ retention must exceed the work queue's")
-	check(s.ConsumerMemoryMB >= 128 && s.EnqueueMemoryMB >= 128, "memory below 128 MB")
+	check(s.ConsumerMemoryMB >= 128 && s.EnqueueMemoryMB >= 128 && s.ConsumerMemoryMB <= 10240 && s.EnqueueMemoryMB <= 10240,
+		"function memory %d MB (consumer) and %d MB (enqueue); Lambda allows 128 to 10240", s.ConsumerMemoryMB, s.EnqueueMemoryMB)
 	check(s.LogRetentionDays > 0, "log retention must be set")
 	return errors.Join(errs...)
 }

@@ -53,6 +53,7 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"big batch without window":      {func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 0 }, "needs a batching window"},
 		"batch beyond what can start":   {func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 5*time.Second }, "starts at most 20 while every send takes the 10s provider timeout (2 rounds in the 18s before the cut-off)"},
 		"concurrency below 2":           {func(s *deployment.Stage) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},
+		"memory above Lambda's limit":   {func(s *deployment.Stage) { s.ConsumerMemoryMB = 10241 }, "function memory 10241 MB (consumer)"},
 	} {
 		s := deployment.Dev()
 		tc.edit(&s)
@@ -66,6 +67,7 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"window the visibility just spans":     func(s *deployment.Stage) { s.BatchingWindow = 150 * time.Second },
 		"receive margin of 3":                  func(s *deployment.Stage) { s.MaxAttempts = 7 },
 		"enqueue budget of 5s":                 func(s *deployment.Stage) { s.EnqueueTimeout = 8 * time.Second },
+		"the most memory Lambda gives":         func(s *deployment.Stage) { s.ConsumerMemoryMB, s.EnqueueMemoryMB = 10240, 10240 },
 		"a batch of 100 at 50 at a time":       func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow, s.RecordConcurrency = 100, 5*time.Second, 50 },
 	} {
 		s := deployment.Dev()
