@@ -29,6 +29,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/status"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // Exit codes of the operator commands.
@@ -520,16 +521,9 @@ func writeLetters(out io.Writer, letters []redrive.Letter) {
 		if !l.Redrivable {
 			to = "no: " + l.Why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\t%d\t%s\n", dash(l.DeliveryKey), l.ErrorClass, clipText(l.Reason, 48), l.Attempts, l.Age(), dash(string(l.Ledger)), l.Copies, to)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\t%d\t%s\n", dash(l.DeliveryKey), l.ErrorClass, text.Clip(l.Reason, 48), l.Attempts, l.Age(), dash(string(l.Ledger)), l.Copies, to)
 	}
 	tw.Flush()
-}
-
-func clipText(s string, n int) string {
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }
 
 func queueName(url string) string {

@@ -25,6 +25,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/retry"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // MaxDelaySeconds is the longest delay SQS gives a message at send time.
@@ -379,7 +380,7 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class, reason string) error {
 	attrs := map[string]sqstypes.MessageAttributeValue{
 		AttrErrorClass:      strAttr(class),
-		AttrReason:          strAttr(ledger.Clip(reason, 256)),
+		AttrReason:          strAttr(text.Clip(reason, 256)),
 		AttrAttempts:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.attempts))},
 		AttrReceives:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.receives))},
 		AttrSourceMessageID: strAttr(r.rec.MessageId),
@@ -411,7 +412,7 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 		}
 	}
 	c.count(r, MetricDeadLettered, class)
-	c.transition(r, "dead", "errorClass", class, "reason", ledger.Clip(reason, 256))
+	c.transition(r, "dead", "errorClass", class, "reason", text.Clip(reason, 256))
 	return nil
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // EventError is an invocation payload that is not an SQS event the consumer
@@ -42,7 +42,7 @@ func DecodeEvent(raw []byte) (events.SQSEvent, error) {
 		return ev, &EventError{Reason: `empty event; this function takes the SQS event of its event source mapping ({"Records":[…]}); to try it, use events/sqs-batch.json`}
 	}
 	if trimmed[0] != '{' {
-		return ev, &EventError{Reason: fmt.Sprintf("the event is not a JSON object (it starts %q)", ledger.Clip(string(trimmed), 20))}
+		return ev, &EventError{Reason: fmt.Sprintf("the event is not a JSON object (it starts %q)", text.Clip(string(trimmed), 20))}
 	}
 	var probe struct {
 		Records    json.RawMessage `json:"Records"`

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // API is the part of the DynamoDB client the ledger uses.
@@ -374,10 +375,10 @@ func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Deli
 	u := l.newUpdate("complete", d.Key(), now)
 	u.set("#status", ":sent", StatusSent)
 	u.set("sentAt", ":now", nil)
-	u.set("receipt", ":receipt", clip(receipt, MaxReceipt))
+	u.set("receipt", ":receipt", text.Clip(receipt, MaxReceipt))
 	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
-	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: clip(receipt, 80)})
+	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: text.Clip(receipt, 80)})
 	u.holdsLease(d)
 	return l.write(ctx, u, LeaseRefusal)
 }
@@ -409,7 +410,7 @@ func (l *Ledger) Retry(ctx context.Context, d Delivery, f Failure) (Delivery, er
 	u := l.newUpdate("retry", d.Key(), now)
 	u.set("#status", ":retrying", StatusRetrying)
 	u.set("lastErrorClass", ":class", f.Class)
-	u.set("lastError", ":error", clip(f.Message, 500))
+	u.set("lastError", ":error", text.Clip(f.Message, 500))
 	u.set("nextAttemptAt", ":next", Format(f.NextAttemptAt))
 	u.remove("claimToken", "leaseUntil")
 	u.history(d, Entry{Status: StatusRetrying, Attempt: d.Attempts, Class: f.Class, Note: RetryNote(now, f.NextAttemptAt)})
@@ -430,10 +431,10 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 	u := l.newUpdate("dead-letter", d.Key(), now)
 	u.set("#status", ":dead", StatusDead)
 	u.set("lastErrorClass", ":class", f.Class)
-	u.set("lastError", ":error", clip(f.Message, 500))
+	u.set("lastError", ":error", text.Clip(f.Message, 500))
 	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
-	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: clip(f.Message, 120)})
+	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: text.Clip(f.Message, 120)})
 	u.live(d)
 	return l.write(ctx, u, LiveRefusal)
 }
@@ -461,7 +462,7 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 	u := l.newUpdate("release", key, now)
 	u.set("#status", ":pending", StatusPending)
 	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(dueAt, now), key))
-	u.history(Delivery{}, Entry{Status: StatusPending, Note: clip(note, 120)})
+	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
 	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
 	return l.write(ctx, u, ReleaseRefusal)
@@ -476,7 +477,7 @@ func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note strin
 	u.set("#status", ":cancelled", StatusCancelled)
 	u.terminal(Expiry(now, time.Time{}, l.cfg.Retention))
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
-	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: clip(note, 120)})
+	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)})
 	u.live(Delivery{})
 	return l.write(ctx, u, LiveRefusal)
 }
@@ -490,7 +491,7 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("requeue", d.Key(), now)
 	u.set("#status", ":queued", StatusQueued)
-	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: clip(note, 120)})
+	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":was"], u.values[":wasAt"] = sv(d.Status), sv(formatOpt(d.UpdatedAt))
 	u.cond = "attribute_exists(PK) AND #status = :was AND updatedAt = :wasAt"
 	return l.write(ctx, u, RequeueRefusal)
@@ -690,22 +691,3 @@ func av(v any) types.AttributeValue {
 	}
 	return a
 }
-
-// Clip bounds s to n bytes: s itself if it fits, else its start, cut at a
-// character boundary, and an ellipsis. How the ledger bounds the text it
-// stores.
-func Clip(s string, n int) string { return clip(s, n) }
-
-func clip(s string, n int) string {
-	const ellipsis = "…"
-	if len(s) <= n {
-		return s
-	}
-	n = max(n-len(ellipsis), 0)
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // Operator transitions: the reviewed redrive and the purge of a reminder.
@@ -43,7 +44,7 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 	}
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)") // the attempt budget restarts
-	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: clip(note, 120)})
+	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":dead"], u.values[":dueAt"], u.values[":zero"] = sv(StatusDead), sv(Format(d.DueAt)), av(0)
 	u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt = :dueAt"
 	return l.write(ctx, u, RedriveRefusal)

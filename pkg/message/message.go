@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // Version is the schema version this package writes and reads.
@@ -146,10 +148,10 @@ func Decode(body []byte) (Message, error) {
 		return Message{}, &DecodeError{Field: "v", Reason: fmt.Sprintf("missing; want the schema version %d", Version)}
 	}
 	if w.V[0] != '-' && (w.V[0] < '0' || w.V[0] > '9') {
-		return Message{}, &DecodeError{Field: "v", Reason: fmt.Sprintf("is %s, want a number", clip(string(w.V)))}
+		return Message{}, &DecodeError{Field: "v", Reason: fmt.Sprintf("is %s, want a number", text.Clip(string(w.V), 43))}
 	}
 	if string(w.V) != "1" {
-		return Message{}, &DecodeError{Field: "v", Reason: fmt.Sprintf("unsupported schema version %s; this consumer reads version %d", clip(string(w.V)), Version)}
+		return Message{}, &DecodeError{Field: "v", Reason: fmt.Sprintf("unsupported schema version %s; this consumer reads version %d", text.Clip(string(w.V), 43), Version)}
 	}
 	m := Message{V: Version}
 	for _, f := range []struct {
@@ -174,7 +176,7 @@ func Decode(body []byte) (Message, error) {
 	}
 	due, err := time.Parse(time.RFC3339Nano, *w.DueAt)
 	if err != nil {
-		return Message{}, &DecodeError{Field: "dueAt", Reason: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-30T09:00:00Z", clip(*w.DueAt))}
+		return Message{}, &DecodeError{Field: "dueAt", Reason: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-30T09:00:00Z", text.Clip(*w.DueAt, 43))}
 	}
 	m.DueAt = due.UTC()
 	if w.TraceID != nil {
@@ -208,7 +210,7 @@ func checkID(field, s string, max int, ok func(rune) bool) error {
 	}
 	for _, r := range s {
 		if !ok(r) {
-			return &DecodeError{Field: field, Reason: fmt.Sprintf("%q has the character %q; allowed are %s", clip(s), r, allowed(field))}
+			return &DecodeError{Field: field, Reason: fmt.Sprintf("%q has the character %q; allowed are %s", text.Clip(s, 43), r, allowed(field))}
 		}
 	}
 	return nil
@@ -235,11 +237,4 @@ func typeName(goType string) string {
 		return "a string"
 	}
 	return goType
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }

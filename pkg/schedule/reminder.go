@@ -14,6 +14,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // Limits on a reminder.
@@ -234,7 +235,7 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	for i, d := range in.Deliveries {
 		f := fmt.Sprintf("deliveries[%d].", i)
 		if !slices.Contains(v.Channels, d.Channel) {
-			return Reminder{}, bad(f+"channel", fmt.Sprintf("%q is not a known channel", clip(d.Channel)), "use one of "+strings.Join(v.Channels, ", "))
+			return Reminder{}, bad(f+"channel", fmt.Sprintf("%q is not a known channel", text.Clip(d.Channel, 43)), "use one of "+strings.Join(v.Channels, ", "))
 		}
 		if err := (message.DeliveryKey{ReminderID: "x", Channel: d.Channel, Provider: d.Provider}).Validate(); err != nil {
 			return Reminder{}, bad(f+"provider", describe(d.Provider, err), "use 1–32 lower-case letters, digits, '_' or '-'")
@@ -256,7 +257,7 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(in.Metadata)) {
 		if err := (message.DeliveryKey{ReminderID: k, Channel: "x", Provider: "x"}).Validate(); err != nil || len(k) > MaxMetadataKey {
-			return Reminder{}, bad("metadata", fmt.Sprintf("key %q is not 1–%d letters, digits, '.', '_' or '-'", clip(k), MaxMetadataKey), "rename the key")
+			return Reminder{}, bad("metadata", fmt.Sprintf("key %q is not 1–%d letters, digits, '.', '_' or '-'", text.Clip(k, 43), MaxMetadataKey), "rename the key")
 		}
 		if p := checkRef(in.Metadata[k], MaxMetadataValue); p != "" && in.Metadata[k] != "" {
 			return Reminder{}, bad("metadata."+k, p, fmt.Sprintf("keep values printable and under %d bytes", MaxMetadataValue))
@@ -294,7 +295,7 @@ func describeTime(s string, err error) string {
 	if s == "" {
 		return "is missing"
 	}
-	return fmt.Sprintf("%q is not an RFC 3339 time", clip(s))
+	return fmt.Sprintf("%q is not an RFC 3339 time", text.Clip(s, 43))
 }
 
 func describe(s string, err error) string {
@@ -305,7 +306,7 @@ func describe(s string, err error) string {
 	if errors.As(err, &de) {
 		return de.Reason
 	}
-	return fmt.Sprintf("%q is not allowed", clip(s))
+	return fmt.Sprintf("%q is not allowed", text.Clip(s, 43))
 }
 
 // checkRef returns what is wrong with a reference, or "".
@@ -321,11 +322,4 @@ func checkRef(s string, max int) string {
 		return "contains a control character"
 	}
 	return ""
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // Store is what a delivery ledger offers; *ledger.Ledger and *Memory
@@ -191,7 +192,7 @@ func endLease(d *ledger.Delivery) { d.ClaimToken, d.LeaseUntil = "", time.Time{}
 // Complete records a send; see ledger.Ledger.Complete.
 func (m *Memory) Complete(_ context.Context, held ledger.Delivery, receipt string) (ledger.Delivery, error) {
 	return m.transition("complete", held.Key(), holdsLease(held.ClaimToken), byOld(ledger.LeaseRefusal), func(d *ledger.Delivery, now time.Time) {
-		d.Status, d.SentAt, d.Receipt = ledger.StatusSent, now, ledger.Clip(receipt, ledger.MaxReceipt)
+		d.Status, d.SentAt, d.Receipt = ledger.StatusSent, now, text.Clip(receipt, ledger.MaxReceipt)
 		ended(d, now)
 		m.history(d, held, ledger.Entry{Status: ledger.StatusSent, Attempt: held.Attempts, Note: receipt}, now)
 	})
