@@ -25,6 +25,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/schedule"
@@ -198,7 +199,7 @@ type deliveryJSON struct {
 	Attempts       int           `json:"attempts"`
 	DueAt          string        `json:"dueAt"`
 	ExpiresAt      string        `json:"expiresAt"`
-	LastErrorClass string        `json:"lastErrorClass,omitempty"`
+	LastErrorClass failure.Class `json:"lastErrorClass,omitempty"`
 	LastError      string        `json:"lastError,omitempty"`
 	NextAttemptAt  string        `json:"nextAttemptAt,omitempty"`
 	SentAt         string        `json:"sentAt,omitempty"`
@@ -277,7 +278,7 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nDELIVERY\tSTATUS\tHANDED OFF\tATTEMPTS\tDUE\tLAST ERROR\tRECEIPT\tNEXT ATTEMPT")
 	for _, d := range doc.Deliveries {
-		lastErr := d.LastErrorClass
+		lastErr := string(d.LastErrorClass)
 		if d.LastError != "" {
 			lastErr += ": " + d.LastError
 		}
@@ -297,7 +298,7 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	for _, e := range doc.History {
 		detail := e.Note
 		if e.Class != "" {
-			detail = e.Class + ": " + detail
+			detail = string(e.Class) + ": " + detail
 		}
 		attempt := ""
 		if e.Attempt > 0 {
@@ -588,7 +589,7 @@ func dlqRedrive(args []string, in io.Reader, out, errs io.Writer) int {
 	if err != nil {
 		return o.fail("dlq redrive", err)
 	}
-	sel, err := r.Select(ctx, redrive.Filter{Max: *maxN, Class: *class, OlderThan: *olderThan, IncludeSettled: *settled})
+	sel, err := r.Select(ctx, redrive.Filter{Max: *maxN, Class: failure.Class(*class), OlderThan: *olderThan, IncludeSettled: *settled})
 	if err != nil {
 		return o.fail("dlq redrive", err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
@@ -103,10 +103,10 @@ func opsSetup(t *testing.T) *opsFixture {
 	str := func(s string) types.MessageAttributeValue {
 		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
 	}
-	f.toDLQ(string(body), map[string]types.MessageAttributeValue{consumer.AttrErrorClass: str("rejected"), consumer.AttrReason: str("provider answered 400"),
-		consumer.AttrDeliveryKey: str(sms.String()), consumer.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("1")}})
+	f.toDLQ(string(body), map[string]types.MessageAttributeValue{deadletter.AttrErrorClass: str("rejected"), deadletter.AttrReason: str("provider answered 400"),
+		deadletter.AttrDeliveryKey: str(sms.String()), deadletter.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("1")}})
 	time.Sleep(10 * time.Millisecond) // the DLQ's timestamps order the list
-	f.toDLQ("not json at all", map[string]types.MessageAttributeValue{consumer.AttrErrorClass: str("decode"), consumer.AttrReason: str("message: the body is not JSON")})
+	f.toDLQ("not json at all", map[string]types.MessageAttributeValue{deadletter.AttrErrorClass: str("decode"), deadletter.AttrReason: str("message: the body is not JSON")})
 	return f
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
@@ -53,8 +54,8 @@ func TestBadBodiesAreDeadLetteredWithTheirReason(t *testing.T) {
 				t.Fatalf("failures %v, %d DLQ messages; want it acknowledged and dead-lettered", resp.BatchItemFailures, len(msgs))
 			}
 			m := msgs[0]
-			if got := attr(m, consumer.AttrErrorClass); got != tc.class || !strings.Contains(attr(m, consumer.AttrReason), tc.reason) {
-				t.Fatalf("dead-lettered as %q: %q; want %q with %q", got, attr(m, consumer.AttrReason), tc.class, tc.reason)
+			if got := attr(m, deadletter.AttrErrorClass); got != tc.class || !strings.Contains(attr(m, deadletter.AttrReason), tc.reason) {
+				t.Fatalf("dead-lettered as %q: %q; want %q with %q", got, attr(m, deadletter.AttrReason), tc.class, tc.reason)
 			}
 			if *m.Body != tc.body {
 				t.Fatalf("the DLQ body differs from the original (%d bytes, was %d)", len(*m.Body), len(tc.body))
@@ -152,10 +153,10 @@ func TestOddButValidEvents(t *testing.T) {
 		raw := []byte(`{"Records":[{"messageId":"m-utf8","receiptHandle":"rh","eventSource":"aws:sqs","body":"{\"v\":1,\"reminderId\":\"rem-` + "\xff\xfe" + `\",\"channel\":\"email\",\"provider\":\"webhook\",\"dueAt\":\"2026-11-30T09:00:00Z\"}","attributes":{"ApproximateReceiveCount":"1"}}]}`)
 		resp, err := b.fn.Invoke(b.ctx, raw)
 		msgs := b.dlq()
-		if err != nil || len(resp.BatchItemFailures) != 0 || len(msgs) != 1 || attr(msgs[0], consumer.AttrErrorClass) != "decode" {
+		if err != nil || len(resp.BatchItemFailures) != 0 || len(msgs) != 1 || attr(msgs[0], deadletter.AttrErrorClass) != "decode" {
 			t.Fatalf("%v, %v, DLQ %d; want it dead-lettered as decode", resp, err, len(msgs))
 		}
-		t.Logf("reason: %s", attr(msgs[0], consumer.AttrReason))
+		t.Logf("reason: %s", attr(msgs[0], deadletter.AttrReason))
 	})
 }
 

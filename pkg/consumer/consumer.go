@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/heartbeat"
 	"github.com/nudgehq/nudge/pkg/ledger"
@@ -50,16 +50,6 @@ type SenderAPI interface {
 }
 
 var _ SenderAPI = (*sqs.Client)(nil)
-
-// Message attributes on a message the consumer dead-letters.
-const (
-	AttrErrorClass      = "nudge-error-class"
-	AttrReason          = "nudge-reason"
-	AttrAttempts        = "nudge-attempts" // provider attempts the ledger counted (0: none claimed)
-	AttrReceives        = "nudge-receives" // the message's ApproximateReceiveCount
-	AttrSourceMessageID = "nudge-source-message-id"
-	AttrDeliveryKey     = "nudge-delivery-key"
-)
 
 // Metric names.
 const (
@@ -249,7 +239,7 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
 		DueBy: now.Add(c.cfg.EarlyTolerance),
 		// Only a message back from the DLQ may revive a dead delivery.
-		Revive: rec.MessageAttributes[AttrErrorClass].StringValue != nil,
+		Revive: rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
 	})
 	if err != nil {
 		return c.refusedClaim(ctx, r, msg, err)
@@ -377,22 +367,16 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 // records it in the ledger (when d is known), and acknowledges. If either
 // step fails, the record is retried: nothing is lost, at worst the DLQ gets
 // the message twice.
-func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class, reason string) error {
-	attrs := map[string]sqstypes.MessageAttributeValue{
-		AttrErrorClass:      strAttr(class),
-		AttrReason:          strAttr(text.Clip(reason, 256)),
-		AttrAttempts:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.attempts))},
-		AttrReceives:        {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(r.receives))},
-		AttrSourceMessageID: strAttr(r.rec.MessageId),
-	}
+func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class failure.Class, reason string) error {
+	letter := deadletter.Letter{Class: class, Reason: reason, Attempts: r.attempts, Receives: r.receives, SourceMessageID: r.rec.MessageId}
 	if d != nil {
-		attrs[AttrDeliveryKey] = strAttr(d.Key().String())
+		letter.DeliveryKey = d.Key().String()
 	}
 	body := r.rec.Body
 	if body == "" {
 		body = "(empty body)" // SQS refuses empty bodies
 	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(c.cfg.DLQURL), MessageBody: aws.String(body), MessageAttributes: attrs}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(c.cfg.DLQURL), MessageBody: aws.String(body), MessageAttributes: letter.Attributes()}
 	if strings.HasSuffix(c.cfg.DLQURL, ".fifo") { // a FIFO queue's DLQ is FIFO too
 		group := r.rec.Attributes["MessageGroupId"]
 		if group == "" {
@@ -412,7 +396,7 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 		}
 	}
 	c.count(r, MetricDeadLettered, class)
-	c.transition(r, "dead", "errorClass", class, "reason", text.Clip(reason, 256))
+	c.transition(r, "dead", "errorClass", class, "reason", text.Clip(reason, deadletter.MaxReason))
 	return nil
 }
 
@@ -472,7 +456,7 @@ func ceilSeconds(d time.Duration) int32 {
 // and billed): Sent by channel, Retried and DeadLettered by failure class.
 // A channel Nudge does not know counts as "other", a body that did not
 // decode as "none", so that a producer's bad data cannot mint metrics.
-func (c *Consumer) count(r *record, name, class string) {
+func (c *Consumer) count(r *record, name string, class failure.Class) {
 	switch name {
 	case MetricSent:
 		ch := r.channel
@@ -484,7 +468,7 @@ func (c *Consumer) count(r *record, name, class string) {
 		}
 		c.cfg.Metrics.AddBy(name, 1, map[string]string{"Channel": ch})
 	case MetricRetried, MetricDeadLettered:
-		c.cfg.Metrics.AddBy(name, 1, map[string]string{"ErrorClass": class})
+		c.cfg.Metrics.AddBy(name, 1, map[string]string{"ErrorClass": string(class)})
 	default:
 		c.cfg.Metrics.Add(name, 1)
 	}
@@ -500,11 +484,4 @@ func receiveCount(rec events.SQSMessage) int {
 		return 1
 	}
 	return n
-}
-
-func strAttr(s string) sqstypes.MessageAttributeValue {
-	if s == "" {
-		s = "-"
-	}
-	return sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
 }

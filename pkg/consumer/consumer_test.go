@@ -25,6 +25,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/batch/batchtest"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/heartbeat"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
@@ -475,8 +476,8 @@ func TestTransientUntilTheBudgetRunsOutIsDeadLettered(t *testing.T) {
 		t.Fatalf("delivery %+v", d)
 	}
 	msgs := b.dlq()
-	if len(msgs) != 1 || attr(msgs[0], consumer.AttrErrorClass) != "exhausted" || attr(msgs[0], consumer.AttrAttempts) != "3" ||
-		attr(msgs[0], consumer.AttrDeliveryKey) != k.String() || aws.ToString(msgs[0].Body) != b.body("rem-9", d.DueAt) {
+	if len(msgs) != 1 || attr(msgs[0], deadletter.AttrErrorClass) != "exhausted" || attr(msgs[0], deadletter.AttrAttempts) != "3" ||
+		attr(msgs[0], deadletter.AttrDeliveryKey) != k.String() || aws.ToString(msgs[0].Body) != b.body("rem-9", d.DueAt) {
 		t.Fatalf("DLQ holds %+v", msgs)
 	}
 }
@@ -488,7 +489,7 @@ func TestPermanentFailureGoesToTheDLQAtOnce(t *testing.T) {
 	d := b.delivery(k)
 	msgs := b.dlq()
 	if failures(resp) != 0 || d.Status != ledger.StatusDead || d.LastErrorClass != "rejected" || len(msgs) != 1 ||
-		attr(msgs[0], consumer.AttrReason) != "provider answered 400" {
+		attr(msgs[0], deadletter.AttrReason) != "provider answered 400" {
 		t.Fatalf("failures %v, delivery %+v, DLQ %+v", resp.BatchItemFailures, d, msgs)
 	}
 }
@@ -523,10 +524,10 @@ func TestPoisonBodiesGoToTheDLQAtOnce(t *testing.T) {
 	}
 	reasons := ""
 	for _, m := range msgs {
-		if attr(m, consumer.AttrErrorClass) != "decode" || attr(m, consumer.AttrSourceMessageID) == "" {
+		if attr(m, deadletter.AttrErrorClass) != "decode" || attr(m, deadletter.AttrSourceMessageID) == "" {
 			t.Fatalf("DLQ message attributes %v", m.MessageAttributes)
 		}
-		reasons += attr(m, consumer.AttrReason) + "\n"
+		reasons += attr(m, deadletter.AttrReason) + "\n"
 	}
 	for _, want := range []string{"not a JSON object", "unsupported schema version 2", "not an RFC 3339 time"} {
 		if !strings.Contains(reasons, want) {
@@ -539,7 +540,7 @@ func TestUnknownDeliveryIsDeadLettered(t *testing.T) {
 	b := setup(t, options{})
 	b.publish(b.body("rem-ghost", b.clk.Now()))
 	_, resp := b.poll(1)
-	if msgs := b.dlq(); failures(resp) != 0 || len(msgs) != 1 || attr(msgs[0], consumer.AttrErrorClass) != "not-found" {
+	if msgs := b.dlq(); failures(resp) != 0 || len(msgs) != 1 || attr(msgs[0], deadletter.AttrErrorClass) != "not-found" {
 		t.Fatalf("failures %v, DLQ %v", resp.BatchItemFailures, msgs)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/ledger/ledgertest"
@@ -192,7 +193,7 @@ func TestDeadLetterReachedTheDLQButNotTheLedger(t *testing.T) {
 		t.Fatalf("after the retry: delivery %s, %d dead entries, %d DLQ copies, %d provider requests", d.Status, deadEntries(d), f.q.to("dlq"), f.sends)
 	}
 	for _, in := range f.q.sent {
-		if aws.ToString(in.MessageAttributes[consumer.AttrDeliveryKey].StringValue) != failKey.String() {
+		if aws.ToString(in.MessageAttributes[deadletter.AttrDeliveryKey].StringValue) != failKey.String() {
 			t.Fatalf("a DLQ copy does not name its delivery: %v", in.MessageAttributes)
 		}
 	}

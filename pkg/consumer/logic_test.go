@@ -19,6 +19,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/ledger/ledgertest"
@@ -100,7 +101,7 @@ func TestUnknownProviderIsDeadLetteredAsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := f.l.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-2", Channel: "email", Provider: "carrier-pigeon"})
-	if len(f.q.sent) != 1 || aws.ToString(f.q.sent[0].MessageAttributes[consumer.AttrErrorClass].StringValue) != failure.ClassConfig || d.Status != "" {
+	if len(f.q.sent) != 1 || aws.ToString(f.q.sent[0].MessageAttributes[deadletter.AttrErrorClass].StringValue) != failure.ClassConfig || d.Status != "" {
 		t.Fatalf("DLQ sends %d; ledger %+v", len(f.q.sent), d)
 	}
 }
@@ -170,7 +171,7 @@ func TestBackoffGrowsWithProviderAttemptsUntilTheBudget(t *testing.T) {
 	if d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || f.sends != 3 {
 		t.Fatalf("ledger %+v, sends %d", d, f.sends)
 	}
-	if m := f.q.sent[0]; aws.ToString(m.MessageAttributes[consumer.AttrAttempts].StringValue) != "3" || aws.ToString(m.MessageAttributes[consumer.AttrReceives].StringValue) != "1" {
+	if m := f.q.sent[0]; aws.ToString(m.MessageAttributes[deadletter.AttrAttempts].StringValue) != "3" || aws.ToString(m.MessageAttributes[deadletter.AttrReceives].StringValue) != "1" {
 		t.Fatalf("DLQ attributes %v; want 3 attempts, 1 receive", m.MessageAttributes)
 	}
 }
@@ -222,5 +223,5 @@ func redrivenRecord(t *testing.T, id string, due time.Time, receives string) eve
 	body, _ := message.Encode(message.Message{ReminderID: id, Channel: "email", Provider: "webhook", DueAt: due})
 	return events.SQSMessage{MessageId: "m-redriven-" + id, ReceiptHandle: "h", Body: string(body),
 		Attributes:        map[string]string{"ApproximateReceiveCount": receives},
-		MessageAttributes: map[string]events.SQSMessageAttribute{consumer.AttrErrorClass: {StringValue: aws.String("exhausted"), DataType: "String"}}}
+		MessageAttributes: map[string]events.SQSMessageAttribute{deadletter.AttrErrorClass: {StringValue: aws.String("exhausted"), DataType: "String"}}}
 }

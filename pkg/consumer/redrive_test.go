@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
@@ -47,7 +47,7 @@ func TestConsoleRedriveOfADeadDeliverySendsItOnce(t *testing.T) {
 	}
 	ev, resp := b.poll(1)
 	r := ev.Records[0]
-	if r.MessageId == first.Records[0].MessageId || r.Attributes["ApproximateReceiveCount"] != "1" || r.MessageAttributes[consumer.AttrErrorClass].StringValue == nil {
+	if r.MessageId == first.Records[0].MessageId || r.Attributes["ApproximateReceiveCount"] != "1" || r.MessageAttributes[deadletter.AttrErrorClass].StringValue == nil {
 		t.Fatalf("the redriven record is not what the console sends: id %s (was %s), receive count %s, attributes %v",
 			r.MessageId, first.Records[0].MessageId, r.Attributes["ApproximateReceiveCount"], r.MessageAttributes)
 	}
@@ -72,7 +72,7 @@ func TestConsoleRedriveOfASentDeliveryIsADuplicate(t *testing.T) {
 	}
 	// The DLQ holds a copy of the sent delivery's message.
 	if _, err := b.sqs.SendMessage(b.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(b.q.DLQURL), MessageBody: aws.String(b.body("rem-71", b.clk.Now())),
-		MessageAttributes: map[string]types.MessageAttributeValue{consumer.AttrErrorClass: {DataType: aws.String("String"), StringValue: aws.String("exhausted")}}}); err != nil {
+		MessageAttributes: map[string]types.MessageAttributeValue{deadletter.AttrErrorClass: {DataType: aws.String("String"), StringValue: aws.String("exhausted")}}}); err != nil {
 		t.Fatal(err)
 	}
 	b.consoleRedrive()

@@ -39,7 +39,7 @@ type planned struct {
 	fault  string // a Faults kind ("500", …) or ""
 	expect ledger.Status
 	// class is the failure class a dead delivery must carry.
-	class string
+	class failure.Class
 }
 
 // plannedReminder is one reminder of the mix.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/redrive"
@@ -141,7 +142,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	}
 	copies := map[string]int{}
 	for _, m := range dlq {
-		sum.DeadLettered[m.class+": "+m.reasonKind()]++
+		sum.DeadLettered[string(m.class)+": "+m.reasonKind()]++
 		id := m.key.String()
 		if m.key.ReminderID == "" {
 			id = m.source
@@ -352,7 +353,7 @@ func (sum *Summary) latency(ls []time.Duration) {
 // deadLetter is one message read from the DLQ.
 type deadLetter struct {
 	key    message.DeliveryKey
-	class  string
+	class  failure.Class
 	reason string
 	source string // the work queue message the consumer dead-lettered
 }

@@ -17,7 +17,7 @@ import (
 // Outcome is a classified failure.
 type Outcome struct {
 	Kind  Kind
-	Class string
+	Class Class
 	// RetryAfter is the server's or the code's earliest retry, if it said one.
 	RetryAfter time.Duration
 }

@@ -32,10 +32,13 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Classes name the cause of a failure in logs, metrics, ledger entries and
-// DLQ attributes. They are short, stable and free of recipient data.
+// Class names the cause of a failure in logs, metrics, ledger entries and
+// DLQ attributes. Classes are short, stable and free of recipient data.
+type Class string
+
+// The classes.
 const (
-	ClassThrottled = "throttled" // 429, SDK throttling
+	ClassThrottled Class = "throttled" // 429, SDK throttling
 	ClassServer    = "server"    // 5xx
 	ClassTimeout   = "timeout"   // a deadline passed
 	ClassNetwork   = "network"   // the connection failed
@@ -53,8 +56,8 @@ const (
 type Error struct {
 	// Kind says what to do.
 	Kind Kind
-	// Class names the cause; see the Class constants.
-	Class string
+	// Class names the cause.
+	Class Class
 	// After is the earliest time to retry, as a delay; 0 leaves it to the
 	// retry policy.
 	After time.Duration
@@ -64,7 +67,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Err == nil {
-		return e.Kind.String() + " (" + e.Class + ")"
+		return e.Kind.String() + " (" + string(e.Class) + ")"
 	}
 	return e.Err.Error()
 }
@@ -90,7 +93,7 @@ func Ambiguous(err error) error {
 
 // WithClass returns err with its class set to class, keeping its kind; an
 // unclassified err becomes a retry.
-func WithClass(err error, class string) error {
+func WithClass(err error, class Class) error {
 	var fe *Error
 	if errors.As(err, &fe) {
 		c := *fe
@@ -100,7 +103,7 @@ func WithClass(err error, class string) error {
 	return &Error{Kind: KindRetry, Class: class, Err: err}
 }
 
-func classOf(err error, def string) string {
+func classOf(err error, def Class) Class {
 	var fe *Error
 	if errors.As(err, &fe) && fe.Class != "" {
 		return fe.Class

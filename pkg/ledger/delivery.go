@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
@@ -54,7 +55,7 @@ type Delivery struct {
 	BudgetFrom     int
 	ClaimToken     string
 	LeaseUntil     time.Time
-	LastErrorClass string
+	LastErrorClass failure.Class
 	LastError      string
 	NextAttemptAt  time.Time
 	SentAt         time.Time
@@ -87,7 +88,7 @@ type Entry struct {
 	// Attempt is the attempt number, where there is one.
 	Attempt int `dynamodbav:"a,omitempty" json:"attempt,omitempty"`
 	// Class is the error class, for failures.
-	Class string `dynamodbav:"c,omitempty" json:"class,omitempty"`
+	Class failure.Class `dynamodbav:"c,omitempty" json:"class,omitempty"`
 	// Note is a short free text: a reason, a retry time, a receipt.
 	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
@@ -26,30 +27,30 @@ const (
 
 // item is the stored form of a Delivery.
 type item struct {
-	PK             string  `dynamodbav:"PK"`
-	SK             string  `dynamodbav:"SK"`
-	ReminderID     string  `dynamodbav:"reminderId"`
-	Channel        string  `dynamodbav:"channel"`
-	Provider       string  `dynamodbav:"provider"`
-	Status         Status  `dynamodbav:"status"`
-	RecipientRef   string  `dynamodbav:"recipientRef"`
-	TemplateRef    string  `dynamodbav:"templateRef"`
-	DueAt          string  `dynamodbav:"dueAt"`
-	ExpiresAt      string  `dynamodbav:"expiresAt"`
-	Attempts       int     `dynamodbav:"attempts"`
-	BudgetFrom     int     `dynamodbav:"budgetFrom,omitempty"`
-	ClaimToken     string  `dynamodbav:"claimToken,omitempty"`
-	LeaseUntil     string  `dynamodbav:"leaseUntil,omitempty"`
-	LastErrorClass string  `dynamodbav:"lastErrorClass,omitempty"`
-	LastError      string  `dynamodbav:"lastError,omitempty"`
-	NextAttemptAt  string  `dynamodbav:"nextAttemptAt,omitempty"`
-	SentAt         string  `dynamodbav:"sentAt,omitempty"`
-	Receipt        string  `dynamodbav:"receipt,omitempty"`
-	UpdatedAt      string  `dynamodbav:"updatedAt,omitempty"`
-	History        []Entry `dynamodbav:"history"`
-	TTL            int64   `dynamodbav:"ttl,omitempty"`
-	DueShard       string  `dynamodbav:"dueShard,omitempty"`
-	DueSort        string  `dynamodbav:"dueSort,omitempty"`
+	PK             string        `dynamodbav:"PK"`
+	SK             string        `dynamodbav:"SK"`
+	ReminderID     string        `dynamodbav:"reminderId"`
+	Channel        string        `dynamodbav:"channel"`
+	Provider       string        `dynamodbav:"provider"`
+	Status         Status        `dynamodbav:"status"`
+	RecipientRef   string        `dynamodbav:"recipientRef"`
+	TemplateRef    string        `dynamodbav:"templateRef"`
+	DueAt          string        `dynamodbav:"dueAt"`
+	ExpiresAt      string        `dynamodbav:"expiresAt"`
+	Attempts       int           `dynamodbav:"attempts"`
+	BudgetFrom     int           `dynamodbav:"budgetFrom,omitempty"`
+	ClaimToken     string        `dynamodbav:"claimToken,omitempty"`
+	LeaseUntil     string        `dynamodbav:"leaseUntil,omitempty"`
+	LastErrorClass failure.Class `dynamodbav:"lastErrorClass,omitempty"`
+	LastError      string        `dynamodbav:"lastError,omitempty"`
+	NextAttemptAt  string        `dynamodbav:"nextAttemptAt,omitempty"`
+	SentAt         string        `dynamodbav:"sentAt,omitempty"`
+	Receipt        string        `dynamodbav:"receipt,omitempty"`
+	UpdatedAt      string        `dynamodbav:"updatedAt,omitempty"`
+	History        []Entry       `dynamodbav:"history"`
+	TTL            int64         `dynamodbav:"ttl,omitempty"`
+	DueShard       string        `dynamodbav:"dueShard,omitempty"`
+	DueSort        string        `dynamodbav:"dueSort,omitempty"`
 }
 
 // PartitionKey returns the PK of a reminder's items.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/text"
 )
@@ -396,7 +397,7 @@ func RetryNote(now, next time.Time) string {
 // Failure describes a failed attempt.
 type Failure struct {
 	// Class is the error class (failure.Class…).
-	Class string
+	Class failure.Class
 	// Message is a short description, free of recipient data.
 	Message string
 	// NextAttemptAt is when the retry is expected, for Retry.

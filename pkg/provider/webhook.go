@@ -217,7 +217,7 @@ func (w *Webhook) redact(err error) error {
 	return err
 }
 
-func classOfTransport(err error) string {
+func classOfTransport(err error) failure.Class {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return failure.ClassTimeout

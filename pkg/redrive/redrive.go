@@ -14,15 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
-)
-
-// Attributes a redrive adds to the message it sends.
-const (
-	AttrRedrives   = "nudge-redrives"
-	AttrRedrivenBy = "nudge-redriven-by"
 )
 
 // queueAPI is what the redrive needs of SQS.
@@ -120,8 +115,8 @@ type Letter struct {
 	DeliveryKey string `json:"deliveryKey,omitempty"`
 	// ErrorClass and Reason are why it was dead-lettered; "maxReceiveCount"
 	// when the queue's redrive policy moved it, not the consumer.
-	ErrorClass string `json:"errorClass"`
-	Reason     string `json:"reason"`
+	ErrorClass failure.Class `json:"errorClass"`
+	Reason     string        `json:"reason"`
 	// Attempts is the consumer's attempt count when it gave up.
 	Attempts int `json:"attempts"`
 	// Redrives counts earlier redrives of this message.
@@ -185,7 +180,7 @@ type Filter struct {
 	// Max is the most messages to move. Required, 1 or more.
 	Max int
 	// Class keeps only messages dead-lettered with this error class.
-	Class string
+	Class failure.Class
 	// OlderThan keeps only messages dead-lettered at least this long ago.
 	OlderThan time.Duration
 	// IncludeSettled also moves messages whose delivery was already sent,
@@ -224,7 +219,7 @@ func (r *Redriver) Select(ctx context.Context, f Filter) (*Selection, error) {
 		case len(sel.Chosen) >= f.Max:
 			l.Why = "beyond --max"
 		case f.Class != "" && l.ErrorClass != f.Class:
-			l.Why = "error class " + l.ErrorClass + ", not " + f.Class
+			l.Why = "error class " + string(l.ErrorClass) + ", not " + string(f.Class)
 		case l.Age() < f.OlderThan:
 			l.Why = fmt.Sprintf("dead-lettered %v ago, not older than %v", l.Age(), f.OlderThan)
 		case !l.Redrivable && !(f.IncludeSettled && l.settled()):
@@ -341,31 +336,23 @@ func byDelivery(letters []Letter) []Letter {
 }
 
 func (r *Redriver) letter(m types.Message) Letter {
-	attr := func(name string) string {
-		if v, ok := m.MessageAttributes[name]; ok {
-			return aws.ToString(v.StringValue)
-		}
-		return ""
-	}
+	dl := deadletter.Read(m.MessageAttributes)
 	l := Letter{MessageID: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle), body: aws.ToString(m.Body),
 		attrs: m.MessageAttributes, group: m.Attributes["MessageGroupId"], Destination: queueName(r.cfg.TargetURL),
-		ErrorClass: attr(consumer.AttrErrorClass), Reason: attr(consumer.AttrReason)}
-	if src := attr(consumer.AttrSourceMessageID); src != "" {
-		l.SourceMessageIDs = []string{src}
+		ErrorClass: dl.Class, Reason: dl.Reason, Attempts: dl.Attempts, Redrives: dl.Redrives}
+	if dl.SourceMessageID != "" {
+		l.SourceMessageIDs = []string{dl.SourceMessageID}
 	}
-	l.Attempts, _ = strconv.Atoi(attr(consumer.AttrAttempts))
-	l.Redrives, _ = strconv.Atoi(attr(AttrRedrives))
 	if ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64); err == nil {
 		l.DeadLetteredAt = time.UnixMilli(ms).UTC()
 		l.AgeSeconds = int64(r.cfg.Clock.Now().Sub(l.DeadLetteredAt) / time.Second)
 	}
-	if l.ErrorClass == "" {
-		l.ErrorClass, l.Reason = "maxReceiveCount", "moved by the work queue's redrive policy (the consumer crashed or timed out on it)"
+	if dl.Class == deadletter.ClassMaxReceiveCount {
 		if n, err := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); err == nil {
 			l.Attempts = n - 1 // this read counts too
 		}
 	}
-	key := attr(consumer.AttrDeliveryKey)
+	key := dl.DeliveryKey
 	if key == "" {
 		if msg, err := message.Decode([]byte(l.body)); err == nil {
 			key = msg.Key().String()
@@ -375,7 +362,7 @@ func (r *Redriver) letter(m types.Message) Letter {
 		l.DeliveryKey = k.String()
 		l.Redrivable = true
 	} else {
-		l.Why = "the body is not a delivery (" + l.ErrorClass + "); a redrive would fail the same way: fix the producer, then delete it"
+		l.Why = "the body is not a delivery (" + string(l.ErrorClass) + "); a redrive would fail the same way: fix the producer, then delete it"
 	}
 	return l
 }
@@ -529,12 +516,7 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 			return o
 		}
 	}
-	attrs := make(map[string]types.MessageAttributeValue, len(l.attrs)+2)
-	for k, v := range l.attrs {
-		attrs[k] = v
-	}
-	attrs[AttrRedrives] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(l.Redrives + 1))}
-	attrs[AttrRedrivenBy] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(r.cfg.By)}
+	attrs := deadletter.Redriven(l.attrs, r.cfg.By)
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.cfg.TargetURL), MessageBody: aws.String(l.body), MessageAttributes: attrs}
 	if strings.HasSuffix(r.cfg.TargetURL, ".fifo") {
 		group := l.group

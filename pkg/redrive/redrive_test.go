@@ -14,7 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/deadletter"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/redrive"
@@ -55,12 +56,12 @@ func (f *fixture) dead(id, class, reason string) message.DeliveryKey {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.ledger.DeadLetter(f.ctx, c, ledger.Failure{Class: class, Message: reason}); err != nil {
+	if _, err := f.ledger.DeadLetter(f.ctx, c, ledger.Failure{Class: failure.Class(class), Message: reason}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.toDLQ(f.body(id), map[string]types.MessageAttributeValue{
-		consumer.AttrErrorClass: str(class), consumer.AttrReason: str(reason), consumer.AttrDeliveryKey: str(k.String()),
-		consumer.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("1")}, consumer.AttrSourceMessageID: str("src-" + id),
+		deadletter.AttrErrorClass: str(class), deadletter.AttrReason: str(reason), deadletter.AttrDeliveryKey: str(k.String()),
+		deadletter.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("1")}, deadletter.AttrSourceMessageID: str("src-" + id),
 	})
 	return k
 }
@@ -133,13 +134,13 @@ func (f *fixture) seedMix() (dead []message.DeliveryKey, live, sent message.Deli
 	f.t.Helper()
 	dead = append(dead, f.dead("rem-1", "rejected", "provider answered 400"), f.dead("rem-2", "rejected", "provider answered 400"),
 		f.dead("rem-3", "exhausted", "attempts exhausted after 500"))
-	f.toDLQ("not json at all", map[string]types.MessageAttributeValue{consumer.AttrErrorClass: str("decode"), consumer.AttrReason: str("message: not JSON")})
+	f.toDLQ("not json at all", map[string]types.MessageAttributeValue{deadletter.AttrErrorClass: str("decode"), deadletter.AttrReason: str("message: not JSON")})
 	sent = f.create("rem-4")
 	c, _ := f.ledger.Claim(f.ctx, ledger.Claim{Key: sent, Token: "t", LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now()})
 	if _, err := f.ledger.Complete(f.ctx, c, "r-4"); err != nil {
 		f.t.Fatal(err)
 	}
-	f.toDLQ(f.body("rem-4"), map[string]types.MessageAttributeValue{consumer.AttrErrorClass: str("exhausted"), consumer.AttrDeliveryKey: str(sent.String())})
+	f.toDLQ(f.body("rem-4"), map[string]types.MessageAttributeValue{deadletter.AttrErrorClass: str("exhausted"), deadletter.AttrDeliveryKey: str(sent.String())})
 	f.toDLQ(f.body("rem-5"), nil) // moved by maxReceiveCount
 	live = f.create("rem-5")
 	if _, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: live, Token: "t5", LeaseUntil: time.Now().Add(-time.Minute), DueBy: time.Now()}); err != nil {
@@ -220,8 +221,8 @@ func TestRedriveMovesABoundedFilteredBatch(t *testing.T) {
 		t.Fatalf("work queue: %v %v", out, err)
 	}
 	m := out.Messages[0]
-	if aws.ToString(m.Body) != f.body(k.ReminderID) || aws.ToString(m.MessageAttributes[redrive.AttrRedrives].StringValue) != "1" ||
-		aws.ToString(m.MessageAttributes[redrive.AttrRedrivenBy].StringValue) != "ops@example" || aws.ToString(m.MessageAttributes[consumer.AttrErrorClass].StringValue) != "rejected" {
+	if aws.ToString(m.Body) != f.body(k.ReminderID) || aws.ToString(m.MessageAttributes[deadletter.AttrRedrives].StringValue) != "1" ||
+		aws.ToString(m.MessageAttributes[deadletter.AttrRedrivenBy].StringValue) != "ops@example" || aws.ToString(m.MessageAttributes[deadletter.AttrErrorClass].StringValue) != "rejected" {
 		t.Fatalf("redriven message: body %s, attributes %v", aws.ToString(m.Body), m.MessageAttributes)
 	}
 	if v, inFlight := f.depth(f.q.DLQURL); v != "5" || inFlight != "0" {
@@ -398,8 +399,8 @@ func TestTwoCopiesOfOneDeliveryAreOneLetter(t *testing.T) {
 	f := setup(t)
 	k := f.dead("rem-twice", "rejected", "provider answered 400")
 	f.toDLQ(f.body("rem-twice"), map[string]types.MessageAttributeValue{
-		consumer.AttrErrorClass: str("rejected"), consumer.AttrReason: str("provider answered 400 again"), consumer.AttrDeliveryKey: str(k.String()),
-		consumer.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("2")}, consumer.AttrSourceMessageID: str("src-rem-twice"),
+		deadletter.AttrErrorClass: str("rejected"), deadletter.AttrReason: str("provider answered 400 again"), deadletter.AttrDeliveryKey: str(k.String()),
+		deadletter.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("2")}, deadletter.AttrSourceMessageID: str("src-rem-twice"),
 	})
 	f.dead("rem-once", "rejected", "provider answered 400")
 	r := f.redriver(nil, nil)
