@@ -39,17 +39,17 @@ type Class string
 // The classes.
 const (
 	ClassThrottled Class = "throttled" // 429, SDK throttling
-	ClassServer    = "server"    // 5xx
-	ClassTimeout   = "timeout"   // a deadline passed
-	ClassNetwork   = "network"   // the connection failed
-	ClassRejected  = "rejected"  // the provider refused the request (4xx)
-	ClassDecode    = "decode"    // the message body breaks the contract
-	ClassNotFound  = "not-found" // the message names no known delivery
-	ClassAWS       = "aws"       // an AWS API error that is not throttling or 5xx
-	ClassConfig    = "config"    // the consumer cannot handle this provider or channel
-	ClassExhausted = "exhausted" // the attempt budget ran out
-	ClassPanic     = "panic"     // the handler panicked
-	ClassUnknown   = "unknown"   // nothing recognised the error
+	ClassServer          = "server"    // 5xx
+	ClassTimeout         = "timeout"   // a deadline passed
+	ClassNetwork         = "network"   // the connection failed
+	ClassRejected        = "rejected"  // the provider refused the request (4xx)
+	ClassDecode          = "decode"    // the message body breaks the contract
+	ClassNotFound        = "not-found" // the message names no known delivery
+	ClassAWS             = "aws"       // an AWS API error that is not throttling or 5xx
+	ClassConfig          = "config"    // the consumer cannot handle this provider or channel
+	ClassExhausted       = "exhausted" // the attempt budget ran out
+	ClassPanic           = "panic"     // the handler panicked
+	ClassUnknown         = "unknown"   // nothing recognised the error
 )
 
 // Error is a failure with its outcome decided.
