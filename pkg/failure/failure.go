@@ -39,10 +39,10 @@ type Class string
 // The classes.
 const (
 	ClassThrottled Class = "throttled" // 429, SDK throttling
-	ClassServer          = "server"    // 5xx
-	ClassTimeout         = "timeout"   // a deadline passed
-	ClassNetwork         = "network"   // the connection failed
-	ClassRejected        = "rejected"  // the provider refused the request (4xx)
+	ClassServer    Class = "server"    // 5xx
+	ClassTimeout   Class = "timeout"   // a deadline passed
+	ClassNetwork   Class = "network"   // the connection failed
+	ClassRejected  Class = "rejected"  // the provider refused the request (4xx)
 	ClassDecode          = "decode"    // the message body breaks the contract
 	ClassNotFound        = "not-found" // the message names no known delivery
 	ClassAWS             = "aws"       // an AWS API error that is not throttling or 5xx
