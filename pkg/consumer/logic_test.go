@@ -101,7 +101,7 @@ func TestUnknownProviderIsDeadLetteredAsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := f.l.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-2", Channel: "email", Provider: "carrier-pigeon"})
-	if len(f.q.sent) != 1 || aws.ToString(f.q.sent[0].MessageAttributes[deadletter.AttrErrorClass].StringValue) != failure.ClassConfig || d.Status != "" {
+	if len(f.q.sent) != 1 || aws.ToString(f.q.sent[0].MessageAttributes[deadletter.AttrErrorClass].StringValue) != string(failure.ClassConfig) || d.Status != "" {
 		t.Fatalf("DLQ sends %d; ledger %+v", len(f.q.sent), d)
 	}
 }

@@ -43,13 +43,13 @@ const (
 	ClassTimeout   Class = "timeout"   // a deadline passed
 	ClassNetwork   Class = "network"   // the connection failed
 	ClassRejected  Class = "rejected"  // the provider refused the request (4xx)
-	ClassDecode          = "decode"    // the message body breaks the contract
-	ClassNotFound        = "not-found" // the message names no known delivery
-	ClassAWS             = "aws"       // an AWS API error that is not throttling or 5xx
-	ClassConfig          = "config"    // the consumer cannot handle this provider or channel
-	ClassExhausted       = "exhausted" // the attempt budget ran out
-	ClassPanic           = "panic"     // the handler panicked
-	ClassUnknown         = "unknown"   // nothing recognised the error
+	ClassDecode    Class = "decode"    // the message body breaks the contract
+	ClassNotFound  Class = "not-found" // the message names no known delivery
+	ClassAWS       Class = "aws"       // an AWS API error that is not throttling or 5xx
+	ClassConfig    Class = "config"    // the consumer cannot handle this provider or channel
+	ClassExhausted Class = "exhausted" // the attempt budget ran out
+	ClassPanic     Class = "panic"     // the handler panicked
+	ClassUnknown   Class = "unknown"   // nothing recognised the error
 )
 
 // Error is a failure with its outcome decided.
