@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
@@ -69,14 +70,15 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		Ledger: led, Providers: map[string]provider.Provider{"webhook": hook},
 		Queue: q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
 		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,
-		Backoff: backoff, Heartbeat: hb, Logger: log, Metrics: rec,
+		Backoff: backoff, Logger: log, Metrics: rec,
 	})
 	if err != nil {
 		return nil, err
 	}
 	proc, err := batch.New(c, batch.Config{
 		Concurrency: s.Concurrency, CutoffMargin: s.CutoffMargin, Visibility: q, Logger: log,
-		QueueURL: func(string) string { return s.QueueURL },
+		QueueURL:   func(string) string { return s.QueueURL },
+		Middleware: []batch.Middleware{hb.Middleware(func(events.SQSMessage) string { return s.QueueURL })},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +73,8 @@ type Config struct {
 	// did not log itself (panics, unreportable ids, visibility errors).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Middleware wraps the handler, the first outermost, inside Recover.
+	Middleware []Middleware
 }
 
 // DefaultReserve is the Reserve a cut-off margin gets by default: 1 s, or
@@ -123,6 +124,7 @@ func New(h Handler, cfg Config) (*Processor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	h = Chain(h, append([]Middleware{Recover(cfg.Logger)}, cfg.Middleware...)...)
 	return &Processor{h: h, cfg: cfg}, nil
 }
 
@@ -221,7 +223,7 @@ func (p *Processor) Run(ctx context.Context, ev events.SQSEvent) Report {
 			results[i].Status = Unstarted
 			return Unstarted
 		}
-		err := p.handle(recCtx, ev.Records[i])
+		err := p.h.Handle(recCtx, ev.Records[i])
 		if err == nil {
 			results[i].Status = Succeeded
 			return Succeeded
@@ -274,16 +276,6 @@ func (p *Processor) Run(ctx context.Context, ev events.SQSEvent) Report {
 		}
 	}
 	return Report{Results: results}
-}
-
-func (p *Processor) handle(ctx context.Context, rec events.SQSMessage) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			p.cfg.Logger.Error("handler panicked", "messageId", rec.MessageId, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = failure.WithClass(fmt.Errorf("handler panicked: %v", r), failure.ClassPanic)
-		}
-	}()
-	return p.h.Handle(ctx, rec)
 }
 
 func (p *Processor) fifo(ev events.SQSEvent) bool {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/retry"
-	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // MaxDelaySeconds is the longest delay SQS gives a message at send time.
@@ -105,8 +103,6 @@ type Config struct {
 	// Lease is the claim's lease when the context has no deadline; with a
 	// deadline the lease ends 5s after it. Default 5m.
 	Lease time.Duration
-	// Heartbeat extends visibility of long sends. Nil disables it.
-	Heartbeat *heartbeat.Heartbeat
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
 	// Logger receives one line per transition. Default slog.Default().
@@ -206,6 +202,7 @@ type record struct {
 	attempts int // the delivery's provider attempts, this one included, once claimed
 	used     int // of those, the ones counted against the budget (since the last redrive)
 	channel  string
+	dueAt    time.Time // the claimed delivery's due time
 	late     bool
 	log      *slog.Logger
 }
@@ -217,8 +214,14 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 	c.cfg.Metrics.Add(MetricReceived, 1)
 	r := &record{rec: rec, receives: receiveCount(rec)}
 	r.log = c.cfg.Logger.With("messageId", rec.MessageId, "receive", r.receives)
+	o := c.handle(ctx, r)
+	c.report(r, o)
+	return o.Err
+}
 
-	msg, err := message.Decode([]byte(rec.Body))
+// handle decides the record's outcome: every path ends in one.
+func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
+	msg, err := message.Decode([]byte(r.rec.Body))
 	if err != nil {
 		return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
 	}
@@ -239,27 +242,24 @@ func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
 		DueBy: now.Add(c.cfg.EarlyTolerance),
 		// Only a message back from the DLQ may revive a dead delivery.
-		Revive: rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
+		Revive: r.rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
 	})
 	if err != nil {
 		return c.refusedClaim(ctx, r, msg, err)
 	}
-	r.attempts, r.used = d.Attempts, d.BudgetUsed()
+	r.attempts, r.used, r.dueAt = d.Attempts, d.BudgetUsed(), d.DueAt
 	r.log = r.log.With("attempt", r.attempts)
 	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
 		r.late = true
 		r.log = r.log.With("lateBy", late.Round(time.Second).String())
 	}
 
-	sendCtx, stop := ctx, func() {}
-	if c.cfg.Heartbeat != nil && rec.ReceiptHandle != "" {
-		sendCtx, stop = c.cfg.Heartbeat.Start(ctx, c.cfg.QueueURL, rec.ReceiptHandle)
-	}
-	receipt, sendErr := prov.Send(sendCtx, provider.Request{
+	// The send stops if the heartbeat loses the message (another consumer
+	// may receive it); the ledger writes after it do not.
+	receipt, sendErr := prov.Send(heartbeat.Watched(ctx), provider.Request{
 		DeliveryKey: key.String(), ReminderID: d.ReminderID, Channel: d.Channel,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempts,
 	}, key.String())
-	stop()
 	if sendErr == nil {
 		return c.complete(ctx, r, d, receipt)
 	}
@@ -274,39 +274,33 @@ func (c *Consumer) leaseUntil(ctx context.Context, now time.Time) time.Time {
 }
 
 // refusedClaim acts on a claim the ledger refused.
-func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Message, err error) error {
+func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Message, err error) Outcome {
 	var re *ledger.RefusedError
 	if !errors.As(err, &re) {
 		o := c.cfg.Classifier.Classify(err)
 		// Nothing reached the provider: back off by receives.
 		delay := c.cfg.Backoff.Delay(r.receives, o.RetryAfter)
-		c.transition(r, "retry", "errorClass", o.Class, "next", delay.String(), "error", err.Error())
-		c.count(r, MetricRetried, o.Class)
-		return failure.Retryable(failure.WithClass(err, o.Class), delay)
+		return Outcome{Transition: Retry, Class: o.Class, Next: delay, Error: err.Error(),
+			Err: failure.Retryable(failure.WithClass(err, o.Class), delay)}
 	}
 	cur := re.Current
 	switch {
 	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished):
-		c.cfg.Metrics.Add(MetricDuplicate, 1)
-		c.transition(r, "duplicate", "status", string(cur.Status))
-		return nil
+		return Outcome{Transition: Duplicate, Status: cur.Status}
 	case errors.Is(err, ledger.ErrNotDue):
 		return c.deferUntil(ctx, r, msg, cur.DueAt)
 	case errors.Is(err, ledger.ErrExpired):
 		if _, err := c.cfg.Ledger.Expire(ctx, cur); err != nil && !isSettled(err) {
-			return failure.Retryable(err, 0)
+			return Outcome{Err: failure.Retryable(err, 0)}
 		}
-		c.count(r, MetricExpired, "")
-		c.transition(r, "expired", "expiresAt", ledger.Format(cur.ExpiresAt))
-		return nil
+		return Outcome{Transition: Expired, ExpiresAt: cur.ExpiresAt}
 	case errors.Is(err, ledger.ErrLeased):
-		wait := max(cur.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second)
-		c.transition(r, "leased", "next", wait.Round(time.Second).String())
-		return failure.Retryable(err, wait.Round(time.Second))
+		wait := max(cur.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second).Round(time.Second)
+		return Outcome{Transition: Leased, Next: wait, Err: failure.Retryable(err, wait)}
 	case errors.Is(err, ledger.ErrNotFound):
 		return c.deadLetter(ctx, r, nil, failure.ClassNotFound, "no delivery "+re.Key.String()+" in the ledger")
 	}
-	return failure.Retryable(err, 0)
+	return Outcome{Err: failure.Retryable(err, 0)}
 }
 
 // isSettled reports whether a refused write means someone else already
@@ -315,32 +309,22 @@ func isSettled(err error) bool {
 	return errors.Is(err, ledger.ErrAlreadySent) || errors.Is(err, ledger.ErrFinished)
 }
 
-func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, receipt provider.Receipt) error {
+func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, receipt provider.Receipt) Outcome {
 	_, err := c.cfg.Ledger.Complete(ctx, d, receipt.ID)
 	switch {
 	case err == nil:
-		c.count(r, MetricSent, "")
-		if r.late {
-			c.cfg.Metrics.Add(MetricLate, 1)
-		}
-		c.cfg.Metrics.Observe(MetricDueToSent, c.cfg.Clock.Now().Sub(d.DueAt).Seconds())
-		c.transition(r, "sent")
-		return nil
+		return Outcome{Transition: Sent}
 	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrLeaseLost):
 		// Another attempt holds or finished the delivery; it sends with the
 		// same idempotency key, so this copy of the message is done.
-		c.cfg.Metrics.Add(MetricDuplicate, 1)
-		c.transition(r, "duplicate", "reason", err.Error())
-		return nil
+		return Outcome{Transition: Duplicate, Reason: err.Error()}
 	}
 	// The provider accepted but the ledger did not record it: retry. The
 	// retry sends the same idempotency key, so the provider deduplicates.
-	c.transition(r, "retry", "errorClass", failure.ClassAWS, "error", err.Error())
-	c.count(r, MetricRetried, failure.ClassAWS)
-	return failure.Ambiguous(err)
+	return Outcome{Transition: Retry, Class: failure.ClassAWS, Error: err.Error(), Err: failure.Ambiguous(err)}
 }
 
-func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sendErr error) error {
+func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sendErr error) Outcome {
 	o := c.cfg.Classifier.Classify(sendErr)
 	if o.Kind == failure.KindPermanent {
 		return c.deadLetter(ctx, r, &d, o.Class, sendErr.Error())
@@ -353,21 +337,19 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	next := c.cfg.Clock.Now().Add(delay)
 	if _, err := c.cfg.Ledger.Retry(ctx, d, ledger.Failure{Class: o.Class, Message: sendErr.Error(), NextAttemptAt: next}); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
 		if isSettled(err) {
-			c.transition(r, "duplicate", "reason", err.Error())
-			return nil
+			return Outcome{Transition: Duplicate, Reason: err.Error()}
 		}
 		r.log.Warn("could not record the retry in the ledger; the message is retried anyway", "error", err.Error())
 	}
-	c.count(r, MetricRetried, o.Class)
-	c.transition(r, "retry", "kind", o.Kind.String(), "errorClass", o.Class, "next", delay.String(), "error", sendErr.Error())
-	return &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}
+	return Outcome{Transition: Retry, Kind: o.Kind, Class: o.Class, Next: delay, Error: sendErr.Error(),
+		Err: &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}}
 }
 
 // deadLetter sends the original body to the DLQ with the reason, then
 // records it in the ledger (when d is known), and acknowledges. If either
 // step fails, the record is retried: nothing is lost, at worst the DLQ gets
 // the message twice.
-func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class failure.Class, reason string) error {
+func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class failure.Class, reason string) Outcome {
 	letter := deadletter.Letter{Class: class, Reason: reason, Attempts: r.attempts, Receives: r.receives, SourceMessageID: r.rec.MessageId}
 	if d != nil {
 		letter.DeliveryKey = d.Key().String()
@@ -387,32 +369,29 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 	}
 	if _, err := c.cfg.Queue.SendMessage(ctx, in); err != nil {
 		r.log.Error("could not dead-letter; the message stays on the work queue", "errorClass", class, "error", err.Error())
-		return failure.Retryable(err, 0)
+		return Outcome{Err: failure.Retryable(err, 0)}
 	}
 	if d != nil {
 		if _, err := c.cfg.Ledger.DeadLetter(ctx, *d, ledger.Failure{Class: class, Message: reason}); err != nil && !isSettled(err) && !errors.Is(err, ledger.ErrLeased) && !errors.Is(err, ledger.ErrNotFound) {
 			r.log.Error("dead-lettered, but the ledger write failed; retrying", "error", err.Error())
-			return failure.Retryable(err, 0)
+			return Outcome{Err: failure.Retryable(err, 0)}
 		}
 	}
-	c.count(r, MetricDeadLettered, class)
-	c.transition(r, "dead", "errorClass", class, "reason", text.Clip(reason, deadletter.MaxReason))
-	return nil
+	return Outcome{Transition: Dead, Class: class, Reason: reason}
 }
 
 // deferUntil handles a message that arrived before dueAt, without spending
 // a receive: re-published with a delay when due within 15 minutes (FIFO
 // queues, which have no per-message delay, get a visibility delay instead),
 // otherwise handed back to the calendar.
-func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Message, dueAt time.Time) error {
+func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Message, dueAt time.Time) Outcome {
 	// wait may be anything up to the largest Duration (a due time decades
 	// or centuries ahead): it becomes whole seconds only once it is known
 	// to be within SQS's limits.
 	wait := dueAt.Sub(c.cfg.Clock.Now())
 	if r.rec.Attributes["MessageGroupId"] != "" && wait <= retry.MaxDelay {
-		c.cfg.Metrics.Add(MetricDeferred, 1)
-		c.transition(r, "deferred", "next", wait.Round(time.Second).String(), "via", "visibility")
-		return failure.Retryable(errors.New("not yet due"), time.Duration(ceilSeconds(wait))*time.Second)
+		return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "visibility",
+			Err: failure.Retryable(errors.New("not yet due"), time.Duration(ceilSeconds(wait))*time.Second)}
 	}
 	if wait <= MaxDelaySeconds*time.Second {
 		secs := ceilSeconds(wait)
@@ -424,58 +403,26 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 		if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
 			QueueUrl: aws.String(c.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: secs,
 		}); err != nil {
-			return failure.Retryable(err, 0)
+			return Outcome{Err: failure.Retryable(err, 0)}
 		}
-		c.cfg.Metrics.Add(MetricDeferred, 1)
-		c.transition(r, "deferred", "next", (time.Duration(secs) * time.Second).String(), "via", "republish")
-		return nil
+		return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish"}
 	}
 	_, err := c.cfg.Ledger.Release(ctx, msg.Key(), dueAt, "released: due "+ledger.Format(dueAt))
 	switch {
 	case err == nil:
 	case isSettled(err), errors.Is(err, ledger.ErrNotReleasable):
-		c.transition(r, "duplicate", "reason", err.Error())
-		return nil
+		return Outcome{Transition: Duplicate, Reason: err.Error()}
 	case errors.Is(err, ledger.ErrNotFound):
 		return c.deadLetter(ctx, r, nil, failure.ClassNotFound, "no delivery "+msg.Key().String()+" in the ledger")
 	default:
-		return failure.Retryable(err, 0)
+		return Outcome{Err: failure.Retryable(err, 0)}
 	}
-	c.cfg.Metrics.Add(MetricDeferred, 1)
-	c.transition(r, "deferred", "next", wait.Round(time.Second).String(), "via", "calendar")
-	return nil
+	return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "calendar"}
 }
 
 // ceilSeconds is d in whole seconds, rounded up; d is at most 12 hours.
 func ceilSeconds(d time.Duration) int32 {
 	return int32((max(d, 0) + time.Second - 1) / time.Second)
-}
-
-// count adds one to the metric name, split where the dashboard and the
-// alarms read it, and nowhere else (each split value is a custom metric,
-// and billed): Sent by channel, Retried and DeadLettered by failure class.
-// A channel Nudge does not know counts as "other", a body that did not
-// decode as "none", so that a producer's bad data cannot mint metrics.
-func (c *Consumer) count(r *record, name string, class failure.Class) {
-	switch name {
-	case MetricSent:
-		ch := r.channel
-		switch {
-		case ch == "":
-			ch = "none"
-		case !slices.Contains(message.Channels, ch):
-			ch = "other"
-		}
-		c.cfg.Metrics.AddBy(name, 1, map[string]string{"Channel": ch})
-	case MetricRetried, MetricDeadLettered:
-		c.cfg.Metrics.AddBy(name, 1, map[string]string{"ErrorClass": string(class)})
-	default:
-		c.cfg.Metrics.Add(name, 1)
-	}
-}
-
-func (c *Consumer) transition(r *record, outcome string, kv ...any) {
-	r.log.Info("transition", append([]any{"outcome", outcome}, kv...)...)
 }
 
 func receiveCount(rec events.SQSMessage) int {

@@ -135,13 +135,17 @@ func setup(t testing.TB, o options) *bundle {
 		Ledger: l, Providers: map[string]provider.Provider{"webhook": b.provider},
 		Queue: b.sqs, QueueURL: b.q.WorkURL, DLQURL: b.q.DLQURL,
 		MaxAttempts: o.maxAttempts, MaxReceiveCount: 10, Backoff: backoff,
-		Clock: b.clk, Logger: log, Metrics: b.metrics, Heartbeat: hb,
+		Clock: b.clk, Logger: log, Metrics: b.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mw []batch.Middleware
+	if hb != nil {
+		mw = append(mw, hb.Middleware(func(events.SQSMessage) string { return b.q.WorkURL }))
+	}
 	proc, err := batch.New(c, batch.Config{
-		Concurrency: o.concurrency, Visibility: b.sqs, Clock: b.clk, Logger: log,
+		Concurrency: o.concurrency, Visibility: b.sqs, Clock: b.clk, Logger: log, Middleware: mw,
 		QueueURL: func(string) string { return b.q.WorkURL },
 		Deadline: func(context.Context) (time.Time, bool) { return b.deadline, !b.deadline.IsZero() },
 	})

@@ -7,12 +7,16 @@
 // or released back to the calendar) without spending a receive; claim the
 // delivery in the ledger (a duplicate, an expired or an in-flight delivery is
 // recognised from the refused write); send it through its provider with the
-// delivery key as idempotency key, with a visibility heartbeat while it runs;
-// record the outcome. Failures are classified: transient ones are retried
+// delivery key as idempotency key, stopping it if the heartbeat middleware
+// (heartbeat.Heartbeat.Middleware) loses the message; record the outcome. Failures are classified: transient ones are retried
 // with capped, jittered backoff (until the attempt budget is spent, when they
 // are dead-lettered with the reason); permanent ones are dead-lettered now.
 // Dead-lettering sends the original body to the DLQ with the reason as
-// message attributes, marks the ledger, and acknowledges the record.
+// message attributes (pkg/deadletter), marks the ledger, and acknowledges
+// the record.
+//
+// Every path ends in an Outcome (a Transition and what its line says), and
+// one place, Consumer.report, turns it into the log line and the metrics.
 //
 // Function wires a Consumer into a batch.Processor and flushes metrics once
 // per invocation; functions/consumer is its Lambda entry point.

@@ -7,4 +7,7 @@
 // expired, the message was deleted, SQS is down), the record's context is
 // cancelled with ErrLost as its cause, so the worker stops rather than race a
 // second delivery of the same message.
+//
+// Heartbeat.Middleware runs it around every record of a batch.Processor;
+// the handler passes Watched(ctx) to the work the loss must stop.
 package heartbeat
