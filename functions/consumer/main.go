@@ -83,5 +83,5 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
-	return &consumer.Function{Processor: proc, Metrics: rec, Logger: log}, nil
+	return consumer.NewFunction(consumer.FunctionConfig{Processor: proc, Metrics: rec, Logger: log})
 }

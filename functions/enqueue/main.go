@@ -52,5 +52,5 @@ func build(ctx context.Context, log *slog.Logger) (*enqueue.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &enqueue.Function{Enqueuer: e, Metrics: rec, Logger: log}, nil
+	return enqueue.NewFunction(enqueue.FunctionConfig{Enqueuer: e, Metrics: rec, Logger: log})
 }

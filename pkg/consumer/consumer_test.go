@@ -152,7 +152,10 @@ func setup(t testing.TB, o options) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.fn = &consumer.Function{Processor: proc, Metrics: b.metrics, MetricsOut: b.logs, Clock: b.clk, Logger: log}
+	b.fn, err = consumer.NewFunction(consumer.FunctionConfig{Processor: proc, Metrics: b.metrics, MetricsOut: b.logs, Clock: b.clk, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", b.logs.String())

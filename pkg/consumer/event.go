@@ -79,7 +79,7 @@ func DecodeEvent(raw []byte) (events.SQSEvent, error) {
 func (f *Function) Invoke(ctx context.Context, raw json.RawMessage) (events.SQSEventResponse, error) {
 	ev, err := DecodeEvent(raw)
 	if err != nil {
-		f.logger().Error("refused the event", "error", err.Error())
+		f.cfg.Logger.Error("refused the event", "error", err.Error())
 		return events.SQSEventResponse{}, err
 	}
 	return f.Handle(ctx, ev)

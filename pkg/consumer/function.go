@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -13,46 +14,59 @@ import (
 	"github.com/nudgehq/nudge/pkg/metrics"
 )
 
+// FunctionConfig configures the consumer Lambda's handler.
+type FunctionConfig struct {
+	// Processor runs the Consumer over the event. Required.
+	Processor *batch.Processor
+	// Metrics is the recorder the Consumer counts into, flushed after each
+	// invocation. Default: a recorder of its own, with the dimension
+	// Function.
+	Metrics *metrics.Recorder
+	// MetricsOut receives the EMF line. Default os.Stdout.
+	MetricsOut io.Writer
+	// Logger receives the batch line. Default slog.Default().
+	Logger *slog.Logger
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+}
+
 // Function is the consumer Lambda's handler: it runs the batch processor
 // over the event, then writes the invocation's metrics (one EMF line) and a
 // summary log line.
-type Function struct {
-	Processor *batch.Processor
-	Metrics   *metrics.Recorder
-	// MetricsOut receives the EMF line. Default os.Stdout.
-	MetricsOut io.Writer
-	Clock      clock.Clock
-	Logger     *slog.Logger
+type Function struct{ cfg FunctionConfig }
+
+// NewFunction validates cfg and applies its defaults.
+func NewFunction(cfg FunctionConfig) (*Function, error) {
+	if cfg.Processor == nil {
+		return nil, errors.New("consumer: FunctionConfig.Processor is nil")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New(map[string]string{"Function": "consumer"})
+	}
+	if cfg.MetricsOut == nil {
+		cfg.MetricsOut = os.Stdout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Function{cfg: cfg}, nil
 }
 
 // Handle processes one decoded SQS event; Invoke decodes and checks the
 // payload first.
 func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	rep := f.Processor.Run(ctx, ev)
+	rep := f.cfg.Processor.Run(ctx, ev)
 	resp := rep.Response()
 	if n := rep.Count(batch.Unstarted); n > 0 {
-		f.Metrics.Add(MetricUnstarted, float64(n))
+		f.cfg.Metrics.Add(MetricUnstarted, float64(n))
 	}
-	out := f.MetricsOut
-	if out == nil {
-		out = os.Stdout
-	}
-	clk := f.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	log := f.logger()
-	log.Info("batch", "records", len(ev.Records), "succeeded", rep.Count(batch.Succeeded), "failed", rep.Count(batch.Failed),
+	f.cfg.Logger.Info("batch", "records", len(ev.Records), "succeeded", rep.Count(batch.Succeeded), "failed", rep.Count(batch.Failed),
 		"unstarted", rep.Count(batch.Unstarted), "skipped", rep.Count(batch.Skipped), "batchItemFailures", len(resp.BatchItemFailures))
-	if err := f.Metrics.Flush(out, clk.Now()); err != nil {
-		log.Warn("could not write metrics", "error", err.Error())
+	if err := f.cfg.Metrics.Flush(f.cfg.MetricsOut, f.cfg.Clock.Now()); err != nil {
+		f.cfg.Logger.Warn("could not write metrics", "error", err.Error())
 	}
 	return resp, nil
-}
-
-func (f *Function) logger() *slog.Logger {
-	if f.Logger == nil {
-		return slog.Default()
-	}
-	return f.Logger
 }

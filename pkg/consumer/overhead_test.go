@@ -57,7 +57,8 @@ func fakeFunction(b *testing.B, latency time.Duration) (*consumer.Function, even
 		body, _ := message.Encode(message.Message{ReminderID: fmt.Sprint("rem-", i), Channel: "email", Provider: "webhook", DueAt: time.Now().Add(-time.Minute)})
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint(i), Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
 	}
-	return &consumer.Function{Processor: proc, MetricsOut: io.Discard, Logger: quiet}, ev
+	fn, _ := consumer.NewFunction(consumer.FunctionConfig{Processor: proc, MetricsOut: io.Discard, Logger: quiet})
+	return fn, ev
 }
 
 // BenchmarkConsumerOverheadPerRecord is the consumer's and the processor's

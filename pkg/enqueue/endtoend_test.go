@@ -57,7 +57,10 @@ func TestScheduledEnqueuedAndConsumedEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var emf strings.Builder
-	enqFn := &enqueue.Function{Enqueuer: enq, Metrics: enqMetrics, MetricsOut: &emf, Logger: log, Clock: b.clk}
+	enqFn, err := enqueue.NewFunction(enqueue.FunctionConfig{Enqueuer: enq, Metrics: enqMetrics, MetricsOut: &emf, Logger: log, Clock: b.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cons, err := consumer.New(consumer.Config{
 		Ledger: b.ledger, Providers: map[string]provider.Provider{"webhook": hook},
@@ -70,7 +73,10 @@ func TestScheduledEnqueuedAndConsumedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	consFn := &consumer.Function{Processor: proc, Metrics: metrics.New(nil), MetricsOut: io.Discard, Clock: b.clk, Logger: log}
+	consFn, err := consumer.NewFunction(consumer.FunctionConfig{Processor: proc, Metrics: metrics.New(nil), MetricsOut: io.Discard, Clock: b.clk, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	tick, err := os.ReadFile("../../events/scheduler.json")
 	if err != nil {

@@ -3,6 +3,7 @@ package enqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -11,16 +12,44 @@ import (
 	"github.com/nudgehq/nudge/pkg/metrics"
 )
 
-// Function is the enqueue Lambda's handler: one Run per schedule tick,
-// then one EMF line with the run's metrics.
-type Function struct {
+// FunctionConfig configures the enqueue Lambda's handler.
+type FunctionConfig struct {
+	// Enqueuer runs the hand-off. Required.
 	Enqueuer *Enqueuer
-	Metrics  *metrics.Recorder
+	// Metrics is the recorder the Enqueuer counts into, flushed after each
+	// run. Default: a recorder of its own, with the dimension Function.
+	Metrics *metrics.Recorder
 	// MetricsOut receives the EMF line. Default os.Stdout, where Lambda
 	// sends it to CloudWatch.
 	MetricsOut io.Writer
-	Logger     *slog.Logger
-	Clock      clock.Clock
+	// Logger receives the run's lines. Default slog.Default().
+	Logger *slog.Logger
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+}
+
+// Function is the enqueue Lambda's handler: one Run per schedule tick,
+// then one EMF line with the run's metrics.
+type Function struct{ cfg FunctionConfig }
+
+// NewFunction validates cfg and applies its defaults.
+func NewFunction(cfg FunctionConfig) (*Function, error) {
+	if cfg.Enqueuer == nil {
+		return nil, errors.New("enqueue: FunctionConfig.Enqueuer is nil")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New(map[string]string{"Function": "enqueue"})
+	}
+	if cfg.MetricsOut == nil {
+		cfg.MetricsOut = os.Stdout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Function{cfg: cfg}, nil
 }
 
 // Handle runs the enqueue for one schedule event and returns its report.
@@ -30,26 +59,18 @@ type Function struct {
 func (f *Function) Handle(ctx context.Context, raw json.RawMessage) (Report, error) {
 	tick, err := DecodeTick(raw)
 	if err != nil {
-		f.Logger.Error("not a schedule event", "error", err.Error())
+		f.cfg.Logger.Error("not a schedule event", "error", err.Error())
 		return Report{}, err
 	}
-	clk := f.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	log := f.Logger.With("tick", tick.ID, "source", tick.Source)
+	log := f.cfg.Logger.With("tick", tick.ID, "source", tick.Source)
 	if !tick.ScheduledAt.IsZero() {
-		log = log.With("scheduledAt", tick.ScheduledAt.Format("2006-01-02T15:04:05Z"), "startDelayMs", clk.Now().Sub(tick.ScheduledAt).Milliseconds())
+		log = log.With("scheduledAt", tick.ScheduledAt.Format("2006-01-02T15:04:05Z"), "startDelayMs", f.cfg.Clock.Now().Sub(tick.ScheduledAt).Milliseconds())
 	}
-	rep, err := f.Enqueuer.Run(ctx)
+	rep, err := f.cfg.Enqueuer.Run(ctx)
 	if err != nil {
 		log.Error("enqueue run failed", "error", err.Error())
 	}
-	out := f.MetricsOut
-	if out == nil {
-		out = os.Stdout
-	}
-	if ferr := f.Metrics.Flush(out, clk.Now()); ferr != nil {
+	if ferr := f.cfg.Metrics.Flush(f.cfg.MetricsOut, f.cfg.Clock.Now()); ferr != nil {
 		log.Warn("cannot write metrics", "error", ferr.Error())
 	}
 	return rep, err
