@@ -76,7 +76,7 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 	t.Logf("write units per delivery, creation to sent (delivery item + due index):")
 	t.Logf("  create %.2f, hand-off by cursor %.2f, claim + complete %.2f: total %.2f", created/n, handOff/n, (cursorTotal-created-handOff)/n, perCursor)
 	t.Logf("  with a conditional claim per delivery: total %.2f", perClaim)
-	t.Logf("  plus per reminder item %.2f; cursor moves %.2f in all for %d deliveries", reminderUnits/n, e.CursorWriteUnits(), 2*n)
+	t.Logf("  plus per reminder item %.2f; cursor moves %.2f in all for %d deliveries", reminderUnits/n, b.ledger.Units().Cursors, 2*n)
 	if perCursor != 5 || handOff != 0 {
 		t.Errorf("cursor path costs %.2f units per delivery (%.2f at hand-off), want 5 (0)", perCursor, handOff/n)
 	}
@@ -112,7 +112,7 @@ func TestRequestsPerEnqueuedDelivery(t *testing.T) {
 		}
 	}
 	queues := standintest.QueuePair(t, q, 30*time.Second, 10)
-	e, err := enqueue.New(enqueue.Config{Ledger: l, API: db, Queue: q, QueueURL: queues.WorkURL, Shards: 4, Clock: clk})
+	e, err := enqueue.New(enqueue.Config{Ledger: l, Queue: q, QueueURL: queues.WorkURL, Shards: 4, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func BenchmarkEnqueueThroughput(b *testing.B) {
 				}
 				b.ReportMetric(float64(n)/time.Since(importStart).Seconds(), "imported/s")
 				queues := standintest.QueuePair(b, q, 30*time.Second, 10)
-				e, err := enqueue.New(enqueue.Config{Ledger: l, API: db, Queue: q, QueueURL: queues.WorkURL, Settle: time.Nanosecond, MaxRun: time.Hour,
+				e, err := enqueue.New(enqueue.Config{Ledger: l, Queue: q, QueueURL: queues.WorkURL, Settle: time.Nanosecond, MaxRun: time.Hour,
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				if err != nil {
 					b.Fatal(err)

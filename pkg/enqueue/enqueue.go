@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/pkg/clock"
@@ -19,10 +18,14 @@ import (
 	"github.com/nudgehq/nudge/pkg/metrics"
 )
 
-// Ledger is the part of the delivery ledger the enqueue uses.
+// Ledger is the part of the delivery ledger the enqueue uses: the due
+// index, the shard cursors, and the deliveries it repairs.
 type Ledger interface {
-	Table() string
 	Lookahead() time.Duration
+	Cursor(ctx context.Context, shard int) (string, error)
+	MoveCursor(ctx context.Context, shard int, old, pos string) (bool, error)
+	DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error)
+	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (complete bool, err error)
 	StoredShards(ctx context.Context) (int, error)
 	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
 	Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error)
@@ -31,16 +34,6 @@ type Ledger interface {
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
-
-// API is the part of the DynamoDB client the enqueue uses: due index
-// queries and the shard cursors.
-type API interface {
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
-var _ API = (*dynamodb.Client)(nil)
 
 // Publisher is the part of the SQS client the enqueue uses.
 type Publisher interface {
@@ -66,8 +59,6 @@ type Config struct {
 	// Ledger is the delivery ledger, whose table holds the due index and
 	// the shard cursors. Required.
 	Ledger Ledger
-	// API reads the due index and moves the cursors. Required.
-	API API
 	// Queue publishes to the work queue. Required.
 	Queue Publisher
 	// QueueURL is the work queue. Required.
@@ -122,9 +113,6 @@ type Config struct {
 type Enqueuer struct {
 	cfg  Config
 	fifo bool
-
-	mu          sync.Mutex
-	cursorUnits float64
 }
 
 // New validates cfg, applies defaults and returns an Enqueuer.
@@ -132,8 +120,6 @@ func New(cfg Config) (*Enqueuer, error) {
 	switch {
 	case cfg.Ledger == nil:
 		return nil, errors.New("enqueue: Ledger is nil")
-	case cfg.API == nil:
-		return nil, errors.New("enqueue: API (DynamoDB client) is nil")
 	case cfg.Queue == nil:
 		return nil, errors.New("enqueue: Queue (SQS client) is nil")
 	case cfg.QueueURL == "":
@@ -391,21 +377,21 @@ func (r *run) handOff(ctx context.Context, shards int) (bool, error) {
 // same entries), then publishes them. It reports whether more may remain.
 func (r *run) page(ctx context.Context, shard int) (bool, error) {
 	c := r.e.cfg
-	bound := ledger.SortBound(r.now.Add(-c.Settle))
+	upTo := r.now.Add(-c.Settle)
 	r.mu.Lock()
 	cur, known := r.pos[shard] // where this run left the cursor, if it moved it
 	r.mu.Unlock()
 	for {
 		if !known {
 			var err error
-			if cur, err = r.e.readCursor(ctx, shard); err != nil {
+			if cur, err = c.Ledger.Cursor(ctx, shard); err != nil {
 				return false, err
 			}
 			r.mu.Lock()
 			r.pos[shard] = cur
 			r.mu.Unlock()
 		}
-		entries, err := r.e.queryAfter(ctx, shard, cur, bound, c.PageSize)
+		entries, err := c.Ledger.DueAfter(ctx, shard, cur, upTo, c.PageSize)
 		if err != nil {
 			return false, err
 		}
@@ -418,7 +404,7 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 		}
 		// From here the page is finished under r.finish: a cursor moved
 		// and then not published waits for the overdue scan's repair.
-		moved, err := r.e.advanceCursor(r.finish, shard, cur, last, r.now)
+		moved, err := c.Ledger.MoveCursor(r.finish, shard, cur, last)
 		if err != nil {
 			return false, err
 		}

@@ -120,6 +120,16 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
+// ledgerOn is a ledger over the bundle's table through api.
+func (b *bundle) ledgerOn(t *testing.T, api ledger.API) *ledger.Ledger {
+	t.Helper()
+	l, err := ledger.New(api, ledger.Config{Table: b.ledger.Table(), Clock: b.clk, Shards: b.cfg.Shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func setup(t *testing.T, shards int) *bundle {
 	t.Helper()
 	t.Parallel()
@@ -137,7 +147,7 @@ func setup(t *testing.T, shards int) *bundle {
 	}
 	b.pub = &recorder{next: b.sqs, clk: b.clk}
 	b.cfg = enqueue.Config{
-		Ledger: b.ledger, API: b.db, Queue: b.pub, QueueURL: b.q.WorkURL, Shards: shards, Clock: b.clk,
+		Ledger: b.ledger, Queue: b.pub, QueueURL: b.q.WorkURL, Shards: shards, Clock: b.clk,
 		Logger: slog.New(slog.NewJSONHandler(lockedWriter{b.logMu, b.logs}, nil)),
 	}
 	t.Cleanup(func() {
@@ -282,7 +292,7 @@ func TestDeliveriesSpreadOverShardsAndEachIsPublishedOnce(t *testing.T) {
 		}
 	}
 	for shard := range 8 {
-		pos, err := e.Cursor(b.ctx, shard)
+		pos, err := b.ledger.Cursor(b.ctx, shard)
 		if err != nil || pos == "" {
 			t.Fatalf("shard %d cursor %q, %v: a shard received nothing", shard, pos, err)
 		}
@@ -399,7 +409,7 @@ func TestTimeBudgetCutsTheRunAndTheNextResumesEveryShard(t *testing.T) {
 		t.Fatalf("first run: %+v; want a cut run that did part of the work", first)
 	}
 	for shard := range 4 {
-		if pos, _ := e.Cursor(b.ctx, shard); pos == "" {
+		if pos, _ := b.ledger.Cursor(b.ctx, shard); pos == "" {
 			t.Fatalf("shard %d was starved by the first run", shard)
 		}
 	}
@@ -464,7 +474,7 @@ func TestConfigIsValidated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := enqueue.Config{Ledger: l, API: &dynamodb.Client{}, Queue: &sqs.Client{}, QueueURL: "https://sqs/q"}
+	base := enqueue.Config{Ledger: l, Queue: &sqs.Client{}, QueueURL: "https://sqs/q"}
 	for name, edit := range map[string]func(*enqueue.Config){
 		"no queue url":          func(c *enqueue.Config) { c.QueueURL = "" },
 		"zero shards":           func(c *enqueue.Config) { c.Shards = -1 },
@@ -514,7 +524,7 @@ func TestDelayIsCountedFromEachBatchNotTheRunStart(t *testing.T) {
 // failingShard fails every due index query of one shard, as throttling
 // of one partition would.
 type failingShard struct {
-	enqueue.API
+	ledger.API
 	shard string
 }
 
@@ -543,7 +553,7 @@ func TestAFailingShardDoesNotStopTheOthers(t *testing.T) {
 	b := setup(t, 4)
 	inShard0 := b.scheduleHundred(t, 4)
 	b.clk.Advance(time.Minute)
-	broken := b.enqueuer(t, func(c *enqueue.Config) { c.API = failingShard{API: c.API, shard: ledger.ShardKey(0)} })
+	broken := b.enqueuer(t, func(c *enqueue.Config) { c.Ledger = b.ledgerOn(t, failingShard{API: b.db, shard: ledger.ShardKey(0)}) })
 	rep, err := broken.Run(b.ctx)
 	if err == nil || !strings.Contains(err.Error(), "ProvisionedThroughputExceededException") {
 		t.Fatalf("run error = %v, want the shard's error", err)

@@ -7,10 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 )
@@ -55,37 +51,19 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	r.mu.Unlock()
 	if !known {
 		var err error
-		if pos, err = r.e.readCursor(ctx, shard); err != nil {
+		if pos, err = c.Ledger.Cursor(ctx, shard); err != nil {
 			return false, err
 		}
-	}
-	partition, sortKey := ledger.IndexKeyAttributes()
-	in := &dynamodb.QueryInput{
-		TableName: aws.String(c.Ledger.Table()), IndexName: aws.String(ledger.IndexName),
-		KeyConditionExpression: aws.String(partition + " = :shard AND " + sortKey + " <= :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":shard": &types.AttributeValueMemberS{Value: ledger.ShardKey(shard)},
-			":hi":    &types.AttributeValueMemberS{Value: ledger.SortBound(overdueBefore)},
-		},
 	}
 	var overdue int
 	var oldest time.Duration
 	var candidates []ledger.IndexEntry
-	full := true
-	for {
-		if !c.Clock.Now().Before(r.stopBy) || ctx.Err() != nil {
-			full = false
-			break
-		}
-		out, err := c.API.Query(ctx, in)
-		if err != nil {
-			return false, fmt.Errorf("enqueue: scan shard %d for overdue deliveries: %w", shard, err)
-		}
-		for _, it := range out.Items {
-			en, err := ledger.ParseIndexEntry(it)
-			if err != nil {
-				return false, err
-			}
+	inBudget := func() bool { return c.Clock.Now().Before(r.stopBy) && ctx.Err() == nil }
+	if !inBudget() {
+		return false, nil
+	}
+	full, err := c.Ledger.DueBy(ctx, shard, overdueBefore, func(page []ledger.IndexEntry) bool {
+		for _, en := range page {
 			if en.DueAt.Before(overdueBefore) {
 				overdue++
 				oldest = max(oldest, r.now.Sub(en.DueAt))
@@ -95,10 +73,10 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 				candidates = append(candidates, en)
 			}
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+		return inBudget() // another page only within the time budget
+	})
+	if err != nil {
+		return false, fmt.Errorf("enqueue: scan shard %d for overdue deliveries: %w", shard, err)
 	}
 	r.add(func(rep *Report) {
 		rep.OverduePending += overdue

@@ -58,7 +58,7 @@ func TestSlowDynamoDBCutsTheRunInsteadOfTimingItOut(t *testing.T) {
 	cfg.RetryMaxAttempts = 1
 	slow := awsclient.DynamoDB(cfg)
 	e := b.enqueuer(t, func(c *enqueue.Config) {
-		c.API = slow
+		c.Ledger = b.ledgerOn(t, slow)
 		c.CutoffMargin = 1200 * time.Millisecond
 		c.Reserve = 500 * time.Millisecond
 	})

@@ -79,8 +79,8 @@ type IndexEntry struct {
 	ExpiresAt time.Time
 }
 
-// ParseIndexEntry reads an entry from a due index query.
-func ParseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
+// parseIndexEntry reads an entry from a due index query.
+func parseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
 	str := func(name string) string {
 		if s, ok := av[name].(*types.AttributeValueMemberS); ok {
 			return s.Value
@@ -258,7 +258,7 @@ func (l *Ledger) ReadLive(ctx context.Context, api QueryAPI, now time.Time, over
 				return live, fmt.Errorf("ledger: read the due index of %q, shard %d: %w", l.cfg.Table, shard, err)
 			}
 			for _, it := range out.Items {
-				e, err := ParseIndexEntry(it)
+				e, err := parseIndexEntry(it)
 				if err != nil {
 					return live, err
 				}
@@ -288,8 +288,8 @@ const (
 	cursorSK       = "CURSOR"
 )
 
-// CursorKey is the key of shard's cursor item.
-func CursorKey(shard int) map[string]types.AttributeValue {
+// cursorKey is the key of shard's cursor item.
+func cursorKey(shard int) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: cursorPKPrefix + strconv.Itoa(shard)},
 		attrSK: &types.AttributeValueMemberS{Value: cursorSK},
@@ -316,7 +316,7 @@ func (l *Ledger) HandedOff(ctx context.Context, d Delivery) (HandOff, error) {
 	if d.Status != StatusPending {
 		return HandOff{Done: true, PublishAt: d.Index.PublishAt}, nil
 	}
-	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.cfg.Table), Key: CursorKey(d.Index.Shard),
+	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.cfg.Table), Key: cursorKey(d.Index.Shard),
 		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pos")})
 	if err != nil {
 		return HandOff{}, fmt.Errorf("ledger: read the cursor of shard %d: %w", d.Index.Shard, err)

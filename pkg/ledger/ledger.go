@@ -26,6 +26,9 @@ type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -91,10 +94,10 @@ type Ledger struct {
 	api API
 	cfg Config
 
-	mu         sync.Mutex
-	writeUnits float64
-	shards     int  // the shard count new deliveries spread over
-	recorded   bool // shards is settled: recorded in the table, or read from it
+	mu       sync.Mutex
+	units    Units
+	shards   int  // the shard count new deliveries spread over
+	recorded bool // shards is settled: recorded in the table, or read from it
 }
 
 // New validates cfg and returns a Ledger on api.
@@ -177,20 +180,34 @@ func (l *Ledger) publishAt(dueAt, now time.Time) time.Time {
 // now, allowing for this writer's clock skew.
 func (l *Ledger) lapsedBefore(now time.Time) time.Time { return now.Add(-l.cfg.ClockSkew) }
 
-// WriteUnits returns the write capacity units DynamoDB reported for this
-// ledger's writes so far.
-func (l *Ledger) WriteUnits() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.writeUnits
+// Units are the write capacity units DynamoDB reported for a ledger's
+// writes so far, by the items written.
+type Units struct {
+	Deliveries float64 // delivery items and their due index entries
+	Reminders  float64 // reminder items
+	Cursors    float64 // the enqueue's cursors
 }
 
-func (l *Ledger) count(cc *types.ConsumedCapacity) {
+// WriteUnits returns the write capacity units DynamoDB reported for this
+// ledger's delivery writes so far.
+func (l *Ledger) WriteUnits() float64 { return l.Units().Deliveries }
+
+// Units returns the write units of every kind so far.
+func (l *Ledger) Units() Units {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.units
+}
+
+// count adds what a delivery write consumed.
+func (l *Ledger) count(cc *types.ConsumedCapacity) { l.countTo(&l.units.Deliveries, cc) }
+
+func (l *Ledger) countTo(dst *float64, cc *types.ConsumedCapacity) {
 	if cc == nil || cc.CapacityUnits == nil {
 		return
 	}
 	l.mu.Lock()
-	l.writeUnits += *cc.CapacityUnits
+	*dst += *cc.CapacityUnits
 	l.mu.Unlock()
 }
 
