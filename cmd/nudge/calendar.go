@@ -104,7 +104,7 @@ func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return schedule.New(schedule.Config{Ledger: l, API: db, Lateness: *f.lateness, MaxAhead: *f.maxAhead})
+	return schedule.New(schedule.Config{Ledger: l, Lateness: *f.lateness, MaxAhead: *f.maxAhead})
 }
 
 type metaFlag map[string]string

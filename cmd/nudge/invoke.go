@@ -285,7 +285,7 @@ func seedCalendar(ctx context.Context, db *dynamodb.Client, table string, shards
 	if err != nil {
 		return nil, err
 	}
-	store, err := schedule.New(schedule.Config{Ledger: led, API: db, Clock: written})
+	store, err := schedule.New(schedule.Config{Ledger: led, Clock: written})
 	if err != nil {
 		return nil, err
 	}

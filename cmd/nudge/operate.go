@@ -235,7 +235,7 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	if err := o.connect(ctx, false); err != nil {
 		return o.fail("reminder show", err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: o.ledger, API: o.db})
+	store, err := schedule.New(schedule.Config{Ledger: o.ledger})
 	if err != nil {
 		return o.fail("reminder show", err)
 	}
@@ -340,15 +340,19 @@ func reminderPurge(args []string, in io.Reader, out, errs io.Writer) int {
 			fmt.Fprintln(errs, "nudge reminder purge: --json cannot ask for confirmation; add --yes")
 			return exitUsage
 		}
-		ds, others, err := o.ledger.ReminderItems(ctx, o.db, id)
+		stored, err := o.ledger.ReadReminder(ctx, id)
 		if err != nil {
 			return o.fail("reminder purge", err)
 		}
-		if len(ds)+len(others) == 0 {
+		if stored.Empty() {
 			return o.fail("reminder purge", fmt.Errorf("%q: %w", id, schedule.ErrNoReminder))
 		}
-		fmt.Fprintf(out, "This deletes reminder %s for good: %d item(s) and %d deliveries with their history:\n", id, len(others), len(ds))
-		for _, d := range ds {
+		items := 0
+		if stored.Reminder != nil {
+			items = 1
+		}
+		fmt.Fprintf(out, "This deletes reminder %s for good: %d item(s) and %d deliveries with their history:\n", id, items, len(stored.Deliveries))
+		for _, d := range stored.Deliveries {
 			fmt.Fprintf(out, "  %s  %s\n", d.Key(), d.Status)
 		}
 		if !confirm(in, out, "Purge it?") {
@@ -356,7 +360,7 @@ func reminderPurge(args []string, in io.Reader, out, errs io.Writer) int {
 			return exitRefused
 		}
 	}
-	p, err := o.ledger.Purge(ctx, o.db, id)
+	p, err := o.ledger.Purge(ctx, id)
 	if err != nil {
 		return o.fail("reminder purge", err)
 	}
@@ -408,7 +412,7 @@ func statusCmd(args []string, out, errs io.Writer) int {
 	if err := o.connect(ctx, true); err != nil {
 		return o.fail("status", err)
 	}
-	rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, DB: o.db, Table: *o.table, Queue: o.sqs, WorkURL: *o.workURL, DLQURL: *o.dlqURL,
+	rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: *o.table, Queue: o.sqs, WorkURL: *o.workURL, DLQURL: *o.dlqURL,
 		OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
 	if err != nil {
 		return o.fail("status", err)
@@ -799,7 +803,7 @@ func ledgerCmd(args []string, out, errs io.Writer) int {
 	if err := o.connect(ctx, false); err != nil {
 		return o.fail("ledger retain", err)
 	}
-	r, err := o.ledger.Retain(ctx, o.db, *dryRun)
+	r, err := o.ledger.Retain(ctx, *dryRun)
 	if err != nil {
 		return o.fail("ledger retain", err)
 	}

@@ -67,7 +67,7 @@ func opsSetup(t *testing.T) *opsFixture {
 	if f.l, err = ledger.New(db, ledger.Config{Table: f.res.Table, Clock: clk}); err != nil {
 		t.Fatal(err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: f.l, API: db, Clock: clk})
+	store, err := schedule.New(schedule.Config{Ledger: f.l, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

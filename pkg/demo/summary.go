@@ -113,7 +113,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	end := time.Now()
 	stored := map[message.DeliveryKey]ledger.Delivery{}
 	var latencies, windows []time.Duration
-	err := ledger.ScanDeliveries(ctx, s.db, s.res.Table, func(d ledger.Delivery) error {
+	err := s.view.ScanDeliveries(ctx, func(d ledger.Delivery) error {
 		stored[d.Key()] = d
 		sum.ByStatus[d.Status]++
 		if d.Status == ledger.StatusSent {
@@ -176,7 +176,8 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		sum.Usage.ReadUnits += r
 		sum.Usage.WriteUnits += w
 	}
-	sum.Usage.WriteUnits += s.intake.WriteUnits() + s.intakeLedger.WriteUnits()
+	intake := s.intakeLedger.Units()
+	sum.Usage.WriteUnits += intake.Reminders + intake.Deliveries
 	sum.Usage.SQSRequests = sum.Requests["consumer SQS"] + sum.Requests["enqueue SQS"] + sum.Requests["event source mapping SQS"]
 	cBilled, cBytes := s.consumerLogs.usage()
 	eBilled, eBytes := s.enqueueLogs.usage()

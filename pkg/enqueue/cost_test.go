@@ -45,7 +45,7 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 		cursorPath = append(cursorPath, b.schedule(t, fmt.Sprintf("rem-c%02d", i), t0))
 	}
 	created := b.ledger.WriteUnits()
-	reminderUnits := b.store.WriteUnits()
+	reminderUnits := b.ledger.Units().Reminders
 	b.clk.Advance(time.Minute)
 	b.run(t, e)
 	handOff := b.ledger.WriteUnits() - created
@@ -103,7 +103,7 @@ func TestRequestsPerEnqueuedDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, _ := schedule.New(schedule.Config{Ledger: l, API: db, Clock: clk})
+	store, _ := schedule.New(schedule.Config{Ledger: l, Clock: clk})
 	for i := range 200 {
 		r := schedule.Reminder{ID: fmt.Sprintf("rem-%03d", i), AccountRef: "a", DueAt: t0, ExpiresAt: t0.Add(time.Hour),
 			Deliveries: []schedule.Delivery{{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
@@ -156,7 +156,7 @@ func BenchmarkEnqueueThroughput(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				store, _ := schedule.New(schedule.Config{Ledger: l, API: db})
+				store, _ := schedule.New(schedule.Config{Ledger: l})
 				due := time.Now().Add(-time.Minute)
 				rows := make([]schedule.Row, n)
 				for i := range rows {

@@ -141,7 +141,7 @@ func setup(t *testing.T, shards int) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.store, err = schedule.New(schedule.Config{Ledger: b.ledger, API: b.db, Clock: b.clk})
+	b.store, err = schedule.New(schedule.Config{Ledger: b.ledger, Clock: b.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +590,7 @@ func TestAnOperatorClockBehindNeverSchedulesBehindTheCursor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: op, API: b.db, Clock: behind})
+	store, err := schedule.New(schedule.Config{Ledger: op, Clock: behind})
 	if err != nil {
 		t.Fatal(err)
 	}

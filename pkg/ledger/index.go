@@ -239,7 +239,7 @@ type Live struct {
 // used, and counts the live deliveries and those more than overdueAfter
 // past due at now. It reads the index only (live work, never the ended
 // deliveries): exact, and priced by the live deliveries' number.
-func (l *Ledger) ReadLive(ctx context.Context, api QueryAPI, now time.Time, overdueAfter time.Duration) (Live, error) {
+func (l *Ledger) ReadLive(ctx context.Context, now time.Time, overdueAfter time.Duration) (Live, error) {
 	shards, err := l.StoredShards(ctx)
 	if err != nil {
 		return Live{}, err
@@ -253,7 +253,7 @@ func (l *Ledger) ReadLive(ctx context.Context, api QueryAPI, now time.Time, over
 			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": &types.AttributeValueMemberS{Value: ShardKey(shard)}},
 		}
 		for {
-			out, err := api.Query(ctx, in)
+			out, err := l.api.Query(ctx, in)
 			if err != nil {
 				return live, fmt.Errorf("ledger: read the due index of %q, shard %d: %w", l.cfg.Table, shard, err)
 			}

@@ -58,59 +58,6 @@ func RedriveRefusal(old Delivery) error {
 	return ErrNotDead
 }
 
-// ReminderItems returns every item stored under a reminder: its deliveries
-// (decoded), and the sort keys of the other items (the reminder item). It
-// reads with strong consistency.
-func (l *Ledger) ReminderItems(ctx context.Context, api QueryAPI, reminderID string) ([]Delivery, []string, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(l.cfg.Table),
-		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(PartitionKey(reminderID))},
-		ConsistentRead:            aws.Bool(true),
-	}
-	var (
-		ds     []Delivery
-		others []string
-	)
-	for {
-		out, err := api.Query(ctx, in)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ledger: read reminder %q: %w", reminderID, err)
-		}
-		for _, it := range out.Items {
-			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
-			if sk == nil || !strings.HasPrefix(sk.Value, "DLV#") {
-				if sk != nil {
-					others = append(others, sk.Value)
-				}
-				continue
-			}
-			d, err := fromItem(it)
-			if err != nil {
-				return nil, nil, err
-			}
-			ds = append(ds, d)
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return ds, others, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
-
-// QueryAPI is what ReminderItems needs of DynamoDB.
-type QueryAPI interface {
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-}
-
-// TransactAPI is what Purge needs of DynamoDB.
-type TransactAPI interface {
-	QueryAPI
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-var _ TransactAPI = (*dynamodb.Client)(nil)
-
 // Purged is what Purge removed.
 type Purged struct {
 	// Deliveries are the delivery items removed, with their history, as
@@ -145,11 +92,18 @@ func (e *InFlightError) Is(target error) bool { return target == ErrInFlight }
 // messages still on the queue are dead-lettered by the consumer as
 // not-found, with ids only. It returns ErrNotFound if there is nothing to
 // remove.
-func (l *Ledger) Purge(ctx context.Context, api TransactAPI, reminderID string) (Purged, error) {
+func (l *Ledger) Purge(ctx context.Context, reminderID string) (Purged, error) {
 	for attempt := 0; ; attempt++ {
-		ds, others, err := l.ReminderItems(ctx, api, reminderID)
+		stored, err := l.ReadReminder(ctx, reminderID)
 		if err != nil {
 			return Purged{}, err
+		}
+		ds := stored.Deliveries
+		var others []string
+		for _, sk := range stored.keys {
+			if !strings.HasPrefix(sk, "DLV#") {
+				others = append(others, sk)
+			}
 		}
 		if len(ds)+len(others) == 0 {
 			return Purged{}, fmt.Errorf("ledger: purge %q: %w", reminderID, ErrNotFound)
@@ -181,7 +135,7 @@ func (l *Ledger) Purge(ctx context.Context, api TransactAPI, reminderID string) 
 			items = append(items, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(l.cfg.Table),
 				Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(reminderID)), attrSK: sv(sk)}}})
 		}
-		_, err = api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		_, err = l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		var cancelled *types.TransactionCanceledException
 		if errors.As(err, &cancelled) && attempt < 3 {
 			continue // a delivery changed meanwhile: read again

@@ -111,36 +111,35 @@ func TestPurgeRemovesEverythingButNotWhileInFlight(t *testing.T) {
 	f := operateSetup(t)
 	email, sms := f.create(t, "rem-91", "email"), f.create(t, "rem-91", "sms")
 	f.create(t, "rem-92", "email") // another reminder, untouched
-	if _, err := f.db.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: aws.String(f.table), Item: map[string]types.AttributeValue{
-		"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey("rem-91")}, "SK": &types.AttributeValueMemberS{Value: "REMINDER"}}}); err != nil {
+	if _, _, err := f.l.CreateReminder(f.ctx, ledger.Reminder{ID: "rem-91", AccountRef: "acct-1", DueAt: email.DueAt, ExpiresAt: email.ExpiresAt}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.Claim(f.ctx, ledger.Claim{Key: sms.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.l.Purge(f.ctx, f.db, "rem-91")
+	_, err := f.l.Purge(f.ctx, "rem-91")
 	var inFlight *ledger.InFlightError
 	if !errors.As(err, &inFlight) || !errors.Is(err, ledger.ErrInFlight) || len(inFlight.Keys) != 1 || inFlight.Keys[0] != sms.Key() {
 		t.Fatalf("purge while sending: %v", err)
 	}
-	if ds, others, _ := f.l.ReminderItems(f.ctx, f.db, "rem-91"); len(ds) != 2 || len(others) != 1 {
-		t.Fatalf("a refused purge removed something: %d deliveries, %v", len(ds), others)
+	if st, _ := f.l.ReadReminder(f.ctx, "rem-91"); len(st.Deliveries) != 2 || st.Reminder == nil {
+		t.Fatalf("a refused purge removed something: %+v", st)
 	}
 	f.clk.Advance(2 * time.Minute) // the consumer died; its lease lapsed
-	p, err := f.l.Purge(f.ctx, f.db, "rem-91")
+	p, err := f.l.Purge(f.ctx, "rem-91")
 	if err != nil || len(p.Deliveries) != 2 || len(p.OtherItems) != 1 {
 		t.Fatalf("purge: %+v, %v", p, err)
 	}
-	if ds, others, _ := f.l.ReminderItems(f.ctx, f.db, "rem-91"); len(ds)+len(others) != 0 {
-		t.Fatalf("left behind: %v %v", ds, others)
+	if st, _ := f.l.ReadReminder(f.ctx, "rem-91"); !st.Empty() {
+		t.Fatalf("left behind: %+v", st)
 	}
 	if _, err := f.l.Get(f.ctx, email.Key()); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("the email delivery is still there: %v", err)
 	}
-	if _, err := f.l.Purge(f.ctx, f.db, "rem-91"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := f.l.Purge(f.ctx, "rem-91"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("a second purge: %v, want ErrNotFound", err)
 	}
-	if ds, _, _ := f.l.ReminderItems(f.ctx, f.db, "rem-92"); len(ds) != 1 {
+	if st, _ := f.l.ReadReminder(f.ctx, "rem-92"); len(st.Deliveries) != 1 {
 		t.Fatal("another reminder was touched")
 	}
 }
@@ -165,7 +164,7 @@ func TestAnOperatorClockAheadNeverTakesALiveLease(t *testing.T) {
 	if _, err := op.Cancel(f.ctx, d.Key(), "by a skewed operator"); !errors.Is(err, ledger.ErrLeased) {
 		t.Fatalf("cancel by a clock a minute ahead, 40 s before the lease ends: %v; want ErrLeased", err)
 	}
-	if _, err := op.Purge(f.ctx, f.db, "rem-skew"); !errors.Is(err, ledger.ErrInFlight) {
+	if _, err := op.Purge(f.ctx, "rem-skew"); !errors.Is(err, ledger.ErrInFlight) {
 		t.Fatalf("purge by a clock a minute ahead: %v; want ErrInFlight", err)
 	}
 	if got, _ := f.l.Get(f.ctx, d.Key()); got.Status != ledger.StatusSending {
@@ -217,13 +216,13 @@ func TestRetainGivesOlderItemsTheirRemindersTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprint(f.l.Expiry(far).Unix())
-	if r, err := f.l.Retain(f.ctx, f.db, true); err != nil || r.Items != 5 || r.Extended != 3 {
+	if r, err := f.l.Retain(f.ctx, true); err != nil || r.Items != 5 || r.Extended != 3 {
 		t.Fatalf("dry run: %+v, %v; want 5 items read, 3 to extend", r, err)
 	}
 	if ttl := f.ttl(t, live.ReminderID, ledger.SortKey("email", "webhook")); ttl != "" {
 		t.Fatalf("the dry run wrote a TTL: %s", ttl)
 	}
-	if r, err := f.l.Retain(f.ctx, f.db, false); err != nil || r.Extended != 3 {
+	if r, err := f.l.Retain(f.ctx, false); err != nil || r.Extended != 3 {
 		t.Fatalf("retain: %+v, %v; want 3 extended", r, err)
 	}
 	for _, c := range []struct{ id, sk, want string }{
@@ -235,7 +234,7 @@ func TestRetainGivesOlderItemsTheirRemindersTTL(t *testing.T) {
 			t.Errorf("%s %s: TTL %s, want %s", c.id, c.sk, got, c.want)
 		}
 	}
-	if r, err := f.l.Retain(f.ctx, f.db, false); err != nil || r.Extended != 0 {
+	if r, err := f.l.Retain(f.ctx, false); err != nil || r.Extended != 0 {
 		t.Fatalf("a second run: %+v, %v; want nothing to do", r, err)
 	}
 }

@@ -12,14 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// RetainAPI is what Retain needs of DynamoDB.
-type RetainAPI interface {
-	ScanAPI
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-}
-
-var _ RetainAPI = (*dynamodb.Client)(nil)
-
 // Retained is what Retain found and did.
 type Retained struct {
 	// Items is the reminder and delivery items read.
@@ -36,7 +28,7 @@ type Retained struct {
 // (the TTL is still missing or earlier), so it never shortens a TTL and is
 // safe to run twice, or while the functions run. It reads the whole table;
 // with dryRun it only counts.
-func (l *Ledger) Retain(ctx context.Context, api RetainAPI, dryRun bool) (Retained, error) {
+func (l *Ledger) Retain(ctx context.Context, dryRun bool) (Retained, error) {
 	var r Retained
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(l.cfg.Table),
@@ -46,7 +38,7 @@ func (l *Ledger) Retain(ctx context.Context, api RetainAPI, dryRun bool) (Retain
 		ExpressionAttributeValues: map[string]types.AttributeValue{":rem": sv("REM#")},
 	}
 	for {
-		out, err := api.Scan(ctx, in)
+		out, err := l.api.Scan(ctx, in)
 		if err != nil {
 			return r, fmt.Errorf("ledger: retain: scan %s: %w", l.cfg.Table, err)
 		}
@@ -70,7 +62,7 @@ func (l *Ledger) Retain(ctx context.Context, api RetainAPI, dryRun bool) (Retain
 				r.Extended++
 				continue
 			}
-			_, err = api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 				TableName:                 aws.String(l.cfg.Table),
 				Key:                       map[string]types.AttributeValue{attrPK: it[attrPK], attrSK: it[attrSK]},
 				UpdateExpression:          aws.String("SET #ttl = :ttl"),

@@ -10,17 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// ScanAPI is what ScanDeliveries needs of DynamoDB.
-type ScanAPI interface {
-	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
-var _ ScanAPI = (*dynamodb.Client)(nil)
-
-// ScanDeliveries calls fn with every delivery in table, in no order, with
-// strongly consistent reads. It reads the whole table: for operators and
-// local runs, never for the functions' hot path.
-func ScanDeliveries(ctx context.Context, api ScanAPI, table string, fn func(Delivery) error) error {
+// ScanDeliveries calls fn with every delivery in the table, in no order,
+// with strongly consistent reads. It reads the whole table: for operators
+// and local runs, never for the functions' hot path.
+func (l *Ledger) ScanDeliveries(ctx context.Context, fn func(Delivery) error) error {
+	table := l.cfg.Table
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(table),
 		ConsistentRead:            aws.Bool(true),
@@ -29,7 +23,7 @@ func ScanDeliveries(ctx context.Context, api ScanAPI, table string, fn func(Deli
 		ExpressionAttributeValues: map[string]types.AttributeValue{":dlv": &types.AttributeValueMemberS{Value: "DLV#"}},
 	}
 	for {
-		out, err := api.Scan(ctx, in)
+		out, err := l.api.Scan(ctx, in)
 		if err != nil {
 			return fmt.Errorf("ledger: scan %s: %w", table, err)
 		}

@@ -42,7 +42,7 @@ func TestScanDeliveriesReadsEveryDeliveryAndNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	err = ledger.ScanDeliveries(ctx, db, table, func(d ledger.Delivery) error {
+	err = l.ScanDeliveries(ctx, func(d ledger.Delivery) error {
 		if seen[d.Key().String()] {
 			t.Errorf("%s read twice", d.Key())
 		}

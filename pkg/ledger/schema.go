@@ -45,10 +45,6 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 // IndexProjection is the due index's projected non-key attributes.
 func IndexProjection() []string { return []string{"dueAt", "expiresAt"} }
 
-// IndexKeyAttributes returns the due index's partition and sort key
-// attribute names.
-func IndexKeyAttributes() (partition, sort string) { return attrDueShard, attrDueSort }
-
 // TableAPI is what CreateTable needs.
 type TableAPI interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)

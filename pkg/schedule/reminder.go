@@ -57,28 +57,11 @@ type DeliveryInput struct {
 	TemplateRef string `json:"templateRef"`
 }
 
-// Reminder is a validated reminder.
-type Reminder struct {
-	ID         string            `dynamodbav:"reminderId" json:"id"`
-	AccountRef string            `dynamodbav:"accountRef" json:"accountRef"`
-	DueAt      time.Time         `dynamodbav:"-" json:"dueAt"`
-	ExpiresAt  time.Time         `dynamodbav:"-" json:"expiresAt"`
-	Deliveries []Delivery        `dynamodbav:"deliveries" json:"deliveries"`
-	Metadata   map[string]string `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
-}
+// Reminder is a validated reminder, as the ledger stores it.
+type Reminder = ledger.Reminder
 
 // Delivery is one validated delivery of a Reminder.
-type Delivery struct {
-	Channel      string `dynamodbav:"channel" json:"channel"`
-	Provider     string `dynamodbav:"provider" json:"provider"`
-	RecipientRef string `dynamodbav:"recipientRef" json:"recipientRef"`
-	TemplateRef  string `dynamodbav:"templateRef" json:"templateRef"`
-}
-
-// Key returns the delivery key of d in r.
-func (r Reminder) Key(d Delivery) message.DeliveryKey {
-	return message.DeliveryKey{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider}
-}
+type Delivery = ledger.ReminderDelivery
 
 // ValidationError is a reminder that cannot be accepted. It names the
 // field, what is wrong and how to fix it.

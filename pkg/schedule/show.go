@@ -4,11 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
 )
@@ -46,42 +41,12 @@ func (v View) Timeline() []Event {
 // query. It returns an error wrapping ErrNoReminder if nothing is stored
 // under id.
 func (s *Store) Show(ctx context.Context, id string) (View, error) {
-	var v View
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.cfg.Ledger.Table()),
-		KeyConditionExpression:    aws.String("PK = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: ledger.PartitionKey(id)}},
-		ConsistentRead:            aws.Bool(true),
+	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
+	if err != nil {
+		return View{}, fmt.Errorf("schedule: show %q: %w", id, err)
 	}
-	for {
-		out, err := s.cfg.API.Query(ctx, in)
-		if err != nil {
-			return v, fmt.Errorf("schedule: show %q: %w", id, err)
-		}
-		for _, it := range out.Items {
-			sk, _ := it["SK"].(*types.AttributeValueMemberS)
-			switch {
-			case sk != nil && sk.Value == reminderSK:
-				r, err := fromReminderItem(it)
-				if err != nil {
-					return v, err
-				}
-				v.Reminder = &r
-			case sk != nil && strings.HasPrefix(sk.Value, "DLV#"):
-				d, err := ledger.DecodeDelivery(it)
-				if err != nil {
-					return v, err
-				}
-				v.Deliveries = append(v.Deliveries, d)
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+	if stored.Empty() {
+		return View{}, fmt.Errorf("schedule: show %q: %w; check the id (reminder ids are case-sensitive) and the table", id, ErrNoReminder)
 	}
-	if v.Reminder == nil && len(v.Deliveries) == 0 {
-		return v, fmt.Errorf("schedule: show %q: %w; check the id (reminder ids are case-sensitive) and the table", id, ErrNoReminder)
-	}
-	return v, nil
+	return View{Reminder: stored.Reminder, Deliveries: stored.Deliveries}, nil
 }

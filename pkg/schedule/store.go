@@ -6,44 +6,29 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
-// Ledger is the part of the delivery ledger the store uses.
+// Ledger is the part of the delivery ledger the store uses: the reminder
+// items and their deliveries.
 type Ledger interface {
-	Table() string
-	Expiry(expiresAt time.Time) time.Time
+	CreateReminder(ctx context.Context, r ledger.Reminder) (stored ledger.Reminder, exists bool, err error)
+	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	Create(ctx context.Context, d ledger.Delivery) error
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
 
-// API is the part of the DynamoDB client the store uses.
-type API interface {
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-}
-
-var _ API = (*dynamodb.Client)(nil)
-
 // Config configures a Store.
 type Config struct {
-	// Ledger writes the delivery items (and their due index entries).
-	// Required.
+	// Ledger stores the reminder item and its deliveries (with their due
+	// index entries). Required.
 	Ledger Ledger
-	// API writes the reminder item to the ledger's table. Required.
-	API API
 	// Channels are the known channels. Default DefaultChannels.
 	Channels []string
 	// Lateness is the default expiresAt − dueAt. Default 24h.
@@ -59,23 +44,12 @@ type Config struct {
 type Store struct {
 	cfg       Config
 	validator Validator
-
-	mu         sync.Mutex
-	writeUnits float64
-}
-
-// WriteUnits returns the write units the reminder items consumed so far
-// (the ledger counts its delivery items).
-func (s *Store) WriteUnits() float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writeUnits
 }
 
 // New validates cfg and returns a Store.
 func New(cfg Config) (*Store, error) {
-	if cfg.Ledger == nil || cfg.API == nil {
-		return nil, errors.New("schedule: Ledger and API are required")
+	if cfg.Ledger == nil {
+		return nil, errors.New("schedule: Ledger is required")
 	}
 	if cfg.MaxAhead < 0 || cfg.MaxAhead > 50*365*24*time.Hour {
 		return nil, fmt.Errorf("schedule: MaxAhead %v is outside 0 to 50 years", cfg.MaxAhead)
@@ -119,61 +93,22 @@ func (e *ConflictError) Error() string {
 		e.ID, e.Field, e.Stored, e.Given, e.ID)
 }
 
-// reminderSK is the sort key of the reminder item, beside its deliveries.
-const reminderSK = "REMINDER"
-
-type reminderItem struct {
-	PK        string `dynamodbav:"PK"`
-	SK        string `dynamodbav:"SK"`
-	Reminder         // inline
-	DueAt     string `dynamodbav:"dueAt"`
-	ExpiresAt string `dynamodbav:"expiresAt"`
-	CreatedAt string `dynamodbav:"createdAt"`
-	// TTL is when DynamoDB may delete the item: the ledger's retention
-	// after expiresAt, as for its deliveries.
-	TTL int64 `dynamodbav:"ttl"`
-}
-
 // Create writes r (validated) idempotently: the reminder item first, then
 // one ledger delivery per delivery, each with a conditional put, before
 // anything can be published. The same reminder again is Unchanged; a
 // different one under the same id is a *ConflictError. If an earlier
 // Create stopped half-way, this one writes what is missing.
 func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
-	item := reminderItem{
-		PK: ledger.PartitionKey(r.ID), SK: reminderSK, Reminder: r,
-		DueAt: ledger.Format(r.DueAt), ExpiresAt: ledger.Format(r.ExpiresAt), CreatedAt: ledger.Format(s.cfg.Clock.Now()),
-		TTL: s.cfg.Ledger.Expiry(r.ExpiresAt).Unix(),
-	}
-	av, err := attributevalue.MarshalMap(item)
-	if err != nil {
-		return "", fmt.Errorf("schedule: reminder %q: %w", r.ID, err)
-	}
 	outcome := Created
-	out, err := s.cfg.API.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.cfg.Ledger.Table()), Item: av,
-		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	})
-	if err == nil && out.ConsumedCapacity != nil && out.ConsumedCapacity.CapacityUnits != nil {
-		s.mu.Lock()
-		s.writeUnits += *out.ConsumedCapacity.CapacityUnits
-		s.mu.Unlock()
-	}
-	var ccf *types.ConditionalCheckFailedException
+	stored, exists, err := s.cfg.Ledger.CreateReminder(ctx, r)
 	switch {
-	case errors.As(err, &ccf):
-		stored, perr := fromReminderItem(ccf.Item)
-		if perr != nil {
-			return "", perr
-		}
+	case err != nil:
+		return "", fmt.Errorf("schedule: %w", err)
+	case exists:
 		if c := conflict(stored, r); c != nil {
 			return "", c
 		}
 		outcome = Unchanged
-	case err != nil:
-		return "", fmt.Errorf("schedule: write reminder %q: %w", r.ID, err)
 	}
 	for _, d := range r.Deliveries {
 		err := s.cfg.Ledger.Create(ctx, ledger.Delivery{
@@ -191,22 +126,6 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 		}
 	}
 	return outcome, nil
-}
-
-func fromReminderItem(av map[string]types.AttributeValue) (Reminder, error) {
-	var it reminderItem
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return Reminder{}, fmt.Errorf("schedule: stored reminder is unreadable: %w", err)
-	}
-	r := it.Reminder
-	var err error
-	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
-		return Reminder{}, fmt.Errorf("schedule: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)
-	}
-	if r.ExpiresAt, err = time.Parse(time.RFC3339Nano, it.ExpiresAt); err != nil {
-		return Reminder{}, fmt.Errorf("schedule: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
-	}
-	return r, nil
 }
 
 // conflict names the first field in which given differs from stored.
@@ -314,31 +233,13 @@ func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, er
 
 // deliveryKeys lists the deliveries of reminder id from the table.
 func (s *Store) deliveryKeys(ctx context.Context, id string) ([]message.DeliveryKey, error) {
-	var keys []message.DeliveryKey
-	p := dynamodb.NewQueryPaginator(s.cfg.API, &dynamodb.QueryInput{
-		TableName:              aws.String(s.cfg.Ledger.Table()),
-		KeyConditionExpression: aws.String("PK = :pk AND begins_with(SK, :dlv)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: ledger.PartitionKey(id)}, ":dlv": &types.AttributeValueMemberS{Value: "DLV#"},
-		},
-		ProjectionExpression: aws.String("channel, provider"),
-		ConsistentRead:       aws.Bool(true),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("schedule: read deliveries of %q: %w", id, err)
-		}
-		for _, it := range page.Items {
-			var d struct {
-				Channel  string `dynamodbav:"channel"`
-				Provider string `dynamodbav:"provider"`
-			}
-			if err := attributevalue.UnmarshalMap(it, &d); err != nil {
-				return nil, fmt.Errorf("schedule: delivery of %q is unreadable: %w", id, err)
-			}
-			keys = append(keys, message.DeliveryKey{ReminderID: id, Channel: d.Channel, Provider: d.Provider})
-		}
+	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	keys := make([]message.DeliveryKey, 0, len(stored.Deliveries))
+	for _, d := range stored.Deliveries {
+		keys = append(keys, d.Key())
 	}
 	return keys, nil
 }

@@ -35,7 +35,7 @@ func setup(t *testing.T) bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := schedule.New(schedule.Config{Ledger: l, API: db, Clock: clk})
+	s, err := schedule.New(schedule.Config{Ledger: l, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +96,8 @@ func (f *failingLedger) Create(ctx context.Context, d ledger.Delivery) error {
 func TestCreateFinishesWhatAnInterruptedCreateLeft(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	db := standintest.DynamoDB(t)
 	r := b.parse(t, strings.Replace(good, `}]`, `},{"channel":"sms","provider":"webhook","recipientRef":"acct-1/phone","templateRef":"renewal-sms"}]`, 1))
-	broken, _ := schedule.New(schedule.Config{Ledger: &failingLedger{Ledger: b.ledger, fail: 2}, API: db, Clock: b.clk})
+	broken, _ := schedule.New(schedule.Config{Ledger: &failingLedger{Ledger: b.ledger, fail: 2}, Clock: b.clk})
 	if _, err := broken.Create(b.ctx, r); err == nil || !strings.Contains(err.Error(), "run the same create again") {
 		t.Fatalf("interrupted create: %v", err)
 	}
@@ -241,8 +240,6 @@ func TestImportRetriesFailedWrites(t *testing.T) {
 		t.Fatalf("summary with too few attempts = %+v", sum)
 	}
 }
-
-var _ schedule.API = (*dynamodb.Client)(nil)
 
 // sweep deletes every item whose TTL has passed at now, as DynamoDB's TTL
 // may at any time after it (DynamoDB Local keeps them).

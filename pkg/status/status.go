@@ -29,27 +29,20 @@ type queueAPI interface {
 
 var _ queueAPI = (*sqs.Client)(nil)
 
-// ledgerAPI is what Read needs of the ledger.
+// ledgerAPI is what Read needs of the ledger: the due index, and the
+// whole table when asked to scan it.
 type ledgerAPI interface {
-	ReadLive(ctx context.Context, api ledger.QueryAPI, now time.Time, overdueAfter time.Duration) (ledger.Live, error)
+	ReadLive(ctx context.Context, now time.Time, overdueAfter time.Duration) (ledger.Live, error)
+	ScanDeliveries(ctx context.Context, fn func(ledger.Delivery) error) error
 }
 
 var _ ledgerAPI = (*ledger.Ledger)(nil)
 
-// tableAPI is what Read needs of DynamoDB: the due index, and the table
-// itself when asked to scan it.
-type tableAPI interface {
-	ledger.QueryAPI
-	ledger.ScanAPI
-}
-
 // Config configures Read.
 type Config struct {
-	// Ledger reads the due index. Required.
-	Ledger ledgerAPI
-	// DB queries the due index and, for Scan or ExpiredSince, scans the
+	// Ledger reads the due index and, for Scan or ExpiredSince, scans the
 	// table. Required.
-	DB tableAPI
+	Ledger ledgerAPI
 	// Table is the ledger table. Required.
 	Table string
 	// Queue reads the queues' attributes and samples the DLQ. Required.
@@ -119,8 +112,8 @@ const dlqSample = 100
 // and a sample of the DLQ, each message hidden for a second at most; it
 // scans the table only when asked.
 func Read(ctx context.Context, cfg Config) (Report, error) {
-	if cfg.Ledger == nil || cfg.DB == nil || cfg.Table == "" || cfg.Queue == nil || cfg.WorkURL == "" || cfg.DLQURL == "" {
-		return Report{}, errors.New("status: Ledger, DB, Table, Queue, WorkURL and DLQURL are required")
+	if cfg.Ledger == nil || cfg.Table == "" || cfg.Queue == nil || cfg.WorkURL == "" || cfg.DLQURL == "" {
+		return Report{}, errors.New("status: Ledger, Table, Queue, WorkURL and DLQURL are required")
 	}
 	if cfg.OverdueAfter == 0 {
 		cfg.OverdueAfter = 5 * time.Minute
@@ -135,7 +128,7 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 		"queues":       "approximate: SQS's counts",
 		"dlqOldestAge": "sampled: the DLQ messages read",
 	}}
-	live, err := cfg.Ledger.ReadLive(ctx, cfg.DB, now, cfg.OverdueAfter)
+	live, err := cfg.Ledger.ReadLive(ctx, now, cfg.OverdueAfter)
 	if err != nil {
 		return rep, err
 	}
@@ -152,7 +145,7 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 			rep.Expired = []Expired{}
 			rep.Sources["expired"] = "exact: a scan of the table"
 		}
-		err := ledger.ScanDeliveries(ctx, cfg.DB, cfg.Table, func(d ledger.Delivery) error {
+		err := cfg.Ledger.ScanDeliveries(ctx, func(d ledger.Delivery) error {
 			if cfg.Scan {
 				rep.Deliveries++
 				rep.ByStatus[d.Status]++

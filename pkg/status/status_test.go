@@ -58,7 +58,7 @@ func TestReadCountsLiveOverdueAndQueues(t *testing.T) {
 	send(queues.WorkURL, 600)
 	send(queues.DLQURL, 0)
 	send(queues.DLQURL, 0)
-	cfg := status.Config{Ledger: l, DB: db, Table: table, Queue: q, WorkURL: queues.WorkURL, DLQURL: queues.DLQURL, Clock: clk}
+	cfg := status.Config{Ledger: l, Table: table, Queue: q, WorkURL: queues.WorkURL, DLQURL: queues.DLQURL, Clock: clk}
 	rep, err := status.Read(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

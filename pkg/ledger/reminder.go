@@ -1,0 +1,159 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// Reminder is a reminder as the intake accepted it (pkg/schedule validates
+// it): stored as one item beside its deliveries, in the reminder's
+// partition, so that a repeated create can be compared with it.
+type Reminder struct {
+	ID         string             `dynamodbav:"reminderId" json:"id"`
+	AccountRef string             `dynamodbav:"accountRef" json:"accountRef"`
+	DueAt      time.Time          `dynamodbav:"-" json:"dueAt"`
+	ExpiresAt  time.Time          `dynamodbav:"-" json:"expiresAt"`
+	Deliveries []ReminderDelivery `dynamodbav:"deliveries" json:"deliveries"`
+	Metadata   map[string]string  `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
+}
+
+// ReminderDelivery is one delivery a Reminder asks for.
+type ReminderDelivery struct {
+	Channel      string `dynamodbav:"channel" json:"channel"`
+	Provider     string `dynamodbav:"provider" json:"provider"`
+	RecipientRef string `dynamodbav:"recipientRef" json:"recipientRef"`
+	TemplateRef  string `dynamodbav:"templateRef" json:"templateRef"`
+}
+
+// Key returns the delivery key of d in r.
+func (r Reminder) Key(d ReminderDelivery) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider}
+}
+
+// reminderSK is the sort key of the reminder item, beside its deliveries.
+const reminderSK = "REMINDER"
+
+type reminderItem struct {
+	PK        string `dynamodbav:"PK"`
+	SK        string `dynamodbav:"SK"`
+	Reminder         // inline
+	DueAt     string `dynamodbav:"dueAt"`
+	ExpiresAt string `dynamodbav:"expiresAt"`
+	CreatedAt string `dynamodbav:"createdAt"`
+	// TTL is when DynamoDB may delete the item: the retention after
+	// expiresAt, as for its deliveries.
+	TTL int64 `dynamodbav:"ttl"`
+}
+
+// CreateReminder writes reminder r's item unless one exists under its id;
+// then it returns the stored one, and exists true, for the caller to
+// compare. Its deliveries are written by Create, one by one, after it.
+func (l *Ledger) CreateReminder(ctx context.Context, r Reminder) (stored Reminder, exists bool, err error) {
+	av, err := attributevalue.MarshalMap(reminderItem{
+		PK: PartitionKey(r.ID), SK: reminderSK, Reminder: r,
+		DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),
+		TTL: l.Expiry(r.ExpiresAt).Unix(),
+	})
+	if err != nil {
+		return Reminder{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
+	}
+	out, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(l.cfg.Table), Item: av,
+		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err == nil {
+		l.countTo(&l.units.Reminders, out.ConsumedCapacity)
+		return r, false, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		stored, err := fromReminderItem(ccf.Item)
+		return stored, true, err
+	}
+	return Reminder{}, false, fmt.Errorf("ledger: write reminder %q: %w", r.ID, err)
+}
+
+func fromReminderItem(av map[string]types.AttributeValue) (Reminder, error) {
+	var it reminderItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return Reminder{}, fmt.Errorf("ledger: stored reminder is unreadable: %w", err)
+	}
+	r := it.Reminder
+	var err error
+	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
+		return Reminder{}, fmt.Errorf("ledger: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)
+	}
+	if r.ExpiresAt, err = time.Parse(time.RFC3339Nano, it.ExpiresAt); err != nil {
+		return Reminder{}, fmt.Errorf("ledger: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
+	}
+	return r, nil
+}
+
+// Stored is everything stored under one reminder id.
+type Stored struct {
+	// Reminder is the reminder item; nil if there is none (deliveries
+	// written without the intake).
+	Reminder *Reminder
+	// Deliveries are its deliveries as they are now, in key order.
+	Deliveries []Delivery
+	// keys are the sort keys of every item, for Purge.
+	keys []string
+}
+
+// Empty reports whether nothing is stored.
+func (s Stored) Empty() bool { return s.Reminder == nil && len(s.Deliveries) == 0 }
+
+// ReadReminder reads everything stored under reminder id, with strong
+// consistency: one query of its partition.
+func (l *Ledger) ReadReminder(ctx context.Context, id string) (Stored, error) {
+	var s Stored
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.cfg.Table),
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(PartitionKey(id))},
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		out, err := l.api.Query(ctx, in)
+		if err != nil {
+			return s, fmt.Errorf("ledger: read reminder %q: %w", id, err)
+		}
+		for _, it := range out.Items {
+			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
+			if sk == nil {
+				continue
+			}
+			s.keys = append(s.keys, sk.Value)
+			switch {
+			case sk.Value == reminderSK:
+				r, err := fromReminderItem(it)
+				if err != nil {
+					return s, err
+				}
+				s.Reminder = &r
+			case strings.HasPrefix(sk.Value, "DLV#"):
+				d, err := fromItem(it)
+				if err != nil {
+					return s, err
+				}
+				s.Deliveries = append(s.Deliveries, d)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return s, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
