@@ -28,7 +28,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/ledger/ledgertest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
@@ -80,7 +79,7 @@ func (l *deadLetterFails) DeadLetter(ctx context.Context, d ledger.Delivery, f l
 
 type failPath struct {
 	c     *consumer.Consumer
-	mem   *ledgertest.Memory
+	mem   *ledger.Memory
 	q     *flakyQueue
 	clk   *clock.Fake
 	sends int
@@ -90,7 +89,7 @@ func newFailPath(t *testing.T, answer error, wrap func(consumer.Ledger) consumer
 	t.Helper()
 	t.Parallel()
 	f := &failPath{q: &flakyQueue{failures: map[string]int{}}, clk: clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))}
-	f.mem = ledgertest.NewMemory(f.clk, 0)
+	f.mem = mustMemory(f.clk)
 	var l consumer.Ledger = f.mem
 	if wrap != nil {
 		l = wrap(l)
@@ -241,7 +240,7 @@ func TestNoStoredOrLoggedFieldCarriesTheWebhookURLsSecrets(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	mem := ledgertest.NewMemory(clk, 0)
+	mem := mustMemory(clk)
 	q := &flakyQueue{failures: map[string]int{}}
 	c, err := consumer.New(consumer.Config{Ledger: mem, Queue: q, QueueURL: "work", DLQURL: "dlq", Clock: clk, MaxAttempts: 2,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Providers: map[string]provider.Provider{"webhook": hook}})

@@ -22,7 +22,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/ledger/ledgertest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/retry"
@@ -30,7 +29,7 @@ import (
 
 type fast struct {
 	c     *consumer.Consumer
-	l     *ledgertest.Memory
+	l     *ledger.Memory
 	q     *captureSQS
 	clk   *clock.Fake
 	sends int
@@ -40,7 +39,7 @@ func newFast(t *testing.T, sendErr error) *fast {
 	t.Helper()
 	t.Parallel()
 	f := &fast{q: &captureSQS{}, clk: clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))}
-	f.l = ledgertest.NewMemory(f.clk, 0)
+	f.l = mustMemory(f.clk)
 	backoff, _ := retry.New(retry.Config{Base: 10 * time.Second, Rand: func() float64 { return 0.5 }})
 	var err error
 	f.c, err = consumer.New(consumer.Config{
@@ -224,4 +223,13 @@ func redrivenRecord(t *testing.T, id string, due time.Time, receives string) eve
 	return events.SQSMessage{MessageId: "m-redriven-" + id, ReceiptHandle: "h", Body: string(body),
 		Attributes:        map[string]string{"ApproximateReceiveCount": receives},
 		MessageAttributes: map[string]events.SQSMessageAttribute{deadletter.AttrErrorClass: {StringValue: aws.String("exhausted"), DataType: "String"}}}
+}
+
+// mustMemory is an in-memory ledger on clk.
+func mustMemory(clk clock.Clock) *ledger.Memory {
+	m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+	if err != nil {
+		panic(err)
+	}
+	return m
 }

@@ -382,7 +382,7 @@ func (l *Ledger) claim(ctx context.Context, c Claim, revive bool) (Delivery, err
 		u.values[":lapsed"] = sv(Format(l.lapsedBefore(now)))
 		u.cond = "attribute_exists(PK) AND (#status IN (:pending, :queued, :retrying) OR (#status = :sending AND leaseUntil < :lapsed)) AND dueAt <= :dueBy AND expiresAt > :now"
 	}
-	return l.write(ctx, u, func(old Delivery) error { return ClaimRefusal(old, now, l.lapsedBefore(now), c.DueBy, revive) })
+	return l.write(ctx, u, func(old Delivery) error { return claimRefusal(old, now, l.lapsedBefore(now), c.DueBy, revive) })
 }
 
 // Complete records that the provider accepted the claimed delivery d. It
@@ -398,7 +398,7 @@ func (l *Ledger) Complete(ctx context.Context, d Delivery, receipt string) (Deli
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusSent, Attempt: d.Attempts, Note: text.Clip(receipt, 80)})
 	u.holdsLease(d)
-	return l.write(ctx, u, LeaseRefusal)
+	return l.write(ctx, u, leaseRefusal)
 }
 
 // MaxReceipt is the most of a provider's receipt a delivery item keeps, in
@@ -433,7 +433,7 @@ func (l *Ledger) Retry(ctx context.Context, d Delivery, f Failure) (Delivery, er
 	u.remove("claimToken", "leaseUntil")
 	u.history(d, Entry{Status: StatusRetrying, Attempt: d.Attempts, Class: f.Class, Note: RetryNote(now, f.NextAttemptAt)})
 	u.holdsLease(d)
-	return l.write(ctx, u, LeaseRefusal)
+	return l.write(ctx, u, leaseRefusal)
 }
 
 // DeadLetter records that d will not be retried. d is either the claimed
@@ -454,7 +454,7 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusDead, Attempt: d.Attempts, Class: f.Class, Note: text.Clip(f.Message, 120)})
 	u.live(d)
-	return l.write(ctx, u, LiveRefusal)
+	return l.write(ctx, u, liveRefusal)
 }
 
 // Expire records that d passed its expiresAt unsent. Like DeadLetter, d is
@@ -467,7 +467,7 @@ func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(d, Entry{Status: StatusExpired, Attempt: d.Attempts, Note: "expiresAt " + Format(d.ExpiresAt)})
 	u.live(d)
-	return l.write(ctx, u, LiveRefusal)
+	return l.write(ctx, u, liveRefusal)
 }
 
 // Release hands a delivery that is not yet due back to the calendar: it
@@ -483,7 +483,7 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
 	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
-	return l.write(ctx, u, ReleaseRefusal)
+	return l.write(ctx, u, releaseRefusal)
 }
 
 // Cancel ends a delivery that has not been sent: it becomes cancelled and
@@ -497,7 +497,7 @@ func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note strin
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)})
 	u.live(Delivery{})
-	return l.write(ctx, u, LiveRefusal)
+	return l.write(ctx, u, liveRefusal)
 }
 
 // Requeue records that the enqueue handed d to the queue again because its
@@ -512,15 +512,15 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":was"], u.values[":wasAt"] = sv(d.Status), sv(formatOpt(d.UpdatedAt))
 	u.cond = "attribute_exists(PK) AND #status = :was AND updatedAt = :wasAt"
-	return l.write(ctx, u, RequeueRefusal)
+	return l.write(ctx, u, requeueRefusal)
 }
 
-// The reasons a refused write gives, from the item as it was. They are
-// exported so that other ledgers (ledgertest.Memory) refuse alike.
+// The reasons a refused write gives, from the item as it was: shared by the
+// DynamoDB ledger and Memory, so that both refuse alike.
 
-// ClaimRefusal says why a claim due by dueBy was refused at now, with
+// claimRefusal says why a claim due by dueBy was refused at now, with
 // leases ending before lapsedBefore counted as lapsed.
-func ClaimRefusal(old Delivery, now, lapsedBefore, dueBy time.Time, revive bool) error {
+func claimRefusal(old Delivery, now, lapsedBefore, dueBy time.Time, revive bool) error {
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
@@ -536,18 +536,18 @@ func ClaimRefusal(old Delivery, now, lapsedBefore, dueBy time.Time, revive bool)
 	return fmt.Errorf("unexpected state %q", old.Status)
 }
 
-// LeaseRefusal says why a write that needed the writer's lease (Complete,
+// leaseRefusal says why a write that needed the writer's lease (Complete,
 // Retry) was refused.
-func LeaseRefusal(old Delivery) error {
+func leaseRefusal(old Delivery) error {
 	if old.Status == StatusSent {
 		return ErrAlreadySent
 	}
 	return ErrLeaseLost
 }
 
-// LiveRefusal says why a write that needed an unfinished delivery not in
+// liveRefusal says why a write that needed an unfinished delivery not in
 // flight elsewhere (DeadLetter, Expire) was refused.
-func LiveRefusal(old Delivery) error {
+func liveRefusal(old Delivery) error {
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
@@ -559,8 +559,8 @@ func LiveRefusal(old Delivery) error {
 	return fmt.Errorf("unexpected state %q", old.Status)
 }
 
-// RequeueRefusal says why a Requeue was refused.
-func RequeueRefusal(old Delivery) error {
+// requeueRefusal says why a Requeue was refused.
+func requeueRefusal(old Delivery) error {
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
@@ -570,8 +570,8 @@ func RequeueRefusal(old Delivery) error {
 	return ErrChanged
 }
 
-// ReleaseRefusal says why a Release was refused.
-func ReleaseRefusal(old Delivery) error {
+// releaseRefusal says why a Release was refused.
+func releaseRefusal(old Delivery) error {
 	if old.Status == StatusSent {
 		return ErrAlreadySent
 	}

@@ -15,11 +15,23 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
+// TestMemoryConformance runs the ledger conformance suite against the
+// in-memory ledger.
+func TestMemoryConformance(t *testing.T) {
+	ledgertest.Run(t, func(t *testing.T, clk *clock.Fake, o ledgertest.Options) ledgertest.Store {
+		m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, HistoryLimit: o.HistoryLimit, Shards: o.Shards})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	})
+}
+
 // TestConformance runs the ledger conformance suite against DynamoDB Local.
 func TestConformance(t *testing.T) {
 	db := standintest.DynamoDB(t)
-	ledgertest.Run(t, func(t *testing.T, clk *clock.Fake, historyLimit int) ledgertest.Store {
-		l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk, HistoryLimit: historyLimit})
+	ledgertest.Run(t, func(t *testing.T, clk *clock.Fake, o ledgertest.Options) ledgertest.Store {
+		l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk, HistoryLimit: o.HistoryLimit, Shards: o.Shards})
 		if err != nil {
 			t.Fatal(err)
 		}

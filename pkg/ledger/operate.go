@@ -47,11 +47,11 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":dead"], u.values[":dueAt"], u.values[":zero"] = sv(StatusDead), sv(Format(d.DueAt)), av(0)
 	u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt = :dueAt"
-	return l.write(ctx, u, RedriveRefusal)
+	return l.write(ctx, u, redriveRefusal)
 }
 
-// RedriveRefusal says why a Redrive was refused.
-func RedriveRefusal(old Delivery) error {
+// redriveRefusal says why a Redrive was refused.
+func redriveRefusal(old Delivery) error {
 	if old.Status == StatusSent {
 		return ErrAlreadySent
 	}

@@ -15,9 +15,43 @@ import (
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
-// Factory makes an empty ledger for one test, on the fake clock, keeping
-// historyLimit history entries.
-type Factory func(t *testing.T, clk *clock.Fake, historyLimit int) Store
+// Store is what a delivery ledger offers; *ledger.Ledger (DynamoDB) and
+// *ledger.Memory implement it.
+type Store interface {
+	Create(ctx context.Context, d ledger.Delivery) error
+	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
+	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	Complete(ctx context.Context, d ledger.Delivery, receipt string) (ledger.Delivery, error)
+	Retry(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+	Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error)
+	StoredShards(ctx context.Context) (int, error)
+	Cursor(ctx context.Context, shard int) (string, error)
+	MoveCursor(ctx context.Context, shard int, old, pos string) (bool, error)
+	DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error)
+	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (bool, error)
+	CreateReminder(ctx context.Context, r ledger.Reminder) (ledger.Reminder, bool, error)
+	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
+}
+
+var (
+	_ Store = (*ledger.Ledger)(nil)
+	_ Store = (*ledger.Memory)(nil)
+)
+
+// Options are the settings a test asks of its ledger.
+type Options struct {
+	HistoryLimit int
+	Shards       int
+}
+
+// Factory makes an empty ledger for one test, on the fake clock, with the
+// options.
+type Factory func(t *testing.T, clk *clock.Fake, o Options) Store
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
@@ -46,11 +80,16 @@ func Run(t *testing.T, newStore Factory) {
 		{"RequeueNeedsTheDeliveryAsRead", testRequeueNeedsTheDeliveryAsRead},
 		{"NoDeliveryExpiresBeforeItsReminder", testNoDeliveryExpiresBeforeItsReminder},
 		{"ReceiptIsClipped", testReceiptIsClipped},
+		{"IndexHoldsLiveDeliveriesAtTheirPublishTime", testIndexHoldsLiveDeliveriesAtTheirPublishTime},
+		{"DueIndexReadsInOrderWithinBounds", testDueIndexReadsInOrderWithinBounds},
+		{"CursorMovesOnlyFromWhereItWas", testCursorMovesOnlyFromWhereItWas},
+		{"ReminderItemIsWrittenOnce", testReminderItemIsWrittenOnce},
+		{"GetManyAndStoredShards", testGetManyAndStoredShards},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(t0)
-			tc.test(t, bundle{l: newStore(t, clk, 6), clk: clk})
+			tc.test(t, bundle{l: newStore(t, clk, Options{HistoryLimit: 6, Shards: 2}), clk: clk})
 		})
 	}
 }
@@ -514,5 +553,220 @@ func testReceiptIsClipped(t *testing.T, b bundle) {
 	}
 	if len(sent.Receipt) > ledger.MaxReceipt || !utf8.ValidString(sent.Receipt) || !strings.HasPrefix(sent.Receipt, "éé") || !strings.HasSuffix(sent.Receipt, "…") {
 		t.Fatalf("receipt of %d bytes stored as %d bytes (valid UTF-8: %v)", 64<<10, len(sent.Receipt), utf8.ValidString(sent.Receipt))
+	}
+}
+
+// indexOf returns shard's due index entries published by t, in order.
+func (b bundle) indexOf(t *testing.T, shard int, by time.Time) []ledger.IndexEntry {
+	t.Helper()
+	var es []ledger.IndexEntry
+	complete, err := b.l.DueBy(context.Background(), shard, by, func(page []ledger.IndexEntry) bool {
+		es = append(es, page...)
+		return true
+	})
+	if err != nil || !complete {
+		t.Fatalf("DueBy: complete %v, %v", complete, err)
+	}
+	return es
+}
+
+// entry finds k among shard 0's and 1's entries.
+func (b bundle) entry(t *testing.T, k message.DeliveryKey) (ledger.IndexEntry, bool) {
+	t.Helper()
+	for shard := range 2 {
+		for _, e := range b.indexOf(t, shard, t0.Add(365*24*time.Hour)) {
+			if e.Key == k {
+				return e, true
+			}
+		}
+	}
+	return ledger.IndexEntry{}, false
+}
+
+// testIndexHoldsLiveDeliveriesAtTheirPublishTime: a delivery enters the
+// due index at max(dueAt − lookahead, now), in its reminder's shard; it
+// stays while live, moves when released, and leaves when it ends.
+func testIndexHoldsLiveDeliveriesAtTheirPublishTime(t *testing.T, b bundle) {
+	ctx := context.Background()
+	far := ledger.Delivery{ReminderID: "rem-far", Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+		DueAt: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(3 * time.Hour)}
+	soon := ledger.Delivery{ReminderID: "rem-soon", Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+		DueAt: t0.Add(5 * time.Minute), ExpiresAt: t0.Add(time.Hour)}
+	for _, d := range []ledger.Delivery{far, soon} {
+		if err := b.l.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, ok := b.entry(t, far.Key())
+	if !ok || !e.PublishAt.Equal(far.DueAt.Add(-ledger.MaxLookahead)) || !e.DueAt.Equal(far.DueAt) || !e.ExpiresAt.Equal(far.ExpiresAt) ||
+		e.Sort != ledger.IndexSort(e.PublishAt, far.Key()) {
+		t.Fatalf("far entry %+v (%v), want published at dueAt − 15m", e, ok)
+	}
+	if e, ok := b.entry(t, soon.Key()); !ok || !e.PublishAt.Equal(t0) {
+		t.Fatalf("soon entry %+v (%v), want published now (dueAt − 15m is past)", e, ok)
+	}
+	if got, _ := b.l.Get(ctx, far.Key()); got.Index == nil || got.Index.Sort != e.Sort && got.Index.Shard != ledger.ShardOf(far.ReminderID, 2) {
+		t.Errorf("the delivery's Index %+v does not match its entry", got.Index)
+	}
+	// Released at a later time: it moves to its new publish time.
+	b.clk.Advance(2 * time.Hour)
+	if _, err := b.l.Release(ctx, far.Key(), far.DueAt, "released"); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := b.entry(t, far.Key()); !ok || !e.PublishAt.Equal(b.clk.Now()) {
+		t.Fatalf("released entry %+v (%v), want published now", e, ok)
+	}
+	// Claimed, it stays; sent, it leaves; cancelled, it leaves.
+	c, err := b.claim("tok", far)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.entry(t, far.Key()); !ok {
+		t.Fatal("a claimed delivery left the index")
+	}
+	if _, err := b.l.Complete(ctx, c, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Cancel(ctx, soon.Key(), "no"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []message.DeliveryKey{far.Key(), soon.Key()} {
+		if e, ok := b.entry(t, k); ok {
+			t.Errorf("%s is still in the index after it ended: %+v", k, e)
+		}
+		if got, _ := b.l.Get(ctx, k); got.Index != nil {
+			t.Errorf("%s has an index position after it ended", k)
+		}
+	}
+}
+
+// testDueIndexReadsInOrderWithinBounds: DueAfter returns a shard's entries
+// after a position and published by a time, in order, at most limit; DueBy
+// reads every entry published by a time, in order.
+func testDueIndexReadsInOrderWithinBounds(t *testing.T, b bundle) {
+	ctx := context.Background()
+	var in0 []message.DeliveryKey
+	for i := range 12 {
+		id := fmt.Sprintf("rem-%02d", i)
+		d := ledger.Delivery{ReminderID: id, Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+			DueAt: t0.Add(time.Duration(20+i) * time.Minute), ExpiresAt: t0.Add(2 * time.Hour)}
+		if err := b.l.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if ledger.ShardOf(id, 2) == 0 {
+			in0 = append(in0, d.Key())
+		}
+	}
+	if len(in0) < 4 {
+		t.Fatalf("only %d of 12 in shard 0", len(in0))
+	}
+	// Published (dueAt − 15m) from t0+5m on, one a minute.
+	all := b.indexOf(t, 0, t0.Add(time.Hour))
+	if len(all) != len(in0) {
+		t.Fatalf("DueBy read %d entries of shard 0, want %d", len(all), len(in0))
+	}
+	for i, e := range all {
+		if e.Key != in0[i] || i > 0 && all[i-1].Sort >= e.Sort {
+			t.Fatalf("entry %d is %s, want %s in order", i, e.Key, in0[i])
+		}
+	}
+	first, err := b.l.DueAfter(ctx, 0, "", t0.Add(time.Hour), 2)
+	if err != nil || len(first) != 2 || first[1].Key != in0[1] {
+		t.Fatalf("DueAfter from the start, 2: %+v, %v", first, err)
+	}
+	next, err := b.l.DueAfter(ctx, 0, first[1].Sort, t0.Add(time.Hour), 100)
+	if err != nil || len(next) != len(in0)-2 || next[0].Key != in0[2] {
+		t.Fatalf("DueAfter after the second: %+v, %v", next, err)
+	}
+	// The bound: published at or before upTo, inclusive to the millisecond.
+	upTo := all[2].PublishAt
+	bounded, err := b.l.DueAfter(ctx, 0, "", upTo, 100)
+	if err != nil || len(bounded) != 3 {
+		t.Fatalf("DueAfter up to the third's publish time: %d entries, %v; want 3", len(bounded), err)
+	}
+	if es, _ := b.l.DueAfter(ctx, 0, all[len(all)-1].Sort, t0.Add(time.Hour), 100); len(es) != 0 {
+		t.Fatalf("DueAfter past the last: %+v", es)
+	}
+	// A DueBy that stops early still reports no error.
+	if _, err := b.l.DueBy(ctx, 0, t0.Add(time.Hour), func([]ledger.IndexEntry) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCursorMovesOnlyFromWhereItWas: a cursor starts empty and moves only
+// from the position the mover read; each shard has its own.
+func testCursorMovesOnlyFromWhereItWas(t *testing.T, b bundle) {
+	ctx := context.Background()
+	move := func(shard int, old, pos string, want bool) {
+		t.Helper()
+		moved, err := b.l.MoveCursor(ctx, shard, old, pos)
+		if err != nil || moved != want {
+			t.Fatalf("MoveCursor(%d, %q, %q) = %v, %v; want %v", shard, old, pos, moved, err, want)
+		}
+	}
+	if pos, err := b.l.Cursor(ctx, 0); err != nil || pos != "" {
+		t.Fatalf("a new cursor is %q, %v", pos, err)
+	}
+	move(0, "x", "a", false) // it was not at x
+	move(0, "", "a", true)
+	move(0, "", "b", false) // another run moved it first
+	move(0, "a", "b", true)
+	move(1, "", "z", true)
+	for shard, want := range map[int]string{0: "b", 1: "z"} {
+		if pos, _ := b.l.Cursor(ctx, shard); pos != want {
+			t.Errorf("cursor %d at %q, want %q", shard, pos, want)
+		}
+	}
+}
+
+// testReminderItemIsWrittenOnce: a reminder item is written once; a second
+// write finds the first and changes nothing; ReadReminder returns it and
+// its deliveries in key order.
+func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
+	ctx := context.Background()
+	r := ledger.Reminder{ID: "rem-7", AccountRef: "acct-1", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"},
+			{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}},
+		Metadata: map[string]string{"k": "v"}}
+	if stored, exists, err := b.l.CreateReminder(ctx, r); err != nil || exists || stored.ID != r.ID {
+		t.Fatalf("first write: %+v, %v, %v", stored, exists, err)
+	}
+	other := r
+	other.AccountRef = "acct-2"
+	stored, exists, err := b.l.CreateReminder(ctx, other)
+	if err != nil || !exists || stored.AccountRef != "acct-1" || !stored.DueAt.Equal(r.DueAt) || len(stored.Deliveries) != 2 || stored.Metadata["k"] != "v" {
+		t.Fatalf("second write: %+v, %v, %v; want the first, found", stored, exists, err)
+	}
+	for _, d := range r.Deliveries {
+		if err := b.l.Create(ctx, ledger.Delivery{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef,
+			TemplateRef: d.TemplateRef, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.l.ReadReminder(ctx, r.ID)
+	if err != nil || got.Reminder == nil || got.Reminder.AccountRef != "acct-1" || len(got.Deliveries) != 2 ||
+		got.Deliveries[0].Channel != "email" || got.Deliveries[1].Channel != "sms" {
+		t.Fatalf("read: %+v, %v", got, err)
+	}
+	if none, err := b.l.ReadReminder(ctx, "rem-none"); err != nil || !none.Empty() {
+		t.Fatalf("an unknown reminder: %+v, %v", none, err)
+	}
+}
+
+// testGetManyAndStoredShards: GetMany returns the deliveries that exist;
+// the shard count a writer used is the one stored.
+func testGetManyAndStoredShards(t *testing.T, b bundle) {
+	ctx := context.Background()
+	a, c := b.create(t, "rem-a"), b.create(t, "rem-c")
+	missing := message.DeliveryKey{ReminderID: "rem-b", Channel: "email", Provider: "webhook"}
+	got, err := b.l.GetMany(ctx, []message.DeliveryKey{a.Key(), missing, c.Key()})
+	if err != nil || len(got) != 2 || got[a.Key()].ReminderID != "rem-a" || got[c.Key()].ReminderID != "rem-c" {
+		t.Fatalf("GetMany: %v, %v", got, err)
+	}
+	if _, err := b.l.GetMany(ctx, make([]message.DeliveryKey, 101)); err == nil {
+		t.Error("GetMany took 101 keys")
+	}
+	if n, err := b.l.StoredShards(ctx); err != nil || n != 2 {
+		t.Fatalf("stored shards %d, %v; want 2", n, err)
 	}
 }

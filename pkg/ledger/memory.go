@@ -1,0 +1,452 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/text"
+)
+
+// MemoryConfig configures a Memory ledger; each field means what it means
+// in Config.
+type MemoryConfig struct {
+	HistoryLimit       int           // default 8
+	Retention          time.Duration // default DefaultRetention
+	Shards             int           // default 8
+	ShardsFromRegistry bool
+	Lookahead          time.Duration // default MaxLookahead
+	ClockSkew          time.Duration
+	Clock              clock.Clock // default clock.Real
+}
+
+// Memory is an in-memory ledger with the DynamoDB ledger's conditions,
+// refusals, history bound, due index, cursors, shard registry and reminder
+// items, for tests of the code above the ledger (the consumer, the
+// enqueue, the intake) with a fake clock. The conformance suite
+// (ledgertest.Run) holds it and the DynamoDB ledger to the same behaviour.
+// It is safe for concurrent use.
+type Memory struct {
+	cfg MemoryConfig
+	t   *memoryTable
+}
+
+// memoryTable is what a table holds; several Memory ledgers (writers with
+// their own clocks and settings) may share one.
+type memoryTable struct {
+	mu        sync.Mutex
+	items     map[message.DeliveryKey]Delivery
+	reminders map[string]Reminder
+	cursors   map[int]string
+	registry  int // the largest shard count recorded
+}
+
+// NewMemory returns a Memory ledger over an empty table.
+func NewMemory(cfg MemoryConfig) (*Memory, error) {
+	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]Reminder{}, cursors: map[int]string{}}}
+	return m.With(cfg)
+}
+
+// With returns another writer over m's table with its own settings (a
+// clock behind, a different shard count), as a second Ledger over the same
+// DynamoDB table would be.
+func (m *Memory) With(cfg MemoryConfig) (*Memory, error) {
+	if cfg.HistoryLimit == 0 {
+		cfg.HistoryLimit = 8
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 8
+	}
+	if cfg.Lookahead == 0 {
+		cfg.Lookahead = MaxLookahead
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	// The same limits as New, checked by the same code.
+	if _, err := New(noAPI{}, Config{Table: "memory", HistoryLimit: cfg.HistoryLimit, Retention: cfg.Retention, Shards: cfg.Shards,
+		Lookahead: cfg.Lookahead, ClockSkew: cfg.ClockSkew, Clock: cfg.Clock}); err != nil {
+		return nil, err
+	}
+	return &Memory{cfg: cfg, t: m.t}, nil
+}
+
+// noAPI stands for a DynamoDB client where only New's checks are wanted.
+type noAPI struct{ API }
+
+// ms truncates to the stored precision.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+func (m *Memory) now() time.Time { return ms(m.cfg.Clock.Now()) }
+
+func (m *Memory) lapsedBefore(now time.Time) time.Time { return now.Add(-m.cfg.ClockSkew) }
+
+func (m *Memory) publishAt(dueAt, now time.Time) time.Time {
+	return ms(PublishAt(dueAt, now.Add(m.cfg.ClockSkew), m.cfg.Lookahead))
+}
+
+// Lookahead returns the configured lookahead.
+func (m *Memory) Lookahead() time.Duration { return m.cfg.Lookahead }
+
+// Expiry is Ledger.Expiry.
+func (m *Memory) Expiry(expiresAt time.Time) time.Time {
+	return Expiry(time.Time{}, expiresAt, m.cfg.Retention)
+}
+
+// shardCount is Ledger.shardCount; the caller holds the table's lock.
+func (m *Memory) shardCount() (int, error) {
+	if m.cfg.ShardsFromRegistry {
+		if m.t.registry == 0 {
+			return 0, fmt.Errorf("ledger: memory: %w", ErrNoShardCount)
+		}
+		return m.t.registry, nil
+	}
+	m.t.registry = max(m.t.registry, m.cfg.Shards)
+	return m.cfg.Shards, nil
+}
+
+// StoredShards is Ledger.StoredShards.
+func (m *Memory) StoredShards(context.Context) (int, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if m.cfg.ShardsFromRegistry {
+		return m.t.registry, nil
+	}
+	m.t.registry = max(m.t.registry, m.cfg.Shards)
+	return m.t.registry, nil
+}
+
+// Create is Ledger.Create.
+func (m *Memory) Create(_ context.Context, d Delivery) error {
+	if err := d.Key().Validate(); err != nil {
+		return fmt.Errorf("ledger: create: %w", err)
+	}
+	if d.DueAt.IsZero() || d.ExpiresAt.IsZero() || !d.ExpiresAt.After(d.DueAt) {
+		return fmt.Errorf("ledger: create %s: dueAt and expiresAt must be set and expiresAt after dueAt", d.Key())
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if cur, ok := m.t.items[d.Key()]; ok {
+		return &RefusedError{Op: "create", Key: d.Key(), Reason: ErrExists, Current: copyOf(cur)}
+	}
+	shards, err := m.shardCount()
+	if err != nil {
+		return err
+	}
+	now := m.now()
+	if d.Status == "" {
+		d.Status = StatusPending
+	}
+	d.DueAt, d.ExpiresAt, d.UpdatedAt = ms(d.DueAt), ms(d.ExpiresAt), now
+	if len(d.History) == 0 {
+		d.History = []Entry{{At: Format(now), Status: d.Status}}
+	}
+	d.TTL, d.Index = m.Expiry(d.ExpiresAt), nil
+	if d.Status.Terminal() {
+		d.TTL = Expiry(now, d.ExpiresAt, m.cfg.Retention)
+	} else {
+		pub := m.publishAt(d.DueAt, now)
+		d.Index = &IndexPosition{Shard: ShardOf(d.ReminderID, shards), Sort: IndexSort(pub, d.Key()), PublishAt: pub}
+	}
+	m.t.items[d.Key()] = copyOf(d)
+	return nil
+}
+
+// Get is Ledger.Get.
+func (m *Memory) Get(_ context.Context, key message.DeliveryKey) (Delivery, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	d, ok := m.t.items[key]
+	if !ok {
+		return Delivery{}, &RefusedError{Op: "get", Key: key, Reason: ErrNotFound}
+	}
+	return copyOf(d), nil
+}
+
+// GetMany is Ledger.GetMany.
+func (m *Memory) GetMany(_ context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]Delivery, error) {
+	if len(keys) > 100 {
+		return nil, fmt.Errorf("ledger: get %d deliveries at once; the limit is 100", len(keys))
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	out := make(map[message.DeliveryKey]Delivery, len(keys))
+	for _, k := range keys {
+		if d, ok := m.t.items[k]; ok {
+			out[k] = copyOf(d)
+		}
+	}
+	return out, nil
+}
+
+// transition applies change to the item at key if guard allows it, else
+// returns the refusal that reason gives.
+func (m *Memory) transition(op string, key message.DeliveryKey, guard func(d Delivery, now time.Time) bool,
+	reason func(old Delivery, now time.Time) error, change func(d *Delivery, now time.Time)) (Delivery, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	now := m.now()
+	d, ok := m.t.items[key]
+	if !ok {
+		return Delivery{}, &RefusedError{Op: op, Key: key, Reason: ErrNotFound}
+	}
+	if !guard(d, now) {
+		return Delivery{}, &RefusedError{Op: op, Key: key, Reason: reason(d, now), Current: copyOf(d)}
+	}
+	d = copyOf(d)
+	change(&d, now)
+	d.UpdatedAt = now
+	if d.Status.Terminal() {
+		d.Index = nil
+	}
+	m.t.items[key] = d
+	return copyOf(d), nil
+}
+
+// Claim is Ledger.Claim.
+func (m *Memory) Claim(_ context.Context, c Claim) (Delivery, error) {
+	if c.Token == "" {
+		return Delivery{}, errors.New("ledger: claim without a token")
+	}
+	dueBy := ms(c.DueBy)
+	claim := func(revive bool) (Delivery, error) {
+		return m.transition("claim", c.Key, func(d Delivery, now time.Time) bool {
+			claimable := !revive && slices.Contains([]Status{StatusPending, StatusQueued, StatusRetrying}, d.Status) ||
+				revive && d.Status == StatusDead || !revive && d.Status == StatusSending && d.LeaseUntil.Before(m.lapsedBefore(now))
+			return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
+		}, func(old Delivery, now time.Time) error {
+			return claimRefusal(old, now, m.lapsedBefore(now), dueBy, revive)
+		}, func(d *Delivery, now time.Time) {
+			if revive {
+				d.BudgetFrom = d.Attempts
+			}
+			d.Status, d.ClaimToken, d.LeaseUntil = StatusSending, c.Token, ms(c.LeaseUntil)
+			d.Attempts++
+			d.History = append(d.History, Entry{At: Format(now), Status: StatusSending})
+		})
+	}
+	d, err := claim(false)
+	var re *RefusedError
+	if c.Revive && errors.As(err, &re) && re.Current.Status == StatusDead {
+		return claim(true)
+	}
+	return d, err
+}
+
+func holdsLease(tok string) func(Delivery, time.Time) bool {
+	return func(d Delivery, _ time.Time) bool { return d.Status == StatusSending && d.ClaimToken == tok }
+}
+
+func (m *Memory) live(tok string) func(Delivery, time.Time) bool {
+	return func(d Delivery, now time.Time) bool {
+		if d.Status.Terminal() {
+			return false
+		}
+		return d.Status != StatusSending || (tok != "" && d.ClaimToken == tok) || d.LeaseUntil.Before(m.lapsedBefore(now))
+	}
+}
+
+// byOld adapts a refusal reason to transition's signature.
+func byOld(reason func(Delivery) error) func(Delivery, time.Time) error {
+	return func(old Delivery, _ time.Time) error { return reason(old) }
+}
+
+// history appends e, trimming to the limit when held is this consumer's
+// claimed copy, as the DynamoDB ledger does.
+func (m *Memory) history(d *Delivery, held Delivery, e Entry, now time.Time) {
+	e.At = Format(now)
+	if held.ClaimToken != "" && len(held.History)+1 > m.cfg.HistoryLimit {
+		d.History = append(slices.Clone(held.History[len(held.History)-(m.cfg.HistoryLimit-1):]), e)
+		return
+	}
+	d.History = append(d.History, e)
+}
+
+func endLease(d *Delivery) { d.ClaimToken, d.LeaseUntil, d.NextAttemptAt = "", time.Time{}, time.Time{} }
+
+// Complete is Ledger.Complete.
+func (m *Memory) Complete(_ context.Context, held Delivery, receipt string) (Delivery, error) {
+	return m.transition("complete", held.Key(), holdsLease(held.ClaimToken), byOld(leaseRefusal), func(d *Delivery, now time.Time) {
+		d.Status, d.SentAt, d.Receipt = StatusSent, now, text.Clip(receipt, MaxReceipt)
+		endLease(d)
+		m.history(d, held, Entry{Status: StatusSent, Attempt: held.Attempts, Note: text.Clip(receipt, 80)}, now)
+	})
+}
+
+// Retry is Ledger.Retry.
+func (m *Memory) Retry(_ context.Context, held Delivery, f Failure) (Delivery, error) {
+	return m.transition("retry", held.Key(), holdsLease(held.ClaimToken), byOld(leaseRefusal), func(d *Delivery, now time.Time) {
+		d.Status, d.LastErrorClass, d.LastError = StatusRetrying, f.Class, text.Clip(f.Message, 500)
+		d.ClaimToken, d.LeaseUntil, d.NextAttemptAt = "", time.Time{}, ms(f.NextAttemptAt)
+		m.history(d, held, Entry{Status: StatusRetrying, Attempt: held.Attempts, Class: f.Class, Note: RetryNote(now, ms(f.NextAttemptAt))}, now)
+	})
+}
+
+// DeadLetter is Ledger.DeadLetter.
+func (m *Memory) DeadLetter(_ context.Context, held Delivery, f Failure) (Delivery, error) {
+	return m.transition("dead-letter", held.Key(), m.live(held.ClaimToken), byOld(liveRefusal), func(d *Delivery, now time.Time) {
+		d.Status, d.LastErrorClass, d.LastError = StatusDead, f.Class, text.Clip(f.Message, 500)
+		endLease(d)
+		m.history(d, held, Entry{Status: StatusDead, Attempt: held.Attempts, Class: f.Class, Note: text.Clip(f.Message, 120)}, now)
+	})
+}
+
+// Expire is Ledger.Expire.
+func (m *Memory) Expire(_ context.Context, held Delivery) (Delivery, error) {
+	return m.transition("expire", held.Key(), m.live(held.ClaimToken), byOld(liveRefusal), func(d *Delivery, now time.Time) {
+		d.Status = StatusExpired
+		endLease(d)
+		m.history(d, held, Entry{Status: StatusExpired, Attempt: held.Attempts, Note: "expiresAt " + Format(held.ExpiresAt)}, now)
+	})
+}
+
+// Release is Ledger.Release.
+func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	return m.transition("release", key, func(d Delivery, _ time.Time) bool {
+		return (d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying) && d.DueAt.Equal(ms(dueAt))
+	}, byOld(releaseRefusal), func(d *Delivery, now time.Time) {
+		d.Status = StatusPending
+		if d.Index != nil { // a revived delivery left the index for good, as in DynamoDB
+			pub := m.publishAt(dueAt, now)
+			d.Index = &IndexPosition{Shard: d.Index.Shard, Sort: IndexSort(pub, key), PublishAt: pub}
+		}
+		m.history(d, Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)}, now)
+	})
+}
+
+// Cancel is Ledger.Cancel.
+func (m *Memory) Cancel(_ context.Context, key message.DeliveryKey, note string) (Delivery, error) {
+	return m.transition("cancel", key, m.live(""), byOld(liveRefusal), func(d *Delivery, now time.Time) {
+		d.Status = StatusCancelled
+		endLease(d)
+		m.history(d, Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)}, now)
+	})
+}
+
+// Requeue is Ledger.Requeue.
+func (m *Memory) Requeue(_ context.Context, read Delivery, note string) (Delivery, error) {
+	return m.transition("requeue", read.Key(), func(d Delivery, _ time.Time) bool {
+		return d.Status == read.Status && d.UpdatedAt.Equal(ms(read.UpdatedAt))
+	}, byOld(requeueRefusal), func(d *Delivery, now time.Time) {
+		d.Status = StatusQueued
+		m.history(d, Delivery{}, Entry{Status: StatusQueued, Attempt: read.Attempts, Note: text.Clip(note, 120)}, now)
+	})
+}
+
+// Cursor is Ledger.Cursor.
+func (m *Memory) Cursor(_ context.Context, shard int) (string, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	return m.t.cursors[shard], nil
+}
+
+// MoveCursor is Ledger.MoveCursor.
+func (m *Memory) MoveCursor(_ context.Context, shard int, old, pos string) (bool, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if m.t.cursors[shard] != old {
+		return false, nil
+	}
+	m.t.cursors[shard] = pos
+	return true, nil
+}
+
+// index returns shard's entries published at or before bound, after pos,
+// in order; the caller holds the table's lock.
+func (m *Memory) index(shard int, pos, bound string) []IndexEntry {
+	var out []IndexEntry
+	for k, d := range m.t.items {
+		if d.Index == nil || d.Index.Shard != shard || d.Index.Sort <= pos || d.Index.Sort > bound {
+			continue
+		}
+		out = append(out, IndexEntry{Key: k, Sort: d.Index.Sort, PublishAt: d.Index.PublishAt, DueAt: d.DueAt, ExpiresAt: d.ExpiresAt})
+	}
+	slices.SortFunc(out, func(a, b IndexEntry) int { return cmp.Compare(a.Sort, b.Sort) })
+	return out
+}
+
+// DueAfter is Ledger.DueAfter.
+func (m *Memory) DueAfter(_ context.Context, shard int, pos string, upTo time.Time, limit int) ([]IndexEntry, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	es := m.index(shard, pos, SortBound(upTo))
+	return es[:min(limit, len(es))], nil
+}
+
+// memoryPage is how many entries DueBy hands over at a time.
+const memoryPage = 100
+
+// DueBy is Ledger.DueBy.
+func (m *Memory) DueBy(_ context.Context, shard int, by time.Time, page func([]IndexEntry) bool) (bool, error) {
+	m.t.mu.Lock()
+	es := m.index(shard, "", SortBound(by))
+	m.t.mu.Unlock()
+	for start := 0; start < len(es); start += memoryPage {
+		end := min(start+memoryPage, len(es))
+		if !page(es[start:end]) && end < len(es) {
+			return false, nil
+		}
+	}
+	if len(es) == 0 {
+		page(nil)
+	}
+	return true, nil
+}
+
+// CreateReminder is Ledger.CreateReminder.
+func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if stored, ok := m.t.reminders[r.ID]; ok {
+		return copyReminder(stored), true, nil
+	}
+	r = copyReminder(r)
+	r.DueAt, r.ExpiresAt = ms(r.DueAt), ms(r.ExpiresAt)
+	m.t.reminders[r.ID] = r
+	return copyReminder(r), false, nil
+}
+
+// ReadReminder is Ledger.ReadReminder.
+func (m *Memory) ReadReminder(_ context.Context, id string) (Stored, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	var s Stored
+	if r, ok := m.t.reminders[id]; ok {
+		r = copyReminder(r)
+		s.Reminder = &r
+	}
+	for k, d := range m.t.items {
+		if k.ReminderID == id {
+			s.Deliveries = append(s.Deliveries, copyOf(d))
+		}
+	}
+	slices.SortFunc(s.Deliveries, func(a, b Delivery) int {
+		return cmp.Compare(SortKey(a.Channel, a.Provider), SortKey(b.Channel, b.Provider))
+	})
+	return s, nil
+}
+
+func copyOf(d Delivery) Delivery {
+	d.History = slices.Clone(d.History)
+	if d.Index != nil {
+		i := *d.Index
+		d.Index = &i
+	}
+	return d
+}
+
+func copyReminder(r Reminder) Reminder {
+	r.Deliveries = slices.Clone(r.Deliveries)
+	r.Metadata = maps.Clone(r.Metadata)
+	return r
+}
