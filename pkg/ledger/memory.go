@@ -272,7 +272,9 @@ func (m *Memory) history(d *Delivery, held Delivery, e Entry, now time.Time) {
 	d.History = append(d.History, e)
 }
 
-func endLease(d *Delivery) { d.ClaimToken, d.LeaseUntil, d.NextAttemptAt = "", time.Time{}, time.Time{} }
+func endLease(d *Delivery) {
+	d.ClaimToken, d.LeaseUntil, d.NextAttemptAt = "", time.Time{}, time.Time{}
+}
 
 // Complete is Ledger.Complete.
 func (m *Memory) Complete(_ context.Context, held Delivery, receipt string) (Delivery, error) {

@@ -1,5 +1,5 @@
-// Package ledgertest holds an in-memory delivery ledger for fast tests and
-// the conformance suite that every ledger must pass: Run is executed
-// against Memory here and against DynamoDB Local in package ledger, so a
-// test written against Memory means what it would mean against DynamoDB.
+// Package ledgertest is the conformance suite every delivery ledger must
+// pass: Run is executed against ledger.Memory and against DynamoDB Local in
+// package ledger, so a test written against the in-memory ledger means what
+// it would mean against DynamoDB.
 package ledgertest
