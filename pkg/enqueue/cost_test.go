@@ -36,7 +36,7 @@ func deliver(t *testing.T, b *bundle, k message.DeliveryKey) {
 // delivery takes, and by a conditional claim per delivery, the path of a
 // repaired delivery and the alternative design. Run with -v for the table.
 func TestWriteUnitsFromCreationToSent(t *testing.T) {
-	b := setup(t, 1)
+	b := setupLocal(t, 1)
 	const n = 20
 	e := b.enqueuer(t, nil)
 
@@ -44,18 +44,18 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 	for i := range n {
 		cursorPath = append(cursorPath, b.schedule(t, fmt.Sprintf("rem-c%02d", i), t0))
 	}
-	created := b.ledger.WriteUnits()
-	reminderUnits := b.ledger.Units().Reminders
+	created := b.dynamo.WriteUnits()
+	reminderUnits := b.dynamo.Units().Reminders
 	b.clk.Advance(time.Minute)
 	b.run(t, e)
-	handOff := b.ledger.WriteUnits() - created
+	handOff := b.dynamo.WriteUnits() - created
 	for _, k := range cursorPath {
 		deliver(t, b, k)
 	}
-	cursorTotal := b.ledger.WriteUnits()
+	cursorTotal := b.dynamo.WriteUnits()
 
 	// The claim path: handed off, lost, and requeued one by one.
-	start := b.ledger.WriteUnits()
+	start := b.dynamo.WriteUnits()
 	for i := range n {
 		claimPath = append(claimPath, b.schedule(t, fmt.Sprintf("rem-q%02d", i), b.clk.Now()))
 	}
@@ -70,13 +70,13 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 	for _, k := range claimPath {
 		deliver(t, b, k)
 	}
-	claimTotal := b.ledger.WriteUnits() - start
+	claimTotal := b.dynamo.WriteUnits() - start
 
 	perCursor, perClaim := cursorTotal/n, claimTotal/n
 	t.Logf("write units per delivery, creation to sent (delivery item + due index):")
 	t.Logf("  create %.2f, hand-off by cursor %.2f, claim + complete %.2f: total %.2f", created/n, handOff/n, (cursorTotal-created-handOff)/n, perCursor)
 	t.Logf("  with a conditional claim per delivery: total %.2f", perClaim)
-	t.Logf("  plus per reminder item %.2f; cursor moves %.2f in all for %d deliveries", reminderUnits/n, b.ledger.Units().Cursors, 2*n)
+	t.Logf("  plus per reminder item %.2f; cursor moves %.2f in all for %d deliveries", reminderUnits/n, b.dynamo.Units().Cursors, 2*n)
 	if perCursor != 5 || handOff != 0 {
 		t.Errorf("cursor path costs %.2f units per delivery (%.2f at hand-off), want 5 (0)", perCursor, handOff/n)
 	}

@@ -28,7 +28,7 @@ import (
 // from the queue as the event source mapping would, and delivered once by
 // the consumer Function to the provider sink.
 func TestScheduledEnqueuedAndConsumedEndToEnd(t *testing.T) {
-	b := setup(t, 4)
+	b := setupLocal(t, 4)
 	secret := []byte("end-to-end-secret")
 	snk := &sink.Sink{Secret: secret}
 	srv := httptest.NewServer(snk)
@@ -63,7 +63,7 @@ func TestScheduledEnqueuedAndConsumedEndToEnd(t *testing.T) {
 	}
 
 	cons, err := consumer.New(consumer.Config{
-		Ledger: b.ledger, Providers: map[string]provider.Provider{"webhook": hook},
+		Ledger: b.dynamo, Providers: map[string]provider.Provider{"webhook": hook},
 		Queue: b.sqs, QueueURL: b.q.WorkURL, DLQURL: b.q.DLQURL, Clock: b.clk, Logger: log,
 	})
 	if err != nil {

@@ -1,8 +1,10 @@
 package enqueue_test
 
-// The enqueue against DynamoDB Local and fauxqs, with a fake clock. A
-// recording publisher in front of the real queue shows what each run
-// published and with which delay.
+// The enqueue's logic on the in-memory ledger with a fake clock (setup),
+// and what depends on DynamoDB itself (its consumed capacity, the SDK's
+// handling of a stalled request, the whole path to a real queue) against
+// DynamoDB Local and fauxqs (setupLocal). A recording publisher shows what
+// each run published and with which delay.
 
 import (
 	"bytes"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -39,7 +40,8 @@ type published struct {
 	At    time.Time
 }
 
-// recorder publishes through the real queue and records what went out.
+// recorder records what went out, and publishes it through the real queue
+// if there is one (next).
 // fail, if set, decides per entry whether SQS "refuses" it; drop sends
 // nothing yet reports success (a message lost in transit); onCall runs
 // before each call.
@@ -75,7 +77,7 @@ func (r *recorder) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 		pass = append(pass, e)
 		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
 	}
-	if len(pass) == 0 || r.drop {
+	if len(pass) == 0 || r.drop || r.next == nil {
 		return out, nil
 	}
 	in.Entries = pass
@@ -95,13 +97,25 @@ func (r *recorder) take() []published {
 	return s
 }
 
+// bundleLedger is what the tests ask of the ledger.
+type bundleLedger interface {
+	enqueue.Ledger
+	schedule.Ledger
+	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	Complete(ctx context.Context, d ledger.Delivery, receipt string) (ledger.Delivery, error)
+	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
+}
+
 type bundle struct {
 	ctx    context.Context
 	clk    *clock.Fake
+	ledger bundleLedger
+	mem    *ledger.Memory // setup's ledger
+	dynamo *ledger.Ledger // setupLocal's ledger, over DynamoDB Local
 	db     *dynamodb.Client
 	sqs    *sqs.Client
 	q      standintest.Queues
-	ledger *ledger.Ledger
 	store  *schedule.Store
 	pub    *recorder
 	logs   *bytes.Buffer
@@ -120,32 +134,59 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// ledgerOn is a ledger over the bundle's table through api.
+// ledgerOn is a ledger over the local bundle's table through api.
 func (b *bundle) ledgerOn(t *testing.T, api ledger.API) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.New(api, ledger.Config{Table: b.ledger.Table(), Clock: b.clk, Shards: b.cfg.Shards})
+	l, err := ledger.New(api, ledger.Config{Table: b.dynamo.Table(), Clock: b.clk, Shards: b.cfg.Shards})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
+// setup is a bundle on the in-memory ledger, publishing nowhere.
 func setup(t *testing.T, shards int) *bundle {
+	t.Helper()
+	t.Parallel()
+	b := &bundle{ctx: context.Background(), clk: clock.NewFake(t0), logs: &bytes.Buffer{}, logMu: &sync.Mutex{},
+		q: standintest.Queues{WorkURL: "https://sqs.eu-west-1.amazonaws.com/000000000000/work"}}
+	var err error
+	if b.mem, err = ledger.NewMemory(ledger.MemoryConfig{Clock: b.clk, Shards: shards}); err != nil {
+		t.Fatal(err)
+	}
+	b.ledger = b.mem
+	b.finish(t, shards)
+	return b
+}
+
+// setupLocal is a bundle on DynamoDB Local, publishing to fauxqs.
+func setupLocal(t *testing.T, shards int) *bundle {
 	t.Helper()
 	t.Parallel()
 	cfg := standintest.AWSConfig(t)
 	b := &bundle{ctx: context.Background(), clk: clock.NewFake(t0), db: awsclient.DynamoDB(cfg), sqs: awsclient.SQS(cfg), logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
 	b.q = standintest.QueuePair(t, b.sqs, 30*time.Second, 10)
 	var err error
-	b.ledger, err = ledger.New(b.db, ledger.Config{Table: standintest.Table(t, b.db), Clock: b.clk, Shards: shards})
-	if err != nil {
+	if b.dynamo, err = ledger.New(b.db, ledger.Config{Table: standintest.Table(t, b.db), Clock: b.clk, Shards: shards}); err != nil {
 		t.Fatal(err)
 	}
+	b.ledger = b.dynamo
+	b.finish(t, shards)
+	return b
+}
+
+func (b *bundle) finish(t *testing.T, shards int) {
+	t.Helper()
+	var err error
 	b.store, err = schedule.New(schedule.Config{Ledger: b.ledger, Clock: b.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.pub = &recorder{next: b.sqs, clk: b.clk}
+	var next enqueue.Publisher
+	if b.sqs != nil {
+		next = b.sqs
+	}
+	b.pub = &recorder{next: next, clk: b.clk}
 	b.cfg = enqueue.Config{
 		Ledger: b.ledger, Queue: b.pub, QueueURL: b.q.WorkURL, Shards: shards, Clock: b.clk,
 		Logger: slog.New(slog.NewJSONHandler(lockedWriter{b.logMu, b.logs}, nil)),
@@ -157,7 +198,6 @@ func setup(t *testing.T, shards int) *bundle {
 			b.logMu.Unlock()
 		}
 	})
-	return b
 }
 
 func (b *bundle) enqueuer(t *testing.T, edit func(*enqueue.Config)) *enqueue.Enqueuer {
@@ -521,18 +561,27 @@ func TestDelayIsCountedFromEachBatchNotTheRunStart(t *testing.T) {
 	}
 }
 
-// failingShard fails every due index query of one shard, as throttling
-// of one partition would.
+// failingShard fails every due index read of one shard, as throttling of
+// one partition would.
 type failingShard struct {
-	ledger.API
-	shard string
+	enqueue.Ledger
+	shard int
 }
 
-func (f failingShard) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	if v, ok := in.ExpressionAttributeValues[":shard"].(*ddbtypes.AttributeValueMemberS); ok && v.Value == f.shard {
-		return nil, errors.New("ProvisionedThroughputExceededException")
+var errThrottled = errors.New("ProvisionedThroughputExceededException")
+
+func (f failingShard) DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error) {
+	if shard == f.shard {
+		return nil, errThrottled
 	}
-	return f.API.Query(ctx, in, opts...)
+	return f.Ledger.DueAfter(ctx, shard, pos, upTo, limit)
+}
+
+func (f failingShard) DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (bool, error) {
+	if shard == f.shard {
+		return false, errThrottled
+	}
+	return f.Ledger.DueBy(ctx, shard, by, page)
 }
 
 // scheduleHundred schedules 100 reminders due at t0 over shards, and
@@ -553,7 +602,7 @@ func TestAFailingShardDoesNotStopTheOthers(t *testing.T) {
 	b := setup(t, 4)
 	inShard0 := b.scheduleHundred(t, 4)
 	b.clk.Advance(time.Minute)
-	broken := b.enqueuer(t, func(c *enqueue.Config) { c.Ledger = b.ledgerOn(t, failingShard{API: b.db, shard: ledger.ShardKey(0)}) })
+	broken := b.enqueuer(t, func(c *enqueue.Config) { c.Ledger = failingShard{Ledger: c.Ledger, shard: 0} })
 	rep, err := broken.Run(b.ctx)
 	if err == nil || !strings.Contains(err.Error(), "ProvisionedThroughputExceededException") {
 		t.Fatalf("run error = %v, want the shard's error", err)
@@ -586,7 +635,7 @@ func TestAnOperatorClockBehindNeverSchedulesBehindTheCursor(t *testing.T) {
 		t.Fatalf("first run enqueued %d", rep.Enqueued)
 	}
 	behind := clock.NewFake(b.clk.Now().Add(-time.Minute))
-	op, err := ledger.New(b.db, ledger.Config{Table: b.ledger.Table(), Clock: behind, Shards: 1, ClockSkew: ledger.OperatorClockSkew})
+	op, err := b.mem.With(ledger.MemoryConfig{Clock: behind, Shards: 1, ClockSkew: ledger.OperatorClockSkew})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func (s stallingHTTP) Do(req *http.Request) (*http.Response, error) {
 // next run hands off the rest, each delivery once. A run its caller
 // cancels still fails.
 func TestSlowDynamoDBCutsTheRunInsteadOfTimingItOut(t *testing.T) {
-	b := setup(t, 4)
+	b := setupLocal(t, 4)
 	inShard0 := b.scheduleHundred(t, 4)
 	b.clk.Advance(time.Minute)
 	cfg := standintest.AWSConfig(t)

@@ -452,3 +452,17 @@ func copyReminder(r Reminder) Reminder {
 	r.Metadata = maps.Clone(r.Metadata)
 	return r
 }
+
+// HandedOff is Ledger.HandedOff.
+func (m *Memory) HandedOff(_ context.Context, d Delivery) (HandOff, error) {
+	if d.Index == nil {
+		return HandOff{}, nil
+	}
+	if d.Status != StatusPending {
+		return HandOff{Done: true, PublishAt: d.Index.PublishAt}, nil
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	pos := m.t.cursors[d.Index.Shard]
+	return HandOff{Done: pos != "" && d.Index.Sort <= pos, PublishAt: d.Index.PublishAt}, nil
+}

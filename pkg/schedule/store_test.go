@@ -20,26 +20,54 @@ import (
 	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
+// bundleLedger is what the tests ask of the ledger.
+type bundleLedger interface {
+	schedule.Ledger
+	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	Complete(ctx context.Context, d ledger.Delivery, receipt string) (ledger.Delivery, error)
+}
+
 type bundle struct {
 	ctx    context.Context
 	clk    *clock.Fake
-	ledger *ledger.Ledger
+	ledger bundleLedger
+	table  string // setupLocal's table in DynamoDB Local
 	store  *schedule.Store
 }
 
+// setup is a bundle on the in-memory ledger with a fake clock: the intake's
+// logic (create, conflict, cancel, import) needs nothing else.
 func setup(t *testing.T) bundle {
 	t.Helper()
-	db := standintest.DynamoDB(t)
 	clk := clock.NewFake(now)
-	l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk})
+	l, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newBundle(t, clk, l, "")
+}
+
+// setupLocal is a bundle on DynamoDB Local, for what DynamoDB does itself
+// (TTL deletion).
+func setupLocal(t *testing.T, db *dynamodb.Client) bundle {
+	t.Helper()
+	clk := clock.NewFake(now)
+	table := standintest.Table(t, db)
+	l, err := ledger.New(db, ledger.Config{Table: table, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newBundle(t, clk, l, table)
+}
+
+func newBundle(t *testing.T, clk *clock.Fake, l bundleLedger, table string) bundle {
+	t.Helper()
 	s, err := schedule.New(schedule.Config{Ledger: l, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bundle{ctx: context.Background(), clk: clk, ledger: l, store: s}
+	return bundle{ctx: context.Background(), clk: clk, ledger: l, table: table, store: s}
 }
 
 func (b bundle) parse(t *testing.T, js string) schedule.Reminder {
@@ -80,7 +108,7 @@ func TestCreateIsIdempotentByID(t *testing.T) {
 
 // failingLedger fails the nth delivery create, as a crash half-way would.
 type failingLedger struct {
-	*ledger.Ledger
+	bundleLedger
 	fail int
 	n    int
 }
@@ -90,14 +118,14 @@ func (f *failingLedger) Create(ctx context.Context, d ledger.Delivery) error {
 	if f.n == f.fail {
 		return errors.New("connection reset")
 	}
-	return f.Ledger.Create(ctx, d)
+	return f.bundleLedger.Create(ctx, d)
 }
 
 func TestCreateFinishesWhatAnInterruptedCreateLeft(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.parse(t, strings.Replace(good, `}]`, `},{"channel":"sms","provider":"webhook","recipientRef":"acct-1/phone","templateRef":"renewal-sms"}]`, 1))
-	broken, _ := schedule.New(schedule.Config{Ledger: &failingLedger{Ledger: b.ledger, fail: 2}, Clock: b.clk})
+	broken, _ := schedule.New(schedule.Config{Ledger: &failingLedger{bundleLedger: b.ledger, fail: 2}, Clock: b.clk})
 	if _, err := broken.Create(b.ctx, r); err == nil || !strings.Contains(err.Error(), "run the same create again") {
 		t.Fatalf("interrupted create: %v", err)
 	}
@@ -279,8 +307,8 @@ func sweep(t *testing.T, db *dynamodb.Client, table string, now time.Time) (dele
 // second time.
 func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
 	db := standintest.DynamoDB(t)
+	b := setupLocal(t, db)
 	js := strings.Replace(good, `"deliveries"`, `"expiresAt":"2028-01-05T09:00:00Z","deliveries"`, 1)
 	r := b.parse(t, js)
 	if _, err := b.store.Create(b.ctx, r); err != nil {
@@ -296,7 +324,7 @@ func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.clk.Advance(100 * 24 * time.Hour)
-	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 0 {
+	if n := sweep(t, db, b.table, b.clk.Now()); n != 0 {
 		t.Fatalf("%d items expired at day 100, 300 days before their reminder", n)
 	}
 	if got, err := b.store.Create(b.ctx, b.parse(t, js)); err != nil || got != schedule.Unchanged {
@@ -311,11 +339,11 @@ func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
 	if _, err := b.store.Validator().ParseJSON([]byte(js)); err == nil || !strings.Contains(err.Error(), "has passed") {
 		t.Fatalf("import after expiresAt: %v; want it refused", err)
 	}
-	if n := sweep(t, db, b.ledger.Table(), b.clk.Now().Add(90*24*time.Hour-time.Minute)); n != 0 {
+	if n := sweep(t, db, b.table, b.clk.Now().Add(90*24*time.Hour-time.Minute)); n != 0 {
 		t.Fatalf("%d items expired before 90 days after expiresAt", n)
 	}
 	b.clk.Advance(r.ExpiresAt.Add(90*24*time.Hour + time.Second).Sub(b.clk.Now()))
-	if n := sweep(t, db, b.ledger.Table(), b.clk.Now()); n != 2 {
+	if n := sweep(t, db, b.table, b.clk.Now()); n != 2 {
 		t.Fatalf("%d items expired 90 days after expiresAt, want the reminder item and its delivery", n)
 	}
 }
