@@ -155,7 +155,3 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	return d, nil
 }
-
-// DecodeDelivery reads a delivery item as stored (for readers that query
-// the table themselves, such as a reminder's view).
-func DecodeDelivery(av map[string]types.AttributeValue) (Delivery, error) { return fromItem(av) }

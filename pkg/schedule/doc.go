@@ -3,9 +3,9 @@
 // can be published; it cancels them; and it imports them in bulk from JSON
 // Lines or CSV.
 //
-// A reminder is one item (PK REM#<id>, SK REMINDER) holding what the user
-// gave, beside one ledger delivery item per delivery, which the ledger
-// places in the due index for the enqueue to find. Creating the same
+// The ledger stores a reminder (ledger.CreateReminder: what the user gave)
+// and one delivery per delivery (ledger.Create), which it places in the due
+// index for the enqueue to find; this package never touches the table. Creating the same
 // reminder twice is harmless; a different reminder under a used id is a
 // *ConflictError naming the field that differs.
 package schedule
