@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // TestCalendarCommands runs schedule, import and cancel as a user would,

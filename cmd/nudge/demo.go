@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nudgehq/nudge/pkg/demo"
+	"github.com/nudgehq/nudge/pkg/local/demo"
 )
 
 // localDemo runs the whole system locally and exits 1 if an invariant broke.

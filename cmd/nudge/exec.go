@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/nudgehq/nudge/pkg/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 )
 
 // localExec runs a command with the stand-ins up.

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,21 +18,19 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/enqueue"
-	"github.com/nudgehq/nudge/pkg/esm"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/esm"
+	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/sink"
-	"github.com/nudgehq/nudge/pkg/standin"
 	"github.com/nudgehq/nudge/pkg/status"
 )
 
 // localSecret signs webhook requests between the local consumer and sink.
-const localSecret = "nudge-local-webhook-secret"
 
 func localInvoke(args []string, out, errs io.Writer) int {
 	c := newCommand("nudge local invoke", "", "Run the function an event is for (SQS events: the consumer; schedule events: the enqueue) under\nthe Lambda runtime interface emulator against fresh stand-ins seeded with what the event names, and\nprint its log lines, its REPORT line, its response and the ledger.", out, errs)
@@ -125,73 +121,32 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
 	}
-	dir, err := standin.DefaultDir()
-	if err != nil {
-		return nil, err
-	}
-	stack, err := standin.Up(ctx, dir, os.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	defer stack.Stop()
-	// Point this process's AWS clients at the stack, and put the
-	// environment back afterwards (tests run other commands in-process).
-	for _, kv := range stack.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		old, had := os.LookupEnv(k)
-		os.Setenv(k, v)
-		defer func() {
-			if had {
-				os.Setenv(k, old)
-			} else {
-				os.Unsetenv(k)
-			}
-		}()
-	}
-
-	// The provider sink, on a free loopback port.
-	snk := &sink.Sink{Secret: []byte(localSecret), Plan: plan}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: snk, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
 	stage := deployment.Dev()
-	cfg, err := awsclient.Load(ctx)
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Plan: plan, Log: os.Stderr})
 	if err != nil {
 		return nil, err
 	}
-	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
-	res, err := stage.Provision(ctx, db, q)
-	if err != nil {
-		return nil, err
-	}
-	// The environment the stack gives the function, with local addresses.
-	resources := res.Resources("http://"+ln.Addr().String()+"/deliveries", localSecret)
-	env, timeout, memory := stage.ConsumerEnv(resources), stage.ConsumerTimeout, stage.ConsumerMemoryMB
+	defer sys.Close()
+	db, q, res := sys.DB, sys.SQS, sys.Resources
 	var seeded []message.DeliveryKey
+	led, err := ledger.New(db, ledger.Config{Table: res.Table, Shards: stage.Shards})
+	if err != nil {
+		return nil, err
+	}
 	if fn == "consumer" {
-		led, err := ledger.New(db, ledger.Config{Table: res.Table, Shards: stage.Shards})
-		if err != nil {
+		if seeded, err = seed(ctx, led, ev); err != nil {
 			return nil, err
 		}
-		seeded, err = seed(ctx, led, ev)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		env, timeout, memory = stage.EnqueueEnv(resources), stage.EnqueueTimeout, stage.EnqueueMemoryMB
-		if seeded, err = seedCalendar(ctx, db, res.Table, stage.Shards, out); err != nil {
-			return nil, err
-		}
+	} else if seeded, err = seedCalendar(ctx, db, res.Table, stage.Shards, out); err != nil {
+		return nil, err
 	}
 
 	logs := &lockedBuffer{}
-	fnEnv := append(append(stack.Env(), deployment.EnvList(env)...), standin.LambdaEnv("nudge-"+stage.Name+"-"+fn, timeout, memory)...)
-	lambda, err := standin.StartLambda(ctx, dir, bootstrap, standin.Options{Log: logs, Env: fnEnv})
+	env, err := sys.Env(fn, sys.Endpoints(), 0)
+	if err != nil {
+		return nil, err
+	}
+	lambda, err := sys.StartFunction(ctx, bootstrap, env, logs)
 	if err != nil {
 		return nil, err
 	}
@@ -219,10 +174,6 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	if fn == "enqueue" {
 		fmt.Fprintln(out, "(the enqueue hands off by cursor: a published delivery stays pending until the consumer claims it)")
 	}
-	led, err := ledger.New(db, ledger.Config{Table: res.Table, Shards: stage.Shards})
-	if err != nil {
-		return nil, err
-	}
 	for _, k := range seeded {
 		d, err := led.Get(ctx, k)
 		if err != nil {
@@ -232,7 +183,7 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 		result.Statuses[k.String()] = d.Status
 		fmt.Fprintf(out, "%-28s %-9s due %s attempts=%d receipt=%q lastError=%q\n", k, d.Status, d.DueAt.Format(time.RFC3339), d.Attempts, d.Receipt, d.LastError)
 	}
-	result.Accepted, result.Duplicates = snk.Totals()
+	result.Accepted, result.Duplicates = sys.Sink.Totals()
 	if result.DLQ, err = status.QueueDepth(ctx, q, res.DLQURL); err != nil {
 		return result, err
 	}

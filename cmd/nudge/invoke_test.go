@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // TestEveryEventNamesItsFunction: each sample event is for the consumer or

@@ -23,10 +23,11 @@ import (
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -41,7 +42,7 @@ type opsFixture struct {
 	t     *testing.T
 	ctx   context.Context
 	stage string
-	res   deployment.Provisioned
+	res   local.Provisioned
 	db    *dynamodb.Client
 	sqs   *sqs.Client
 	l     *ledger.Ledger
@@ -55,7 +56,7 @@ func opsSetup(t *testing.T) *opsFixture {
 	stage.Name = strings.TrimPrefix(standintest.Name("ops"), "ops-")
 	f.stage = stage.Name
 	var err error
-	if f.res, err = stage.Provision(f.ctx, db, q); err != nil {
+	if f.res, err = local.Provision(f.ctx, stage, db, q); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

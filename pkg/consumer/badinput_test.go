@@ -13,7 +13,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // TestBadBodiesAreDeadLetteredWithTheirReason: each kind of bad message

@@ -22,25 +22,26 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/batch"
-	"github.com/nudgehq/nudge/pkg/batch/batchtest"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/heartbeat"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/batchtest"
+	"github.com/nudgehq/nudge/pkg/local/sink"
+	"github.com/nudgehq/nudge/pkg/local/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/retry"
-	"github.com/nudgehq/nudge/pkg/sink"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 var secret = []byte("test-secret-0123456789")
 
 type bundle struct {
 	t        testing.TB
-	counter  *awsclient.Counter
+	counter  *standin.Counter
 	ctx      context.Context
 	clk      *clock.Fake
 	sqs      *sqs.Client
@@ -87,7 +88,7 @@ func setup(t testing.TB, o options) *bundle {
 	if tt, ok := t.(*testing.T); ok {
 		tt.Parallel()
 	}
-	b := &bundle{t: t, ctx: context.Background(), logs: &syncBuffer{}, counter: &awsclient.Counter{}}
+	b := &bundle{t: t, ctx: context.Background(), logs: &syncBuffer{}, counter: &standin.Counter{}}
 	b.clk = clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	cfg := standintest.AWSConfig(t)
 	b.counter.Attach(&cfg)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nudgehq/nudge/pkg/batch/batchtest"
+	"github.com/nudgehq/nudge/pkg/local/batchtest"
 	"github.com/nudgehq/nudge/pkg/message"
 )
 

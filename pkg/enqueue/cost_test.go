@@ -12,9 +12,10 @@ import (
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 // deliver claims and completes k as the consumer would.
@@ -95,7 +96,7 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 func TestRequestsPerEnqueuedDelivery(t *testing.T) {
 	t.Parallel()
 	cfg := standintest.AWSConfig(t)
-	counter := &awsclient.Counter{}
+	counter := &standin.Counter{}
 	counter.Attach(&cfg)
 	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
 	clk := clock.NewFake(t0)
@@ -149,7 +150,7 @@ func BenchmarkEnqueueThroughput(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				cfg := standintest.AWSConfig(b)
-				counter := &awsclient.Counter{}
+				counter := &standin.Counter{}
 				counter.Attach(&cfg)
 				db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
 				l, err := ledger.New(db, ledger.Config{Table: standintest.Table(b, db)})

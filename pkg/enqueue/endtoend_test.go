@@ -13,13 +13,13 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/pkg/batch"
-	"github.com/nudgehq/nudge/pkg/batch/batchtest"
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/batchtest"
+	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/sink"
 )
 
 // TestScheduledEnqueuedAndConsumedEndToEnd takes a reminder from the

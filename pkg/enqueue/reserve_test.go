@@ -14,7 +14,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // stallingHTTP holds every due index query of one shard until its request

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // TestScanDeliveriesReadsEveryDeliveryAndNothingElse: deliveries across

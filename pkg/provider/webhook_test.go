@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/sink"
 )
 
 var secret = []byte("0123456789abcdef-test-secret")

@@ -17,9 +17,9 @@ import (
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/redrive"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 type fixture struct {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 // bundleLedger is what the tests ask of the ledger.

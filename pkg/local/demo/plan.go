@@ -9,9 +9,9 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/sink"
 )
 
 // kind is a reminder's place in the mix.

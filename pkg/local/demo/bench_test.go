@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // BenchmarkEndToEnd drains 500 deliveries through the event source

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,11 +17,12 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/esm"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/esm"
+	"github.com/nudgehq/nudge/pkg/local/sink"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/sink"
-	"github.com/nudgehq/nudge/pkg/standin"
 )
 
 // DrainConfig configures a drain: a measurement of the consumer path alone.
@@ -108,21 +107,21 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" {
 		return res, errors.New("demo: a drain needs running stand-ins: set DynamoDBEndpoint and SQSEndpoint (nudge local exec sets AWS_ENDPOINT_URL_*)")
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		var err error
-		if dir, err = standin.DefaultDir(); err != nil {
-			return res, err
-		}
-	}
 	stage := deployment.Dev()
 	stage.Name, stage.BatchSize, stage.BatchingWindow, stage.MaxConcurrency = cfg.Stage, cfg.BatchSize, cfg.BatchingWindow, max(cfg.Instances, 2)
-	db, q, err := clients(ctx, cfg.DynamoDBEndpoint, cfg.SQSEndpoint, nil)
+	// A big batch needs records run enough at a time to start them all
+	// before the cut-off (deployment.Stage.Validate): half the batch at
+	// once fits the stage's two rounds of the provider timeout.
+	stage.RecordConcurrency = max(stage.RecordConcurrency, (cfg.BatchSize+1)/2)
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint,
+		Plan: func(string, int) sink.Fault { return sink.Fault{Kind: "ok", Delay: cfg.Latency} }})
 	if err != nil {
 		return res, err
 	}
-	s := &system{db: db, sqs: q}
-	if s.res, err = stage.Provision(ctx, db, q); err != nil {
+	defer sys.Close()
+	db, q, snk := sys.DB, sys.SQS, sys.Sink
+	s := &system{db: db, sqs: q, res: sys.Resources}
+	if s.view, err = ledger.New(db, ledger.Config{Table: s.res.Table}); err != nil {
 		return res, err
 	}
 	if err := s.empty(ctx); err != nil {
@@ -133,15 +132,7 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 		return res, err
 	}
 
-	// The provider and the counting proxies.
-	snk := &sink.Sink{Secret: []byte(webhookSecret), Plan: func(string, int) sink.Fault { return sink.Fault{Kind: "ok", Delay: cfg.Latency} }}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return res, err
-	}
-	srv := &http.Server{Handler: snk, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	// The counting proxies.
 	proxies := map[string]*standin.Proxy{}
 	for name, target := range map[string]string{"DynamoDB": cfg.DynamoDBEndpoint, "SQS": cfg.SQSEndpoint} {
 		p, err := standin.NewProxy(target)
@@ -151,9 +142,10 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 		defer p.Close()
 		proxies[name] = p
 	}
-	resources := s.res.Resources("http://"+ln.Addr().String()+"/deliveries", webhookSecret)
-	env := append(standin.EndpointEnv(proxies["DynamoDB"].Endpoint, proxies["SQS"].Endpoint), deployment.EnvList(stage.ConsumerEnv(resources))...)
-	env = append(env, standin.LambdaEnv("nudge-"+stage.Name+"-consumer", stage.ConsumerTimeout, stage.ConsumerMemoryMB)...)
+	env, err := sys.Env("consumer", local.Endpoints{DynamoDB: proxies["DynamoDB"].Endpoint, SQS: proxies["SQS"].Endpoint}, 0)
+	if err != nil {
+		return res, err
+	}
 
 	// The deliveries, due now, and their messages.
 	now := time.Now().UTC().Add(-time.Second)
@@ -169,7 +161,7 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 	var fns []*standin.Lambda
 	for i := range cfg.Instances {
 		start := time.Now()
-		fn, err := standin.StartLambda(ctx, dir, filepath.Join(cfg.Bootstraps, "consumer", "bootstrap"), standin.Options{Log: io.Discard, Env: env})
+		fn, err := sys.StartFunction(ctx, filepath.Join(cfg.Bootstraps, "consumer", "bootstrap"), env, io.Discard)
 		if err != nil {
 			return res, err
 		}
@@ -246,10 +238,12 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 
 	// The enqueue's cold start, on the drained table: a tick with nothing
 	// to hand off.
-	eenv := append(standin.EndpointEnv(cfg.DynamoDBEndpoint, cfg.SQSEndpoint), deployment.EnvList(stage.EnqueueEnv(resources))...)
-	eenv = append(eenv, standin.LambdaEnv("nudge-"+stage.Name+"-enqueue", stage.EnqueueTimeout, stage.EnqueueMemoryMB)...)
+	eenv, err := sys.Env("enqueue", sys.Endpoints(), 0)
+	if err != nil {
+		return res, err
+	}
 	start := time.Now()
-	enq, err := standin.StartLambda(ctx, dir, filepath.Join(cfg.Bootstraps, "enqueue", "bootstrap"), standin.Options{Log: io.Discard, Env: eenv})
+	enq, err := sys.StartFunction(ctx, filepath.Join(cfg.Bootstraps, "enqueue", "bootstrap"), eenv, io.Discard)
 	if err != nil {
 		return res, err
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 )
 
 // AWSConfig returns an SDK config for the stand-ins, or skips (fails under

@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,34 +14,28 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go/logging"
 
-	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/esm"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/esm"
+	"github.com/nudgehq/nudge/pkg/local/sink"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/sink"
-	"github.com/nudgehq/nudge/pkg/standin"
 	"github.com/nudgehq/nudge/pkg/status"
 )
-
-// webhookSecret signs requests between the local consumer and the sink.
-const webhookSecret = "nudge-demo-webhook-secret"
 
 // system is everything a run started, and the handles to observe it.
 type system struct {
 	cfg            Config
 	stage          deployment.Stage
+	sys            *local.System
 	ddbURL, sqsURL string // the stand-ins
-	res            deployment.Provisioned
+	res            local.Provisioned
 	db             *dynamodb.Client // direct: for observing, not counted
 	sqs            *sqs.Client
 	plan           *plan
@@ -53,7 +44,7 @@ type system struct {
 	intake        *schedule.Store
 	intakeLedger  *ledger.Ledger
 	view          *ledger.Ledger // the table, read by the checker on an uncounted client
-	intakeCounter *awsclient.Counter
+	intakeCounter *standin.Counter
 	proxies       map[string]*standin.Proxy // "consumer DynamoDB", …
 	consumerLogs  logs
 	enqueueLogs   logs
@@ -101,34 +92,17 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			return nil, fmt.Errorf("demo: %s not found; build the functions for this machine first (make build-local; make demo does it)", bins[fn])
 		}
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		if dir, err = standin.DefaultDir(); err != nil {
-			return nil, err
-		}
-	}
 	out := cfg.Out
-	ddbURL, sqsURL := cfg.DynamoDBEndpoint, cfg.SQSEndpoint
-	if ddbURL == "" || sqsURL == "" {
-		stack, err := standin.Up(ctx, dir, out)
-		if err != nil {
-			return nil, err
-		}
-		defer stack.Stop()
-		ddbURL, sqsURL = stack.DynamoDB.Endpoint, stack.SQS.Endpoint
-	} else if err := standin.Install(ctx, dir, out); err != nil { // the emulator
-		return nil, err
-	}
-
-	s := &system{cfg: cfg, stage: stage, plan: newPlan(cfg), proxies: map[string]*standin.Proxy{}, due: map[message.DeliveryKey]time.Time{},
-		ddbURL: ddbURL, sqsURL: sqsURL}
-	s.db, s.sqs, err = clients(ctx, ddbURL, sqsURL, nil)
+	s := &system{cfg: cfg, stage: stage, plan: newPlan(cfg), proxies: map[string]*standin.Proxy{}, due: map[message.DeliveryKey]time.Time{}}
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint,
+		Plan: s.plan.sinkPlan(), Log: out})
 	if err != nil {
 		return nil, err
 	}
-	if s.res, err = stage.Provision(ctx, s.db, s.sqs); err != nil {
-		return nil, err
-	}
+	defer sys.Close()
+	s.sys, s.db, s.sqs, s.res, s.sink = sys, sys.DB, sys.SQS, sys.Resources, sys.Sink
+	s.ddbURL, s.sqsURL = sys.DynamoDBEndpoint, sys.SQSEndpoint
+	dir := sys.Dir
 	// The checker's view of the table, on an uncounted client.
 	if s.view, err = ledger.New(s.db, ledger.Config{Table: s.res.Table}); err != nil {
 		return nil, err
@@ -137,9 +111,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	for _, name := range []string{"consumer DynamoDB", "consumer SQS", "enqueue DynamoDB", "enqueue SQS"} {
-		target := ddbURL
-		if name[len(name)-3:] == "SQS" {
-			target = sqsURL
+		target := s.ddbURL
+		if strings.HasSuffix(name, "SQS") {
+			target = s.sqsURL
 		}
 		p, err := standin.NewProxy(target)
 		if err != nil {
@@ -149,8 +123,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		s.proxies[name] = p
 	}
 	// The intake, counted in process.
-	s.intakeCounter = &awsclient.Counter{}
-	intakeDB, _, err := clients(ctx, ddbURL, sqsURL, s.intakeCounter)
+	s.intakeCounter = &standin.Counter{}
+	intakeDB, _, err := local.Clients(ctx, s.ddbURL, s.sqsURL, s.intakeCounter)
 	if err != nil {
 		return nil, err
 	}
@@ -163,25 +137,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 
-	// The provider.
-	s.sink = &sink.Sink{Secret: []byte(webhookSecret), Plan: s.plan.sinkPlan()}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: s.sink, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
 	// The functions, with the stack's environment and local addresses.
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	webhook := "http://" + ln.Addr().String() + "/deliveries"
-	resources := s.res.Resources(webhook, webhookSecret)
-	consumerEnv := append(s.awsEnv("consumer"), deployment.EnvList(stage.ConsumerEnv(resources))...)
-	consumerEnv = append(consumerEnv, "NUDGE_BACKOFF_BASE="+backoffBase.String(), "NUDGE_BACKOFF_CAP="+backoffCap.String())
-	consumerEnv = append(consumerEnv, standin.LambdaEnv("nudge-"+stage.Name+"-consumer", stage.ConsumerTimeout, stage.ConsumerMemoryMB)...)
 	var invokers []esm.Invoker
 	for i := range cfg.MaxConcurrency {
 		name := fmt.Sprintf("consumer-%d", i+1)
@@ -193,13 +152,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		s.consumerLogs = append(s.consumerLogs, log)
 		// Each instance posts to its own path, so the provider's record
 		// tells which instance an answer went to.
-		env := slices.Clone(consumerEnv)
-		for j, kv := range env { // one value: the emulator keeps the first of duplicates
-			if strings.HasPrefix(kv, "NUDGE_WEBHOOK_URL=") {
-				env[j] = "NUDGE_WEBHOOK_URL=" + webhook + "/" + name
-			}
+		env, err := sys.Env("consumer", s.endpoints("consumer"), 0, "NUDGE_WEBHOOK_URL="+sys.WebhookURL+"/"+name,
+			"NUDGE_BACKOFF_BASE="+backoffBase.String(), "NUDGE_BACKOFF_CAP="+backoffCap.String())
+		if err != nil {
+			return nil, err
 		}
-		fn, err := standin.StartLambda(ctx, dir, bins["consumer"], standin.Options{Log: log, Env: env})
+		fn, err := sys.StartFunction(ctx, bins["consumer"], env, log)
 		if err != nil {
 			return nil, err
 		}
@@ -209,16 +167,17 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		invokers = append(invokers, in)
 	}
 	enqueueTimeout, enqueueMargin := cfg.enqueueTimeout(stage)
-	enqueueEnv := append(s.awsEnv("enqueue"), deployment.EnvList(stage.EnqueueEnv(resources))...)
-	enqueueEnv = append(enqueueEnv, "NUDGE_SETTLE="+settle.String(), "NUDGE_CUTOFF_MARGIN="+enqueueMargin.String())
-	enqueueEnv = append(enqueueEnv, standin.LambdaEnv("nudge-"+stage.Name+"-enqueue", enqueueTimeout, stage.EnqueueMemoryMB)...)
+	enqueueEnv, err := sys.Env("enqueue", s.endpoints("enqueue"), enqueueTimeout, "NUDGE_SETTLE="+settle.String(), "NUDGE_CUTOFF_MARGIN="+enqueueMargin.String())
+	if err != nil {
+		return nil, err
+	}
 	log, closeLog, err := s.logFile(dir, "demo-enqueue.log")
 	if err != nil {
 		return nil, err
 	}
 	defer closeLog()
 	s.enqueueLogs = logs{log}
-	if s.enqueue, err = standin.StartLambda(ctx, dir, bins["enqueue"], standin.Options{Log: log, Env: enqueueEnv}); err != nil {
+	if s.enqueue, err = sys.StartFunction(ctx, bins["enqueue"], enqueueEnv, log); err != nil {
 		return nil, err
 	}
 	defer s.enqueue.Stop()
@@ -236,33 +195,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	return s.run(ctx)
 }
 
-// clients returns DynamoDB and SQS clients for the given endpoints, with
-// static local credentials; counter, if set, counts their requests.
-func clients(ctx context.Context, ddbURL, sqsURL string, counter *awsclient.Counter) (*dynamodb.Client, *sqs.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)),
-		// The SDK warns when it cannot drain a response body that the
-		// transport already closed (it happens with fauxqs's long polls);
-		// harmless, and it would break the progress lines.
-		config.WithLogger(logging.Nop{}))
-	if err != nil {
-		return nil, nil, err
-	}
-	if counter != nil {
-		counter.Attach(&cfg)
-	}
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		o.BaseEndpoint, o.DisableValidateResponseChecksum = aws.String(ddbURL), true
-	})
-	q := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(sqsURL) })
-	return db, q, nil
-}
-
-// awsEnv points a function's SDK at its counting proxies.
-func (s *system) awsEnv(fn string) []string {
-	return standin.EndpointEnv(s.proxies[fn+" DynamoDB"].Endpoint, s.proxies[fn+" SQS"].Endpoint)
+// endpoints are a function's counting proxies.
+func (s *system) endpoints(fn string) local.Endpoints {
+	return local.Endpoints{DynamoDB: s.proxies[fn+" DynamoDB"].Endpoint, SQS: s.proxies[fn+" SQS"].Endpoint}
 }
 
 func (s *system) logFile(dir, name string) (*functionLog, func(), error) {

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/standin"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 // TestProxyCountsCapacityUnits: DynamoDB requests through the proxy are

@@ -1,4 +1,4 @@
-package deployment_test
+package local_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // TestProvisionMakesWhatTheStackDefines: the table with its due index, the
@@ -23,7 +24,7 @@ func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 	stage := deployment.Dev()
 	stage.Name = strings.TrimPrefix(standintest.Name("p"), "p-")
 	ctx := context.Background()
-	p, err := stage.Provision(ctx, db, q)
+	p, err := local.Provision(ctx, stage, db, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 		_, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(p.WorkURL)})
 		_, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(p.DLQURL)})
 	})
-	again, err := stage.Provision(ctx, db, q)
+	again, err := local.Provision(ctx, stage, db, q)
 	if err != nil || again != p {
 		t.Fatalf("a second Provision: %+v, %v; want %+v", again, err, p)
 	}

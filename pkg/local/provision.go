@@ -1,4 +1,4 @@
-package deployment
+package local
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
@@ -28,15 +29,15 @@ type Provisioned struct {
 }
 
 // Resources returns the function resources for p, with the given webhook.
-func (p Provisioned) Resources(webhookURL, webhookSecret string) Resources {
-	return Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, WebhookURL: webhookURL, WebhookSecret: webhookSecret}
+func (p Provisioned) Resources(webhookURL, webhookSecret string) deployment.Resources {
+	return deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, WebhookURL: webhookURL, WebhookSecret: webhookSecret}
 }
 
 // Provision creates the stage's ledger table, work queue and DLQ as the
 // stack defines them (the same table input, queue attributes and redrive
 // policies), for the local stand-ins. It is idempotent: what exists is
 // kept.
-func (s Stage) Provision(ctx context.Context, db ledger.TableAPI, q queueAPI) (Provisioned, error) {
+func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q queueAPI) (Provisioned, error) {
 	if err := s.Validate(); err != nil {
 		return Provisioned{}, err
 	}
@@ -47,13 +48,13 @@ func (s Stage) Provision(ctx context.Context, db ledger.TableAPI, q queueAPI) (P
 	queueARN := func(url string) (string, error) {
 		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 		if err != nil {
-			return "", fmt.Errorf("deployment: queue %s: %w", url, err)
+			return "", fmt.Errorf("local: queue %s: %w", url, err)
 		}
 		return a.Attributes[string(types.QueueAttributeNameQueueArn)], nil
 	}
 	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(s.DLQName())})
 	if err != nil {
-		return p, fmt.Errorf("deployment: create %s: %w", s.DLQName(), err)
+		return p, fmt.Errorf("local: create %s: %w", s.DLQName(), err)
 	}
 	p.DLQURL = aws.ToString(dlq.QueueUrl)
 	if p.DLQARN, err = queueARN(p.DLQURL); err != nil {
@@ -61,14 +62,14 @@ func (s Stage) Provision(ctx context.Context, db ledger.TableAPI, q queueAPI) (P
 	}
 	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(s.WorkQueueName()), Attributes: s.WorkQueueAttributes(p.DLQARN)})
 	if err != nil {
-		return p, fmt.Errorf("deployment: create %s: %w", s.WorkQueueName(), err)
+		return p, fmt.Errorf("local: create %s: %w", s.WorkQueueName(), err)
 	}
 	p.WorkURL = aws.ToString(work.QueueUrl)
 	if p.WorkARN, err = queueARN(p.WorkURL); err != nil {
 		return p, err
 	}
 	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(p.WorkARN)}); err != nil {
-		return p, fmt.Errorf("deployment: set the DLQ's retention and redrive-allow policy: %w", err)
+		return p, fmt.Errorf("local: set the DLQ's retention and redrive-allow policy: %w", err)
 	}
 	return p, nil
 }

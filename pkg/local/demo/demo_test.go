@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/redrive"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
 )
 
 func TestParseFaults(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 )
 
 // startSleeper runs testdata/sleeper under the emulator.

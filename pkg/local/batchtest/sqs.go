@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/nudgehq/nudge/pkg/esm"
+	"github.com/nudgehq/nudge/pkg/local/esm"
 )
 
 // Receive receives up to max messages from a real (or stand-in) queue and

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/standin"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 )
 
 // instance is one consumer under the emulator, as the event source mapping

@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/nudgehq/nudge/pkg/esm"
-	"github.com/nudgehq/nudge/pkg/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/local/esm"
+	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 func batchOf(ids ...string) events.SQSEvent {

@@ -1,0 +1,20 @@
+// Package local is the whole system on one machine: what nudge local
+// invoke, the demo, the chaos run and the drain benchmark run on, built in
+// one place (Start). Nothing in it reaches AWS, and nothing of the
+// production path imports it.
+//
+// A System is the stand-ins (DynamoDB Local and fauxqs, started here or
+// given), the stage's table and queues provisioned in them as the stack
+// defines them (Provision), AWS clients on them, and the provider sink on a
+// loopback port. Env gives a function the environment the stack would give
+// it, pointed at these, and StartFunction runs its bootstrap under the
+// Lambda runtime interface emulator.
+//
+// Its subpackages are the parts:
+//
+//	standin      install and run the stand-ins and the emulator; counting proxies
+//	esm          a local SQS event source mapping
+//	sink         a provider that deduplicates by idempotency key and injects faults
+//	demo         the demo, the chaos run and the drain benchmark
+//	batchtest    helpers for tests of SQS handlers
+package local

@@ -1,0 +1,195 @@
+package local
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/local/sink"
+	"github.com/nudgehq/nudge/pkg/local/standin"
+)
+
+// WebhookSecret signs the requests of the local provider: the consumer
+// gets it as NUDGE_WEBHOOK_SECRET, and the sink checks it.
+const WebhookSecret = "nudge-local-webhook-secret"
+
+// Config configures a System.
+type Config struct {
+	// Stage names and shapes the resources. Required.
+	Stage deployment.Stage
+	// Dir is the stand-ins' folder. Default standin.DefaultDir().
+	Dir string
+	// DynamoDBEndpoint and SQSEndpoint are stand-ins already running (nudge
+	// local exec's). Empty: Start starts them, and Close stops them.
+	DynamoDBEndpoint, SQSEndpoint string
+	// Plan is the provider's faults. Nil: it accepts every request.
+	Plan sink.Plan
+	// Log receives what Start installs and starts. Default io.Discard.
+	Log io.Writer
+}
+
+// System is the local system, running. Close stops what Start started.
+type System struct {
+	Stage                         deployment.Stage
+	Dir                           string
+	DynamoDBEndpoint, SQSEndpoint string
+	// Resources are the stage's table and queues.
+	Resources Provisioned
+	// DB and SQS are clients on the stand-ins.
+	DB  *dynamodb.Client
+	SQS *sqs.Client
+	// Sink is the provider, at WebhookURL.
+	Sink       *sink.Sink
+	WebhookURL string
+
+	stop []func()
+}
+
+// Start installs what is missing, starts the stand-ins unless cfg names
+// running ones, provisions the stage's resources, and starts the provider.
+func Start(ctx context.Context, cfg Config) (s *System, err error) {
+	s = &System{Stage: cfg.Stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	log := cfg.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if s.Dir == "" {
+		if s.Dir, err = standin.DefaultDir(); err != nil {
+			return s, err
+		}
+	}
+	if s.DynamoDBEndpoint == "" || s.SQSEndpoint == "" {
+		stack, err := standin.Up(ctx, s.Dir, log)
+		if err != nil {
+			return s, err
+		}
+		s.stop = append(s.stop, stack.Stop)
+		s.DynamoDBEndpoint, s.SQSEndpoint = stack.DynamoDB.Endpoint, stack.SQS.Endpoint
+	} else if err := standin.Install(ctx, s.Dir, log); err != nil { // the emulator
+		return s, err
+	}
+	if s.DB, s.SQS, err = Clients(ctx, s.DynamoDBEndpoint, s.SQSEndpoint, nil); err != nil {
+		return s, err
+	}
+	if s.Resources, err = Provision(ctx, s.Stage, s.DB, s.SQS); err != nil {
+		return s, err
+	}
+	s.Sink = &sink.Sink{Secret: []byte(WebhookSecret), Plan: cfg.Plan}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return s, err
+	}
+	srv := &http.Server{Handler: s.Sink, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.stop = append(s.stop, func() { _ = srv.Close() })
+	s.WebhookURL = "http://" + ln.Addr().String() + "/deliveries"
+	return s, nil
+}
+
+// Close stops what Start started, in reverse order.
+func (s *System) Close() {
+	for i := len(s.stop) - 1; i >= 0; i-- {
+		s.stop[i]()
+	}
+	s.stop = nil
+}
+
+// Clients returns DynamoDB and SQS clients for the given endpoints, with
+// static local credentials and no shared configuration; counter, if set,
+// counts their requests. The one way local code builds AWS clients.
+func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counter) (*dynamodb.Client, *sqs.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)),
+		// The SDK warns when it cannot drain a response body that the
+		// transport already closed (it happens with fauxqs's long polls);
+		// harmless, and it would break progress lines.
+		config.WithLogger(logging.Nop{}))
+	if err != nil {
+		return nil, nil, err
+	}
+	if counter != nil {
+		counter.Attach(&cfg)
+	}
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.BaseEndpoint, o.DisableValidateResponseChecksum = aws.String(ddbURL), true
+	})
+	q := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(sqsURL) })
+	return db, q, nil
+}
+
+// Endpoints are where a function's AWS calls go: the stand-ins, or
+// counting proxies in front of them.
+type Endpoints struct{ DynamoDB, SQS string }
+
+// Endpoints returns the stand-ins' endpoints.
+func (s *System) Endpoints() Endpoints {
+	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint}
+}
+
+// Env returns function fn's environment (consumer or enqueue): the one the
+// stack gives it, with this system's resources and provider, its AWS calls
+// sent to ep, the emulator's Lambda variables for a function of timeout
+// (0: the stage's), and overrides (KEY=VALUE) replacing what they name.
+// Each variable appears once: the emulator keeps the first of duplicates.
+func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides ...string) ([]string, error) {
+	res := s.Resources.Resources(s.WebhookURL, WebhookSecret)
+	var env map[string]string
+	var memory int
+	switch fn {
+	case "consumer":
+		env, memory = s.Stage.ConsumerEnv(res), s.Stage.ConsumerMemoryMB
+		timeout = cmp.Or(timeout, s.Stage.ConsumerTimeout)
+	case "enqueue":
+		env, memory = s.Stage.EnqueueEnv(res), s.Stage.EnqueueMemoryMB
+		timeout = cmp.Or(timeout, s.Stage.EnqueueTimeout)
+	default:
+		return nil, fmt.Errorf("local: no function %q; use consumer or enqueue", fn)
+	}
+	list := append(standin.EndpointEnv(ep.DynamoDB, ep.SQS), deployment.EnvList(env)...)
+	list = append(list, standin.LambdaEnv("nudge-"+s.Stage.Name+"-"+fn, timeout, memory)...)
+	for _, o := range overrides {
+		k, _, ok := strings.Cut(o, "=")
+		if !ok {
+			return nil, errors.New("local: override " + o + " is not KEY=VALUE")
+		}
+		replaced := false
+		for i, kv := range list {
+			if strings.HasPrefix(kv, k+"=") {
+				list[i], replaced = o, true
+			}
+		}
+		if !replaced {
+			list = append(list, o)
+		}
+	}
+	return list, nil
+}
+
+// StartFunction runs a function's bootstrap, built for this machine, under
+// the Lambda runtime interface emulator, with env, its output to log.
+func (s *System) StartFunction(ctx context.Context, bootstrap string, env []string, log io.Writer) (*standin.Lambda, error) {
+	return standin.StartLambda(ctx, s.Dir, bootstrap, standin.Options{Log: log, Env: env})
+}
