@@ -24,10 +24,10 @@ func BenchmarkEndToEnd(b *testing.B) {
 	for _, batch := range []int{1, 10, 100} {
 		for _, latency := range []time.Duration{0, 20 * time.Millisecond} {
 			b.Run(fmt.Sprintf("batch=%d/latency=%v", batch, latency), func(b *testing.B) {
-				var r DrainResult
+				var r drainResult
 				for i := 0; i < b.N; i++ {
 					var err error
-					r, err = Drain(context.Background(), DrainConfig{
+					r, err = drain(context.Background(), drainConfig{
 						BatchSize: batch, Latency: latency, Bootstraps: bins,
 						Stage:            strings.TrimPrefix(standintest.Name("drain"), "drain-"),
 						DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"),

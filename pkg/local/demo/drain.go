@@ -25,13 +25,13 @@ import (
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
-// DrainConfig configures a drain: a measurement of the consumer path alone.
+// drainConfig configures a drain: a measurement of the consumer path alone.
 // Deliveries due now are in the ledger and their messages on the work queue
 // before the consumers start; the drain times the event source mapping,
 // the consumer bootstraps under the emulator, DynamoDB Local and the
 // provider until every delivery is accepted, then sends every message a
 // second time to count what a recognised duplicate costs.
-type DrainConfig struct {
+type drainConfig struct {
 	// Deliveries is how many deliveries to drain. Default 500.
 	Deliveries int
 	// BatchSize is the event source mapping's batch size. Default 10.
@@ -57,8 +57,8 @@ type DrainConfig struct {
 	DynamoDBEndpoint, SQSEndpoint string
 }
 
-// DrainResult is what a drain measured.
-type DrainResult struct {
+// drainResult is what a drain measured.
+type drainResult struct {
 	Deliveries int
 	// Elapsed runs from the mapping's start to the provider's last
 	// acceptance; PerSecond is Deliveries over it.
@@ -83,8 +83,8 @@ type DrainResult struct {
 	ConsumerPeakRSS, EnqueuePeakRSS int64
 }
 
-// Drain runs a drain and returns its figures. It stops what it started.
-func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
+// drain runs a drain and returns its figures. It stops what it started.
+func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	if cfg.Deliveries == 0 {
 		cfg.Deliveries = 500
 	}
@@ -103,7 +103,7 @@ func Drain(ctx context.Context, cfg DrainConfig) (DrainResult, error) {
 	if cfg.Bootstraps == "" {
 		cfg.Bootstraps = "build/local"
 	}
-	var res DrainResult
+	var res drainResult
 	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" {
 		return res, errors.New("demo: a drain needs running stand-ins: set DynamoDBEndpoint and SQSEndpoint (nudge local exec sets AWS_ENDPOINT_URL_*)")
 	}

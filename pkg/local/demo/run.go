@@ -304,10 +304,10 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 		scanEvery = 2 * time.Second
 	}
 	// A large ledger is not read while the system runs: a scan reads every
-	// item, and DynamoDB Local serves little else meanwhile (at 100,000
-	// reminders one scan took six minutes and starved the functions). It is
-	// read once the queue is empty and the provider has accepted every
-	// delivery the plan sends, or nothing has moved for a minute. The progress line's "sent"
+	// item, and DynamoDB Local serves little else meanwhile
+	// (docs/reliability.md, "Found by the chaos run"). It is read once the
+	// queue is empty and the provider has accepted every delivery the plan
+	// sends, or nothing has moved for a minute. The progress line's "sent"
 	// is the provider's count.
 	large := s.cfg.Reminders > 20_000
 	lastAccepted, lastMove := -1, time.Now()

@@ -370,11 +370,10 @@ func (d deadLetter) reasonKind() string {
 
 // readDLQ reads every DLQ message, as an operator's review does: read,
 // then made visible again. A read that returns fewer messages than the
-// queue counts (some were hidden while it read: on a loaded machine, once
-// in a few dozen runs, ten went missing from one read) is repeated, for up
-// to a review hold and a half, so that the invariants judge the whole DLQ;
-// if it never returns them all, the run reports that instead of blaming
-// the consumer.
+// queue counts is repeated, for up to a review hold and a half, so that the
+// invariants judge the whole DLQ; if it never returns them all, the run
+// reports that instead of blaming the consumer (docs/reliability.md,
+// "Found by the chaos run").
 func (s *system) readDLQ(ctx context.Context) ([]deadLetter, error) {
 	const hold = 20 * time.Second
 	r, err := redrive.New(redrive.Config{Queue: s.sqs, DLQURL: s.res.DLQURL, TargetURL: s.res.WorkURL, ReviewHold: hold})
