@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPackagesImportOnlyWhatIsBelowThem: docs/architecture.md's "Where
+// things live" lists every package of the module, from the entry points
+// down, and each package imports only packages listed below it (tests
+// aside).
+func TestPackagesImportOnlyWhatIsBelowThem(t *testing.T) {
+	const module = "github.com/nudgehq/nudge/"
+	f, err := os.Open("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	row := regexp.MustCompile("^\\| `((?:pkg|cmd|functions)/[a-z/]+)` \\|")
+	rank := map[string]int{}
+	in := false
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		line := sc.Text()
+		switch {
+		case line == "## Where things live":
+			in = true
+		case in && strings.HasPrefix(line, "## "):
+			in = false
+		case in:
+			if m := row.FindStringSubmatch(line); m != nil {
+				if _, dup := rank[m[1]]; dup {
+					t.Errorf("%s is listed twice", m[1])
+				}
+				rank[m[1]] = len(rank)
+			}
+		}
+	}
+	if len(rank) == 0 {
+		t.Fatal(`docs/architecture.md has no "Where things live" table`)
+	}
+
+	cmd := exec.Command("go", "list", "-json", module+"...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := map[string]bool{}
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		seen[name] = true
+		r, ok := rank[name]
+		if !ok {
+			t.Errorf("%s is not in the map: add it to docs/architecture.md, \"Where things live\", where its imports allow", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			if rd, ok := rank[dep]; ok && rd <= r {
+				t.Errorf("%s imports %s, which the map lists above it", name, dep)
+			}
+		}
+	}
+	for name := range rank {
+		if !seen[name] {
+			t.Errorf("the map lists %s, which does not exist", name)
+		}
+	}
+}
