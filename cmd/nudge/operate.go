@@ -347,11 +347,7 @@ func reminderPurge(args []string, in io.Reader, out, errs io.Writer) int {
 		if stored.Empty() {
 			return o.fail("reminder purge", fmt.Errorf("%q: %w", id, schedule.ErrNoReminder))
 		}
-		items := 0
-		if stored.Reminder != nil {
-			items = 1
-		}
-		fmt.Fprintf(out, "This deletes reminder %s for good: %d item(s) and %d deliveries with their history:\n", id, items, len(stored.Deliveries))
+		fmt.Fprintf(out, "This deletes reminder %s for good: %d item(s) and %d deliveries with their history:\n", id, stored.OtherItems(), len(stored.Deliveries))
 		for _, d := range stored.Deliveries {
 			fmt.Fprintf(out, "  %s  %s\n", d.Key(), d.Status)
 		}

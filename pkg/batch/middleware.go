@@ -33,11 +33,21 @@ func Recover(log *slog.Logger) Middleware {
 		return HandlerFunc(func(ctx context.Context, rec events.SQSMessage) (err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					log.Error("handler panicked", "messageId", rec.MessageId, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-					err = failure.WithClass(fmt.Errorf("handler panicked: %v", r), failure.ClassPanic)
+					err = panicked(log, rec.MessageId, r)
 				}
 			}()
 			return next.Handle(ctx, rec)
 		})
 	}
+}
+
+// panicked logs a recovered panic and returns the record's failure. Out of
+// line, so that the deferred function every record runs stays small: a
+// large frame there grows every record goroutine's stack (it tripled the
+// processor's overhead per record).
+//
+//go:noinline
+func panicked(log *slog.Logger, messageID string, r any) error {
+	log.Error("handler panicked", "messageId", messageID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return failure.WithClass(fmt.Errorf("handler panicked: %v", r), failure.ClassPanic)
 }

@@ -238,6 +238,12 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 			failure.ClassConfig, fmt.Sprintf("no provider %q is configured in this consumer", msg.Provider))
 	}
 
+	// A message the heartbeat already lost (another consumer may have it)
+	// is not claimed: the claim would spend an attempt on a send that
+	// cannot start.
+	if err := context.Cause(heartbeat.Watched(ctx)); err != nil && ctx.Err() == nil {
+		return Outcome{Err: failure.Retryable(err, 0)}
+	}
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
 		DueBy: now.Add(c.cfg.EarlyTolerance),

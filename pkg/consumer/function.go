@@ -19,8 +19,7 @@ type FunctionConfig struct {
 	// Processor runs the Consumer over the event. Required.
 	Processor *batch.Processor
 	// Metrics is the recorder the Consumer counts into, flushed after each
-	// invocation. Default: a recorder of its own, with the dimension
-	// Function.
+	// invocation. Required.
 	Metrics *metrics.Recorder
 	// MetricsOut receives the EMF line. Default os.Stdout.
 	MetricsOut io.Writer
@@ -41,7 +40,7 @@ func NewFunction(cfg FunctionConfig) (*Function, error) {
 		return nil, errors.New("consumer: FunctionConfig.Processor is nil")
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New(map[string]string{"Function": "consumer"})
+		return nil, errors.New("consumer: FunctionConfig.Metrics is nil; pass the recorder the Consumer counts into")
 	}
 	if cfg.MetricsOut == nil {
 		cfg.MetricsOut = os.Stdout

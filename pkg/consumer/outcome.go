@@ -43,6 +43,13 @@ type Outcome struct {
 	Err        error         // for the batch processor
 }
 
+// transitionValue holds each transition as a log value, boxed once rather
+// than on every record.
+var transitionValue = map[Transition]any{
+	Sent: string(Sent), Duplicate: string(Duplicate), Retry: string(Retry), Leased: string(Leased),
+	Deferred: string(Deferred), Expired: string(Expired), Dead: string(Dead),
+}
+
 // report writes o's transition line and counts its metrics. The metrics
 // are split where the dashboard and the alarms read them, and nowhere else
 // (each split value is a custom metric, and billed): Sent by channel,
@@ -78,7 +85,8 @@ func (c *Consumer) report(r *record, o Outcome) {
 	case Dead:
 		m.AddBy(MetricDeadLettered, 1, map[string]string{"ErrorClass": string(o.Class)})
 	}
-	kv := []any{"outcome", string(o.Transition)}
+	kv := make([]any, 0, 12)
+	kv = append(kv, "outcome", transitionValue[o.Transition])
 	if o.Kind != 0 {
 		kv = append(kv, "kind", o.Kind.String())
 	}

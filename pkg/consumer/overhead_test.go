@@ -15,6 +15,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
 
@@ -46,6 +47,7 @@ func fakeFunction(b *testing.B, latency time.Duration) (*consumer.Function, even
 		}
 		return provider.Receipt{ID: "r"}, nil
 	})
+	rec := metrics.New(nil)
 	c, err := consumer.New(consumer.Config{Ledger: memLedger{}, Providers: map[string]provider.Provider{"webhook": send},
 		Queue: noSQS{}, QueueURL: "q", DLQURL: "d", Logger: quiet})
 	if err != nil {
@@ -57,7 +59,10 @@ func fakeFunction(b *testing.B, latency time.Duration) (*consumer.Function, even
 		body, _ := message.Encode(message.Message{ReminderID: fmt.Sprint("rem-", i), Channel: "email", Provider: "webhook", DueAt: time.Now().Add(-time.Minute)})
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprint(i), Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
 	}
-	fn, _ := consumer.NewFunction(consumer.FunctionConfig{Processor: proc, MetricsOut: io.Discard, Logger: quiet})
+	fn, err := consumer.NewFunction(consumer.FunctionConfig{Processor: proc, Metrics: rec, MetricsOut: io.Discard, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
 	return fn, ev
 }
 

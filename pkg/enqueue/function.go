@@ -17,7 +17,7 @@ type FunctionConfig struct {
 	// Enqueuer runs the hand-off. Required.
 	Enqueuer *Enqueuer
 	// Metrics is the recorder the Enqueuer counts into, flushed after each
-	// run. Default: a recorder of its own, with the dimension Function.
+	// run. Required.
 	Metrics *metrics.Recorder
 	// MetricsOut receives the EMF line. Default os.Stdout, where Lambda
 	// sends it to CloudWatch.
@@ -38,7 +38,7 @@ func NewFunction(cfg FunctionConfig) (*Function, error) {
 		return nil, errors.New("enqueue: FunctionConfig.Enqueuer is nil")
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New(map[string]string{"Function": "enqueue"})
+		return nil, errors.New("enqueue: FunctionConfig.Metrics is nil; pass the recorder the Enqueuer counts into")
 	}
 	if cfg.MetricsOut == nil {
 		cfg.MetricsOut = os.Stdout

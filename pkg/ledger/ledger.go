@@ -476,10 +476,18 @@ func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 // dueAt must be the delivery's own. It refuses with ErrNotReleasable unless
 // the delivery is pending, queued or retrying with that dueAt.
 func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	shards, err := l.shardCount(ctx)
+	if err != nil {
+		return Delivery{}, err
+	}
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("release", key, now)
 	u.set("#status", ":pending", StatusPending)
 	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(dueAt, now), key))
+	// Its shard stays; a delivery a revive took out of the index gets one
+	// again, so that it is back in the index whole.
+	u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
+	u.values[":shard"] = sv(ShardKey(ShardOf(key.ReminderID, shards)))
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
 	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"

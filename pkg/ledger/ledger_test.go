@@ -19,7 +19,7 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 // in-memory ledger.
 func TestMemoryConformance(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T, clk *clock.Fake, o ledgertest.Options) ledgertest.Store {
-		m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, HistoryLimit: o.HistoryLimit, Shards: o.Shards})
+		m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, HistoryLimit: o.HistoryLimit, Shards: o.Shards, ClockSkew: o.ClockSkew})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestMemoryConformance(t *testing.T) {
 func TestConformance(t *testing.T) {
 	db := standintest.DynamoDB(t)
 	ledgertest.Run(t, func(t *testing.T, clk *clock.Fake, o ledgertest.Options) ledgertest.Store {
-		l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk, HistoryLimit: o.HistoryLimit, Shards: o.Shards})
+		l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk, HistoryLimit: o.HistoryLimit, Shards: o.Shards, ClockSkew: o.ClockSkew})
 		if err != nil {
 			t.Fatal(err)
 		}

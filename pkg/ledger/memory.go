@@ -136,12 +136,12 @@ func (m *Memory) Create(_ context.Context, d Delivery) error {
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	if cur, ok := m.t.items[d.Key()]; ok {
-		return &RefusedError{Op: "create", Key: d.Key(), Reason: ErrExists, Current: copyOf(cur)}
-	}
 	shards, err := m.shardCount()
 	if err != nil {
 		return err
+	}
+	if cur, ok := m.t.items[d.Key()]; ok {
+		return &RefusedError{Op: "create", Key: d.Key(), Reason: ErrExists, Current: copyOf(cur)}
 	}
 	now := m.now()
 	if d.Status == "" {
@@ -314,14 +314,24 @@ func (m *Memory) Expire(_ context.Context, held Delivery) (Delivery, error) {
 
 // Release is Ledger.Release.
 func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	m.t.mu.Lock()
+	shards, err := m.shardCount()
+	m.t.mu.Unlock()
+	if err != nil {
+		return Delivery{}, err
+	}
 	return m.transition("release", key, func(d Delivery, _ time.Time) bool {
 		return (d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying) && d.DueAt.Equal(ms(dueAt))
 	}, byOld(releaseRefusal), func(d *Delivery, now time.Time) {
 		d.Status = StatusPending
-		if d.Index != nil { // a revived delivery left the index for good, as in DynamoDB
-			pub := m.publishAt(dueAt, now)
-			d.Index = &IndexPosition{Shard: d.Index.Shard, Sort: IndexSort(pub, key), PublishAt: pub}
+		// Back in the index at its new publish time (and in its shard again,
+		// for one a revive took out of it).
+		shard := ShardOf(key.ReminderID, shards)
+		if d.Index != nil {
+			shard = d.Index.Shard
 		}
+		pub := m.publishAt(dueAt, now)
+		d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, key), PublishAt: pub}
 		m.history(d, Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)}, now)
 	})
 }
@@ -426,10 +436,12 @@ func (m *Memory) ReadReminder(_ context.Context, id string) (Stored, error) {
 	if r, ok := m.t.reminders[id]; ok {
 		r = copyReminder(r)
 		s.Reminder = &r
+		s.keys = append(s.keys, reminderSK)
 	}
 	for k, d := range m.t.items {
 		if k.ReminderID == id {
 			s.Deliveries = append(s.Deliveries, copyOf(d))
+			s.keys = append(s.keys, SortKey(k.Channel, k.Provider))
 		}
 	}
 	slices.SortFunc(s.Deliveries, func(a, b Delivery) int {

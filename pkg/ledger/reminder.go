@@ -104,8 +104,12 @@ func fromReminderItem(av map[string]types.AttributeValue) (Reminder, error) {
 // Stored is everything stored under one reminder id.
 type Stored struct {
 	// Reminder is the reminder item; nil if there is none (deliveries
-	// written without the intake).
+	// written without the intake), or if it could not be read
+	// (ReminderErr).
 	Reminder *Reminder
+	// ReminderErr says why a reminder item that exists could not be read.
+	// It stops nothing that works from the keys: a cancel, a purge.
+	ReminderErr error
 	// Deliveries are its deliveries as they are now, in key order.
 	Deliveries []Delivery
 	// keys are the sort keys of every item, for Purge.
@@ -113,7 +117,10 @@ type Stored struct {
 }
 
 // Empty reports whether nothing is stored.
-func (s Stored) Empty() bool { return s.Reminder == nil && len(s.Deliveries) == 0 }
+func (s Stored) Empty() bool { return len(s.keys) == 0 }
+
+// OtherItems counts the items that are not deliveries (the reminder item).
+func (s Stored) OtherItems() int { return len(s.keys) - len(s.Deliveries) }
 
 // ReadReminder reads everything stored under reminder id, with strong
 // consistency: one query of its partition.
@@ -138,11 +145,11 @@ func (l *Ledger) ReadReminder(ctx context.Context, id string) (Stored, error) {
 			s.keys = append(s.keys, sk.Value)
 			switch {
 			case sk.Value == reminderSK:
-				r, err := fromReminderItem(it)
-				if err != nil {
-					return s, err
+				if r, err := fromReminderItem(it); err != nil {
+					s.ReminderErr = err
+				} else {
+					s.Reminder = &r
 				}
-				s.Reminder = &r
 			case strings.HasPrefix(sk.Value, "DLV#"):
 				d, err := fromItem(it)
 				if err != nil {

@@ -45,6 +45,9 @@ func (s *Store) Show(ctx context.Context, id string) (View, error) {
 	if err != nil {
 		return View{}, fmt.Errorf("schedule: show %q: %w", id, err)
 	}
+	if stored.ReminderErr != nil {
+		return View{}, fmt.Errorf("schedule: show %q: %w", id, stored.ReminderErr)
+	}
 	if stored.Empty() {
 		return View{}, fmt.Errorf("schedule: show %q: %w; check the id (reminder ids are case-sensitive) and the table", id, ErrNoReminder)
 	}

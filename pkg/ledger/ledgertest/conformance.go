@@ -36,6 +36,7 @@ type Store interface {
 	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (bool, error)
 	CreateReminder(ctx context.Context, r ledger.Reminder) (ledger.Reminder, bool, error)
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
+	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 }
 
 var (
@@ -47,6 +48,7 @@ var (
 type Options struct {
 	HistoryLimit int
 	Shards       int
+	ClockSkew    time.Duration
 }
 
 // Factory makes an empty ledger for one test, on the fake clock, with the
@@ -85,6 +87,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"CursorMovesOnlyFromWhereItWas", testCursorMovesOnlyFromWhereItWas},
 		{"ReminderItemIsWrittenOnce", testReminderItemIsWrittenOnce},
 		{"GetManyAndStoredShards", testGetManyAndStoredShards},
+		{"IndexFollowsEveryTransition", testIndexFollowsEveryTransition},
+		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -92,6 +96,11 @@ func Run(t *testing.T, newStore Factory) {
 			tc.test(t, bundle{l: newStore(t, clk, Options{HistoryLimit: 6, Shards: 2}), clk: clk})
 		})
 	}
+	t.Run("AWriterClockBehindPublishesAhead", func(t *testing.T) {
+		t.Parallel()
+		clk := clock.NewFake(t0)
+		testAWriterClockBehindPublishesAhead(t, bundle{l: newStore(t, clk, Options{Shards: 2, ClockSkew: time.Minute}), clk: clk})
+	})
 }
 
 type bundle struct {
@@ -768,5 +777,100 @@ func testGetManyAndStoredShards(t *testing.T, b bundle) {
 	}
 	if n, err := b.l.StoredShards(ctx); err != nil || n != 2 {
 		t.Fatalf("stored shards %d, %v; want 2", n, err)
+	}
+}
+
+// testIndexFollowsEveryTransition: a retry keeps a delivery's entry; a
+// dead letter removes it, and a revive claim keeps it out; a release
+// brings it back, in its shard, at its new publish time.
+func testIndexFollowsEveryTransition(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-idx")
+	c, err := b.claim("tok-1", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Retry(ctx, c, ledger.Failure{Class: "server", Message: "503", NextAttemptAt: b.clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.entry(t, d.Key()); !ok {
+		t.Fatal("a retrying delivery left the index")
+	}
+	c, err = b.claim("tok-2", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "rejected", Message: "400"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.entry(t, d.Key()); ok {
+		t.Fatal("a dead delivery is in the index")
+	}
+	r, err := b.revive("tok-3", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.entry(t, d.Key()); ok || r.Index != nil {
+		t.Fatalf("a revived delivery is in the index (%+v)", r.Index)
+	}
+	if _, err := b.l.Retry(ctx, r, ledger.Failure{Class: "server", Message: "503", NextAttemptAt: b.clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	if _, err := b.l.Release(ctx, d.Key(), d.DueAt, "released"); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := b.entry(t, d.Key())
+	if !ok || !e.PublishAt.Equal(b.clk.Now()) {
+		t.Fatalf("released after a revive: %+v (%v), want back in the index, published now", e, ok)
+	}
+	got, err := b.l.Get(ctx, d.Key())
+	if err != nil || got.Index == nil || got.Index.Shard != ledger.ShardOf(d.ReminderID, 2) || got.Index.Sort != e.Sort {
+		t.Fatalf("the released delivery reads as %+v, %v", got.Index, err)
+	}
+}
+
+// testHandedOffFollowsTheCursor: a pending delivery counts as handed off
+// once its shard's cursor is at or past its entry; a queued one always
+// does; an ended one says nothing.
+func testHandedOffFollowsTheCursor(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := ledger.Delivery{ReminderID: "rem-h", Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+		DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour)}
+	if err := b.l.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := b.l.Get(ctx, d.Key())
+	if h, err := b.l.HandedOff(ctx, got); err != nil || h.Done || !h.PublishAt.Equal(d.DueAt.Add(-ledger.MaxLookahead)) {
+		t.Fatalf("before any cursor: %+v, %v", h, err)
+	}
+	if moved, err := b.l.MoveCursor(ctx, got.Index.Shard, "", got.Index.Sort); err != nil || !moved {
+		t.Fatal(moved, err)
+	}
+	if h, err := b.l.HandedOff(ctx, got); err != nil || !h.Done {
+		t.Fatalf("with the cursor on its entry: %+v, %v", h, err)
+	}
+	q := b.create(t, "rem-q") // queued
+	got, _ = b.l.Get(ctx, q.Key())
+	if h, _ := b.l.HandedOff(ctx, got); !h.Done {
+		t.Fatalf("a queued delivery: %+v", h)
+	}
+	if _, err := b.l.Cancel(ctx, q.Key(), "no"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = b.l.Get(ctx, q.Key())
+	if h, _ := b.l.HandedOff(ctx, got); h != (ledger.HandOff{}) {
+		t.Fatalf("an ended delivery: %+v", h)
+	}
+}
+
+// testAWriterClockBehindPublishesAhead: a writer that allows for its clock
+// being off places a delivery no earlier than its now plus that margin, so
+// that a clock behind never writes behind the enqueue's cursor.
+func testAWriterClockBehindPublishesAhead(t *testing.T, b bundle) {
+	d := b.create(t, "rem-skew") // due now
+	e, ok := b.entry(t, d.Key())
+	if !ok || !e.PublishAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("entry %+v (%v), want published a minute after now", e, ok)
 	}
 }
