@@ -65,7 +65,7 @@ func (l *Ledger) MoveCursor(ctx context.Context, shard int, old, pos string) (bo
 // DueAfter returns up to limit entries of shard's due index after pos (""
 // for the start) and published at or before upTo, in order.
 func (l *Ledger) DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]IndexEntry, error) {
-	bound := SortBound(upTo)
+	bound := sortBound(upTo)
 	values := map[string]types.AttributeValue{":shard": sv(ShardKey(shard)), ":hi": sv(bound)}
 	cond := attrDueShard + " = :shard AND " + attrDueSort + " <= :hi"
 	if pos != "" {
@@ -97,7 +97,7 @@ func (l *Ledger) DueBy(ctx context.Context, shard int, by time.Time, page func([
 	return l.queryIndex(ctx, &dynamodb.QueryInput{
 		TableName: aws.String(l.cfg.Table), IndexName: aws.String(IndexName),
 		KeyConditionExpression:    aws.String(attrDueShard + " = :shard AND " + attrDueSort + " <= :hi"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": sv(ShardKey(shard)), ":hi": sv(SortBound(by))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":shard": sv(ShardKey(shard)), ":hi": sv(sortBound(by))},
 	}, page)
 }
 

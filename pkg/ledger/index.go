@@ -47,9 +47,9 @@ func ShardOf(reminderID string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-// PublishAt is when a delivery due at dueAt, written at now, may be handed
+// publishTime is when a delivery due at dueAt, written at now, may be handed
 // to the queue.
-func PublishAt(dueAt, now time.Time, lookahead time.Duration) time.Time {
+func publishTime(dueAt, now time.Time, lookahead time.Duration) time.Time {
 	return later(dueAt.Add(-lookahead), now)
 }
 
@@ -66,9 +66,9 @@ func IndexSort(publishAt time.Time, k message.DeliveryKey) string {
 	return Format(publishAt) + "#" + k.ReminderID + "#" + k.Channel + "#" + k.Provider
 }
 
-// SortBound is the smallest sort key after every entry published at or
+// sortBound is the smallest sort key after every entry published at or
 // before t.
-func SortBound(t time.Time) string { return Format(t) + "$" } // '$' sorts right after '#'
+func sortBound(t time.Time) string { return Format(t) + "$" } // '$' sorts right after '#'
 
 // IndexEntry is one due index entry as a query returns it.
 type IndexEntry struct {

@@ -173,7 +173,7 @@ func Expiry(ended, expiresAt time.Time, retention time.Duration) time.Time {
 // publishAt is when a delivery due at dueAt, placed in the index now, may be
 // handed off: PublishAt, allowing for this writer's clock skew.
 func (l *Ledger) publishAt(dueAt, now time.Time) time.Time {
-	return PublishAt(dueAt, now.Add(l.cfg.ClockSkew), l.cfg.Lookahead)
+	return publishTime(dueAt, now.Add(l.cfg.ClockSkew), l.cfg.Lookahead)
 }
 
 // lapsedBefore is the leaseUntil before which a lease counts as lapsed at

@@ -92,7 +92,7 @@ func (m *Memory) now() time.Time { return ms(m.cfg.Clock.Now()) }
 func (m *Memory) lapsedBefore(now time.Time) time.Time { return now.Add(-m.cfg.ClockSkew) }
 
 func (m *Memory) publishAt(dueAt, now time.Time) time.Time {
-	return ms(PublishAt(dueAt, now.Add(m.cfg.ClockSkew), m.cfg.Lookahead))
+	return ms(publishTime(dueAt, now.Add(m.cfg.ClockSkew), m.cfg.Lookahead))
 }
 
 // Lookahead returns the configured lookahead.
@@ -391,7 +391,7 @@ func (m *Memory) index(shard int, pos, bound string) []IndexEntry {
 func (m *Memory) DueAfter(_ context.Context, shard int, pos string, upTo time.Time, limit int) ([]IndexEntry, error) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	es := m.index(shard, pos, SortBound(upTo))
+	es := m.index(shard, pos, sortBound(upTo))
 	return es[:min(limit, len(es))], nil
 }
 
@@ -401,7 +401,7 @@ const memoryPage = 100
 // DueBy is Ledger.DueBy.
 func (m *Memory) DueBy(_ context.Context, shard int, by time.Time, page func([]IndexEntry) bool) (bool, error) {
 	m.t.mu.Lock()
-	es := m.index(shard, "", SortBound(by))
+	es := m.index(shard, "", sortBound(by))
 	m.t.mu.Unlock()
 	for start := 0; start < len(es); start += memoryPage {
 		end := min(start+memoryPage, len(es))
