@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/batch"
@@ -20,6 +22,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/ratelimit"
 	"github.com/nudgehq/nudge/pkg/retry"
 )
 
@@ -43,17 +46,11 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		return nil, err
 	}
 	db, q := awsclient.DynamoDB(cfg), awsclient.SQS(cfg)
-	secret := s.WebhookSecret
-	if s.WebhookSecretID != "" {
-		if secret, err = awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), s.WebhookSecretID); err != nil {
-			return nil, fmt.Errorf("consumer: %w", err)
-		}
-	}
 	led, err := ledger.New(db, ledger.Config{Table: s.Table, Shards: s.Shards, Lookahead: s.Lookahead})
 	if err != nil {
 		return nil, err
 	}
-	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(secret), Timeout: s.ProviderTimeout})
+	providers, limits, err := buildProviders(ctx, cfg, s)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +64,9 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	}
 	rec := metrics.New(map[string]string{"Function": "consumer"})
 	c, err := consumer.New(consumer.Config{
-		Ledger: led, Providers: map[string]provider.Provider{"webhook": hook},
-		Queue: q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
+		Ledger: led, Providers: providers, Ambiguous: s.Ambiguous, Limits: limits,
+		SendTime: s.ProviderTimeout + consumer.LedgerAllowance,
+		Queue:    q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
 		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,
 		Backoff: backoff, Logger: log, Metrics: rec,
 	})
@@ -84,4 +82,42 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	return consumer.NewFunction(consumer.FunctionConfig{Processor: proc, Metrics: rec, Logger: log})
+}
+
+// buildProviders makes the providers the stage runs, each with its share of
+// the stage's rate limit.
+func buildProviders(ctx context.Context, cfg aws.Config, s consumer.Settings) (map[string]provider.Provider, map[string]*ratelimit.Limiter, error) {
+	providers := map[string]provider.Provider{}
+	for _, name := range s.Providers {
+		var p provider.Provider
+		var err error
+		switch name {
+		case provider.NameWebhook:
+			secret := s.WebhookSecret
+			if s.WebhookSecretID != "" {
+				if secret, err = awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), s.WebhookSecretID); err != nil {
+					return nil, nil, fmt.Errorf("consumer: %w", err)
+				}
+			}
+			p, err = provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(secret), Timeout: s.ProviderTimeout})
+		case provider.NameSES:
+			p, err = provider.NewSES(provider.SESConfig{Client: awsclient.SES(cfg), From: s.SESFrom, FromIdentityARN: s.SESIdentityARN,
+				ConfigurationSet: s.SESConfigSet, TemplatePrefix: s.SESTemplates, Timeout: s.ProviderTimeout})
+		case provider.NameSNS:
+			p, err = provider.NewSNS(provider.SNSConfig{Client: awsclient.SNS(cfg), TopicARN: s.SNSTopicARN, Timeout: s.ProviderTimeout})
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		providers[name] = p
+	}
+	limits := map[string]*ratelimit.Limiter{}
+	for name, rate := range s.Rates {
+		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.MaxConcurrency)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("consumer: NUDGE_%s_RATE: %w", strings.ToUpper(name), err)
+		}
+		limits[name] = l
+	}
+	return providers, limits, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/ratelimit"
 	"github.com/nudgehq/nudge/pkg/retry"
 )
 
@@ -61,7 +62,46 @@ const (
 	MetricLate         = "Late"
 	MetricUnstarted    = "Unstarted"
 	MetricDueToSent    = "DueToSentSeconds"
+	// MetricAmbiguous counts sends that may have reached a provider without
+	// an answer, by provider: retried (a possible duplicate where the
+	// provider does not deduplicate) or dead-lettered for review.
+	MetricAmbiguous = "Ambiguous"
+	// MetricPaused counts sends refused because the provider paused the
+	// account's sending (SES); an alarm watches it.
+	MetricPaused = "ProviderPaused"
+	// MetricPaced counts records deferred because the provider's rate
+	// limit had no room for them.
+	MetricPaced = "Paced"
 )
+
+// AmbiguousPolicy is what the consumer does with a send that may have
+// reached the provider: no answer came after the request was written, the
+// provider failed while handling it, or an earlier attempt lost its lease
+// mid-send.
+type AmbiguousPolicy string
+
+// The policies.
+const (
+	// AmbiguousRetry sends again with the same idempotency key: right for
+	// a provider that deduplicates by it (the webhook's receivers, an SNS
+	// FIFO topic within 5 minutes, subscribers keyed by deliveryKey); a
+	// possible duplicate elsewhere, counted in MetricAmbiguous.
+	AmbiguousRetry AmbiguousPolicy = "retry"
+	// AmbiguousReview dead-letters the delivery as class "ambiguous": an
+	// operator checks the provider's record and redrives or not. Right for
+	// a provider that does not deduplicate (SES): nothing is sent twice,
+	// and nothing is lost either, since the DLQ alarm calls someone.
+	AmbiguousReview AmbiguousPolicy = "review"
+)
+
+// ParseAmbiguousPolicy reads a policy by name.
+func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
+	switch p := AmbiguousPolicy(s); p {
+	case AmbiguousRetry, AmbiguousReview:
+		return p, nil
+	}
+	return "", fmt.Errorf("ambiguous policy %q is neither retry nor review", s)
+}
 
 // Config configures a Consumer.
 type Config struct {
@@ -111,6 +151,21 @@ type Config struct {
 	Metrics *metrics.Recorder
 	// NewToken makes claim tokens. Default: 128 random bits in hex.
 	NewToken func() string
+	// Ambiguous is each provider's AmbiguousPolicy, by name. A provider
+	// not named gets AmbiguousRetry.
+	Ambiguous map[string]AmbiguousPolicy
+	// Limits paces each provider's sends, by name (this instance's share
+	// of the stage's rate; ratelimit.Share). A record waits up to PaceWait
+	// for its turn; one that would wait longer is re-published with a
+	// delay, unclaimed, spending no attempt. Default: no limits.
+	Limits map[string]*ratelimit.Limiter
+	// PaceWait is the longest a record waits for its provider's rate
+	// limit. Default 1s.
+	PaceWait time.Duration
+	// SendTime is what a record needs after its pacing wait (the provider
+	// timeout and the ledger writes): a record whose context ends sooner
+	// is deferred rather than made to wait. Default 11s.
+	SendTime time.Duration
 }
 
 // Consumer handles delivery records. It implements batch.Handler.
@@ -166,6 +221,17 @@ func New(cfg Config) (*Consumer, error) {
 	}
 	if cfg.NewToken == nil {
 		cfg.NewToken = randomToken
+	}
+	for name, p := range cfg.Ambiguous {
+		if _, err := ParseAmbiguousPolicy(string(p)); err != nil {
+			return nil, fmt.Errorf("consumer: provider %q: %w", name, err)
+		}
+	}
+	if cfg.PaceWait == 0 {
+		cfg.PaceWait = time.Second
+	}
+	if cfg.SendTime == 0 {
+		cfg.SendTime = 10*time.Second + LedgerAllowance
 	}
 	return &Consumer{cfg: cfg}, nil
 }
@@ -244,6 +310,11 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	if err := context.Cause(heartbeat.Watched(ctx)); err != nil && ctx.Err() == nil {
 		return Outcome{Err: failure.Retryable(err, 0)}
 	}
+	if lim := c.cfg.Limits[msg.Provider]; lim != nil {
+		if o, ok := c.pace(ctx, r, lim); !ok {
+			return o
+		}
+	}
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
 		DueBy: now.Add(c.cfg.EarlyTolerance),
@@ -259,12 +330,24 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		r.late = true
 		r.log = r.log.With("lateBy", late.Round(time.Second).String())
 	}
+	if d.LapsedLeaseTaken() {
+		// The attempt before this one claimed the delivery and never
+		// recorded an end: its consumer died or lost the message, maybe
+		// after the provider accepted.
+		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
+		if c.policy(d.Provider) == AmbiguousReview {
+			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
+				"attempt %d ended without a record and may have sent; %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
+				r.attempts-1, d.Provider))
+		}
+	}
 
 	// The send stops if the heartbeat loses the message (another consumer
 	// may receive it); the ledger writes after it do not.
 	receipt, sendErr := prov.Send(heartbeat.Watched(ctx), provider.Request{
 		DeliveryKey: key.String(), ReminderID: d.ReminderID, Channel: d.Channel,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempts,
+		Address: d.Address, TemplateData: d.TemplateData,
 	}, key.String())
 	if sendErr == nil {
 		return c.complete(ctx, r, d, receipt)
@@ -335,6 +418,17 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	if o.Kind == failure.KindPermanent {
 		return c.deadLetter(ctx, r, &d, o.Class, sendErr.Error())
 	}
+	if o.Class == failure.ClassPaused {
+		c.cfg.Metrics.AddBy(MetricPaused, 1, map[string]string{"Provider": d.Provider})
+	}
+	if o.Kind == failure.KindAmbiguous {
+		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
+		if c.policy(d.Provider) == AmbiguousReview {
+			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
+				"may have been sent (%s: %v); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
+				o.Class, sendErr, d.Provider))
+		}
+	}
 	if r.used >= c.cfg.MaxAttempts {
 		return c.deadLetter(ctx, r, &d, failure.ClassExhausted,
 			fmt.Sprintf("attempts exhausted (%d of %d); last failure %s: %v", r.used, c.cfg.MaxAttempts, o.Class, sendErr))
@@ -349,6 +443,48 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	}
 	return Outcome{Transition: Retry, Kind: o.Kind, Class: o.Class, Next: delay, Error: sendErr.Error(),
 		Err: &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}}
+}
+
+// policy returns provider's AmbiguousPolicy.
+func (c *Consumer) policy(provider string) AmbiguousPolicy {
+	if p, ok := c.cfg.Ambiguous[provider]; ok {
+		return p
+	}
+	return AmbiguousRetry
+}
+
+// pace waits for the provider's rate limit. When the wait is longer than
+// PaceWait, or than the context leaves after the send's own time, it puts
+// the message back with a delay instead (ok false): unclaimed, so no
+// attempt is spent, and re-published, so no receive is either.
+func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) (Outcome, bool) {
+	maxWait := c.cfg.PaceWait
+	if dl, ok := ctx.Deadline(); ok {
+		maxWait = min(maxWait, dl.Sub(c.cfg.Clock.Now())-c.cfg.SendTime)
+	}
+	wait, ok := lim.Reserve(max(maxWait, 0))
+	if ok {
+		if wait > 0 {
+			select {
+			case <-c.cfg.Clock.After(wait):
+			case <-ctx.Done():
+				return Outcome{Err: failure.Retryable(ctx.Err(), 0)}, false
+			}
+		}
+		return Outcome{}, true
+	}
+	c.cfg.Metrics.Add(MetricPaced, 1)
+	secs := ceilSeconds(wait)
+	if r.rec.Attributes["MessageGroupId"] != "" { // FIFO: no per-message delay
+		return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "visibility", Reason: "rate limit",
+			Err: failure.Retryable(errors.New("rate limit"), time.Duration(secs)*time.Second)}, false
+	}
+	if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(c.cfg.QueueURL), MessageBody: aws.String(r.rec.Body), DelaySeconds: min(secs, MaxDelaySeconds),
+	}); err != nil {
+		return Outcome{Err: failure.Retryable(err, 0)}, false
+	}
+	return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish", Reason: "rate limit"}, false
 }
 
 // deadLetter sends the original body to the DLQ with the reason, then

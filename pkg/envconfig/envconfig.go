@@ -57,5 +57,19 @@ func (r *Reader) Int(name string, def int) int {
 	return n
 }
 
+// Rate returns a rate per second, 0 (no limit) or above, or def if the
+// variable is unset.
+func (r *Reader) Rate(name string, def float64) float64 {
+	v := r.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1e6 || f != f {
+		r.fail("%s=%q is not a rate per second from 0 (no limit) to 1000000", name, v)
+	}
+	return f
+}
+
 // Err returns the first error.
 func (r *Reader) Err() error { return r.err }

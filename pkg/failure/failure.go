@@ -50,6 +50,17 @@ const (
 	ClassExhausted Class = "exhausted" // the attempt budget ran out
 	ClassPanic     Class = "panic"     // the handler panicked
 	ClassUnknown   Class = "unknown"   // nothing recognised the error
+
+	// ClassSuppressed: the provider will not send to this address (it
+	// bounced or complained before). Permanent.
+	ClassSuppressed Class = "suppressed"
+	// ClassPaused: the provider has paused or suspended the account's
+	// sending. Retried after a long backoff, and alarmed on.
+	ClassPaused Class = "paused"
+	// ClassAmbiguous: the provider may have accepted the send and does not
+	// deduplicate; under the "review" policy it is dead-lettered for an
+	// operator to decide.
+	ClassAmbiguous Class = "ambiguous"
 )
 
 // Error is a failure with its outcome decided.

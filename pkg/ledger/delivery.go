@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/failure"
@@ -44,6 +45,14 @@ type Delivery struct {
 	// never the recipient's address or the rendered text.
 	RecipientRef string
 	TemplateRef  string
+	// Address is the recipient's address for the channel, for a provider
+	// that sends to it itself (SES). Personal data: the delivery item is
+	// the one place it is kept (encrypted at rest, removed by retention and
+	// purge); it is never logged, published, or put in an error.
+	Address string
+	// TemplateData is the data a stored template renders (the reminder's
+	// metadata), for a provider that renders (SES).
+	TemplateData map[string]string
 	DueAt        time.Time
 	ExpiresAt    time.Time
 	// Attempts counts claims: provider attempts started, by any copy of the
@@ -91,6 +100,37 @@ type Entry struct {
 	Class failure.Class `dynamodbav:"c,omitempty" json:"class,omitempty"`
 	// Note is a short free text: a reason, a retry time, a receipt.
 	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
+}
+
+// LapsedLeaseTaken reports whether d's latest claim took over an earlier
+// attempt whose lease lapsed: that attempt may have reached the provider
+// before its consumer died or lost the message.
+func (d Delivery) LapsedLeaseTaken() bool {
+	n := len(d.History)
+	return d.Status == StatusSending && n >= 2 && d.History[n-1].Status == StatusSending && d.History[n-2].Status == StatusSending
+}
+
+// Masked returns d with its address masked (MaskAddress), as reports show it.
+func (d Delivery) Masked() Delivery {
+	d.Address = MaskAddress(d.Address)
+	return d
+}
+
+// MaskAddress hides an address but for its first character and, for an
+// e-mail address, its domain: "a•••@example.com". Empty stays empty.
+func MaskAddress(a string) string {
+	if a == "" {
+		return ""
+	}
+	local, domain, ok := strings.Cut(a, "@")
+	first := []rune(local)
+	if len(first) == 0 {
+		return "•••"
+	}
+	if !ok {
+		return string(first[0]) + "•••"
+	}
+	return string(first[0]) + "•••@" + domain
 }
 
 // BudgetUsed returns the attempts counted against the attempt budget: those

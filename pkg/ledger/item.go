@@ -27,30 +27,32 @@ const (
 
 // item is the stored form of a Delivery.
 type item struct {
-	PK             string        `dynamodbav:"PK"`
-	SK             string        `dynamodbav:"SK"`
-	ReminderID     string        `dynamodbav:"reminderId"`
-	Channel        string        `dynamodbav:"channel"`
-	Provider       string        `dynamodbav:"provider"`
-	Status         Status        `dynamodbav:"status"`
-	RecipientRef   string        `dynamodbav:"recipientRef"`
-	TemplateRef    string        `dynamodbav:"templateRef"`
-	DueAt          string        `dynamodbav:"dueAt"`
-	ExpiresAt      string        `dynamodbav:"expiresAt"`
-	Attempts       int           `dynamodbav:"attempts"`
-	BudgetFrom     int           `dynamodbav:"budgetFrom,omitempty"`
-	ClaimToken     string        `dynamodbav:"claimToken,omitempty"`
-	LeaseUntil     string        `dynamodbav:"leaseUntil,omitempty"`
-	LastErrorClass failure.Class `dynamodbav:"lastErrorClass,omitempty"`
-	LastError      string        `dynamodbav:"lastError,omitempty"`
-	NextAttemptAt  string        `dynamodbav:"nextAttemptAt,omitempty"`
-	SentAt         string        `dynamodbav:"sentAt,omitempty"`
-	Receipt        string        `dynamodbav:"receipt,omitempty"`
-	UpdatedAt      string        `dynamodbav:"updatedAt,omitempty"`
-	History        []Entry       `dynamodbav:"history"`
-	TTL            int64         `dynamodbav:"ttl,omitempty"`
-	DueShard       string        `dynamodbav:"dueShard,omitempty"`
-	DueSort        string        `dynamodbav:"dueSort,omitempty"`
+	PK             string            `dynamodbav:"PK"`
+	SK             string            `dynamodbav:"SK"`
+	ReminderID     string            `dynamodbav:"reminderId"`
+	Channel        string            `dynamodbav:"channel"`
+	Provider       string            `dynamodbav:"provider"`
+	Status         Status            `dynamodbav:"status"`
+	RecipientRef   string            `dynamodbav:"recipientRef"`
+	TemplateRef    string            `dynamodbav:"templateRef"`
+	Address        string            `dynamodbav:"address,omitempty"`
+	TemplateData   map[string]string `dynamodbav:"templateData,omitempty"`
+	DueAt          string            `dynamodbav:"dueAt"`
+	ExpiresAt      string            `dynamodbav:"expiresAt"`
+	Attempts       int               `dynamodbav:"attempts"`
+	BudgetFrom     int               `dynamodbav:"budgetFrom,omitempty"`
+	ClaimToken     string            `dynamodbav:"claimToken,omitempty"`
+	LeaseUntil     string            `dynamodbav:"leaseUntil,omitempty"`
+	LastErrorClass failure.Class     `dynamodbav:"lastErrorClass,omitempty"`
+	LastError      string            `dynamodbav:"lastError,omitempty"`
+	NextAttemptAt  string            `dynamodbav:"nextAttemptAt,omitempty"`
+	SentAt         string            `dynamodbav:"sentAt,omitempty"`
+	Receipt        string            `dynamodbav:"receipt,omitempty"`
+	UpdatedAt      string            `dynamodbav:"updatedAt,omitempty"`
+	History        []Entry           `dynamodbav:"history"`
+	TTL            int64             `dynamodbav:"ttl,omitempty"`
+	DueShard       string            `dynamodbav:"dueShard,omitempty"`
+	DueSort        string            `dynamodbav:"dueSort,omitempty"`
 }
 
 // PartitionKey returns the PK of a reminder's items.
@@ -95,7 +97,7 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 	it := item{
 		PK: PartitionKey(d.ReminderID), SK: SortKey(d.Channel, d.Provider),
 		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status,
-		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef,
+		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, TemplateData: d.TemplateData,
 		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom,
 		ClaimToken: d.ClaimToken, LeaseUntil: formatOpt(d.LeaseUntil),
 		LastErrorClass: d.LastErrorClass, LastError: d.LastError,
@@ -117,7 +119,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	d := Delivery{
 		ReminderID: it.ReminderID, Channel: it.Channel, Provider: it.Provider, Status: it.Status,
-		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom,
+		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
 	}

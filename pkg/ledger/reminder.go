@@ -33,6 +33,10 @@ type ReminderDelivery struct {
 	Provider     string `dynamodbav:"provider" json:"provider"`
 	RecipientRef string `dynamodbav:"recipientRef" json:"recipientRef"`
 	TemplateRef  string `dynamodbav:"templateRef" json:"templateRef"`
+	// Address is the recipient's address, for a provider that sends to it
+	// (SES). It is kept on the delivery item only, never on the reminder
+	// item, so a reminder read back has none.
+	Address string `dynamodbav:"-" json:"-"`
 }
 
 // Key returns the delivery key of d in r.

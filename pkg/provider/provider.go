@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// Request is what a provider needs to send one delivery. It holds
-// references, never a recipient's address or rendered content.
+// Request is what a provider needs to send one delivery. Its JSON form
+// (the webhook's body, the SNS message) holds references only: Address and
+// TemplateData never leave the process except to a provider that renders
+// and sends itself (SES).
 type Request struct {
 	DeliveryKey  string    `json:"deliveryKey"`
 	ReminderID   string    `json:"reminderId"`
@@ -17,7 +19,24 @@ type Request struct {
 	TemplateRef  string    `json:"templateRef"`
 	DueAt        time.Time `json:"dueAt"`
 	Attempt      int       `json:"attempt"`
+	// Address is the recipient's address for the channel (an e-mail
+	// address for SES), when the delivery carries one. Personal data: it
+	// appears in no log, metric, error or message.
+	Address string `json:"-"`
+	// TemplateData is the reminder's metadata, the data a stored template
+	// renders.
+	TemplateData map[string]string `json:"-"`
 }
+
+// The built-in providers, by the name a delivery gives.
+const (
+	NameWebhook = "webhook"
+	NameSES     = "ses"
+	NameSNS     = "sns"
+)
+
+// Names are the built-in providers' names.
+var Names = []string{NameWebhook, NameSES, NameSNS}
 
 // Receipt is the provider's acknowledgement.
 type Receipt struct {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/text"
 )
 
@@ -53,8 +54,14 @@ type DeliveryInput struct {
 	Provider string `json:"provider"`
 	// RecipientRef is a reference the provider resolves to an address.
 	RecipientRef string `json:"recipientRef"`
-	// TemplateRef is a reference to the message template.
+	// TemplateRef is a reference to the message template: for SES, the
+	// name of a template in templates/email.
 	TemplateRef string `json:"templateRef"`
+	// Address is the recipient's address, for a provider that sends to it
+	// itself: an e-mail address for SES (required there, refused by the
+	// webhook and SNS, which carry references only). It is stored on the
+	// delivery item alone and shown masked.
+	Address string `json:"address,omitempty"`
 }
 
 // Reminder is a validated reminder, as the ledger stores it.
@@ -102,7 +109,18 @@ type Validator struct {
 	MaxAhead time.Duration
 	// Now tells the time; a reminder already expired is refused.
 	Now func() time.Time
+	// Providers are the providers the stage runs; a delivery naming another
+	// is refused. Default DefaultProviders.
+	Providers []string
+	// SESTemplatePrefix is the stage's prefix of SES template names
+	// (provider.SESConfig.TemplatePrefix), for checking a template name's
+	// length. Default "".
+	SESTemplatePrefix string
 }
+
+// DefaultProviders are the providers a Validator accepts unless told
+// which the stage runs: the built-in ones.
+var DefaultProviders = provider.Names
 
 // DefaultMaxAhead is how far ahead a reminder may be due or expire unless
 // the store is told otherwise: five years, beyond any renewal or
@@ -121,6 +139,9 @@ func (v Validator) withDefaults() Validator {
 	}
 	if v.Now == nil {
 		v.Now = time.Now
+	}
+	if len(v.Providers) == 0 {
+		v.Providers = DefaultProviders
 	}
 	return v
 }
@@ -154,7 +175,7 @@ func jsonError(err error) error {
 		return &ValidationError{Problem: fmt.Sprintf("is not valid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr), Fix: "write one JSON object per reminder"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef) and metadata"}
+		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef, address) and metadata"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
 }
@@ -223,6 +244,9 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		if err := (message.DeliveryKey{ReminderID: "x", Channel: d.Channel, Provider: d.Provider}).Validate(); err != nil {
 			return Reminder{}, bad(f+"provider", describe(d.Provider, err), "use 1–32 lower-case letters, digits, '_' or '-'")
 		}
+		if !slices.Contains(v.Providers, d.Provider) {
+			return Reminder{}, bad(f+"provider", fmt.Sprintf("%q is not a provider this stage runs", d.Provider), "use one of "+strings.Join(v.Providers, ", ")+" (the stage's providers setting)")
+		}
 		if seen[d.Channel+"#"+d.Provider] {
 			return Reminder{}, bad(f+"provider", fmt.Sprintf("repeats channel %q with provider %q", d.Channel, d.Provider), "list each channel and provider pair once")
 		}
@@ -232,6 +256,9 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		}
 		if p := checkRef(d.TemplateRef, 128); p != "" {
 			return Reminder{}, bad(f+"templateRef", p, "give the template's reference, up to 128 characters")
+		}
+		if err := v.checkAddress(f, d); err != nil {
+			return Reminder{}, bad(err.field, err.problem, err.fix)
 		}
 		r.Deliveries = append(r.Deliveries, Delivery(d))
 	}
@@ -250,6 +277,33 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		r.Metadata = maps.Clone(in.Metadata)
 	}
 	return r, nil
+}
+
+// fieldProblem is a validation failure before the reminder id is attached.
+type fieldProblem struct{ field, problem, fix string }
+
+// checkAddress checks a delivery's address and template against what its
+// provider can use. Problems never quote the address: they reach logs.
+func (v Validator) checkAddress(f string, d DeliveryInput) *fieldProblem {
+	switch d.Provider {
+	case provider.NameSES:
+		switch {
+		case d.Channel != "email":
+			return &fieldProblem{f + "channel", fmt.Sprintf("is %q, but SES sends e-mail", d.Channel), `use channel "email" with provider "ses"`}
+		case d.Address == "":
+			return &fieldProblem{f + "address", "is missing; SES sends to an address", "give the recipient's e-mail address"}
+		case !provider.ValidEmail(d.Address):
+			return &fieldProblem{f + "address", "is not an e-mail address SES can send to", "give a plain address like name@example.com (no display name), up to 254 bytes"}
+		case !provider.ValidTemplateRef(d.TemplateRef, len(v.SESTemplatePrefix)):
+			return &fieldProblem{f + "templateRef", fmt.Sprintf("%q cannot name an SES template", text.Clip(d.TemplateRef, 43)),
+				fmt.Sprintf("use a template name from templates/email: letters, digits, '-' and '_', at most %d characters", provider.MaxTemplateName-len(v.SESTemplatePrefix))}
+		}
+	default:
+		if d.Address != "" {
+			return &fieldProblem{f + "address", fmt.Sprintf("is given, but provider %q carries references only", d.Provider), "leave address out and give recipientRef, which the receiver resolves"}
+		}
+	}
+	return nil
 }
 
 // aheadText says a span as a person would: "5 years", "90 days", "36h0m0s".

@@ -11,6 +11,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // Ledger is the part of the delivery ledger the store uses: the reminder
@@ -38,6 +39,23 @@ type Config struct {
 	MaxAhead time.Duration
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
+	// Providers are the providers the stage runs (Validator.Providers).
+	// Default DefaultProviders.
+	Providers []string
+	// SESTemplatePrefix is the stage's SES template prefix
+	// (Validator.SESTemplatePrefix). Default "".
+	SESTemplatePrefix string
+	// Templates, if set, is asked whether an SES delivery's template is
+	// deployed, so that a missing one is refused at intake rather than
+	// dead-lettered at its due time. Default: not checked.
+	Templates Templates
+}
+
+// Templates tells whether a stored template exists.
+type Templates interface {
+	// TemplateExists reports whether the template templateRef names is
+	// deployed.
+	TemplateExists(ctx context.Context, templateRef string) (bool, error)
 }
 
 // Store creates and cancels reminders. It is safe for concurrent use.
@@ -60,7 +78,8 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, MaxAhead: cfg.MaxAhead, Now: cfg.Clock.Now}.withDefaults()
+	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, MaxAhead: cfg.MaxAhead, Now: cfg.Clock.Now,
+		Providers: cfg.Providers, SESTemplatePrefix: cfg.SESTemplatePrefix}.withDefaults()
 	return &Store{cfg: cfg, validator: v}, nil
 }
 
@@ -99,6 +118,9 @@ func (e *ConflictError) Error() string {
 // different one under the same id is a *ConflictError. If an earlier
 // Create stopped half-way, this one writes what is missing.
 func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
+	if err := s.checkTemplates(ctx, r); err != nil {
+		return "", err
+	}
 	outcome := Created
 	stored, exists, err := s.cfg.Ledger.CreateReminder(ctx, r)
 	switch {
@@ -111,14 +133,23 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 		outcome = Unchanged
 	}
 	for _, d := range r.Deliveries {
-		err := s.cfg.Ledger.Create(ctx, ledger.Delivery{
+		ld := ledger.Delivery{
 			ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider,
-			RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
-		})
+			RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
+		}
+		if d.Provider == provider.NameSES && len(r.Metadata) > 0 {
+			ld.TemplateData = r.Metadata // what the template renders
+		}
+		err := s.cfg.Ledger.Create(ctx, ld)
 		var re *ledger.RefusedError
 		switch {
 		case errors.As(err, &re) && errors.Is(err, ledger.ErrExists):
-			// Written by an earlier attempt; the reminder item matched.
+			// Written by an earlier attempt; the reminder item matched,
+			// and the address, kept on the delivery alone, must too.
+			if re.Current.Address != d.Address {
+				return "", &ConflictError{ID: r.ID, Field: "deliveries (" + d.Channel + "/" + d.Provider + ") address",
+					Stored: ledger.MaskAddress(re.Current.Address), Given: ledger.MaskAddress(d.Address)}
+			}
 		case err != nil:
 			return "", fmt.Errorf("schedule: reminder %q: %w; run the same create again to finish it", r.ID, err)
 		default:
@@ -126,6 +157,27 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 		}
 	}
 	return outcome, nil
+}
+
+// checkTemplates refuses an SES delivery whose template is not deployed.
+func (s *Store) checkTemplates(ctx context.Context, r Reminder) error {
+	if s.cfg.Templates == nil {
+		return nil
+	}
+	for i, d := range r.Deliveries {
+		if d.Provider != provider.NameSES {
+			continue
+		}
+		ok, err := s.cfg.Templates.TemplateExists(ctx, d.TemplateRef)
+		if err != nil {
+			return fmt.Errorf("schedule: reminder %q: cannot check template %q: %w", r.ID, d.TemplateRef, err)
+		}
+		if !ok {
+			return &ValidationError{ID: r.ID, Field: fmt.Sprintf("deliveries[%d].templateRef", i), Problem: fmt.Sprintf("%q is not a deployed SES template", d.TemplateRef),
+				Fix: "add it to templates/email and deploy (cdk deploy), or use a deployed template"}
+		}
+	}
+	return nil
 }
 
 // conflict names the first field in which given differs from stored.
@@ -149,6 +201,15 @@ func conflict(stored, given Reminder) *ConflictError {
 }
 
 func sameDeliveries(a, b []Delivery) bool {
+	strip := func(ds []Delivery) []Delivery {
+		out := make([]Delivery, len(ds))
+		for i, d := range ds {
+			d.Address = "" // not on the reminder item; compared on the delivery
+			out[i] = d
+		}
+		return out
+	}
+	a, b = strip(a), strip(b)
 	cmp := func(x, y Delivery) int {
 		if x.Channel != y.Channel {
 			return compare(x.Channel, y.Channel)

@@ -1,0 +1,128 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptrace"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/text"
+)
+
+// awsCall runs one AWS API call for a provider, once: the SDK's own retries
+// are turned off by the caller (RetryMaxAttempts 1), because a provider
+// call that is not idempotent must not be repeated behind the ledger's back,
+// and the consumer's backoff, attempt budget and ledger already own
+// retries. It reports whether the request was written before it failed.
+func awsCall(ctx context.Context, timeout time.Duration, call func(context.Context) error) (wrote bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var w atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				w.Store(true)
+			}
+		},
+	})
+	err = call(ctx)
+	return w.Load(), err
+}
+
+// apiAnswer is what an AWS service answered: its error code and HTTP status
+// (0 if no answer came back).
+type apiAnswer struct {
+	code    string
+	status  int
+	message string
+}
+
+func answerOf(err error) (apiAnswer, bool) {
+	var a apiAnswer
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		a.status = re.HTTPStatusCode()
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		a.code, a.message = api.ErrorCode(), api.ErrorMessage()
+	}
+	return a, a.status != 0 || a.code != ""
+}
+
+// emailLike matches what may be an e-mail address in a provider's error
+// message, so that it can be removed before the message is stored.
+var emailLike = regexp.MustCompile(`[^\s<>"'(),;:]+@[^\s<>"'(),;:]+`)
+
+// scrub removes the recipient's address, and anything else that looks like
+// an address, from a provider's message, and bounds it: errors reach the
+// ledger, the DLQ and the logs, where addresses must never be.
+func scrub(msg, address string) string {
+	if address != "" {
+		msg = replaceFold(msg, address, "<address>")
+	}
+	msg = emailLike.ReplaceAllString(msg, "<address>")
+	return text.Clip(strings.TrimSpace(msg), 200)
+}
+
+// replaceFold replaces every case-insensitive occurrence of old in s.
+func replaceFold(s, old, repl string) string {
+	lower, lold := strings.ToLower(s), strings.ToLower(old)
+	var b strings.Builder
+	for {
+		i := strings.Index(lower, lold)
+		if i < 0 || old == "" {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(repl)
+		s, lower = s[i+len(old):], lower[i+len(old):]
+	}
+}
+
+// AnswerError is an AWS provider's error answer, with the recipient's
+// address removed from its message.
+type AnswerError struct {
+	// Provider is "ses" or "sns".
+	Provider string
+	// Code is the service's error code, such as "MessageRejected".
+	Code string
+	// Status is the HTTP status, 0 if unknown.
+	Status int
+	// Message is the service's message, scrubbed of addresses and bounded.
+	Message string
+}
+
+func (e *AnswerError) Error() string {
+	s := e.Provider + ": " + e.Code
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (%d)", e.Status)
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// transportFailure classifies a call that got no answer: ambiguous once the
+// request was written, a plain retry before.
+func transportFailure(name string, err error, wrote bool, address string) error {
+	e := fmt.Errorf("%s: %s", name, scrub(err.Error(), address))
+	class := failure.ClassNetwork
+	if errors.Is(err, context.DeadlineExceeded) {
+		class = failure.ClassTimeout
+	}
+	if wrote {
+		return failure.Ambiguous(failure.WithClass(e, class))
+	}
+	return failure.WithClass(e, class)
+}

@@ -1,0 +1,222 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
+
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+// HeaderDeliveryKey is the e-mail header that carries the delivery key, for
+// tracing a received e-mail back to its delivery.
+const HeaderDeliveryKey = "X-Nudge-Delivery-Key"
+
+// SESAPI is the part of the SES v2 client the SES provider uses.
+type SESAPI interface {
+	SendEmail(ctx context.Context, in *sesv2.SendEmailInput, optFns ...func(*sesv2.Options)) (*sesv2.SendEmailOutput, error)
+}
+
+var _ SESAPI = (*sesv2.Client)(nil)
+
+// SESConfig configures an SES provider.
+type SESConfig struct {
+	// Client sends the e-mails. Required.
+	Client SESAPI
+	// From is the sender address, of a verified SES identity. Required.
+	From string
+	// FromIdentityARN is the identity's ARN, when the sender is authorised
+	// through another account's identity. Optional.
+	FromIdentityARN string
+	// ConfigurationSet names the SES configuration set every e-mail is sent
+	// with (the stack's turns on the suppression list). Optional.
+	ConfigurationSet string
+	// TemplatePrefix is put before a delivery's templateRef to name the SES
+	// template, so that stages in one account keep their own templates
+	// ("nudge-dev-"). Default "".
+	TemplatePrefix string
+	// LongBackoff is how long a send waits after SES says the account's
+	// sending is paused or its daily quota is spent. Default 1h.
+	LongBackoff time.Duration
+	// Timeout bounds one send. Default 10s.
+	Timeout time.Duration
+}
+
+// SES sends e-mail through Amazon SES (API v2) with stored templates: the
+// delivery's templateRef names the template (after TemplatePrefix), the
+// reminder's metadata is its data, and the delivery's address receives it.
+//
+// SES has no idempotency key: a send that fails after its request was
+// written may have gone out, and is Ambiguous. The consumer's policy for
+// the provider decides whether that is retried or reviewed.
+type SES struct{ cfg SESConfig }
+
+// NewSES validates cfg and applies its defaults.
+func NewSES(cfg SESConfig) (*SES, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("ses: no SES client")
+	case !ValidEmail(cfg.From):
+		return nil, errors.New("ses: the sender address is missing or not an e-mail address; set NUDGE_SES_FROM to an address of a verified SES identity")
+	case cfg.TemplatePrefix != "" && !sesTemplateName.MatchString(cfg.TemplatePrefix):
+		return nil, fmt.Errorf("ses: template prefix %q may hold only letters, digits, '-' and '_'", cfg.TemplatePrefix)
+	}
+	if cfg.LongBackoff == 0 {
+		cfg.LongBackoff = time.Hour
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	return &SES{cfg: cfg}, nil
+}
+
+// MaxTemplateName is the longest SES template name.
+const MaxTemplateName = 64
+
+var sesTemplateName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// TemplateName returns the SES template a templateRef names, and whether
+// it is a valid name.
+func (s *SES) TemplateName(ref string) (string, bool) {
+	name := s.cfg.TemplatePrefix + ref
+	return name, len(name) <= MaxTemplateName && sesTemplateName.MatchString(ref)
+}
+
+// ValidTemplateRef reports whether ref can name an SES template after a
+// prefix of prefixLen bytes.
+func ValidTemplateRef(ref string, prefixLen int) bool {
+	return ref != "" && prefixLen+len(ref) <= MaxTemplateName && sesTemplateName.MatchString(ref)
+}
+
+// Send sends req's e-mail.
+func (s *SES) Send(ctx context.Context, req Request, key string) (Receipt, error) {
+	if req.Address == "" {
+		return Receipt{}, failure.WithClass(failure.Permanent(errors.New("ses: the delivery has no recipient address; give deliveries[].address at intake")), failure.ClassConfig)
+	}
+	name, ok := s.TemplateName(req.TemplateRef)
+	if !ok {
+		return Receipt{}, failure.WithClass(failure.Permanent(fmt.Errorf("ses: templateRef %q cannot name an SES template", req.TemplateRef)), failure.ClassConfig)
+	}
+	data := req.TemplateData
+	if data == nil {
+		data = map[string]string{}
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Receipt{}, failure.Permanent(err)
+	}
+	in := &sesv2.SendEmailInput{
+		FromEmailAddress: aws.String(s.cfg.From),
+		Destination:      &types.Destination{ToAddresses: []string{req.Address}},
+		Content: &types.EmailContent{Template: &types.Template{
+			TemplateName: aws.String(name),
+			TemplateData: aws.String(string(raw)),
+			Headers:      []types.MessageHeader{{Name: aws.String(HeaderDeliveryKey), Value: aws.String(key)}},
+		}},
+	}
+	if s.cfg.FromIdentityARN != "" {
+		in.FromEmailAddressIdentityArn = aws.String(s.cfg.FromIdentityARN)
+	}
+	if s.cfg.ConfigurationSet != "" {
+		in.ConfigurationSetName = aws.String(s.cfg.ConfigurationSet)
+	}
+	var out *sesv2.SendEmailOutput
+	wrote, err := awsCall(ctx, s.cfg.Timeout, func(ctx context.Context) error {
+		var err error
+		out, err = s.cfg.Client.SendEmail(ctx, in, func(o *sesv2.Options) { o.RetryMaxAttempts = 1 })
+		return err
+	})
+	if err != nil {
+		return Receipt{}, s.classify(err, wrote, req.Address, name)
+	}
+	return Receipt{ID: aws.ToString(out.MessageId)}, nil
+}
+
+// classify turns SES's answer into a failure outcome. The provider contract
+// table in docs/providers.md lists the same rows.
+func (s *SES) classify(err error, wrote bool, address, template string) error {
+	a, ok := answerOf(err)
+	if !ok {
+		return transportFailure("ses", err, wrote, address)
+	}
+	e := &AnswerError{Provider: "ses", Code: a.code, Status: a.status, Message: scrub(a.message, address)}
+	if e.Code == "" {
+		e.Code = "UnknownError"
+	}
+	lower := strings.ToLower(a.message)
+	permanent := func(class failure.Class) error { return failure.WithClass(failure.Permanent(e), class) }
+	switch a.code {
+	case "MessageRejected":
+		switch {
+		case strings.Contains(lower, "suppress"):
+			return permanent(failure.ClassSuppressed)
+		case strings.Contains(lower, "not verified"):
+			return permanent(failure.ClassConfig) // an unverified sender (or, in the sandbox, recipient)
+		}
+		return permanent(failure.ClassRejected)
+	case "BadRequestException":
+		return permanent(failure.ClassRejected)
+	case "MailFromDomainNotVerifiedException":
+		return permanent(failure.ClassConfig)
+	case "NotFoundException":
+		e.Message = fmt.Sprintf("no template %q, identity or configuration set; deploy the template (templates/email) or fix the stage's SES settings, then redrive", template)
+		return permanent(failure.ClassConfig)
+	case "TooManyRequestsException", "Throttling", "ThrottlingException":
+		return failure.WithClass(e, failure.ClassThrottled)
+	case "LimitExceededException":
+		if strings.Contains(lower, "daily") || strings.Contains(lower, "quota") {
+			return failure.Retryable(failure.WithClass(e, failure.ClassThrottled), s.cfg.LongBackoff)
+		}
+		return failure.WithClass(e, failure.ClassThrottled)
+	case "SendingPausedException", "AccountSuspendedException":
+		return failure.Retryable(failure.WithClass(e, failure.ClassPaused), s.cfg.LongBackoff)
+	}
+	switch {
+	case a.status == 404:
+		e.Message = fmt.Sprintf("no template %q, identity or configuration set; deploy the template (templates/email) or fix the stage's SES settings, then redrive", template)
+		return permanent(failure.ClassConfig)
+	case a.status == 429:
+		return failure.WithClass(e, failure.ClassThrottled)
+	case a.status == 503:
+		// Unavailable: refused before it was processed.
+		return failure.WithClass(e, failure.ClassServer)
+	case a.status >= 500:
+		// SES failed while handling the request: it may have sent.
+		return failure.Ambiguous(failure.WithClass(e, failure.ClassServer))
+	case a.status >= 400:
+		return permanent(failure.ClassRejected)
+	}
+	return failure.WithClass(e, failure.ClassAWS)
+}
+
+// ValidEmail reports whether s is an e-mail address SES can send to: one
+// '@', a non-empty local part, a dotted domain, no spaces, quotes or angle
+// brackets, and at most 254 bytes. It is deliberately narrower than RFC
+// 5322: a display name or a comment is refused.
+func ValidEmail(s string) bool {
+	if len(s) > 254 || strings.ContainsAny(s, " \t\r\n<>()[]\\,;:\"") {
+		return false
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || at > 64 || strings.IndexByte(s, '@') != at {
+		return false
+	}
+	domain := s[at+1:]
+	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x21 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
