@@ -34,9 +34,10 @@ type Config struct {
 	Stage deployment.Stage
 	// Dir is the stand-ins' folder. Default standin.DefaultDir().
 	Dir string
-	// DynamoDBEndpoint and SQSEndpoint are stand-ins already running (nudge
-	// local exec's). Empty: Start starts them, and Close stops them.
-	DynamoDBEndpoint, SQSEndpoint string
+	// DynamoDBEndpoint, SQSEndpoint (fauxqs, which serves SNS too) and
+	// SESEndpoint are stand-ins already running (nudge local exec's). Any
+	// empty: Start starts all three, and Close stops them.
+	DynamoDBEndpoint, SQSEndpoint, SESEndpoint string
 	// Plan is the provider's faults. Nil: it accepts every request.
 	Plan sink.Plan
 	// Log receives what Start installs and starts. Default io.Discard.
@@ -45,9 +46,9 @@ type Config struct {
 
 // System is the local system, running. Close stops what Start started.
 type System struct {
-	Stage                         deployment.Stage
-	Dir                           string
-	DynamoDBEndpoint, SQSEndpoint string
+	Stage                                      deployment.Stage
+	Dir                                        string
+	DynamoDBEndpoint, SQSEndpoint, SESEndpoint string
 	// Resources are the stage's table and queues.
 	Resources Provisioned
 	// DB and SQS are clients on the stand-ins.
@@ -63,7 +64,7 @@ type System struct {
 // Start installs what is missing, starts the stand-ins unless cfg names
 // running ones, provisions the stage's resources, and starts the provider.
 func Start(ctx context.Context, cfg Config) (s *System, err error) {
-	s = &System{Stage: cfg.Stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint}
+	s = &System{Stage: cfg.Stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -79,13 +80,13 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 			return s, err
 		}
 	}
-	if s.DynamoDBEndpoint == "" || s.SQSEndpoint == "" {
+	if s.DynamoDBEndpoint == "" || s.SQSEndpoint == "" || s.SESEndpoint == "" {
 		stack, err := standin.Up(ctx, s.Dir, log)
 		if err != nil {
 			return s, err
 		}
 		s.stop = append(s.stop, stack.Stop)
-		s.DynamoDBEndpoint, s.SQSEndpoint = stack.DynamoDB.Endpoint, stack.SQS.Endpoint
+		s.DynamoDBEndpoint, s.SQSEndpoint, s.SESEndpoint = stack.DynamoDB.Endpoint, stack.SQS.Endpoint, stack.SES.Endpoint
 	} else if err := standin.Install(ctx, s.Dir, log); err != nil { // the emulator
 		return s, err
 	}
@@ -141,12 +142,13 @@ func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counte
 }
 
 // Endpoints are where a function's AWS calls go: the stand-ins, or
-// counting proxies in front of them.
-type Endpoints struct{ DynamoDB, SQS string }
+// counting proxies in front of them. SNS goes where SQS does (fauxqs
+// serves both); an empty SES goes to the SES stand-in.
+type Endpoints struct{ DynamoDB, SQS, SES string }
 
 // Endpoints returns the stand-ins' endpoints.
 func (s *System) Endpoints() Endpoints {
-	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint}
+	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint}
 }
 
 // Env returns function fn's environment (consumer or enqueue): the one the
@@ -168,7 +170,7 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 	default:
 		return nil, fmt.Errorf("local: no function %q; use consumer or enqueue", fn)
 	}
-	list := append(standin.EndpointEnv(ep.DynamoDB, ep.SQS), deployment.EnvList(env)...)
+	list := append(standin.EndpointEnv(ep.DynamoDB, ep.SQS, cmp.Or(ep.SES, s.SESEndpoint)), deployment.EnvList(env)...)
 	list = append(list, standin.LambdaEnv("nudge-"+s.Stage.Name+"-"+fn, timeout, memory)...)
 	for _, o := range overrides {
 		k, _, ok := strings.Cut(o, "=")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -219,4 +220,48 @@ func ValidEmail(s string) bool {
 		}
 	}
 	return true
+}
+
+// SESTemplateAPI is the part of the SES v2 client that reads templates.
+type SESTemplateAPI interface {
+	GetEmailTemplate(ctx context.Context, in *sesv2.GetEmailTemplateInput, optFns ...func(*sesv2.Options)) (*sesv2.GetEmailTemplateOutput, error)
+}
+
+var _ SESTemplateAPI = (*sesv2.Client)(nil)
+
+// SESTemplates answers whether a templateRef names a deployed SES template
+// (schedule.Templates), asking SES once per name and remembering the
+// answers that it exists.
+type SESTemplates struct {
+	// Client reads templates. Required.
+	Client SESTemplateAPI
+	// Prefix is the stage's template prefix (SESConfig.TemplatePrefix).
+	Prefix string
+
+	mu    sync.Mutex
+	found map[string]bool
+}
+
+// TemplateExists reports whether the template ref names is deployed.
+func (t *SESTemplates) TemplateExists(ctx context.Context, ref string) (bool, error) {
+	t.mu.Lock()
+	known := t.found[ref]
+	t.mu.Unlock()
+	if known {
+		return true, nil
+	}
+	_, err := t.Client.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(t.Prefix + ref)})
+	if err != nil {
+		if a, ok := answerOf(err); ok && (a.code == "NotFoundException" || a.status == 404) {
+			return false, nil
+		}
+		return false, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.found == nil {
+		t.found = map[string]bool{}
+	}
+	t.found[ref] = true
+	return true, nil
 }

@@ -30,7 +30,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 					r, err = drain(context.Background(), drainConfig{
 						BatchSize: batch, Latency: latency, Bootstraps: bins,
 						Stage:            strings.TrimPrefix(standintest.Name("drain"), "drain-"),
-						DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"),
+						DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), SESEndpoint: os.Getenv("AWS_ENDPOINT_URL_SESV2"),
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -71,9 +71,9 @@ type Config struct {
 	// Bootstraps is the folder holding consumer/bootstrap and
 	// enqueue/bootstrap built for this machine. Default "build/local".
 	Bootstraps string
-	// DynamoDBEndpoint and SQSEndpoint use running stand-ins; when empty,
-	// Run starts its own and stops them at the end.
-	DynamoDBEndpoint, SQSEndpoint string
+	// DynamoDBEndpoint, SQSEndpoint and SESEndpoint use running stand-ins;
+	// when any is empty, Run starts its own and stops them at the end.
+	DynamoDBEndpoint, SQSEndpoint, SESEndpoint string
 	// Out receives progress and the summary. Default io.Discard.
 	Out io.Writer
 	// Live redraws the progress line in place (for a terminal); otherwise

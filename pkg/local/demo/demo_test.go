@@ -230,7 +230,7 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	sum, err := Run(context.Background(), Config{
 		Reminders: 200, Spread: 8 * time.Second, Tick: time.Second, Deadline: 2 * time.Minute,
 		Stage: strings.TrimPrefix(standintest.Name("demo"), "demo-"), Bootstraps: bins, Out: &out,
-		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"),
+		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), SESEndpoint: os.Getenv("AWS_ENDPOINT_URL_SESV2"),
 		// Once it is over, an operator redrives the deliveries the provider
 		// rejected (it accepts them now), and the running system sends them.
 		Keep: func(ctx context.Context, _ *Summary, local Local) {
@@ -291,7 +291,7 @@ func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	// resume are asserted by the enqueue's own tests.
 	cfg.Kills = 4
 	cfg.Stage, cfg.Bootstraps = strings.TrimPrefix(standintest.Name("chaos"), "chaos-"), bins
-	cfg.DynamoDBEndpoint, cfg.SQSEndpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_SQS")
+	cfg.DynamoDBEndpoint, cfg.SQSEndpoint, cfg.SESEndpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL_SESV2")
 	var out bytes.Buffer
 	cfg.Out = &out
 	sum, err := Run(context.Background(), cfg)

@@ -54,7 +54,7 @@ type drainConfig struct {
 	// machine. Default "build/local".
 	Bootstraps string
 	// DynamoDBEndpoint and SQSEndpoint are the running stand-ins. Required.
-	DynamoDBEndpoint, SQSEndpoint string
+	DynamoDBEndpoint, SQSEndpoint, SESEndpoint string
 }
 
 // drainResult is what a drain measured.
@@ -104,8 +104,8 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 		cfg.Bootstraps = "build/local"
 	}
 	var res drainResult
-	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" {
-		return res, errors.New("demo: a drain needs running stand-ins: set DynamoDBEndpoint and SQSEndpoint (nudge local exec sets AWS_ENDPOINT_URL_*)")
+	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" || cfg.SESEndpoint == "" {
+		return res, errors.New("demo: a drain needs running stand-ins: set DynamoDBEndpoint, SQSEndpoint and SESEndpoint (nudge local exec sets AWS_ENDPOINT_URL_*)")
 	}
 	stage := deployment.Dev()
 	stage.Name, stage.BatchSize, stage.BatchingWindow, stage.MaxConcurrency = cfg.Stage, cfg.BatchSize, cfg.BatchingWindow, max(cfg.Instances, 2)
@@ -113,7 +113,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	// before the cut-off (deployment.Stage.Validate): half the batch at
 	// once fits the stage's two rounds of the provider timeout.
 	stage.RecordConcurrency = max(stage.RecordConcurrency, (cfg.BatchSize+1)/2)
-	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint,
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint,
 		Plan: func(string, int) sink.Fault { return sink.Fault{Kind: "ok", Delay: cfg.Latency} }})
 	if err != nil {
 		return res, err

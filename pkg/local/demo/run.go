@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	out := cfg.Out
 	s := &system{cfg: cfg, stage: stage, plan: newPlan(cfg), proxies: map[string]*standin.Proxy{}, due: map[message.DeliveryKey]time.Time{}}
-	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint,
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint,
 		Plan: s.plan.sinkPlan(), Log: out})
 	if err != nil {
 		return nil, err
@@ -376,7 +376,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	go func() { defer wg.Done(); s.tick(keep) }()
 	go func() { defer wg.Done(); s.mapping.Run(keep) }()
 	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL,
-		Env: append(standin.EndpointEnv(s.ddbURL, s.sqsURL), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
+		Env: append(standin.EndpointEnv(s.ddbURL, s.sqsURL, s.sys.SESEndpoint), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
 	return sum, nil
 }
 

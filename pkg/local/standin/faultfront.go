@@ -1,0 +1,117 @@
+package standin
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Fault is an answer a FaultFront gives in place of the stand-in's: an AWS
+// error in the request's protocol, a hang, or a drop after the stand-in
+// handled the request.
+type Fault struct {
+	// Status and Code make an error answer (429 and
+	// "TooManyRequestsException"); Message is its message.
+	Status  int
+	Code    string
+	Message string
+	// Hang holds the request until the client gives up; nothing reaches
+	// the stand-in.
+	Hang bool
+	// Drop passes the request to the stand-in, which acts on it, then
+	// closes the connection without an answer: the client cannot know
+	// whether it was accepted.
+	Drop bool
+}
+
+// FaultFront is an HTTP front for an AWS stand-in that answers some
+// requests with the faults a real service gives and the stand-in cannot
+// (throttling, a paused account, a rejected message), and passes the rest
+// through. Decide sees each request's body and picks.
+type FaultFront struct {
+	// Endpoint is the front's base URL.
+	Endpoint string
+	srv      *http.Server
+}
+
+// NewFaultFront starts a front for target on a free loopback port. decide
+// returns the fault for a request, or nil to pass it through.
+func NewFaultFront(target string, decide func(r *http.Request, body []byte) *Fault) (*FaultFront, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.Transport = Transport()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &FaultFront{Endpoint: "http://" + ln.Addr().String()}
+	f.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		fault := decide(r, body)
+		switch {
+		case fault == nil:
+			proxy.ServeHTTP(w, r)
+		case fault.Hang:
+			<-r.Context().Done()
+		case fault.Drop:
+			rec := &discard{header: http.Header{}}
+			proxy.ServeHTTP(rec, r)
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					_ = c.Close()
+				}
+			}
+		default:
+			writeAWSError(w, r, fault)
+		}
+	})}
+	go func() { _ = f.srv.Serve(ln) }()
+	return f, nil
+}
+
+// Close stops the front.
+func (f *FaultFront) Close() error { return f.srv.Close() }
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ header http.Header }
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// writeAWSError answers in the request's protocol: the query protocol's
+// XML for a form-encoded request (SNS), else REST-JSON's header and body
+// (SES v2).
+func writeAWSError(w http.ResponseWriter, r *http.Request, f *Fault) {
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		var b bytes.Buffer
+		b.WriteString(`<ErrorResponse><Error><Type>Sender</Type><Code>`)
+		_ = xml.EscapeText(&b, []byte(f.Code))
+		b.WriteString(`</Code><Message>`)
+		_ = xml.EscapeText(&b, []byte(f.Message))
+		b.WriteString(`</Message></Error><RequestId>fault-front</RequestId></ErrorResponse>`)
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(f.Status)
+		_, _ = w.Write(b.Bytes())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-ErrorType", f.Code)
+	w.WriteHeader(f.Status)
+	_, _ = fmt.Fprintf(w, `{"message":%q}`, f.Message)
+}
