@@ -45,3 +45,51 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingsProviders(t *testing.T) {
+	t.Parallel()
+	s, err := consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "webhook, ses,sns", "NUDGE_SES_FROM": "reminders@example.com",
+		"NUDGE_SNS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:nudge", "NUDGE_SNS_RATE": "50", "NUDGE_SES_AMBIGUOUS": "retry", "NUDGE_MAX_CONCURRENCY": "5"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Providers, ",") != "webhook,ses,sns" || s.SESFrom != "reminders@example.com" || s.MaxConcurrency != 5 {
+		t.Fatalf("settings %+v", s)
+	}
+	if s.Rates["ses"] != 14 || s.Rates["sns"] != 50 || s.Rates["webhook"] != 0 {
+		t.Fatalf("rates %v; want ses's default 14, sns 50 as set, webhook none", s.Rates)
+	}
+	if s.Ambiguous["ses"] != consumer.AmbiguousRetry || s.Ambiguous["sns"] != consumer.AmbiguousRetry || s.Ambiguous["webhook"] != consumer.AmbiguousRetry {
+		t.Fatalf("policies %v", s.Ambiguous)
+	}
+	d, err := consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "ses", "NUDGE_SES_FROM": "a@example.com", "NUDGE_WEBHOOK_URL": "", "NUDGE_WEBHOOK_SECRET": ""}))
+	if err != nil {
+		t.Fatalf("ses alone needs no webhook settings: %v", err)
+	}
+	if d.Ambiguous["ses"] != consumer.AmbiguousReview {
+		t.Fatalf("ses's default policy %q, want review", d.Ambiguous["ses"])
+	}
+	if w, _ := consumer.SettingsFromEnv(env(nil)); strings.Join(w.Providers, ",") != "webhook" {
+		t.Fatalf("without NUDGE_PROVIDERS the providers are %v, want the webhook alone", w.Providers)
+	}
+}
+
+func TestSettingsProviderErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kv   map[string]string
+		want string
+	}{
+		{map[string]string{"NUDGE_PROVIDERS": "webhook,pigeon"}, `NUDGE_PROVIDERS names "pigeon"`},
+		{map[string]string{"NUDGE_PROVIDERS": "ses"}, "NUDGE_SES_FROM is not set"},
+		{map[string]string{"NUDGE_PROVIDERS": "sns"}, "NUDGE_SNS_TOPIC_ARN is not set"},
+		{map[string]string{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_RATE": "-1"}, "NUDGE_SNS_RATE"},
+		{map[string]string{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_AMBIGUOUS": "sometimes"}, "NUDGE_SNS_AMBIGUOUS"},
+		{map[string]string{"NUDGE_MAX_CONCURRENCY": "0"}, "NUDGE_MAX_CONCURRENCY"},
+	} {
+		_, err := consumer.SettingsFromEnv(env(tc.kv))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error naming %q", tc.kv, err, tc.want)
+		}
+	}
+}

@@ -424,6 +424,9 @@ func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, 
 	}
 	r = copyReminder(r)
 	r.DueAt, r.ExpiresAt = ms(r.DueAt), ms(r.ExpiresAt)
+	for i := range r.Deliveries {
+		r.Deliveries[i].Address = "" // kept on the delivery item alone, as in DynamoDB
+	}
 	m.t.reminders[r.ID] = r
 	return copyReminder(r), false, nil
 }

@@ -735,7 +735,7 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	ctx := context.Background()
 	r := ledger.Reminder{ID: "rem-7", AccountRef: "acct-1", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"},
-			{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}},
+			{Channel: "email", Provider: "ses", RecipientRef: "r", TemplateRef: "t", Address: "ana@example.com"}},
 		Metadata: map[string]string{"k": "v"}}
 	if stored, exists, err := b.l.CreateReminder(ctx, r); err != nil || exists || stored.ID != r.ID {
 		t.Fatalf("first write: %+v, %v, %v", stored, exists, err)
@@ -748,7 +748,7 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	}
 	for _, d := range r.Deliveries {
 		if err := b.l.Create(ctx, ledger.Delivery{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef,
-			TemplateRef: d.TemplateRef, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt}); err != nil {
+			TemplateRef: d.TemplateRef, Address: d.Address, TemplateData: r.Metadata, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -756,6 +756,15 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	if err != nil || got.Reminder == nil || got.Reminder.AccountRef != "acct-1" || len(got.Deliveries) != 2 ||
 		got.Deliveries[0].Channel != "email" || got.Deliveries[1].Channel != "sms" {
 		t.Fatalf("read: %+v, %v", got, err)
+	}
+	// The address lives on the delivery item, and only there.
+	for _, d := range got.Reminder.Deliveries {
+		if d.Address != "" {
+			t.Errorf("the reminder item holds an address for %s/%s", d.Channel, d.Provider)
+		}
+	}
+	if e := got.Deliveries[0]; e.Address != "ana@example.com" || e.TemplateData["k"] != "v" {
+		t.Errorf("the e-mail delivery holds address %q and template data %v", e.Address, e.TemplateData)
 	}
 	if none, err := b.l.ReadReminder(ctx, "rem-none"); err != nil || !none.Empty() {
 		t.Fatalf("an unknown reminder: %+v, %v", none, err)
