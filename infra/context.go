@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
@@ -59,6 +60,11 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	alarmEmail        address     alarmTopicArn   an existing SNS topic
 //	enqueueReservedConcurrency    instances reserved for the enqueue (0: none)
 //	retainData        true | false (the removal policy)
+//	providers         webhook,ses,sns (a comma-separated subset; default webhook)
+//	sesFrom           the sender address   sesIdentity  its verified identity (default: its domain)
+//	sesRate           SES sends per second for the stage (default 14; 0: no limit)
+//	snsTopicArn       an existing topic for the sns provider (default: the stack creates one)
+//	webhookAmbiguous, sesAmbiguous, snsAmbiguous   retry | review
 //
 // A key prefixed with a stage's name and a colon applies to that stage
 // alone and wins over the plain key, which applies to every stage the app
@@ -115,6 +121,34 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	}
 	if v, ok := str("alarmTopicArn"); ok {
 		s.AlarmTopicArn = v
+	}
+	if v, ok := str("providers"); ok {
+		s.Providers = nil
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				s.Providers = append(s.Providers, p)
+			}
+		}
+	}
+	for key, dst := range map[string]*string{"sesFrom": &s.SESFrom, "sesIdentity": &s.SESIdentity, "snsTopicArn": &s.SNSTopicArn} {
+		if v, ok := str(key); ok {
+			*dst = v
+		}
+	}
+	if v, ok := str("sesRate"); ok {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return s, fmt.Errorf("context sesRate=%q is not a number of sends per second", v)
+		}
+		s.SESRate = r
+	}
+	for _, p := range []string{"webhook", "ses", "sns"} {
+		if v, ok := str(p + "Ambiguous"); ok {
+			if s.Ambiguous == nil {
+				s.Ambiguous = map[string]string{}
+			}
+			s.Ambiguous[p] = v
+		}
 	}
 	if v, ok := str("retainData"); ok {
 		b, err := strconv.ParseBool(v)

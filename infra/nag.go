@@ -16,6 +16,12 @@ func applyNag(n *NudgeStack) {
 	awscdk.Aspects_Of(n.Stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	suppress(n.SchedulerDLQ, "AwsSolutions-SQS3",
 		"This queue is the dead-letter queue of the enqueue schedule (EventBridge Scheduler's DeadLetterConfig) and the enqueue's on-failure destination, which cdk-nag does not recognise as a DLQ; a DLQ behind it would never receive anything.")
+	if len(n.EmailTemplates) > 0 {
+		prefix := "Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:template/" + n.TemplatePrefix + "*"
+		why := "SES names a send's template at send time; the grant covers the stage's own templates (its nudge-<stage>- prefix, the templates/email folder the stack deploys), so that adding a template needs no policy change, and nothing else."
+		suppress(n.Consumer.Role(), "AwsSolutions-IAM5", why, prefix)
+		suppress(n.Operator, "AwsSolutions-IAM5", "The intake checks that a delivery's template is deployed (ses:GetEmailTemplate): "+why, prefix)
+	}
 	for _, c := range *n.Stack.Node().Children() {
 		if id := *c.Node().Id(); strings.HasPrefix(id, "SchedulerRoleForTarget") {
 			suppress(c, "AwsSolutions-IAM5",

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -28,6 +29,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // NudgeStackProps configures a NudgeStack.
@@ -39,6 +41,24 @@ type NudgeStackProps struct {
 	BuildDir string
 	// Nag applies the cdk-nag AwsSolutions checks.
 	Nag bool
+	// TemplatesDir holds the e-mail templates (one folder each) the stack
+	// deploys to SES when the stage runs ses. Default: templates/email at
+	// the repository's root.
+	TemplatesDir string
+}
+
+func (p *NudgeStackProps) templatesDir() string {
+	if p.TemplatesDir != "" {
+		return p.TemplatesDir
+	}
+	// The repository's root holds cdk.json; the app runs there, its tests
+	// in infra/.
+	for _, dir := range []string{".", ".."} {
+		if _, err := os.Stat(filepath.Join(dir, "cdk.json")); err == nil {
+			return filepath.Join(dir, "templates", "email")
+		}
+	}
+	return filepath.Join("templates", "email")
 }
 
 // NudgeStack is the whole of Nudge in one stack.
@@ -53,6 +73,12 @@ type NudgeStack struct {
 	Operator   awsiam.ManagedPolicy
 	AlarmTopic awssns.ITopic
 	Alarms     []awscloudwatch.Alarm
+	// DeliveryTopic is the sns provider's topic, when the stage runs it.
+	DeliveryTopic awssns.ITopic
+	// EmailTemplates are the SES templates, when the stage runs ses, named
+	// with TemplatePrefix.
+	EmailTemplates []awsses.CfnTemplate
+	TemplatePrefix string
 }
 
 func str(s string) *string           { return jsii.String(s) }
@@ -81,35 +107,10 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 
-	// Parameters: the provider, set at deploy time. Their defaults are empty
-	// so that a deploy without them stops at the rule below, with a message
-	// saying what to set, before any change, rather than with the CLI's
-	// generic "missing a value". (An update without them keeps the
-	// deployed values: the CDK CLI passes UsePreviousValue.)
-	webhookURL := awscdk.NewCfnParameter(stack, str("WebhookUrl"), &awscdk.CfnParameterProps{
-		Type: str("String"), Default: str(""), NoEcho: jsii.Bool(true), // it may hold a token
-		AllowedPattern: str("^$|^https://.+"), ConstraintDescription: str("an https:// URL"),
-		Description: str("The webhook provider's HTTPS endpoint (docs/webhook.md)"),
-	})
-	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
-		Type: str("String"), Default: str(""),
-		AllowedPattern:        str(`^$|^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
-		ConstraintDescription: str("the name, partial ARN or full ARN of a Secrets Manager secret in this account"),
-		Description:           str("Name, partial ARN or full ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
-	})
-	secretKey := awscdk.NewCfnParameter(stack, str("WebhookSigningKmsArn"), &awscdk.CfnParameterProps{
-		Type: str("String"), Default: str(""),
-		AllowedPattern:        str(`^$|^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$`),
-		ConstraintDescription: str("empty, or the ARN of a KMS key (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
-		Description:           str("Only for a signing secret encrypted with a customer managed KMS key: the key's ARN (the consumer gets kms:Decrypt on it alone)"),
-	})
-
-	awscdk.NewCfnRule(stack, str("WebhookIsSet"), &awscdk.CfnRuleProps{Assertions: &[]*awscdk.CfnRuleAssertion{{
-		Assert: awscdk.Fn_ConditionAnd(
-			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(webhookURL.ValueAsString(), str(""))),
-			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(secretID.ValueAsString(), str("")))),
-		AssertDescription: str(WebhookMissing(id)),
-	}}})
+	var webhook *webhookParams
+	if s.Runs(provider.NameWebhook) {
+		webhook = newWebhookParams(stack, id)
+	}
 
 	n.Table = newTable(stack, s, removal)
 
@@ -130,9 +131,13 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		RemovalPolicy:   removal,
 	})
 
-	res := deployment.Resources{
-		Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl(),
-		WebhookURL: *webhookURL.ValueAsString(), WebhookSecretID: *secretID.ValueAsString(),
+	res := deployment.Resources{Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl()}
+	if webhook != nil {
+		res.WebhookURL, res.WebhookSecretID = *webhook.url.ValueAsString(), *webhook.secretID.ValueAsString()
+	}
+	if s.Runs(provider.NameSNS) {
+		n.newDeliveryTopic(s)
+		res.SNSTopicARN = *n.DeliveryTopic.TopicArn()
 	}
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
 	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
@@ -142,8 +147,13 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	indexARN := awscdk.Fn_Join(str(""), &[]*string{n.Table.TableArn(), str("/index/" + ledger.IndexName)})
 	n.Consumer.AddToRolePolicy(allow([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn(), n.DLQ.QueueArn()))
-	n.Consumer.AddToRolePolicy(allow([]string{"secretsmanager:GetSecretValue"}, secretARNs(stack, secretID)...))
-	secretKeyPolicy(stack, n.Consumer, secretKey)
+	if webhook != nil {
+		n.Consumer.AddToRolePolicy(allow([]string{"secretsmanager:GetSecretValue"}, secretARNs(stack, webhook.secretID)...))
+		secretKeyPolicy(stack, n.Consumer, webhook.secretKey)
+	}
+	if n.DeliveryTopic != nil {
+		n.DeliveryTopic.GrantPublish(n.Consumer)
+	}
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
 	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn()))
@@ -185,6 +195,9 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	})
 
 	n.Operator = operatorPolicy(stack, n, s)
+	if s.Runs(provider.NameSES) {
+		n.email(s, props.templatesDir())
+	}
 	n.alarms(s)
 	n.dashboard(s)
 
@@ -371,6 +384,94 @@ func secretKeyPolicy(stack awscdk.Stack, fn awslambda.Function, key awscdk.CfnPa
 	fn.Node().AddDependency(ready)
 }
 
+// webhookParams are the webhook provider's deploy-time parameters.
+type webhookParams struct{ url, secretID, secretKey awscdk.CfnParameter }
+
+// newWebhookParams defines the webhook's parameters and the rule that stops
+// a deploy without them.
+func newWebhookParams(stack awscdk.Stack, id string) *webhookParams {
+	// Parameters: the provider, set at deploy time. Their defaults are empty
+	// so that a deploy without them stops at the rule below, with a message
+	// saying what to set, before any change, rather than with the CLI's
+	// generic "missing a value". (An update without them keeps the
+	// deployed values: the CDK CLI passes UsePreviousValue.)
+	webhookURL := awscdk.NewCfnParameter(stack, str("WebhookUrl"), &awscdk.CfnParameterProps{
+		Type: str("String"), Default: str(""), NoEcho: jsii.Bool(true), // it may hold a token
+		AllowedPattern: str("^$|^https://.+"), ConstraintDescription: str("an https:// URL"),
+		Description: str("The webhook provider's HTTPS endpoint (docs/webhook.md)"),
+	})
+	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
+		Type: str("String"), Default: str(""),
+		AllowedPattern:        str(`^$|^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
+		ConstraintDescription: str("the name, partial ARN or full ARN of a Secrets Manager secret in this account"),
+		Description:           str("Name, partial ARN or full ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
+	})
+	secretKey := awscdk.NewCfnParameter(stack, str("WebhookSigningKmsArn"), &awscdk.CfnParameterProps{
+		Type: str("String"), Default: str(""),
+		AllowedPattern:        str(`^$|^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$`),
+		ConstraintDescription: str("empty, or the ARN of a KMS key (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
+		Description:           str("Only for a signing secret encrypted with a customer managed KMS key: the key's ARN (the consumer gets kms:Decrypt on it alone)"),
+	})
+
+	awscdk.NewCfnRule(stack, str("WebhookIsSet"), &awscdk.CfnRuleProps{Assertions: &[]*awscdk.CfnRuleAssertion{{
+		Assert: awscdk.Fn_ConditionAnd(
+			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(webhookURL.ValueAsString(), str(""))),
+			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(secretID.ValueAsString(), str("")))),
+		AssertDescription: str(WebhookMissing(id)),
+	}}})
+	return &webhookParams{url: webhookURL, secretID: secretID, secretKey: secretKey}
+}
+
+// newDeliveryTopic is the sns provider's topic: the stage's existing one,
+// or one the stack creates.
+func (n *NudgeStack) newDeliveryTopic(s deployment.Stage) {
+	if s.SNSTopicArn != "" {
+		n.DeliveryTopic = awssns.Topic_FromTopicArn(n.Stack, str("DeliveryTopic"), str(s.SNSTopicArn))
+		return
+	}
+	n.DeliveryTopic = awssns.NewTopic(n.Stack, str("DeliveryTopic"), &awssns.TopicProps{
+		TopicName: str(s.SNSTopicName()), DisplayName: str("Nudge " + s.Name + " deliveries"), EnforceSSL: jsii.Bool(true),
+	})
+	awscdk.NewCfnOutput(n.Stack, str("DeliveryTopicArn"), &awscdk.CfnOutputProps{Value: n.DeliveryTopic.TopicArn()})
+}
+
+// email deploys the SES side of the ses provider: the templates from the
+// repository, a configuration set that suppresses addresses that bounced
+// or complained, and the consumer's permission to send as the stage's
+// identity, with those templates, through that set, and nothing else.
+func (n *NudgeStack) email(s deployment.Stage, dir string) {
+	templates, err := provider.ReadEmailTemplates(os.DirFS(dir))
+	if err != nil {
+		panic(err)
+	}
+	if len(templates) == 0 {
+		panic(fmt.Errorf("the stage runs ses, but %s holds no template: add one (templates/email/README.md)", dir))
+	}
+	n.TemplatePrefix = s.SESTemplatePrefix()
+	for _, t := range templates {
+		tpl := &awsses.CfnTemplate_TemplateProperty{TemplateName: str(s.SESTemplatePrefix() + t.Name), SubjectPart: str(t.Subject)}
+		if t.HTML != "" {
+			tpl.HtmlPart = str(t.HTML)
+		}
+		if t.Text != "" {
+			tpl.TextPart = str(t.Text)
+		}
+		n.EmailTemplates = append(n.EmailTemplates, awsses.NewCfnTemplate(n.Stack, str("EmailTemplate-"+t.Name), &awsses.CfnTemplateProps{Template: tpl}))
+	}
+	set := awsses.NewConfigurationSet(n.Stack, str("EmailConfigurationSet"), &awsses.ConfigurationSetProps{
+		ConfigurationSetName: str(s.SESConfigurationSet()),
+		SuppressionReasons:   awsses.SuppressionReasons_BOUNCES_AND_COMPLAINTS,
+		ReputationMetrics:    jsii.Bool(true),
+		SendingEnabled:       jsii.Bool(true),
+	})
+	arn := func(resource, name string) *string {
+		return n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("ses"), Resource: str(resource), ResourceName: str(name)})
+	}
+	n.Consumer.AddToRolePolicy(allow([]string{"ses:SendEmail", "ses:SendTemplatedEmail"},
+		arn("identity", s.SESIdentityName()), arn("configuration-set", *set.ConfigurationSetName()), arn("template", s.SESTemplatePrefix()+"*")))
+	n.Operator.AddStatements(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
+}
+
 // alarms: one SNS topic (the stage's own, or an existing one), every alarm
 // acts on it.
 func (n *NudgeStack) alarms(s deployment.Stage) {
@@ -450,6 +551,12 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	// of 5 minutes are an outage. Counting messages sent, not messages
 	// waiting, the alarm clears by itself once ticks run again, and a
 	// record nobody purged does not keep it on.
+	if s.Runs(provider.NameSES) {
+		paused := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricPaused),
+			DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(provider.NameSES)}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))})
+		add("provider-paused", "SES refused sends because the account's sending is paused or suspended: e-mails wait in retries with an hour's backoff. Check the SES console (account dashboard, reputation) and resume sending.",
+			paused, 0, 1, 0, notBreaching)
+	}
 	add("ticks-lost", "Enqueue ticks are being lost (runs failing, ticks dropped after a minute, or Scheduler unable to invoke the enqueue): hand-offs wait. Their records are in the schedule DLQ.",
 		n.SchedulerDLQ.MetricNumberOfMessagesSent(sum), 0, 5, 3, notBreaching)
 }

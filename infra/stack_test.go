@@ -48,6 +48,14 @@ func must(t *testing.T, f func()) {
 
 func TestNagFindings(t *testing.T) {
 	n, _ := synth(t, deployment.Dev())
+	if msgs := nagFindings(t, n); len(msgs) > 0 {
+		t.Fatalf("%d cdk-nag findings:\n%s", len(msgs), strings.Join(msgs, "\n"))
+	}
+}
+
+// nagFindings are the cdk-nag errors and warnings on n.
+func nagFindings(t *testing.T, n *NudgeStack) []string {
+	t.Helper()
 	var msgs []string
 	must(t, func() {
 		a := assertions.Annotations_FromStack(n.Stack)
@@ -57,9 +65,7 @@ func TestNagFindings(t *testing.T) {
 			msgs = append(msgs, string(b))
 		}
 	})
-	if len(msgs) > 0 {
-		t.Fatalf("%d cdk-nag findings:\n%s", len(msgs), strings.Join(msgs, "\n"))
-	}
+	return msgs
 }
 
 // template is a synthesized template as plain JSON.

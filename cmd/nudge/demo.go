@@ -81,6 +81,7 @@ func localRun(name string, d demo.Config, args []string, out, errs io.Writer) in
 	if *keep {
 		cfg.Keep = func(ctx context.Context, sum *demo.Summary, local demo.Local) {
 			sum.Write(os.Stdout)
+			fmt.Printf("\nThe e-mails SES sent are in the local inbox: %s\n", local.Inbox)
 			fmt.Printf("\nThe system keeps running (the schedule ticks, the consumers consume). In another shell:\n\n")
 			for _, kv := range local.Env {
 				fmt.Printf("  export %s\n", kv)

@@ -6,10 +6,12 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // Stage is one deployment's settings.
@@ -67,6 +69,25 @@ type Stage struct {
 	// alarm threshold. A retried message legitimately waits up to the
 	// backoff cap (6 h) between attempts, so the default is 12 h.
 	OldestMessageAlarm time.Duration
+
+	// Providers are the providers the stage runs, of webhook, ses and sns:
+	// at least one. The intake refuses a delivery naming another. Default
+	// the webhook alone.
+	Providers []string
+	// SESFrom is the sender address, of a verified SES identity; required
+	// with ses. SESIdentity is that identity (a domain or an address) the
+	// consumer may send as; default SESFrom's domain.
+	SESFrom, SESIdentity string
+	// SESRate is the stage's SES sending rate per second, shared by the
+	// consumer's instances (0: no limit). Default 14, SES's starting rate
+	// out of the sandbox; set it to the account's quota.
+	SESRate float64
+	// SNSTopicArn is an existing topic deliveries are published to; empty,
+	// the stack creates one (nudge-<stage>-deliveries).
+	SNSTopicArn string
+	// Ambiguous overrides providers' ambiguous policies (retry or review);
+	// see consumer.DefaultAmbiguous.
+	Ambiguous map[string]string
 }
 
 // Dev is the development stage: small, and removable.
@@ -78,6 +99,7 @@ func Dev() Stage {
 		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
+		Providers: []string{provider.NameWebhook}, SESRate: consumer.DefaultRates[provider.NameSES],
 	}
 }
 
@@ -143,6 +165,30 @@ func (s Stage) TableName() string     { return "nudge-" + s.Name + "-ledger" }
 func (s Stage) WorkQueueName() string { return "nudge-" + s.Name + "-work" }
 func (s Stage) DLQName() string       { return "nudge-" + s.Name + "-dlq" }
 
+// SNSTopicName is the topic the stack creates when SNSTopicArn is unset.
+func (s Stage) SNSTopicName() string { return "nudge-" + s.Name + "-deliveries" }
+
+// SESConfigurationSet is the SES configuration set the stack creates.
+func (s Stage) SESConfigurationSet() string { return "nudge-" + s.Name }
+
+// SESTemplatePrefix is put before a template's name in SES.
+func (s Stage) SESTemplatePrefix() string { return "nudge-" + s.Name + "-" }
+
+// Runs reports whether the stage runs provider p.
+func (s Stage) Runs(p string) bool { return slices.Contains(s.Providers, p) }
+
+// SESIdentityName is the identity the consumer sends as: SESIdentity, or
+// SESFrom's domain.
+func (s Stage) SESIdentityName() string {
+	if s.SESIdentity != "" {
+		return s.SESIdentity
+	}
+	if at := strings.LastIndexByte(s.SESFrom, '@'); at >= 0 {
+		return s.SESFrom[at+1:]
+	}
+	return ""
+}
+
 // Validate checks the relations the code relies on.
 func (s Stage) Validate() error {
 	var errs []error
@@ -168,7 +214,21 @@ func (s Stage) Validate() error {
 	// gives them by the functions' own readers, against the stage's
 	// timeouts: the relations the code relies on, checked once, here and
 	// at each function's start.
-	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.invalid/", WebhookSecret: "-"}
+	check(len(s.Providers) > 0, "runs no provider; set providers to one or more of %s (-c providers=webhook,ses)", strings.Join(provider.Names, ", "))
+	for _, p := range s.Providers {
+		check(slices.Contains(provider.Names, p), "provider %q is unknown; the providers are %s", p, strings.Join(provider.Names, ", "))
+	}
+	if s.Runs(provider.NameSES) {
+		check(provider.ValidEmail(s.SESFrom), "runs ses without a sender: set -c sesFrom=reminders@your-verified-domain (an address of a verified SES identity)")
+	}
+	check(s.SESRate >= 0 && s.SESRate <= 1e6, "SES rate %v per second outside 0 (no limit) to 1000000", s.SESRate)
+	check(s.SNSTopicArn == "" || topicARN.MatchString(s.SNSTopicArn), "snsTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.SNSTopicArn)
+	for p, pol := range s.Ambiguous {
+		_, err := consumer.ParseAmbiguousPolicy(pol)
+		check(slices.Contains(provider.Names, p) && err == nil, "ambiguous policy %s=%q: name a provider and retry or review", p, pol)
+	}
+	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.invalid/", WebhookSecret: "-",
+		SNSTopicARN: "arn:aws:sns:us-east-1:123456789012:t"}
 	if cs, err := consumer.SettingsFromEnv(mapEnv(s.ConsumerEnv(placeholders))); err != nil {
 		check(false, "%v", err)
 	} else if err := cs.CheckTimeout(s.ConsumerTimeout, s.BatchSize); err != nil {
@@ -203,6 +263,8 @@ type Resources struct {
 	// Manager secret (name or ARN) holding its signing secret, or, locally,
 	// WebhookSecret the secret itself.
 	WebhookURL, WebhookSecretID, WebhookSecret string
+	// SNSTopicARN is the topic the sns provider publishes to.
+	SNSTopicARN string
 }
 
 // ConsumerEnv is the consumer function's environment (see
@@ -210,7 +272,8 @@ type Resources struct {
 func (s Stage) ConsumerEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL, "NUDGE_DLQ_URL": r.DLQURL,
-		"NUDGE_WEBHOOK_URL":        r.WebhookURL,
+		"NUDGE_PROVIDERS":          strings.Join(s.Providers, ","),
+		"NUDGE_MAX_CONCURRENCY":    strconv.Itoa(s.MaxConcurrency),
 		"NUDGE_PROVIDER_TIMEOUT":   s.ProviderTimeout.String(),
 		"NUDGE_CONCURRENCY":        strconv.Itoa(s.RecordConcurrency),
 		"NUDGE_MAX_ATTEMPTS":       strconv.Itoa(s.MaxAttempts),
@@ -218,11 +281,26 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 		"NUDGE_VISIBILITY_TIMEOUT": s.Visibility().String(),
 		"NUDGE_SHARDS":             strconv.Itoa(s.Shards),
 	}
-	if r.WebhookSecretID != "" {
-		env["NUDGE_WEBHOOK_SECRET_ID"] = r.WebhookSecretID
+	if s.Runs(provider.NameWebhook) {
+		env["NUDGE_WEBHOOK_URL"] = r.WebhookURL
+		if r.WebhookSecretID != "" {
+			env["NUDGE_WEBHOOK_SECRET_ID"] = r.WebhookSecretID
+		}
+		if r.WebhookSecret != "" {
+			env["NUDGE_WEBHOOK_SECRET"] = r.WebhookSecret
+		}
 	}
-	if r.WebhookSecret != "" {
-		env["NUDGE_WEBHOOK_SECRET"] = r.WebhookSecret
+	if s.Runs(provider.NameSES) {
+		env["NUDGE_SES_FROM"] = s.SESFrom
+		env["NUDGE_SES_CONFIGURATION_SET"] = s.SESConfigurationSet()
+		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
+		env["NUDGE_SES_RATE"] = strconv.FormatFloat(s.SESRate, 'f', -1, 64)
+	}
+	if s.Runs(provider.NameSNS) {
+		env["NUDGE_SNS_TOPIC_ARN"] = r.SNSTopicARN
+	}
+	for p, pol := range s.Ambiguous {
+		env["NUDGE_"+strings.ToUpper(p)+"_AMBIGUOUS"] = pol
 	}
 	return env
 }

@@ -26,11 +26,15 @@ type Provisioned struct {
 	Table            string
 	WorkURL, WorkARN string
 	DLQURL, DLQARN   string
+	// Topic is the sns provider's topic and its subscriber queue, when the
+	// stage runs sns.
+	Topic Topic
 }
 
 // Resources returns the function resources for p, with the given webhook.
 func (p Provisioned) Resources(webhookURL, webhookSecret string) deployment.Resources {
-	return deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, WebhookURL: webhookURL, WebhookSecret: webhookSecret}
+	return deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, WebhookURL: webhookURL, WebhookSecret: webhookSecret,
+		SNSTopicARN: p.Topic.ARN}
 }
 
 // Provision creates the stage's ledger table, work queue and DLQ as the

@@ -16,12 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // WebhookSecret signs the requests of the local provider: the consumer
@@ -42,6 +45,8 @@ type Config struct {
 	Plan sink.Plan
 	// Log receives what Start installs and starts. Default io.Discard.
 	Log io.Writer
+	// TemplatesDir is the e-mail templates' folder. Default TemplatesDir().
+	TemplatesDir string
 }
 
 // System is the local system, running. Close stops what Start started.
@@ -57,6 +62,12 @@ type System struct {
 	// Sink is the provider, at WebhookURL.
 	Sink       *sink.Sink
 	WebhookURL string
+	// SES and SNS are clients on the SES stand-in and fauxqs's SNS;
+	// Templates the e-mail templates created in the SES stand-in, when the
+	// stage runs ses.
+	SES       *sesv2.Client
+	SNS       *sns.Client
+	Templates []provider.EmailTemplate
 
 	stop []func()
 }
@@ -95,6 +106,25 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	}
 	if s.Resources, err = Provision(ctx, s.Stage, s.DB, s.SQS); err != nil {
 		return s, err
+	}
+	if s.SES, s.SNS, err = ProviderClients(ctx, s.SESEndpoint, s.SQSEndpoint, nil); err != nil {
+		return s, err
+	}
+	if s.Stage.Runs(provider.NameSES) {
+		dir := cfg.TemplatesDir
+		if dir == "" {
+			if dir, err = TemplatesDir(); err != nil {
+				return s, err
+			}
+		}
+		if s.Templates, err = ProvisionEmail(ctx, s.Stage, s.SES, dir); err != nil {
+			return s, err
+		}
+	}
+	if s.Stage.Runs(provider.NameSNS) {
+		if s.Resources.Topic, err = ProvisionTopic(ctx, s.Stage, s.SNS, s.SQS); err != nil {
+			return s, err
+		}
 	}
 	s.Sink = &sink.Sink{Secret: []byte(WebhookSecret), Plan: cfg.Plan}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -141,10 +171,29 @@ func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counte
 	return db, q, nil
 }
 
+// ProviderClients returns SES (API v2) and SNS clients for the given
+// endpoints, configured as Clients configures its own; counter, if set,
+// counts their requests.
+func ProviderClients(ctx context.Context, sesURL, snsURL string, counter *standin.Counter) (*sesv2.Client, *sns.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
+		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)),
+		config.WithLogger(logging.Nop{}))
+	if err != nil {
+		return nil, nil, err
+	}
+	if counter != nil {
+		counter.Attach(&cfg)
+	}
+	return sesv2.NewFromConfig(cfg, func(o *sesv2.Options) { o.BaseEndpoint = aws.String(sesURL) }),
+		sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(snsURL) }), nil
+}
+
 // Endpoints are where a function's AWS calls go: the stand-ins, or
-// counting proxies in front of them. SNS goes where SQS does (fauxqs
-// serves both); an empty SES goes to the SES stand-in.
-type Endpoints struct{ DynamoDB, SQS, SES string }
+// counting proxies and fault fronts before them. An empty SNS goes where
+// SQS does (fauxqs serves both); an empty SES to the SES stand-in.
+type Endpoints = standin.Endpoints
 
 // Endpoints returns the stand-ins' endpoints.
 func (s *System) Endpoints() Endpoints {
@@ -170,7 +219,8 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 	default:
 		return nil, fmt.Errorf("local: no function %q; use consumer or enqueue", fn)
 	}
-	list := append(standin.EndpointEnv(ep.DynamoDB, ep.SQS, cmp.Or(ep.SES, s.SESEndpoint)), deployment.EnvList(env)...)
+	ep.SES = cmp.Or(ep.SES, s.SESEndpoint)
+	list := append(standin.EndpointEnv(ep), deployment.EnvList(env)...)
 	list = append(list, standin.LambdaEnv("nudge-"+s.Stage.Name+"-"+fn, timeout, memory)...)
 	for _, o := range overrides {
 		k, _, ok := strings.Cut(o, "=")

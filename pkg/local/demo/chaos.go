@@ -55,7 +55,7 @@ func (s *system) killer(ctx context.Context) {
 	}
 	for k := 1; k <= s.cfg.Kills; k++ {
 		for {
-			if accepted, _ := s.sink.Totals(); accepted >= toSend*k/(s.cfg.Kills+1) {
+			if s.acceptedSoFar() >= toSend*k/(s.cfg.Kills+1) {
 				break
 			}
 			if !pause(50 * time.Millisecond) {

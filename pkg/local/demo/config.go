@@ -10,12 +10,17 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // Config configures a demo run. The zero value runs the default demo.
 type Config struct {
 	// Reminders is how many reminders to schedule. Default 300.
 	Reminders int
+	// SESRate is the stage's SES sending rate per second, which the
+	// consumers share. Default 20; negative for no limit.
+	SESRate float64
 	// Rate is how many reminders the intake creates per second. Default 100.
 	Rate float64
 	// Spread is how far ahead of their creation the "due soon" reminders
@@ -180,6 +185,9 @@ const (
 )
 
 func (c Config) withDefaults() (Config, error) {
+	if c.SESRate == 0 {
+		c.SESRate = 20
+	}
 	if c.Reminders == 0 {
 		c.Reminders = 300
 	}
@@ -273,7 +281,7 @@ var ChaosFaults = Faults{Server: 0.05, Throttled: 0.05, Rejected: 0.01, Hang: 0.
 // batch's records return within 36 s.
 func ChaosDefaults() Config {
 	c, _ := Config{
-		Reminders: 10_000, Rate: 500, Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
+		Reminders: 10_000, Rate: 500, SESRate: 200, Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
 		Kills: 20, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
@@ -305,5 +313,7 @@ func (c Config) stage() (deployment.Stage, error) {
 	s.BatchSize, s.BatchingWindow, s.MaxConcurrency = c.BatchSize, c.BatchingWindow, c.MaxConcurrency
 	s.ProviderTimeout = providerTimeout
 	s.ConsumerTimeout = c.ConsumerTimeout
+	s.Providers = []string{provider.NameWebhook, provider.NameSES, provider.NameSNS}
+	s.SESFrom, s.SESRate = local.LocalSender, max(c.SESRate, 0)
 	return s, s.Validate()
 }

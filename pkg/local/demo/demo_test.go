@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/redrive"
 )
 
@@ -85,6 +87,14 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 				t.Errorf("a provider down must end dead as exhausted: %+v", d)
 			}
 		case "":
+		case "500", "hang", "drop":
+			// SES may have sent: its policy is review. The others retry.
+			if d.key.Provider == provider.NameSES && (d.expect != ledger.StatusDead || d.class != failure.ClassAmbiguous) {
+				t.Errorf("fault %s at SES must end dead as ambiguous: %+v", d.fault, d)
+			}
+			if d.key.Provider != provider.NameSES && d.expect != ledger.StatusSent {
+				t.Errorf("fault %s must still end sent: %+v", d.fault, d)
+			}
 		default:
 			if d.expect != ledger.StatusSent {
 				t.Errorf("fault %s must still end sent: %+v", d.fault, d)
@@ -108,12 +118,15 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 
 // clean returns the evidence of a perfect run of p.
 func clean(p *plan) evidence {
-	ev := evidence{stored: map[message.DeliveryKey]ledger.Delivery{}, accepted: map[message.DeliveryKey]bool{}}
+	ev := evidence{stored: map[message.DeliveryKey]ledger.Delivery{}, accepted: map[message.DeliveryKey]int{}}
 	for k, d := range p.byKey {
 		ev.stored[k] = ledger.Delivery{ReminderID: k.ReminderID, Channel: k.Channel, Provider: k.Provider, Status: d.expect, LastErrorClass: d.class}
+		if d.fault == "drop" && k.Provider == provider.NameSES {
+			ev.accepted[k] = 1 // it went out; the answer was lost, so it waits for review
+		}
 		switch d.expect {
 		case ledger.StatusSent:
-			ev.accepted[k] = true
+			ev.accepted[k] = 1
 		case ledger.StatusDead:
 			ev.dlq = append(ev.dlq, deadLetter{key: k, class: d.class})
 		}
@@ -134,14 +147,23 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 	if v := p.violations(clean(p)); len(v) != 0 {
 		t.Fatalf("a perfect run broke invariants: %v", v)
 	}
-	var sent, dead message.DeliveryKey
+	var sent, dead, sesSent, snsSent message.DeliveryKey
 	for k, d := range p.byKey {
 		if d.expect == ledger.StatusSent && d.fault == "" {
 			sent = k
+			switch k.Provider {
+			case provider.NameSES:
+				sesSent = k
+			case provider.NameSNS:
+				snsSent = k
+			}
 		}
-		if d.expect == ledger.StatusDead {
+		if d.expect == ledger.StatusDead && d.class != failure.ClassAmbiguous {
 			dead = k
 		}
+	}
+	if sesSent.ReminderID == "" || snsSent.ReminderID == "" {
+		t.Fatal("the plan gives no clean delivery to SES or SNS")
 	}
 	for _, c := range []struct {
 		name   string
@@ -161,7 +183,13 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 			ev.stored[dead] = d
 		}, `dead-lettered as "server"`},
 		{"sent but never accepted", func(ev *evidence) { delete(ev.accepted, sent) }, "the provider never accepted it"},
-		{"accepted but not sent", func(ev *evidence) { ev.accepted[dead] = true }, "accepted by the provider but is recorded dead"},
+		{"accepted but not sent", func(ev *evidence) { ev.accepted[dead] = 1 }, "accepted by the provider but is recorded dead"},
+		{"an e-mail sent twice", func(ev *evidence) { ev.accepted[sesSent] = 2 }, "sent twice: SES accepted " + sesSent.String() + " 2 times"},
+		{"an SES delivery reviewed without a lapsed lease", func(ev *evidence) {
+			d := ev.stored[sesSent]
+			d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
+			ev.stored[sesSent] = d
+		}, sesSent.String() + " (due"},
 		{"dead without a DLQ message", func(ev *evidence) {
 			for i, m := range ev.dlq {
 				if m.key == dead {
@@ -182,6 +210,43 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 		v := p.violations(ev)
 		if len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), c.want) {
 			t.Errorf("%s: violations %q, want one with %q", c.name, v, c.want)
+		}
+	}
+}
+
+// TestTheChannelsContract: an SNS copy is a counted duplicate, not a
+// violation (a standard topic does not deduplicate), and an SES delivery
+// an attempt died sending is reviewed, not a violation.
+func TestTheChannelsContract(t *testing.T) {
+	t.Parallel()
+	p := newPlan(defaults(t, Config{Reminders: 100}))
+	var ses, sns message.DeliveryKey
+	for k, d := range p.byKey {
+		if d.expect == ledger.StatusSent && d.fault == "" {
+			switch k.Provider {
+			case provider.NameSES:
+				ses = k
+			case provider.NameSNS:
+				sns = k
+			}
+		}
+	}
+	ev := clean(p)
+	ev.accepted[sns] = 2
+	d := ev.stored[ses]
+	d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
+	d.History = []ledger.Entry{{Status: ledger.StatusQueued}, {Status: ledger.StatusSending}, {Status: ledger.StatusSending}, {Status: ledger.StatusDead}}
+	ev.stored[ses] = d
+	ev.dlq = append(ev.dlq, deadLetter{key: ses, class: failure.ClassAmbiguous})
+	if v := p.violations(ev); len(v) != 0 {
+		t.Fatalf("violations %v", v)
+	}
+	for k, d := range p.byKey {
+		if d.kind != dueNow && d.kind != dueSoon {
+			continue
+		}
+		if want, class := expectFor(k.Provider, d.fault); d.expect != want || d.class != class {
+			t.Fatalf("%s with fault %q expects %s %s; the contract says %s %s", k, d.fault, d.expect, d.class, want, class)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -88,12 +89,16 @@ func newPlan(cfg Config) *plan {
 	f := *cfg.Faults
 	for i, k := range order {
 		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
-		channels := []string{"email"}
-		if rnd.Float64() < 0.3 {
-			channels = append(channels, "sms")
+		email := provider.NameWebhook
+		if rnd.Float64() < sesShare {
+			email = provider.NameSES
 		}
-		for _, ch := range channels {
-			d := &planned{key: message.DeliveryKey{ReminderID: r.id, Channel: ch, Provider: "webhook"}, kind: k}
+		keys := []message.DeliveryKey{{ReminderID: r.id, Channel: "email", Provider: email}}
+		if rnd.Float64() < smsShare {
+			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: provider.NameSNS})
+		}
+		for _, key := range keys {
+			d := &planned{key: key, kind: k}
 			switch k {
 			case future:
 				d.expect = ledger.StatusPending
@@ -103,13 +108,7 @@ func newPlan(cfg Config) *plan {
 				d.expect = ledger.StatusCancelled
 			default:
 				d.fault = drawFault(rnd.Float64(), f)
-				d.expect = ledger.StatusSent
-				switch d.fault {
-				case "400":
-					d.expect, d.class = ledger.StatusDead, failure.ClassRejected
-				case "down":
-					d.expect, d.class = ledger.StatusDead, failure.ClassExhausted
-				}
+				d.expect, d.class = expectFor(key.Provider, d.fault)
 			}
 			r.deliveries = append(r.deliveries, d)
 			p.byKey[d.key] = d
@@ -163,13 +162,19 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 	case lateCancel:
 		due = now.Add(p.lateCancelDue())
 	}
-	in := schedule.Input{ID: r.id, AccountRef: "acct-demo", DueAt: due.Format(time.RFC3339Nano), Metadata: map[string]string{"demo": string(r.kind)}}
+	// The metadata is what the e-mail template renders.
+	in := schedule.Input{ID: r.id, AccountRef: "acct-demo", DueAt: due.Format(time.RFC3339Nano),
+		Metadata: map[string]string{"demo": string(r.kind), "plan": "Pro", "renewsOn": due.Format("2 January 2006"), "reference": r.id}}
 	if !expires.IsZero() {
 		in.ExpiresAt = expires.Format(time.RFC3339Nano)
 	}
 	for i, d := range r.deliveries {
-		in.Deliveries = append(in.Deliveries, schedule.DeliveryInput{Channel: d.key.Channel, Provider: d.key.Provider,
-			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"})
+		di := schedule.DeliveryInput{Channel: d.key.Channel, Provider: d.key.Provider,
+			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
+		if d.key.Provider == provider.NameSES {
+			di.TemplateRef, di.Address = "renewal-notice", r.id+"@customers.example"
+		}
+		in.Deliveries = append(in.Deliveries, di)
 	}
 	return in
 }

@@ -40,6 +40,7 @@ type system struct {
 	sqs            *sqs.Client
 	plan           *plan
 	sink           *sink.Sink
+	ch             *channels // SES and SNS, with their fault fronts
 
 	intake        *schedule.Store
 	intakeLedger  *ledger.Ledger
@@ -102,6 +103,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	defer sys.Close()
 	s.sys, s.db, s.sqs, s.res, s.sink = sys, sys.DB, sys.SQS, sys.Resources, sys.Sink
 	s.ddbURL, s.sqsURL = sys.DynamoDBEndpoint, sys.SQSEndpoint
+	if s.ch, err = newChannels(s.plan, sys.SESEndpoint, sys.SQSEndpoint, sys.Resources.Topic.QueueURL); err != nil {
+		return nil, err
+	}
+	defer s.ch.close()
 	dir := sys.Dir
 	// The checker's view of the table, on an uncounted client.
 	if s.view, err = ledger.New(s.db, ledger.Config{Table: s.res.Table}); err != nil {
@@ -195,9 +200,21 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	return s.run(ctx)
 }
 
-// endpoints are a function's counting proxies.
+// endpoints are a function's counting proxies, and for the consumer the
+// SES and SNS fault fronts.
 func (s *system) endpoints(fn string) local.Endpoints {
-	return local.Endpoints{DynamoDB: s.proxies[fn+" DynamoDB"].Endpoint, SQS: s.proxies[fn+" SQS"].Endpoint}
+	ep := local.Endpoints{DynamoDB: s.proxies[fn+" DynamoDB"].Endpoint, SQS: s.proxies[fn+" SQS"].Endpoint}
+	if fn == "consumer" {
+		ep.SES, ep.SNS = s.ch.ses.Endpoint, s.ch.sns.Endpoint
+	}
+	return ep
+}
+
+// acceptedSoFar is how many sends the providers accepted: the sink's, and
+// SES's and SNS's answers of 200.
+func (s *system) acceptedSoFar() int {
+	n, _ := s.sink.Totals()
+	return n + s.ch.acceptedCount()
 }
 
 func (s *system) logFile(dir, name string) (*functionLog, func(), error) {
@@ -211,7 +228,7 @@ func (s *system) logFile(dir, name string) (*functionLog, func(), error) {
 // empty removes what an earlier run left in the queues and the table, so
 // the run's figures are its own.
 func (s *system) empty(ctx context.Context) error {
-	for _, url := range []string{s.res.WorkURL, s.res.DLQURL} {
+	for _, url := range []string{s.res.WorkURL, s.res.DLQURL, s.res.Topic.QueueURL} {
 		if _, err := s.sqs.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err != nil {
 			return fmt.Errorf("demo: purge %s: %w", url, err)
 		}
@@ -277,10 +294,11 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	case <-runCtx.Done():
 		return nil, runCtx.Err()
 	}
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); s.tick(workers) }()
 	go func() { defer wg.Done(); s.mapping.Run(workers) }()
 	go func() { defer wg.Done(); s.killer(workers) }()
+	go func() { defer wg.Done(); s.ch.drain(workers, s.sqs) }()
 	go func() {
 		defer close(intakeDone)
 		if err := s.create(runCtx, s.plan.reminders[nExpired:], &lateCancels); err != nil && runCtx.Err() == nil {
@@ -375,14 +393,17 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); s.tick(keep) }()
 	go func() { defer wg.Done(); s.mapping.Run(keep) }()
-	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL,
-		Env: append(standin.EndpointEnv(s.ddbURL, s.sqsURL, s.sys.SESEndpoint), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
+	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL, Inbox: s.sys.SESEndpoint + "/",
+		Env: append(standin.EndpointEnv(standin.Endpoints{DynamoDB: s.ddbURL, SQS: s.sqsURL, SES: s.sys.SESEndpoint}), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
 	return sum, nil
 }
 
 // Local tells where a kept system runs, for the operator commands.
 type Local struct {
 	Stage, Table, WorkURL, DLQURL string
+	// Inbox is the SES stand-in's web inbox, where the e-mails sent show
+	// rendered.
+	Inbox string
 	// Env is the environment that points the nudge CLI (or any AWS SDK) at
 	// the stand-ins and the stage: KEY=VALUE lines.
 	Env []string
@@ -610,7 +631,7 @@ func (s *system) queues(ctx context.Context, snap *snapshot) error {
 	if snap.dlq, err = s.depth(ctx, s.res.DLQURL); err != nil {
 		return err
 	}
-	snap.accepted, _ = s.sink.Totals()
+	snap.accepted = s.acceptedSoFar()
 	return nil
 }
 

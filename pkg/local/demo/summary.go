@@ -14,6 +14,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/status"
 )
@@ -82,6 +83,9 @@ type Summary struct {
 	// PeakRSS is each function's largest peak resident memory (VmHWM of
 	// its runtime), in bytes.
 	PeakRSS map[string]int64
+	// ByProvider is each provider's side of the run, from the ledger and
+	// from the provider's stand-in's own record.
+	ByProvider map[string]*ProviderCounts
 
 	// Usage is what the run consumed as AWS bills it (the intake's writes
 	// included), and Cost that at Prices per million sent deliveries.
@@ -89,6 +93,23 @@ type Summary struct {
 	Cost  Cost
 
 	Violations []string
+}
+
+// ProviderCounts are one provider's figures.
+type ProviderCounts struct {
+	// Deliveries the plan gave the provider; Sent the ledger records sent.
+	Deliveries, Sent int
+	// Recorded counts the deliveries the provider's stand-in holds (the
+	// sink's acceptances, the SES store's e-mails, the SNS subscriber's
+	// messages), each once; Copies the extra copies of one delivery it
+	// holds: duplicates, which SNS's standard topic does not remove.
+	Recorded, Copies int
+	// Reviewed counts deliveries dead-lettered as ambiguous: the provider
+	// may have sent them and does not deduplicate, so an operator decides.
+	// Of those, Delivered the ones the stand-in shows did go out.
+	Reviewed, Delivered int
+	// Requests counts the provider requests the consumers made.
+	Requests int64
 }
 
 // Bucket is one bar of the latency histogram.
@@ -197,6 +218,42 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 			sum.PeakRSS[fn] = max(sum.PeakRSS[fn], rss)
 		}
 	}
+	// What each provider's stand-in recorded.
+	emails, published, err := s.ch.records(ctx, s.sqs, s.started)
+	if err != nil {
+		return nil, err
+	}
+	sum.ByProvider = map[string]*ProviderCounts{}
+	for _, p := range []string{provider.NameWebhook, provider.NameSES, provider.NameSNS} {
+		sum.ByProvider[p] = &ProviderCounts{}
+	}
+	sinkKeys := map[string]int{}
+	for _, k := range s.sink.Keys() {
+		sinkKeys[k] = 1
+	}
+	records := map[string]map[string]int{provider.NameWebhook: sinkKeys, provider.NameSES: emails, provider.NameSNS: published}
+	for k := range s.plan.byKey {
+		pc := sum.ByProvider[k.Provider]
+		pc.Deliveries++
+		got := stored[k]
+		if got.Status == ledger.StatusSent {
+			pc.Sent++
+		}
+		if n := records[k.Provider][k.String()]; n > 0 {
+			pc.Recorded++
+			pc.Copies += n - 1
+		}
+		if got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous {
+			pc.Reviewed++
+			if records[k.Provider][k.String()] > 0 {
+				pc.Delivered++
+			}
+		}
+	}
+	sum.ByProvider[provider.NameWebhook].Requests = int64(s.sink.RequestTotal())
+	sum.ByProvider[provider.NameSES].Requests = s.ch.ses.Requests()
+	sum.ByProvider[provider.NameSNS].Requests = s.ch.sns.Requests()
+
 	// A repeat after an answered acceptance is explained only by a kill of
 	// the instance the answer went to, during the invocation that sent it,
 	// or by the consumer's own record that it could not write the send to
@@ -219,10 +276,12 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	if qerr != nil {
 		queueLeft = -1
 	}
-	accepted := map[message.DeliveryKey]bool{}
-	for _, k := range s.sink.Keys() {
-		if key, err := message.ParseDeliveryKey(k); err == nil {
-			accepted[key] = true
+	accepted := map[message.DeliveryKey]int{}
+	for _, rec := range records {
+		for k, n := range rec {
+			if key, err := message.ParseDeliveryKey(k); err == nil {
+				accepted[key] += n
+			}
 		}
 	}
 	sum.Violations = s.plan.violations(evidence{
@@ -236,7 +295,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 // evidence is what a run left behind, to check the invariants against.
 type evidence struct {
 	stored        map[message.DeliveryKey]ledger.Delivery // the ledger
-	accepted      map[message.DeliveryKey]bool            // the provider's own record
+	accepted      map[message.DeliveryKey]int             // the providers' own records: copies of each delivery
 	resent        map[string]int                          // sends after an answered acceptance, not explained by a kill
 	dlq           []deadLetter
 	poisonIDs     []string // the poison messages put on the work queue
@@ -291,16 +350,24 @@ func (p *plan) violations(ev evidence) []string {
 		case !ok:
 			violate("lost: %s (%s) is not in the ledger", k, want.kind)
 			continue
+		case reviewedAfterLapse(k, got):
+			// An attempt died mid-send (a kill): SES's review policy
+			// dead-letters what may have gone out, whatever was planned.
 		case got.Status != want.expect:
 			violate("%s (%s, fault %q) ended %s (%s %s), expected %s", k, want.kind, want.fault, got.Status, got.LastErrorClass, got.LastError, want.expect)
 		case got.Status == ledger.StatusDead && got.LastErrorClass != want.class:
 			violate("%s was dead-lettered as %q, expected %q", k, got.LastErrorClass, want.class)
 		}
-		if got.Status == ledger.StatusSent && !ev.accepted[k] {
+		copies := ev.accepted[k]
+		if got.Status == ledger.StatusSent && copies == 0 {
 			violate("%s is recorded sent, but the provider never accepted it", k)
 		}
-		if ev.accepted[k] && got.Status != ledger.StatusSent {
+		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous
+		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
 			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
+		}
+		if copies > 1 && k.Provider == provider.NameSES {
+			violate("sent twice: SES accepted %s %d times; SES does not deduplicate, so the review policy must never send again", k, copies)
 		}
 		if got.Status == ledger.StatusDead && !dlqKeys[k] {
 			violate("%s is dead in the ledger but has no message in the DLQ for review and redrive", k)
@@ -325,6 +392,21 @@ func (p *plan) violations(ev evidence) []string {
 		violate("the enqueue could not publish %v deliveries", ev.publishFailed)
 	}
 	return out
+}
+
+// reviewedAfterLapse reports whether an SES delivery was dead-lettered for
+// review because a claim found an earlier attempt's lease lapsed: two
+// sending entries in a row in its history.
+func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
+	if k.Provider != provider.NameSES || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+		return false
+	}
+	for i := 1; i < len(d.History); i++ {
+		if d.History[i].Status == ledger.StatusSending && d.History[i-1].Status == ledger.StatusSending {
+			return true
+		}
+	}
+	return false
 }
 
 // quantile returns the q-quantile of sorted ls, 0 for none.
@@ -461,6 +543,27 @@ func (sum *Summary) Write(w io.Writer) {
 	row("cancelled", sum.Cancelled, "")
 	row("still pending (future)", sum.ByStatus[ledger.StatusPending], "due after the run")
 	row("overdue", sum.Overdue, "must be 0")
+	if len(sum.ByProvider) > 0 {
+		fmt.Fprintf(w, "\nby provider (the stand-in's own record):\n")
+		fmt.Fprintf(w, "  %-9s %10s %8s %10s %8s %9s %9s   %s\n", "", "deliveries", "sent", "recorded", "copies", "reviewed", "requests", "the record")
+		for _, p := range []struct{ name, record string }{
+			{provider.NameWebhook, "the sink's acceptances (deduplicated by Idempotency-Key)"},
+			{provider.NameSES, "the SES stand-in's store, by the " + provider.HeaderDeliveryKey + " header"},
+			{provider.NameSNS, "the topic's subscriber queue, by the deliveryKey attribute"},
+		} {
+			c := sum.ByProvider[p.name]
+			if c == nil {
+				continue
+			}
+			fmt.Fprintf(w, "  %-9s %10d %8d %10d %8d %9d %9d   %s\n", p.name, c.Deliveries, c.Sent, c.Recorded, c.Copies, c.Reviewed, c.Requests, p.record)
+		}
+		if c := sum.ByProvider[provider.NameSES]; c != nil && c.Reviewed > 0 {
+			fmt.Fprintf(w, "  SES: %d reviewed (dead-lettered as ambiguous), of which %d did go out: SES does not deduplicate, so they wait for an operator rather than risk a second e-mail\n", c.Reviewed, c.Delivered)
+		}
+		if c := sum.ByProvider[provider.NameSNS]; c != nil && c.Copies > 0 {
+			fmt.Fprintf(w, "  SNS: %d extra copies reached the subscriber (a retry after a lost answer; a standard topic does not deduplicate, subscribers do by deliveryKey)\n", c.Copies)
+		}
+	}
 	if sum.Chaos {
 		fmt.Fprintln(w, "\nchaos:")
 		row("runtimes killed mid-batch", fmt.Sprintf("%d of %d", sum.Kills, sum.KillsAsked), "each fails its invocation; the batch returns after the visibility timeout")

@@ -226,6 +226,17 @@ func (s *Sink) Requests(key string) int {
 	return s.requests[key]
 }
 
+// RequestTotal returns how many requests arrived, for every key.
+func (s *Sink) RequestTotal() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		n += r
+	}
+	return n
+}
+
 // Accepted returns what was accepted for key.
 func (s *Sink) Accepted(key string) (Accepted, bool) {
 	s.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,8 +39,16 @@ type Fault struct {
 type FaultFront struct {
 	// Endpoint is the front's base URL.
 	Endpoint string
+	// OnAnswer, if set, sees every request the stand-in answered (passed
+	// through, or dropped after it acted) with the stand-in's status. Set
+	// it before the first request.
+	OnAnswer func(body []byte, status int)
 	srv      *http.Server
+	requests atomic.Int64
 }
+
+// Requests returns how many requests the front received.
+func (f *FaultFront) Requests() int64 { return f.requests.Load() }
 
 // NewFaultFront starts a front for target on a free loopback port. decide
 // returns the fault for a request, or nil to pass it through.
@@ -61,16 +70,24 @@ func NewFaultFront(target string, decide func(r *http.Request, body []byte) *Fau
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		f.requests.Add(1)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		fault := decide(r, body)
 		switch {
 		case fault == nil:
-			proxy.ServeHTTP(w, r)
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+			proxy.ServeHTTP(sw, r)
+			if f.OnAnswer != nil {
+				f.OnAnswer(body, sw.status)
+			}
 		case fault.Hang:
 			<-r.Context().Done()
 		case fault.Drop:
-			rec := &discard{header: http.Header{}}
+			rec := &discard{header: http.Header{}, status: http.StatusOK}
 			proxy.ServeHTTP(rec, r)
+			if f.OnAnswer != nil {
+				f.OnAnswer(body, rec.status)
+			}
 			if hj, ok := w.(http.Hijacker); ok {
 				if c, _, err := hj.Hijack(); err == nil {
 					_ = c.Close()
@@ -87,12 +104,26 @@ func NewFaultFront(target string, decide func(r *http.Request, body []byte) *Fau
 // Close stops the front.
 func (f *FaultFront) Close() error { return f.srv.Close() }
 
-// discard is a ResponseWriter that keeps nothing.
-type discard struct{ header http.Header }
+// discard is a ResponseWriter that keeps the status alone.
+type discard struct {
+	header http.Header
+	status int
+}
 
 func (d *discard) Header() http.Header         { return d.header }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discard) WriteHeader(int)             {}
+func (d *discard) WriteHeader(code int)        { d.status = code }
+
+// statusWriter remembers the status it passes on.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
 
 // writeAWSError answers in the request's protocol: the query protocol's
 // XML for a form-encoded request (SNS), else REST-JSON's header and body

@@ -44,19 +44,26 @@ func Up(ctx context.Context, dir string, log io.Writer) (*Stack, error) {
 // Env returns the environment that points the AWS SDK (and Nudge's tests)
 // at the stand-ins, with static test credentials.
 func (s *Stack) Env() []string {
-	return append(EndpointEnv(s.DynamoDB.Endpoint, s.SQS.Endpoint, s.SES.Endpoint), "NUDGE_RIE="+RIEBinary(s.Dir), "NUDGE_LOCAL_DIR="+s.Dir)
+	return append(EndpointEnv(Endpoints{DynamoDB: s.DynamoDB.Endpoint, SQS: s.SQS.Endpoint, SES: s.SES.Endpoint}), "NUDGE_RIE="+RIEBinary(s.Dir), "NUDGE_LOCAL_DIR="+s.Dir)
 }
 
-// EndpointEnv is the environment that points an AWS SDK at the given
-// DynamoDB, SQS (and SNS, which fauxqs serves on the same port) and SES
-// endpoints with static test credentials, and away from any profile,
-// shared config or instance metadata.
-func EndpointEnv(dynamoDB, sqs, ses string) []string {
+// Endpoints are where AWS calls go: the stand-ins, or fronts (counting
+// proxies, fault fronts) before them. An empty SNS goes where SQS does
+// (fauxqs serves both).
+type Endpoints struct{ DynamoDB, SQS, SNS, SES string }
+
+// EndpointEnv is the environment that points an AWS SDK at ep with static
+// test credentials, and away from any profile, shared config or instance
+// metadata.
+func EndpointEnv(ep Endpoints) []string {
+	if ep.SNS == "" {
+		ep.SNS = ep.SQS
+	}
 	return []string{
-		"AWS_ENDPOINT_URL_DYNAMODB=" + dynamoDB,
-		"AWS_ENDPOINT_URL_SQS=" + sqs,
-		"AWS_ENDPOINT_URL_SNS=" + sqs,
-		"AWS_ENDPOINT_URL_SESV2=" + ses,
+		"AWS_ENDPOINT_URL_DYNAMODB=" + ep.DynamoDB,
+		"AWS_ENDPOINT_URL_SQS=" + ep.SQS,
+		"AWS_ENDPOINT_URL_SNS=" + ep.SNS,
+		"AWS_ENDPOINT_URL_SESV2=" + ep.SES,
 		"AWS_ACCESS_KEY_ID=local",
 		"AWS_SECRET_ACCESS_KEY=local",
 		"AWS_SESSION_TOKEN=",

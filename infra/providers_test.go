@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/provider"
+)
+
+func allProviders() deployment.Stage {
+	s := deployment.Dev()
+	s.Providers = []string{"webhook", "ses", "sns"}
+	s.SESFrom = "reminders@mail.example.com"
+	return s
+}
+
+// TestTheProvidersResources checks what a stage running SES and SNS gets:
+// the repository's templates, a configuration set that suppresses bounced
+// and complaining addresses, a topic, the consumer's settings, permissions
+// scoped to exactly those, and the paused-account alarm.
+func TestTheProvidersResources(t *testing.T) {
+	s := allProviders()
+	n, tpl := synth(t, s)
+	tp := toJSON(t, tpl)
+
+	want, err := provider.ReadEmailTemplates(os.DirFS(filepath.Join("..", "templates", "email")))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("the repository's templates: %v, %v", want, err)
+	}
+	if got := len(tp.resources("AWS::SES::Template")); got != len(want) {
+		t.Errorf("%d SES templates deployed, the repository holds %d", got, len(want))
+	}
+	for _, w := range want {
+		found := false
+		for _, r := range tp.resources("AWS::SES::Template") {
+			tplProps := props(r)["Template"].(map[string]any)
+			if tplProps["TemplateName"] == s.SESTemplatePrefix()+w.Name {
+				found = tplProps["SubjectPart"] == w.Subject && tplProps["TextPart"] == w.Text
+			}
+		}
+		if !found {
+			t.Errorf("template %s is not deployed as %s%s with its subject and text", w.Name, s.SESTemplatePrefix(), w.Name)
+		}
+	}
+	set := props(tp.one(t, "AWS::SES::ConfigurationSet", "Name", s.SESConfigurationSet()))
+	reasons, _ := json.Marshal(set["SuppressionOptions"])
+	if !strings.Contains(string(reasons), "BOUNCE") || !strings.Contains(string(reasons), "COMPLAINT") {
+		t.Errorf("the configuration set suppresses %s; want bounces and complaints", reasons)
+	}
+	props(tp.one(t, "AWS::SNS::Topic", "TopicName", s.SNSTopicName()))
+
+	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
+	env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any)
+	for k, v := range map[string]string{"NUDGE_PROVIDERS": "webhook,ses,sns", "NUDGE_SES_FROM": s.SESFrom, "NUDGE_SES_CONFIGURATION_SET": s.SESConfigurationSet(),
+		"NUDGE_SES_TEMPLATE_PREFIX": s.SESTemplatePrefix(), "NUDGE_SES_RATE": "14", "NUDGE_MAX_CONCURRENCY": "5"} {
+		if env[k] != v {
+			t.Errorf("consumer %s = %v, want %s", k, env[k], v)
+		}
+	}
+	if _, ok := env["NUDGE_SNS_TOPIC_ARN"]; !ok {
+		t.Error("the consumer is not told the topic")
+	}
+
+	// The consumer may send as the identity, with the stage's templates,
+	// through its configuration set, and publish to the topic: no wildcard
+	// beyond the template prefix.
+	var ses, publish string
+	for _, p := range tp.resources("AWS::IAM::Policy") {
+		for _, st := range props(p)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			b, _ := json.Marshal(st)
+			switch {
+			case strings.Contains(string(b), "ses:SendEmail"):
+				ses = string(b)
+			case strings.Contains(string(b), "sns:Publish"):
+				publish = string(b)
+			}
+		}
+	}
+	for _, part := range []string{"identity/mail.example.com", `configuration-set/",{"Ref":"EmailConfigurationSet`, "template/" + s.SESTemplatePrefix() + "*"} {
+		if !strings.Contains(ses, part) {
+			t.Errorf("the consumer's SES grant lacks %s: %s", part, ses)
+		}
+	}
+	if strings.Contains(ses, `"Resource":"*"`) || strings.Contains(ses, "identity/*") {
+		t.Errorf("the SES grant is not scoped: %s", ses)
+	}
+	if !strings.Contains(publish, "DeliveryTopic") {
+		t.Errorf("the consumer's publish grant is not on the delivery topic: %s", publish)
+	}
+	tp.one(t, "AWS::CloudWatch::Alarm", "AlarmName", "nudge-"+s.Name+"-provider-paused")
+	if n.DeliveryTopic == nil || len(n.EmailTemplates) != len(want) {
+		t.Fatal("the stack does not expose its topic and templates")
+	}
+	if msgs := nagFindings(t, n); len(msgs) > 0 {
+		t.Fatalf("%d cdk-nag findings:\n%s", len(msgs), strings.Join(msgs, "\n"))
+	}
+}
+
+func TestAStageWithoutTheWebhookHasNoWebhookParameters(t *testing.T) {
+	s := allProviders()
+	s.Providers = []string{"ses"}
+	_, tpl := synth(t, s)
+	tp := toJSON(t, tpl)
+	if params, _ := tp["Parameters"].(map[string]any); params["WebhookUrl"] != nil {
+		t.Error("a stage without the webhook asks for its URL")
+	}
+	if rules, _ := tp["Rules"].(map[string]any); rules["WebhookIsSet"] != nil {
+		t.Error("a stage without the webhook requires it at deploy")
+	}
+}
+
+func TestAnExistingTopicIsUsedNotCreated(t *testing.T) {
+	s := allProviders()
+	s.SNSTopicArn = "arn:aws:sns:us-east-1:123456789012:team-senders"
+	_, tpl := synth(t, s)
+	must(t, func() { tpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(1)) }) // the alarm topic alone
+	tp := toJSON(t, tpl)
+	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
+	if env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any); env["NUDGE_SNS_TOPIC_ARN"] != s.SNSTopicArn {
+		t.Errorf("NUDGE_SNS_TOPIC_ARN = %v", env["NUDGE_SNS_TOPIC_ARN"])
+	}
+}
+
+func TestProviderSettingsFromContext(t *testing.T) {
+	ctx := map[string]any{"providers": "ses, sns", "sesFrom": "a@example.com", "sesRate": "40", "sesAmbiguous": "retry"}
+	s, err := StageFromContext(func(k string) any { return ctx[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Providers, ",") != "ses,sns" || s.SESRate != 40 || s.Ambiguous["ses"] != "retry" {
+		t.Fatalf("stage %+v", s)
+	}
+	for _, bad := range []map[string]any{
+		{"providers": "ses"},                 // no sender
+		{"providers": "pigeon"},              // unknown
+		{"providers": "sns", "sesRate": "x"}, // not a number
+		{"providers": "sns", "snsAmbiguous": "maybe"},
+	} {
+		if _, err := StageFromContext(func(k string) any { return bad[k] }); err == nil {
+			t.Errorf("context %v accepted", bad)
+		}
+	}
+}
