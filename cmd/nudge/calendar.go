@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -104,7 +106,22 @@ func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return schedule.New(schedule.Config{Ledger: l, Lateness: *f.lateness, MaxAhead: *f.maxAhead})
+	sc := schedule.Config{Ledger: l, Lateness: *f.lateness, MaxAhead: *f.maxAhead}
+	// What the stage runs, as its enqueue recorded it: a delivery it cannot
+	// send is refused here, not dead-lettered at its due time. A table
+	// without the record (the minute after a first deploy) accepts the
+	// built-in providers and checks no template.
+	facts, ok, err := l.ReadStage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		sc.Providers, sc.SESTemplatePrefix = facts.Providers, facts.SESTemplatePrefix
+		if slices.Contains(facts.Providers, provider.NameSES) {
+			sc.Templates = &provider.SESTemplates{Client: awsclient.SES(cfg), Prefix: facts.SESTemplatePrefix}
+		}
+	}
+	return schedule.New(sc)
 }
 
 type metaFlag map[string]string
@@ -136,7 +153,8 @@ func scheduleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	channel := fs.String("channel", "email", "the `CHANNEL`")
 	prov := fs.String("provider", "webhook", "the `PROVIDER`")
 	recipient := fs.String("recipient", "", "the recipient reference `REF` the provider resolves")
-	template := fs.String("template", "", "the template reference `REF`")
+	template := fs.String("template", "", "the template reference `REF` (for ses, a template in templates/email)")
+	address := fs.String("address", "", "the recipient's `ADDRESS`, for a provider that sends to it (ses: an e-mail address)")
 	meta := metaFlag{}
 	fs.Var(meta, "meta", "metadata `KEY=VALUE` (repeatable)")
 	if code, ok := c.parse(args); !ok {
@@ -161,7 +179,7 @@ func scheduleCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	} else {
 		in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires,
-			Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template}}}
+			Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template, Address: *address}}}
 		if len(meta) > 0 {
 			in.Metadata = meta
 		}

@@ -205,6 +205,9 @@ type deliveryJSON struct {
 	SentAt         string        `json:"sentAt,omitempty"`
 	Receipt        string        `json:"receipt,omitempty"`
 	UpdatedAt      string        `json:"updatedAt"`
+	// Address is the recipient's address for a provider that sends to it
+	// (SES), masked unless --reveal is given.
+	Address string `json:"address,omitempty"`
 	// HandedOff, for a live delivery, says whether the enqueue has handed
 	// it to the queue; PublishAt when it may (a pending delivery stays
 	// pending when the cursor hands it off).
@@ -223,6 +226,7 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	c := newCommand("nudge reminder show", "ID", "The reminder, each delivery's state, attempts, last error and receipt, whether it was handed\noff, and the transition history in time order.", out, errs)
 	fs := c.fs
 	o := addOpsFlags(c, out, errs, nil)
+	reveal := fs.Bool("reveal", false, "show recipients' addresses whole (personal data: they are masked otherwise)")
 	if code, ok := c.parse(args); !ok {
 		return code
 	}
@@ -247,7 +251,11 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	for _, d := range v.Deliveries {
 		dj := deliveryJSON{Key: d.Key().String(), Status: d.Status, Attempts: d.Attempts,
 			DueAt: formatOpt(d.DueAt), ExpiresAt: formatOpt(d.ExpiresAt), LastErrorClass: d.LastErrorClass, LastError: d.LastError,
-			NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt)}
+			NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt),
+			Address: ledger.MaskAddress(d.Address)}
+		if *reveal {
+			dj.Address = d.Address
+		}
 		if !d.Status.Terminal() {
 			h, err := o.ledger.HandedOff(ctx, d)
 			if err != nil {
@@ -293,6 +301,20 @@ func reminderShow(args []string, out, errs io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Status, handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
 	}
 	tw.Flush()
+	addresses := false
+	for _, d := range doc.Deliveries {
+		if d.Address != "" {
+			if !addresses {
+				note := "masked; --reveal shows them"
+				if *reveal {
+					note = "revealed: personal data"
+				}
+				fmt.Fprintf(out, "\nADDRESSES (%s)\n", note)
+				addresses = true
+			}
+			fmt.Fprintf(out, "  %s  %s\n", d.Key, d.Address)
+		}
+	}
 	fmt.Fprintln(out, "\nHISTORY (the last entries of each delivery; the logs hold every transition)")
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	for _, e := range doc.History {

@@ -47,10 +47,19 @@ func build(ctx context.Context, log *slog.Logger) (*enqueue.Function, error) {
 		Ledger: led, Queue: q, QueueURL: s.QueueURL, Shards: s.Shards,
 		Settle: s.Settle, OverdueAfter: s.OverdueAfter, RepairAfter: s.RepairAfter, RepairLimit: s.RepairLimit,
 		Concurrency: s.Concurrency, PageSize: s.PageSize, CutoffMargin: s.CutoffMargin,
-		Logger: log, Metrics: rec,
+		Logger: log, Metrics: rec, Stage: stageFacts(s),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return enqueue.NewFunction(enqueue.FunctionConfig{Enqueuer: e, Metrics: rec, Logger: log})
+}
+
+// stageFacts is what the stack runs, for the enqueue to record; nil when
+// the stack does not say.
+func stageFacts(s enqueue.Settings) *ledger.StageFacts {
+	if len(s.Providers) == 0 {
+		return nil
+	}
+	return &ledger.StageFacts{Providers: s.Providers, SESTemplatePrefix: s.SESTemplates}
 }

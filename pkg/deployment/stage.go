@@ -307,10 +307,15 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 
 // EnqueueEnv is the enqueue function's environment (see enqueue.Settings).
 func (s Stage) EnqueueEnv(r Resources) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL,
-		"NUDGE_SHARDS": strconv.Itoa(s.Shards),
+		"NUDGE_SHARDS":    strconv.Itoa(s.Shards),
+		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
 	}
+	if s.Runs(provider.NameSES) {
+		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
+	}
+	return env
 }
 
 // topicARN matches an SNS topic's ARN.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -31,6 +32,7 @@ type Ledger interface {
 	Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error)
 	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
 	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+	RecordStage(ctx context.Context, f ledger.StageFacts) error
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
@@ -59,6 +61,10 @@ type Config struct {
 	// Ledger is the delivery ledger, whose table holds the due index and
 	// the shard cursors. Required.
 	Ledger Ledger
+	// Stage, if set, is what the stack runs: recorded in the table on the
+	// instance's first run, for the intake (ledger.StageFacts). Default:
+	// nothing recorded.
+	Stage *ledger.StageFacts
 	// Queue publishes to the work queue. Required.
 	Queue Publisher
 	// QueueURL is the work queue. Required.
@@ -113,6 +119,8 @@ type Config struct {
 type Enqueuer struct {
 	cfg  Config
 	fifo bool
+	// staged is set once the stage's facts are recorded.
+	staged atomic.Bool
 }
 
 // New validates cfg, applies defaults and returns an Enqueuer.
@@ -280,6 +288,14 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	}
 	shards = max(shards, c.Shards)
 	r.report.Shards = shards
+	if c.Stage != nil && !e.staged.Load() {
+		// Once per instance: what the stack runs, for the intake.
+		if err := c.Ledger.RecordStage(work, *c.Stage); err != nil {
+			c.Logger.Warn("could not record the stage's providers; the next run tries again", "error", err.Error())
+		} else {
+			e.staged.Store(true)
+		}
+	}
 
 	// A shard that fails (throttling, say) does not stop the others; the
 	// run reports what it did and then fails, so that the error is seen.

@@ -757,3 +757,20 @@ func TestAPendingDeliveryTellsWhetherItWasHandedOff(t *testing.T) {
 		t.Fatalf("%s after the run: %+v, %v; want not handed off, publish at due − 15 min", later, h, err)
 	}
 }
+
+// TestTheEnqueueRecordsWhatTheStageRuns: the first run records the stage's
+// providers in the table, where the intake reads them; without a stage it
+// records nothing.
+func TestTheEnqueueRecordsWhatTheStageRuns(t *testing.T) {
+	b := setup(t, 2)
+	b.run(t, b.enqueuer(t, nil))
+	if _, ok, _ := b.mem.ReadStage(b.ctx); ok {
+		t.Fatal("a run without a stage recorded one")
+	}
+	facts := ledger.StageFacts{Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-"}
+	b.run(t, b.enqueuer(t, func(c *enqueue.Config) { c.Stage = &facts }))
+	got, ok, err := b.mem.ReadStage(b.ctx)
+	if err != nil || !ok || strings.Join(got.Providers, ",") != "webhook,ses" || got.SESTemplatePrefix != "nudge-dev-" {
+		t.Fatalf("recorded %+v, %v, %v", got, ok, err)
+	}
+}

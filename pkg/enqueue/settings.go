@@ -2,6 +2,7 @@ package enqueue
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/envconfig"
@@ -21,6 +22,8 @@ type Settings struct {
 	Concurrency  int           // NUDGE_ENQUEUE_CONCURRENCY: shards worked at once. Default 4.
 	PageSize     int           // NUDGE_PAGE_SIZE: entries per cursor step. Default 100.
 	CutoffMargin time.Duration // NUDGE_CUTOFF_MARGIN: stop this long before the deadline. Default 3s.
+	Providers    []string      // NUDGE_PROVIDERS: the providers the consumer runs, recorded in the table for the intake. Optional.
+	SESTemplates string        // NUDGE_SES_TEMPLATE_PREFIX: the stage's SES template prefix, recorded with them. Optional.
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -37,6 +40,12 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		Concurrency:  r.Int("NUDGE_ENQUEUE_CONCURRENCY", 4),
 		PageSize:     r.Int("NUDGE_PAGE_SIZE", 100),
 		CutoffMargin: r.Duration("NUDGE_CUTOFF_MARGIN", 3*time.Second),
+		SESTemplates: getenv("NUDGE_SES_TEMPLATE_PREFIX"),
+	}
+	for _, p := range strings.Split(getenv("NUDGE_PROVIDERS"), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			s.Providers = append(s.Providers, p)
+		}
 	}
 	return s, r.Err()
 }

@@ -46,6 +46,7 @@ type memoryTable struct {
 	reminders map[string]Reminder
 	cursors   map[int]string
 	registry  int // the largest shard count recorded
+	stage     *StageFacts
 }
 
 // NewMemory returns a Memory ledger over an empty table.

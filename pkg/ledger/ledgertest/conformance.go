@@ -35,6 +35,8 @@ type Store interface {
 	DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error)
 	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (bool, error)
 	CreateReminder(ctx context.Context, r ledger.Reminder) (ledger.Reminder, bool, error)
+	RecordStage(ctx context.Context, f ledger.StageFacts) error
+	ReadStage(ctx context.Context) (ledger.StageFacts, bool, error)
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 }
@@ -87,6 +89,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CursorMovesOnlyFromWhereItWas", testCursorMovesOnlyFromWhereItWas},
 		{"ReminderItemIsWrittenOnce", testReminderItemIsWrittenOnce},
 		{"GetManyAndStoredShards", testGetManyAndStoredShards},
+		{"StageFactsAreRecordedAndReplaced", testStageFactsAreRecordedAndReplaced},
 		{"IndexFollowsEveryTransition", testIndexFollowsEveryTransition},
 		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
 	} {
@@ -768,6 +771,24 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	}
 	if none, err := b.l.ReadReminder(ctx, "rem-none"); err != nil || !none.Empty() {
 		t.Fatalf("an unknown reminder: %+v, %v", none, err)
+	}
+}
+
+// testStageFactsAreRecordedAndReplaced: nothing is recorded at first; a
+// record is read back; a later one replaces it.
+func testStageFactsAreRecordedAndReplaced(t *testing.T, b bundle) {
+	ctx := context.Background()
+	if _, ok, err := b.l.ReadStage(ctx); ok || err != nil {
+		t.Fatalf("a new table has stage facts (%v)", err)
+	}
+	for _, f := range []ledger.StageFacts{{Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-"}, {Providers: []string{"sns"}}} {
+		if err := b.l.RecordStage(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := b.l.ReadStage(ctx)
+		if err != nil || !ok || strings.Join(got.Providers, ",") != strings.Join(f.Providers, ",") || got.SESTemplatePrefix != f.SESTemplatePrefix {
+			t.Fatalf("read %+v, %v, %v; want %+v", got, ok, err, f)
+		}
 	}
 }
 
