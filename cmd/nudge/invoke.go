@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/deployment"
@@ -25,7 +27,9 @@ import (
 	"github.com/nudgehq/nudge/pkg/local"
 	"github.com/nudgehq/nudge/pkg/local/esm"
 	"github.com/nudgehq/nudge/pkg/local/sink"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/status"
 )
@@ -71,6 +75,47 @@ type invokeResult struct {
 	DLQ         status.Depth
 	Work        status.Depth
 	Output      string
+	// Emails are the e-mails the SES stand-in sent for the event's
+	// deliveries; Published the bodies the SNS topic's subscriber got.
+	Emails    []standin.SentEmail
+	Published []string
+}
+
+// emailsFor are the e-mails the SES stand-in holds for keys.
+func emailsFor(ctx context.Context, endpoint string, keys []message.DeliveryKey) ([]standin.SentEmail, error) {
+	all, err := standin.SentEmails(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k.String()] = true
+	}
+	var out []standin.SentEmail
+	for _, e := range all {
+		if want[e.Header(provider.HeaderDeliveryKey)] && len(e.Destination.To) == 1 {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// publishedTo drains the subscriber queue of the delivery topic.
+func publishedTo(ctx context.Context, q *sqs.Client, url string) ([]string, error) {
+	var out []string
+	for {
+		m, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Messages) == 0 {
+			return out, nil
+		}
+		for _, msg := range m.Messages {
+			out = append(out, aws.ToString(msg.Body))
+			_, _ = q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: msg.ReceiptHandle})
+		}
+	}
 }
 
 // functionFor names the function an event is for.
@@ -122,6 +167,8 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 		return nil, fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
 	}
 	stage := deployment.Dev()
+	stage.Providers = []string{provider.NameWebhook, provider.NameSES, provider.NameSNS}
+	stage.SESFrom = local.LocalSender
 	sys, err := local.Start(ctx, local.Config{Stage: stage, Plan: plan, Log: os.Stderr})
 	if err != nil {
 		return nil, err
@@ -191,7 +238,20 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 		return result, err
 	}
 	if fn == "consumer" {
-		fmt.Fprintf(out, "== provider sink: %d accepted, %d duplicates suppressed; DLQ: %d messages\n", result.Accepted, result.Duplicates, result.DLQ.Total())
+		fmt.Fprintf(out, "== webhook sink: %d accepted, %d duplicates suppressed; DLQ: %d messages\n", result.Accepted, result.Duplicates, result.DLQ.Total())
+		if result.Emails, err = emailsFor(ctx, sys.SESEndpoint, seeded); err != nil {
+			return result, err
+		}
+		if result.Published, err = publishedTo(ctx, q, res.Topic.QueueURL); err != nil {
+			return result, err
+		}
+		fmt.Fprintf(out, "== SES stand-in: %d e-mails (read them at %s/); SNS topic's subscriber: %d messages\n", len(result.Emails), sys.SESEndpoint, len(result.Published))
+		for _, e := range result.Emails {
+			fmt.Fprintf(out, "   e-mail %s  to %s  %q\n", e.Header(provider.HeaderDeliveryKey), ledger.MaskAddress(e.Destination.To[0]), e.Subject)
+		}
+		for _, m := range result.Published {
+			fmt.Fprintf(out, "   sns    %s\n", m)
+		}
 	} else {
 		fmt.Fprintf(out, "== work queue: %d messages ready, %d delayed until their due time\n", result.Work.Visible, result.Work.Delayed)
 	}
@@ -217,6 +277,12 @@ func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.
 		d := ledger.Delivery{ReminderID: m.ReminderID, Channel: m.Channel, Provider: m.Provider, Status: ledger.StatusQueued,
 			RecipientRef: fmt.Sprintf("local/contact-%d", i+1), TemplateRef: "local-template",
 			DueAt: m.DueAt, ExpiresAt: time.Now().Add(24 * time.Hour)}
+		if m.Provider == provider.NameSES {
+			// An e-mail: an address, a template from templates/email, and
+			// the data it renders.
+			d.Address, d.TemplateRef = m.ReminderID+"@customers.example", "renewal-notice"
+			d.TemplateData = map[string]string{"plan": "Pro", "renewsOn": m.DueAt.Format("2 January 2006"), "reference": m.ReminderID}
+		}
 		if err := l.Create(ctx, d); err != nil && !errors.Is(err, ledger.ErrExists) {
 			return nil, err
 		}

@@ -76,6 +76,20 @@ func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 				return ""
 			}},
 		{"sqs-redriven.json", "", map[string]ledger.Status{"rem-600:email:webhook": sent}, nil},
+		{"sqs-email.json", "", map[string]ledger.Status{"rem-701:email:ses": sent, "rem-702:email:ses": sent},
+			func(r *invokeResult) string {
+				if len(r.Emails) != 2 || r.Emails[0].Subject == "" || !strings.Contains(r.Emails[0].Subject, "Pro") {
+					return "want 2 rendered e-mails in the SES stand-in"
+				}
+				return ""
+			}},
+		{"sqs-sns.json", "", map[string]ledger.Status{"rem-801:sms:sns": sent, "rem-802:push:sns": sent},
+			func(r *invokeResult) string {
+				if len(r.Published) != 2 || r.Accepted != 0 {
+					return "want 2 messages at the topic's subscriber and none at the webhook"
+				}
+				return ""
+			}},
 		// The enqueue hands off by cursor: a published delivery stays
 		// pending in the ledger (no write per delivery); the queue shows it.
 		{"scheduled.json", "", map[string]ledger.Status{"rem-201:email:webhook": pending, "rem-201:sms:webhook": pending, "rem-202:email:webhook": pending,
