@@ -25,6 +25,7 @@ const (
 	JSONLines Format = "jsonl"
 	// CSV has a header row naming the columns id, accountRef, dueAt,
 	// expiresAt (optional), channel, provider, recipientRef, templateRef,
+	// address (optional: for SES),
 	// and metadata.<key> (optional). Each row is one delivery; consecutive
 	// rows with the same id are one reminder with several deliveries.
 	CSV Format = "csv"
@@ -114,7 +115,7 @@ func readLine(br *bufio.Reader) (text []byte, size int, err error) {
 	}
 }
 
-var csvColumns = []string{"id", "accountRef", "dueAt", "expiresAt", "channel", "provider", "recipientRef", "templateRef"}
+var csvColumns = []string{"id", "accountRef", "dueAt", "expiresAt", "channel", "provider", "recipientRef", "templateRef", "address"}
 
 func readCSV(r io.Reader, v Validator) ([]Row, error) {
 	cr := csv.NewReader(r)
@@ -177,7 +178,7 @@ func readCSV(r io.Reader, v Validator) ([]Row, error) {
 			return ""
 		}
 		in := Input{ID: get("id"), AccountRef: get("accountRef"), DueAt: get("dueAt"), ExpiresAt: get("expiresAt"),
-			Deliveries: []DeliveryInput{{Channel: get("channel"), Provider: get("provider"), RecipientRef: get("recipientRef"), TemplateRef: get("templateRef")}}}
+			Deliveries: []DeliveryInput{{Channel: get("channel"), Provider: get("provider"), RecipientRef: get("recipientRef"), TemplateRef: get("templateRef"), Address: get("address")}}}
 		for name := range col {
 			if k, ok := strings.CutPrefix(name, "metadata."); ok && get(name) != "" {
 				if in.Metadata == nil {
