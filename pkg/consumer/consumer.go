@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/deadletter"
@@ -479,12 +480,34 @@ func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) 
 		return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "visibility", Reason: "rate limit",
 			Err: failure.Retryable(errors.New("rate limit"), time.Duration(secs)*time.Second)}, false
 	}
+	// The copy keeps the message's attributes: a message back from the DLQ
+	// carries the dead letter's, which let its claim revive the delivery.
 	if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(c.cfg.QueueURL), MessageBody: aws.String(r.rec.Body), DelaySeconds: min(secs, MaxDelaySeconds),
+		MessageAttributes: attributesOf(r.rec),
 	}); err != nil {
 		return Outcome{Err: failure.Retryable(err, 0)}, false
 	}
 	return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish", Reason: "rate limit"}, false
+}
+
+// attributesOf returns rec's message attributes as SendMessage takes them.
+func attributesOf(rec events.SQSMessage) map[string]sqstypes.MessageAttributeValue {
+	if len(rec.MessageAttributes) == 0 {
+		return nil
+	}
+	out := make(map[string]sqstypes.MessageAttributeValue, len(rec.MessageAttributes))
+	for k, a := range rec.MessageAttributes {
+		v := sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+		if v.StringValue == nil && v.BinaryValue == nil {
+			continue // SQS refuses an attribute without a value
+		}
+		if a.DataType == "" {
+			v.DataType = aws.String("String")
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // deadLetter sends the original body to the DLQ with the reason, then

@@ -19,6 +19,8 @@ func TestSampleEventsDecode(t *testing.T) {
 		"sqs-poison.json":     {false, false, false, true},
 		"sqs-duplicates.json": {true, true},
 		"sqs-redriven.json":   {true},
+		"sqs-email.json":      {true, true},
+		"sqs-sns.json":        {true, true},
 	}
 	files, err := filepath.Glob("../../events/sqs-*.json")
 	if err != nil || len(files) == 0 {

@@ -312,3 +312,21 @@ func TestAnUnknownAmbiguousPolicyIsRefused(t *testing.T) {
 		t.Fatalf("New = %v", err)
 	}
 }
+
+func TestAPacedRedriveKeepsItsDeadLetterAttributes(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	lim, _ := ratelimit.New(ratelimit.Config{PerSecond: 0.1, Clock: clk})
+	f := newContractWithClock(t, clk, lim)
+	lim.Reserve(time.Hour) // the bucket is spent: the next send waits 10 s
+	body, _ := message.Encode(message.Message{ReminderID: "rem-1", Channel: "email", Provider: "ses", DueAt: clk.Now()})
+	class := "ambiguous"
+	err := f.c.Handle(context.Background(), events.SQSMessage{MessageId: "m-1", Body: string(body),
+		MessageAttributes: map[string]events.SQSMessageAttribute{deadletter.AttrErrorClass: {StringValue: &class, DataType: "String"}},
+		Attributes:        map[string]string{"ApproximateReceiveCount": "1"}})
+	if err != nil || len(f.q.sent) != 1 {
+		t.Fatalf("Handle = %v, %d re-published", err, len(f.q.sent))
+	}
+	if got := f.q.sent[0].MessageAttributes[deadletter.AttrErrorClass]; aws.ToString(got.StringValue) != class {
+		t.Fatalf("the paced copy lost the dead letter's attributes (%v): its claim could not revive the delivery", f.q.sent[0].MessageAttributes)
+	}
+}

@@ -324,9 +324,12 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 			t.Errorf("no dead letter of class %q: %v", reason, sum.DeadLettered)
 		}
 	}
-	if sum.Recognised == 0 || sum.Suppressed == 0 || sum.Retried == 0 || sum.Overdue != 0 || sum.RequestsPerSent == 0 || sum.LatencyP99 == 0 {
-		t.Errorf("recognised %d, suppressed %d, retried %d, overdue %d, requests/sent %.2f, p99 %v",
-			sum.Recognised, sum.Suppressed, sum.Retried, sum.Overdue, sum.RequestsPerSent, sum.LatencyP99)
+	// The webhook's sink suppresses a repeat after a lost answer: there is
+	// one to suppress when the plan drops an answer of the webhook's.
+	drops := p.count(func(d *planned) bool { return d.key.Provider == "webhook" && d.fault == "drop" })
+	if sum.Recognised == 0 || drops > 0 && sum.Suppressed == 0 || sum.Retried == 0 || sum.Overdue != 0 || sum.RequestsPerSent == 0 || sum.LatencyP99 == 0 {
+		t.Errorf("recognised %d, suppressed %d (%d webhook answers dropped), retried %d, overdue %d, requests/sent %.2f, p99 %v",
+			sum.Recognised, sum.Suppressed, drops, sum.Retried, sum.Overdue, sum.RequestsPerSent, sum.LatencyP99)
 	}
 	if len(redriven) == 0 {
 		t.Error("nothing was redriven after the run")
