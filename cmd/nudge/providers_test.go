@@ -56,7 +56,7 @@ func TestTheIntakeFollowsWhatTheStageRuns(t *testing.T) {
 		return code, out.String(), errs.String()
 	}
 	due := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
-	base := []string{"--id", "rem-mail-1", "--account", "acct-1", "--due", due, "--recipient", "acct-1/contact-1", "--meta", "plan=Pro"}
+	base := []string{"--id", "rem-mail-1", "--account", "acct-1", "--due", due, "--recipient", "acct-1/contact-1", "--meta", "plan=Pro", "--meta", "reference=R-1"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 
 	if code, _, errs := run("schedule", with("--channel", "sms", "--provider", "sns", "--template", "t")...); code != 1 ||
@@ -67,7 +67,12 @@ func TestTheIntakeFollowsWhatTheStageRuns(t *testing.T) {
 		!strings.Contains(errs, `"no-such-template" is not a deployed SES template`) {
 		t.Fatalf("a template not deployed: %d %q", code, errs)
 	}
-	if code, out, errs := run("schedule", with("--provider", "ses", "--address", "ana@example.com", "--template", "renewal-notice")...); code != 0 || !strings.HasPrefix(out, "created rem-mail-1") {
+	// renewal-notice renders plan, renewsOn and reference.
+	if code, _, errs := run("schedule", with("--provider", "ses", "--address", "ana@example.com", "--template", "renewal-notice")...); code != 1 ||
+		!strings.Contains(errs, `metadata lacks renewsOn, which template "renewal-notice" renders`) {
+		t.Fatalf("metadata the template needs: %d %q", code, errs)
+	}
+	if code, out, errs := run("schedule", with("--provider", "ses", "--address", "ana@example.com", "--template", "renewal-notice", "--meta", "renewsOn=1 December")...); code != 0 || !strings.HasPrefix(out, "created rem-mail-1") {
 		t.Fatalf("schedule an e-mail: %d %q %q", code, out, errs)
 	}
 

@@ -338,7 +338,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
 		if c.policy(d.Provider) == AmbiguousReview {
 			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
-				"attempt %d ended without a record and may have sent; %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
+				"may have been sent (attempt %d ended without a record); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
 				r.attempts-1, d.Provider))
 		}
 	}
@@ -410,7 +410,9 @@ func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, r
 		return Outcome{Transition: Duplicate, Reason: err.Error()}
 	}
 	// The provider accepted but the ledger did not record it: retry. The
-	// retry sends the same idempotency key, so the provider deduplicates.
+	// retry sends the same idempotency key, which the webhook's receiver
+	// and an SNS FIFO topic deduplicate; for SES the retry's claim finds
+	// this attempt's lapsed lease and, under review, sends nothing.
 	return Outcome{Transition: Retry, Class: failure.ClassAWS, Error: err.Error(), Err: failure.Ambiguous(err)}
 }
 

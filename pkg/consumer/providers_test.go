@@ -330,3 +330,27 @@ func TestAPacedRedriveKeepsItsDeadLetterAttributes(t *testing.T) {
 		t.Fatalf("the paced copy lost the dead letter's attributes (%v): its claim could not revive the delivery", f.q.sent[0].MessageAttributes)
 	}
 }
+
+// TestARepairAfterALapsedLeaseStillReviews: the repair hands a delivery
+// whose attempt never ended back to the queue; under review its next
+// claim must not send, though the history's last entries no longer show
+// the lapsed lease.
+func TestARepairAfterALapsedLeaseStillReviews(t *testing.T) {
+	f := newContract(t, consumer.AmbiguousReview, nil)
+	f.seed(t)
+	now := f.clk.Now()
+	if _, err := f.l.Claim(context.Background(), ledger.Claim{Key: sesKey, Token: "dead-consumer", LeaseUntil: now.Add(time.Minute), DueBy: now}); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(15 * time.Minute)
+	stale, _ := f.l.Get(context.Background(), sesKey)
+	if _, err := f.l.Requeue(context.Background(), stale, "repaired"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.handle("1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.status(t); len(f.got) != 0 || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+		t.Fatalf("%d sends, status %s %s; want none, dead as ambiguous", len(f.got), d.Status, d.LastErrorClass)
+	}
+}

@@ -61,7 +61,11 @@ type Delivery struct {
 	// BudgetFrom is Attempts when the attempt budget last restarted: when a
 	// redrive took the delivery out of dead. BudgetUsed is what counts
 	// against the consumer's budget.
-	BudgetFrom     int
+	BudgetFrom int
+	// UnendedAttempt is the last attempt that started and never recorded an
+	// end, as the repair found it (its lease lapsed long ago) when it
+	// handed the delivery to the queue again; 0 if none.
+	UnendedAttempt int
 	ClaimToken     string
 	LeaseUntil     time.Time
 	LastErrorClass failure.Class
@@ -102,12 +106,22 @@ type Entry struct {
 	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
 }
 
-// LapsedLeaseTaken reports whether d's latest claim took over an earlier
-// attempt whose lease lapsed: that attempt may have reached the provider
-// before its consumer died or lost the message.
+// LapsedLeaseTaken reports whether d, as its latest claim left it, follows
+// an attempt that started and never recorded an end: the claim took over
+// its lapsed lease (the history's last two entries are both sending), or
+// the repair handed it back to the queue after that attempt
+// (UnendedAttempt is the one before this claim's). That attempt may have
+// reached the provider before its consumer died or lost the message. A
+// redrive since (BudgetFrom) settles it: the operator decided.
 func (d Delivery) LapsedLeaseTaken() bool {
+	if d.Status != StatusSending {
+		return false
+	}
 	n := len(d.History)
-	return d.Status == StatusSending && n >= 2 && d.History[n-1].Status == StatusSending && d.History[n-2].Status == StatusSending
+	if n >= 2 && d.History[n-1].Status == StatusSending && d.History[n-2].Status == StatusSending {
+		return true
+	}
+	return d.UnendedAttempt > d.BudgetFrom && d.UnendedAttempt == d.Attempts-1
 }
 
 // Masked returns d with its address masked (MaskAddress), as reports show it.

@@ -40,6 +40,7 @@ type item struct {
 	DueAt          string            `dynamodbav:"dueAt"`
 	ExpiresAt      string            `dynamodbav:"expiresAt"`
 	Attempts       int               `dynamodbav:"attempts"`
+	UnendedAttempt int               `dynamodbav:"unendedAttempt,omitempty"`
 	BudgetFrom     int               `dynamodbav:"budgetFrom,omitempty"`
 	ClaimToken     string            `dynamodbav:"claimToken,omitempty"`
 	LeaseUntil     string            `dynamodbav:"leaseUntil,omitempty"`
@@ -98,7 +99,7 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		PK: PartitionKey(d.ReminderID), SK: SortKey(d.Channel, d.Provider),
 		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, TemplateData: d.TemplateData,
-		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom,
+		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom, UnendedAttempt: d.UnendedAttempt,
 		ClaimToken: d.ClaimToken, LeaseUntil: formatOpt(d.LeaseUntil),
 		LastErrorClass: d.LastErrorClass, LastError: d.LastError,
 		NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt),
@@ -119,7 +120,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	d := Delivery{
 		ReminderID: it.ReminderID, Channel: it.Channel, Provider: it.Provider, Status: it.Status,
-		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom,
+		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom, UnendedAttempt: it.UnendedAttempt,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
 	}

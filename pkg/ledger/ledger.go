@@ -517,6 +517,14 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("requeue", d.Key(), now)
 	u.set("#status", ":queued", StatusQueued)
+	if d.Status == StatusSending {
+		// The attempt that holds it never ended: the next claim must know.
+		u.set("unendedAttempt", ":unended", d.Attempts)
+	}
+	if d.Status == StatusSending {
+		// The attempt that holds it never ended: the next claim must know.
+		u.set("unendedAttempt", ":unended", d.Attempts)
+	}
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":was"], u.values[":wasAt"] = sv(d.Status), sv(formatOpt(d.UpdatedAt))
 	u.cond = "attribute_exists(PK) AND #status = :was AND updatedAt = :wasAt"

@@ -351,6 +351,9 @@ func (m *Memory) Requeue(_ context.Context, read Delivery, note string) (Deliver
 	return m.transition("requeue", read.Key(), func(d Delivery, _ time.Time) bool {
 		return d.Status == read.Status && d.UpdatedAt.Equal(ms(read.UpdatedAt))
 	}, byOld(requeueRefusal), func(d *Delivery, now time.Time) {
+		if read.Status == StatusSending {
+			d.UnendedAttempt = read.Attempts
+		}
 		d.Status = StatusQueued
 		m.history(d, Delivery{}, Entry{Status: StatusQueued, Attempt: read.Attempts, Note: text.Clip(note, 120)}, now)
 	})

@@ -59,34 +59,23 @@ func answerOf(err error) (apiAnswer, bool) {
 }
 
 // emailLike matches what may be an e-mail address in a provider's error
-// message, so that it can be removed before the message is stored.
-var emailLike = regexp.MustCompile(`[^\s<>"'(),;:]+@[^\s<>"'(),;:]+`)
+// message, so that it can be removed before the message is stored: an '@'
+// (or its percent-encoding) with text on both sides.
+var emailLike = regexp.MustCompile(`(?i)[^\s<>"'(),;:\[\]]+(@|%40)[^\s<>"'(),;:\[\]]+`)
 
 // scrub removes the recipient's address, and anything else that looks like
 // an address, from a provider's message, and bounds it: errors reach the
 // ledger, the DLQ and the logs, where addresses must never be.
 func scrub(msg, address string) string {
 	if address != "" {
-		msg = replaceFold(msg, address, "<address>")
+		msg = regexp.MustCompile("(?i)"+regexp.QuoteMeta(address)).ReplaceAllLiteralString(msg, "<address>")
 	}
 	msg = emailLike.ReplaceAllString(msg, "<address>")
-	return text.Clip(strings.TrimSpace(msg), 200)
-}
-
-// replaceFold replaces every case-insensitive occurrence of old in s.
-func replaceFold(s, old, repl string) string {
-	lower, lold := strings.ToLower(s), strings.ToLower(old)
-	var b strings.Builder
-	for {
-		i := strings.Index(lower, lold)
-		if i < 0 || old == "" {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		b.WriteString(repl)
-		s, lower = s[i+len(old):], lower[i+len(old):]
+	if local, _, ok := strings.Cut(address, "@"); ok && len(local) >= 3 {
+		// The local part alone (an answer may quote it apart).
+		msg = regexp.MustCompile("(?i)"+regexp.QuoteMeta(local)).ReplaceAllLiteralString(msg, "<address>")
 	}
+	return text.Clip(strings.TrimSpace(msg), 200)
 }
 
 // AnswerError is an AWS provider's error answer, with the recipient's
@@ -112,6 +101,10 @@ func (e *AnswerError) Error() string {
 	}
 	return s
 }
+
+// answeredOK reports whether the service answered with a success status:
+// the request was handled, even if the answer could not be read.
+func answeredOK(a apiAnswer) bool { return a.status >= 200 && a.status < 400 }
 
 // transportFailure classifies a call that got no answer: ambiguous once the
 // request was written, a plain retry before.

@@ -152,6 +152,12 @@ func (s *SES) classify(err error, wrote bool, address, template string) error {
 	if e.Code == "" {
 		e.Code = "UnknownError"
 	}
+	if answeredOK(a) {
+		// SES handled the request (it answered 2xx or 3xx) but its answer
+		// could not be read: it may have sent.
+		e.Message = scrub(err.Error(), address)
+		return failure.Ambiguous(failure.WithClass(e, failure.ClassNetwork))
+	}
 	lower := strings.ToLower(a.message)
 	permanent := func(class failure.Class) error { return failure.WithClass(failure.Permanent(e), class) }
 	switch a.code {
@@ -179,6 +185,14 @@ func (s *SES) classify(err error, wrote bool, address, template string) error {
 		return failure.WithClass(e, failure.ClassThrottled)
 	case "SendingPausedException", "AccountSuspendedException":
 		return failure.Retryable(failure.WithClass(e, failure.ClassPaused), s.cfg.LongBackoff)
+	case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation":
+		// The consumer may not send as this identity, with this template or
+		// through this configuration set: the stage is wrong, not the
+		// address.
+		return permanent(failure.ClassConfig)
+	case "SignatureDoesNotMatch", "RequestTimeTooSkewed", "ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException", "IncompleteSignature":
+		// Credentials or the clock: refused before anything was sent.
+		return failure.WithClass(e, failure.ClassAWS)
 	}
 	switch {
 	case a.status == 404:
@@ -192,31 +206,45 @@ func (s *SES) classify(err error, wrote bool, address, template string) error {
 	case a.status >= 500:
 		// SES failed while handling the request: it may have sent.
 		return failure.Ambiguous(failure.WithClass(e, failure.ClassServer))
+	case a.status == 403:
+		return permanent(failure.ClassConfig)
 	case a.status >= 400:
 		return permanent(failure.ClassRejected)
 	}
 	return failure.WithClass(e, failure.ClassAWS)
 }
 
-// ValidEmail reports whether s is an e-mail address SES can send to: one
-// '@', a non-empty local part, a dotted domain, no spaces, quotes or angle
-// brackets, and at most 254 bytes. It is deliberately narrower than RFC
-// 5322: a display name or a comment is refused.
+// ValidEmail reports whether s is an e-mail address SES can send to: ASCII
+// (an internationalised domain in its punycode form), one '@', a local part
+// of at most 64 bytes without a leading, trailing or doubled dot, a dotted
+// domain of letters, digits and hyphens, at most 254 bytes in all. It is
+// deliberately narrower than RFC 5322: a display name, a comment, a quoted
+// local part or a raw IP address is refused.
 func ValidEmail(s string) bool {
-	if len(s) > 254 || strings.ContainsAny(s, " \t\r\n<>()[]\\,;:\"") {
+	if len(s) > 254 || strings.Count(s, "@") != 1 {
 		return false
 	}
-	at := strings.LastIndexByte(s, '@')
-	if at <= 0 || at > 64 || strings.IndexByte(s, '@') != at {
+	local, domain, _ := strings.Cut(s, "@")
+	if local == "" || len(local) > 64 || strings.HasPrefix(local, ".") || strings.HasSuffix(local, ".") || strings.Contains(local, "..") {
 		return false
 	}
-	domain := s[at+1:]
-	if !strings.Contains(domain, ".") || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x21 || r == 0x7f {
+	for _, r := range local {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".!#$%&'*+/=?^_`{|}~-", r)) {
 			return false
+		}
+	}
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || strings.HasPrefix(l, "-") || strings.HasSuffix(l, "-") {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
 		}
 	}
 	return true
@@ -229,9 +257,9 @@ type SESTemplateAPI interface {
 
 var _ SESTemplateAPI = (*sesv2.Client)(nil)
 
-// SESTemplates answers whether a templateRef names a deployed SES template
-// (schedule.Templates), asking SES once per name and remembering the
-// answers that it exists.
+// SESTemplates tells the intake whether a templateRef names a deployed SES
+// template and which data it needs (schedule.Templates), asking SES once
+// per template and remembering what it found.
 type SESTemplates struct {
 	// Client reads templates. Required.
 	Client SESTemplateAPI
@@ -239,29 +267,35 @@ type SESTemplates struct {
 	Prefix string
 
 	mu    sync.Mutex
-	found map[string]bool
+	found map[string][]string
 }
 
-// TemplateExists reports whether the template ref names is deployed.
-func (t *SESTemplates) TemplateExists(ctx context.Context, ref string) (bool, error) {
+// TemplateVariables returns the data the template ref names needs (its
+// required variables), and false if no such template is deployed.
+func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]string, bool, error) {
 	t.mu.Lock()
-	known := t.found[ref]
+	vars, known := t.found[ref]
 	t.mu.Unlock()
 	if known {
-		return true, nil
+		return vars, true, nil
 	}
-	_, err := t.Client.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(t.Prefix + ref)})
+	out, err := t.Client.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(t.Prefix + ref)})
 	if err != nil {
 		if a, ok := answerOf(err); ok && (a.code == "NotFoundException" || a.status == 404) {
-			return false, nil
+			return nil, false, nil
 		}
-		return false, err
+		return nil, false, err
 	}
+	var tpl EmailTemplate
+	if c := out.TemplateContent; c != nil {
+		tpl = EmailTemplate{Name: ref, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
+	}
+	vars = tpl.Variables()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.found == nil {
-		t.found = map[string]bool{}
+		t.found = map[string][]string{}
 	}
-	t.found[ref] = true
-	return true, nil
+	t.found[ref] = vars
+	return vars, true, nil
 }

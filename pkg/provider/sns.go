@@ -121,15 +121,22 @@ func (s *SNS) classify(err error, wrote bool) error {
 	if e.Code == "" {
 		e.Code = "UnknownError"
 	}
+	if answeredOK(a) {
+		// SNS handled the publish but its answer could not be read.
+		e.Message = scrub(err.Error(), "")
+		return failure.Ambiguous(failure.WithClass(e, failure.ClassNetwork))
+	}
 	switch a.code {
 	case "InvalidParameter", "InvalidParameterValue", "InvalidParameterException", "ValidationError":
 		return failure.Permanent(e)
-	case "NotFound", "NotFoundException", "InvalidSecurity", "AuthorizationError", "KMSDisabled", "KMSNotFound", "KMSAccessDenied", "KMSInvalidState":
+	case "NotFound", "NotFoundException", "InvalidSecurity", "AuthorizationError", "KMSDisabled", "KMSNotFound", "KMSAccessDenied", "KMSInvalidState", "KMSOptInRequired", "AccessDenied", "AccessDeniedException":
 		// The topic, its key or the permission to publish: the operator
 		// fixes the stage, then redrives.
 		return failure.WithClass(failure.Permanent(e), failure.ClassConfig)
 	case "Throttled", "Throttling", "ThrottlingException", "KMSThrottling":
 		return failure.WithClass(e, failure.ClassThrottled)
+	case "SignatureDoesNotMatch", "RequestTimeTooSkewed", "ExpiredToken", "InvalidClientTokenId", "IncompleteSignature":
+		return failure.WithClass(e, failure.ClassAWS)
 	}
 	switch {
 	case a.status == 429:
@@ -139,7 +146,7 @@ func (s *SNS) classify(err error, wrote bool) error {
 	case a.status >= 500:
 		// SNS failed while handling the publish: it may have accepted it.
 		return failure.Ambiguous(failure.WithClass(e, failure.ClassServer))
-	case a.status == 404:
+	case a.status == 404, a.status == 403:
 		return failure.WithClass(failure.Permanent(e), failure.ClassConfig)
 	case a.status >= 400:
 		return failure.Permanent(e)

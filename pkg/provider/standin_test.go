@@ -197,9 +197,12 @@ func TestSESTemplatesAnswersFromTheStandIn(t *testing.T) {
 	client, _ := standintest.SES(t)
 	check := &provider.SESTemplates{Client: client, Prefix: f.prefix}
 	for ref, want := range map[string]bool{"renewal": true, "no-such-template": false} {
-		got, err := check.TemplateExists(context.Background(), ref)
+		vars, got, err := check.TemplateVariables(context.Background(), ref)
 		if err != nil || got != want {
-			t.Errorf("TemplateExists(%q) = %v, %v; want %v", ref, got, err, want)
+			t.Errorf("TemplateVariables(%q) = %v, %v; want %v", ref, got, err, want)
+		}
+		if want && strings.Join(vars, ",") != "plan,renewsOn" {
+			t.Errorf("the template renders %v; want plan, renewsOn", vars)
 		}
 	}
 }

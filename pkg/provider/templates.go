@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -99,4 +100,42 @@ func readEmailTemplate(fsys fs.FS, name string) (EmailTemplate, error) {
 		return t, fmt.Errorf("templates: %s is %d bytes; SES allows %d", name, size, MaxTemplateBytes)
 	}
 	return t, nil
+}
+
+// mustache matches one Handlebars tag: {{name}}, {{{name}}}, {{#if name}},
+// {{/if}}, {{else}}.
+var mustache = regexp.MustCompile(`\{\{\{?\s*([#/^]?)\s*([A-Za-z0-9_.-]+)(?:\s+([A-Za-z0-9_.-]+))?[^}]*\}?\}\}`)
+
+// Variables returns the data t needs to render: every {{name}} used outside
+// a block that tests it ({{#if name}}…{{/if}} makes name optional), sorted.
+// SES accepts a send whose data lacks one and fails it afterwards (a
+// rendering failure), so the intake refuses such data up front.
+func (t EmailTemplate) Variables() []string {
+	seen := map[string]bool{}
+	for _, part := range []string{t.Subject, t.HTML, t.Text} {
+		var conditions []string
+		for _, m := range mustache.FindAllStringSubmatch(part, -1) {
+			kind, name, arg := m[1], m[2], m[3]
+			switch {
+			case kind == "#" || kind == "^":
+				conditions = append(conditions, arg) // {{#if where}}: "if", "where"
+			case kind == "/":
+				if len(conditions) > 0 {
+					conditions = conditions[:len(conditions)-1]
+				}
+			case name == "else" || name == "this" || strings.HasPrefix(name, "@"):
+			case slices.Contains(conditions, name) || len(conditions) > 0 && slices.Contains(conditions, strings.Split(name, ".")[0]):
+			case arg != "":
+				// A helper call such as {{lookup x y}}: not a plain variable.
+			default:
+				seen[strings.Split(name, ".")[0]] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -35,8 +35,8 @@ type Limiter struct {
 
 // New validates cfg and returns a full Limiter.
 func New(cfg Config) (*Limiter, error) {
-	if !(cfg.PerSecond > 0) || math.IsInf(cfg.PerSecond, 0) || cfg.PerSecond > 1e6 {
-		return nil, fmt.Errorf("ratelimit: rate %v per second is outside (0, 1000000]", cfg.PerSecond)
+	if !(cfg.PerSecond >= 1e-6) || math.IsInf(cfg.PerSecond, 0) || cfg.PerSecond > 1e6 {
+		return nil, fmt.Errorf("ratelimit: rate %v per second is outside [0.000001, 1000000]", cfg.PerSecond)
 	}
 	if cfg.Burst < 0 {
 		return nil, errors.New("ratelimit: a negative burst")
@@ -75,10 +75,10 @@ func (l *Limiter) Rate() float64 { return l.cfg.PerSecond }
 
 // Share is one instance's share of a stage-wide rate: the rate divided
 // among the instances that may run at once (the event source mapping's
-// maximum concurrency), but never below one send a minute.
+// maximum concurrency), so that together they never exceed it.
 func Share(perSecond float64, instances int) float64 {
 	if instances < 1 {
 		instances = 1
 	}
-	return max(perSecond/float64(instances), 1.0/60)
+	return perSecond / float64(instances)
 }

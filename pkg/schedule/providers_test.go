@@ -40,9 +40,12 @@ func TestTheIntakeRefusesWhatTheStageOrTheProviderCannotSend(t *testing.T) {
 	}
 }
 
-type templates map[string]bool
+type templates map[string][]string
 
-func (t templates) TemplateExists(_ context.Context, ref string) (bool, error) { return t[ref], nil }
+func (t templates) TemplateVariables(_ context.Context, ref string) ([]string, bool, error) {
+	vars, ok := t[ref]
+	return vars, ok, nil
+}
 
 func TestAnSESDeliveryKeepsItsAddressOnTheDeliveryItemAlone(t *testing.T) {
 	t.Parallel()
@@ -51,7 +54,7 @@ func TestAnSESDeliveryKeepsItsAddressOnTheDeliveryItemAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: l, Clock: clk, Templates: templates{"renewal-notice": true}})
+	store, err := schedule.New(schedule.Config{Ledger: l, Clock: clk, Templates: templates{"renewal-notice": {"plan"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +102,22 @@ func TestAnSESDeliveryWithATemplateNotDeployedIsRefusedAtIntake(t *testing.T) {
 	}
 	if stored, _ := l.ReadReminder(context.Background(), "rem-mail"); !stored.Empty() {
 		t.Fatal("a refused reminder left items behind")
+	}
+}
+
+func TestAnSESDeliveryWithoutTheDataItsTemplateRendersIsRefused(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(now)
+	l, _ := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+	store, _ := schedule.New(schedule.Config{Ledger: l, Clock: clk, Templates: templates{"renewal-notice": {"plan", "renewsOn"}}})
+	r, err := store.Validator().ParseJSON([]byte(sesReminder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Create(context.Background(), r)
+	var ve *schedule.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "metadata" || !strings.Contains(ve.Problem, "lacks renewsOn") || !strings.Contains(ve.Fix, "--meta renewsOn=") {
+		t.Fatalf("Create = %v; want the missing variable named with the fix", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/clock"
@@ -51,11 +52,12 @@ type Config struct {
 	Templates Templates
 }
 
-// Templates tells whether a stored template exists.
+// Templates tells whether a stored template exists and what data it needs.
 type Templates interface {
-	// TemplateExists reports whether the template templateRef names is
-	// deployed.
-	TemplateExists(ctx context.Context, templateRef string) (bool, error)
+	// TemplateVariables returns the variables the template templateRef
+	// names renders (the reminder's metadata must hold each), and false if
+	// it is not deployed.
+	TemplateVariables(ctx context.Context, templateRef string) (vars []string, ok bool, err error)
 }
 
 // Store creates and cancels reminders. It is safe for concurrent use.
@@ -159,7 +161,9 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 	return outcome, nil
 }
 
-// checkTemplates refuses an SES delivery whose template is not deployed.
+// checkTemplates refuses an SES delivery whose template is not deployed,
+// or whose reminder lacks data the template renders: SES accepts such a
+// send and fails it afterwards, when nobody is told.
 func (s *Store) checkTemplates(ctx context.Context, r Reminder) error {
 	if s.cfg.Templates == nil {
 		return nil
@@ -168,13 +172,23 @@ func (s *Store) checkTemplates(ctx context.Context, r Reminder) error {
 		if d.Provider != provider.NameSES {
 			continue
 		}
-		ok, err := s.cfg.Templates.TemplateExists(ctx, d.TemplateRef)
+		vars, ok, err := s.cfg.Templates.TemplateVariables(ctx, d.TemplateRef)
 		if err != nil {
 			return fmt.Errorf("schedule: reminder %q: cannot check template %q: %w", r.ID, d.TemplateRef, err)
 		}
 		if !ok {
 			return &ValidationError{ID: r.ID, Field: fmt.Sprintf("deliveries[%d].templateRef", i), Problem: fmt.Sprintf("%q is not a deployed SES template", d.TemplateRef),
 				Fix: "add it to templates/email and deploy (cdk deploy), or use a deployed template"}
+		}
+		var missing []string
+		for _, v := range vars {
+			if _, ok := r.Metadata[v]; !ok {
+				missing = append(missing, v)
+			}
+		}
+		if len(missing) > 0 {
+			return &ValidationError{ID: r.ID, Field: "metadata", Problem: fmt.Sprintf("lacks %s, which template %q renders", strings.Join(missing, ", "), d.TemplateRef),
+				Fix: "give each as metadata (--meta " + missing[0] + "=…), or use a template that does not need it"}
 		}
 	}
 	return nil

@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ReminderItemIsWrittenOnce", testReminderItemIsWrittenOnce},
 		{"GetManyAndStoredShards", testGetManyAndStoredShards},
 		{"StageFactsAreRecordedAndReplaced", testStageFactsAreRecordedAndReplaced},
+		{"AnAttemptThatNeverEndedIsKnownToTheNextClaim", testAnAttemptThatNeverEndedIsKnownToTheNextClaim},
 		{"IndexFollowsEveryTransition", testIndexFollowsEveryTransition},
 		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
 	} {
@@ -771,6 +772,49 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	}
 	if none, err := b.l.ReadReminder(ctx, "rem-none"); err != nil || !none.Empty() {
 		t.Fatalf("an unknown reminder: %+v, %v", none, err)
+	}
+}
+
+// testAnAttemptThatNeverEndedIsKnownToTheNextClaim: the claim after an
+// attempt that never recorded an end knows it, whether it took the lapsed
+// lease itself or the repair handed the delivery back to the queue first;
+// the claim after an attempt that ended does not; a redrive settles it.
+func testAnAttemptThatNeverEndedIsKnownToTheNextClaim(t *testing.T, b bundle) {
+	ctx := context.Background()
+	// Taken over directly.
+	d := b.create(t, "rem-lapse-1")
+	if _, err := b.claim("tok-1", d); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(2 * time.Minute)
+	c, err := b.claim("tok-2", d)
+	if err != nil || !c.LapsedLeaseTaken() {
+		t.Fatalf("the claim over a lapsed lease: %v, lapsed %v", err, c.LapsedLeaseTaken())
+	}
+	// Handed back by the repair, then claimed.
+	d = b.create(t, "rem-lapse-2")
+	if _, err := b.claim("tok-1", d); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(20 * time.Minute)
+	stale, err := b.l.Get(ctx, d.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Requeue(ctx, stale, "repaired: lease lapsed"); err != nil {
+		t.Fatal(err)
+	}
+	c, err = b.claim("tok-2", d)
+	if err != nil || !c.LapsedLeaseTaken() || c.UnendedAttempt != 1 {
+		t.Fatalf("the claim after a repair: %v, lapsed %v, unended %d", err, c.LapsedLeaseTaken(), c.UnendedAttempt)
+	}
+	// That attempt ends (a retry); the next claim follows an ended one.
+	if _, err := b.l.Retry(ctx, c, ledger.Failure{Class: "server", Message: "500", NextAttemptAt: b.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = b.claim("tok-3", d)
+	if err != nil || c.LapsedLeaseTaken() {
+		t.Fatalf("the claim after an ended attempt: %v, lapsed %v", err, c.LapsedLeaseTaken())
 	}
 }
 

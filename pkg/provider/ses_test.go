@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+func TestScrubRemovesTheAddressHoweverItIsWritten(t *testing.T) {
+	const addr = "ana.lopez@example.com"
+	for _, msg := range []string{
+		"Email address is not valid: ana.lopez@example.com",
+		"Email address is not valid: ANA.LOPEZ@EXAMPLE.COM",
+		"ȺȺȺȺȺȺȺȺȺȺ address ana.lopez@example.com rejected", // lower-casing changes byte lengths
+		"KKKKKK address ana.lopez@example.com",                // the Kelvin sign
+		"rejected <ana.lopez@example.com> (mailbox)",
+		"rejected \"ana.lopez@example.com\"",
+		"rejected ana.lopez%40example.com",
+		"the local part ana.lopez was refused",
+		"another one: bob+tag@example.org",
+	} {
+		got := scrub(msg, addr)
+		low := strings.ToLower(got)
+		if strings.Contains(low, "ana") || strings.Contains(low, "lopez") || strings.Contains(low, "@") || strings.Contains(low, "%40") || strings.Contains(low, "bob") {
+			t.Errorf("scrub(%q) = %q: part of an address remains", msg, got)
+		}
+	}
+}
+
+func TestValidEmail(t *testing.T) {
+	for s, want := range map[string]bool{
+		"ana@example.com": true, "ana.lopez+renewals@mail.example.co.uk": true, "o'brien@example.ie": true, "a@xn--bcher-kva.example": true,
+		"": false, "ana": false, "ana@": false, "@example.com": false, "ana@example": false, "ana@@example.com": false,
+		"Ana <ana@example.com>": false, ".ana@example.com": false, "ana.@example.com": false, "a..b@example.com": false,
+		"ana@-example.com": false, "ana@example..com": false, "añá@example.com": false, "ana@bücher.example": false,
+		"ana@[192.0.2.1]": false, strings.Repeat("a", 65) + "@example.com": false, "a@" + strings.Repeat("b", 250) + ".com": false,
+	} {
+		if ValidEmail(s) != want {
+			t.Errorf("ValidEmail(%q) = %v, want %v", s, !want, want)
+		}
+	}
+}
+
+func TestTemplateVariables(t *testing.T) {
+	tpl := EmailTemplate{Subject: "Your {{plan}} plan renews on {{ renewsOn }}",
+		Text: "{{#if where}} at {{where}}{{/if}} {{{reference}}} {{#each items}}{{this}}{{/each}} {{customer.name}}"}
+	if got := strings.Join(tpl.Variables(), ","); got != "customer,plan,reference,renewsOn" {
+		t.Fatalf("Variables() = %s", got)
+	}
+}
+
+// TestAnUnreadableSuccessIsAmbiguous: SES or SNS answered 200 but the
+// answer could not be read; the request was handled, so a retry may be a
+// second message.
+func TestAnUnreadableSuccessIsAmbiguous(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"MessageId":`)) // cut
+	}))
+	defer srv.Close()
+	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
+	ses, _ := NewSES(SESConfig{From: "a@example.com", Client: sesv2.New(sesv2.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(srv.URL)})})
+	_, err := ses.Send(context.Background(), Request{Address: "b@example.com", TemplateRef: "t"}, "k")
+	if o := failure.Default.Classify(err); o.Kind != failure.KindAmbiguous {
+		t.Errorf("SES: %v classified %v/%s, want ambiguous", err, o.Kind, o.Class)
+	}
+	pub, _ := NewSNS(SNSConfig{TopicARN: "arn:aws:sns:us-east-1:123456789012:t", Client: sns.New(sns.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(srv.URL)})})
+	_, err = pub.Send(context.Background(), Request{ReminderID: "r"}, "k")
+	if o := failure.Default.Classify(err); o.Kind != failure.KindAmbiguous {
+		t.Errorf("SNS: %v classified %v/%s, want ambiguous", err, o.Kind, o.Class)
+	}
+}
+
+func TestSESAuthorisationAndCredentialAnswers(t *testing.T) {
+	for code, want := range map[string]struct {
+		kind  failure.Kind
+		class failure.Class
+	}{
+		"AccessDeniedException": {failure.KindPermanent, failure.ClassConfig},
+		"RequestTimeTooSkewed":  {failure.KindRetry, failure.ClassAWS},
+		"ExpiredToken":          {failure.KindRetry, failure.ClassAWS},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Amzn-ErrorType", code)
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"no"}`))
+		}))
+		creds := credentials.NewStaticCredentialsProvider("local", "local", "")
+		ses, _ := NewSES(SESConfig{From: "a@example.com", Client: sesv2.New(sesv2.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(srv.URL)})})
+		_, err := ses.Send(context.Background(), Request{Address: "b@example.com", TemplateRef: "t"}, "k")
+		if o := failure.Default.Classify(err); o.Kind != want.kind || o.Class != want.class {
+			t.Errorf("%s: classified %v/%s, want %v/%s", code, o.Kind, o.Class, want.kind, want.class)
+		}
+		srv.Close()
+	}
+}
