@@ -55,6 +55,28 @@ func TestTheProvidersResources(t *testing.T) {
 	}
 	props(tp.one(t, "AWS::SNS::Topic", "TopicName", s.SNSTopicName()))
 
+	// SES's record of each e-mail, for the review of an ambiguous one: the
+	// set's events go to EventBridge, and a rule writes them to a log
+	// group without the addresses they carry.
+	if len(tp.resources("AWS::SES::ConfigurationSetEventDestination")) != 1 {
+		t.Error("the configuration set publishes no sending events")
+	}
+	props(tp.one(t, "AWS::Logs::LogGroup", "LogGroupName", "/nudge/"+s.Name+"/email-events"))
+	for _, r := range tp.resources("AWS::Events::Rule") {
+		b, _ := json.Marshal(props(r))
+		if !strings.Contains(string(b), "aws.ses") {
+			continue
+		}
+		for _, leak := range []string{"destination", "commonHeaders", "headers", "source\":\"$"} {
+			if strings.Contains(string(b), "$.detail.mail."+leak) {
+				t.Errorf("the e-mail events rule copies %s, which holds addresses: %s", leak, b)
+			}
+		}
+		if !strings.Contains(string(b), provider.TagReminder) {
+			t.Errorf("the e-mail events rule does not keep the reminder: %s", b)
+		}
+	}
+
 	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
 	env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any)
 	for k, v := range map[string]string{"NUDGE_PROVIDERS": "webhook,ses,sns", "NUDGE_SES_FROM": s.SESFrom, "NUDGE_SES_CONFIGURATION_SET": s.SESConfigurationSet(),

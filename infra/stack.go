@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
@@ -79,6 +81,9 @@ type NudgeStack struct {
 	// with TemplatePrefix.
 	EmailTemplates []awsses.CfnTemplate
 	TemplatePrefix string
+	// EmailEvents is the log group of SES's sending events, one line per
+	// event, when the stage runs ses.
+	EmailEvents awslogs.LogGroup
 }
 
 func str(s string) *string           { return jsii.String(s) }
@@ -464,12 +469,60 @@ func (n *NudgeStack) email(s deployment.Stage, dir string) {
 		ReputationMetrics:    jsii.Bool(true),
 		SendingEnabled:       jsii.Bool(true),
 	})
+	n.emailEvents(s, set)
 	arn := func(resource, name string) *string {
 		return n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("ses"), Resource: str(resource), ResourceName: str(name)})
 	}
 	n.Consumer.AddToRolePolicy(allow([]string{"ses:SendEmail", "ses:SendTemplatedEmail"},
 		arn("identity", s.SESIdentityName()), arn("configuration-set", *set.ConfigurationSetName()), arn("template", s.SESTemplatePrefix()+"*")))
 	n.Operator.AddStatements(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
+}
+
+// emailEvents keeps SES's record of each e-mail, which an operator reads
+// before redriving one dead-lettered as ambiguous: the configuration set
+// publishes its sending events to the default event bus, and a rule writes
+// one line per event to the log group /nudge/<stage>/email-events. The
+// line holds the event's type, SES's message id and the reminder and
+// attempt (from the send's tags), never the addresses the event carries.
+func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet) {
+	set.AddEventDestination(str("ToEventBridge"), &awsses.ConfigurationSetEventDestinationOptions{
+		Destination: awsses.EventDestination_EventBus(awsevents.EventBus_FromEventBusName(n.Stack, str("DefaultBus"), str("default"))),
+		Events: &[]awsses.EmailSendingEvent{awsses.EmailSendingEvent_SEND, awsses.EmailSendingEvent_DELIVERY, awsses.EmailSendingEvent_BOUNCE,
+			awsses.EmailSendingEvent_COMPLAINT, awsses.EmailSendingEvent_REJECT, awsses.EmailSendingEvent_RENDERING_FAILURE, awsses.EmailSendingEvent_DELIVERY_DELAY},
+	})
+	removal := awscdk.RemovalPolicy_DESTROY
+	if s.RetainData {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	logs := awslogs.NewLogGroup(n.Stack, str("EmailEvents"), &awslogs.LogGroupProps{
+		LogGroupName: str("/nudge/" + s.Name + "/email-events"), Retention: retention(s.LogRetentionDays), RemovalPolicy: removal,
+	})
+	n.EmailEvents = logs
+	// EventBridge writes to the log group under this resource policy.
+	policy, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []map[string]any{{
+		"Effect": "Allow", "Principal": map[string]any{"Service": []string{"events.amazonaws.com", "delivery.logs.amazonaws.com"}},
+		"Action": []string{"logs:CreateLogStream", "logs:PutLogEvents"}, "Resource": "LOG_GROUP_ARN",
+	}}})
+	awslogs.NewCfnResourcePolicy(n.Stack, str("EmailEventsPolicy"), &awslogs.CfnResourcePolicyProps{
+		PolicyName:     str("nudge-" + s.Name + "-email-events"),
+		PolicyDocument: awscdk.Fn_Sub(str(strings.Replace(string(policy), `"LOG_GROUP_ARN"`, `"${Arn}"`, 1)), &map[string]*string{"Arn": logs.LogGroupArn()}),
+	})
+	awsevents.NewCfnRule(n.Stack, str("EmailEventsRule"), &awsevents.CfnRuleProps{
+		Description: str("Nudge " + s.Name + ": SES sending events of the configuration set, one line each, without addresses"),
+		EventPattern: map[string]any{"source": []string{"aws.ses"},
+			"detail": map[string]any{"mail": map[string]any{"tags": map[string]any{"ses:configuration-set": []string{s.SESConfigurationSet()}}}}},
+		Targets: &[]*awsevents.CfnRule_TargetProperty{{
+			Id: str("EmailEventsLog"), Arn: logs.LogGroupArn(),
+			InputTransformer: &awsevents.CfnRule_InputTransformerProperty{
+				InputPathsMap: &map[string]*string{
+					"time": str("$.time"), "type": str("$.detail.eventType"), "id": str("$.detail.mail.messageId"),
+					"reminder": str("$.detail.mail.tags." + provider.TagReminder + "[0]"), "attempt": str("$.detail.mail.tags." + provider.TagAttempt + "[0]"),
+					"bounce": str("$.detail.bounce.bounceSubType"),
+				},
+				InputTemplate: str(`{"timestamp": <time>, "message": "<type> messageId=<id> reminder=<reminder> attempt=<attempt> bounce=<bounce>"}`),
+			},
+		}},
+	})
 }
 
 // alarms: one SNS topic (the stage's own, or an existing one), every alarm

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,37 @@ import (
 // HeaderDeliveryKey is the e-mail header that carries the delivery key, for
 // tracing a received e-mail back to its delivery.
 const HeaderDeliveryKey = "X-Nudge-Delivery-Key"
+
+// The tags every e-mail carries, which SES copies into its sending events
+// (the configuration set publishes them): the reminder and the attempt,
+// encoded by TagValue, since a tag value holds letters, digits, '_' and '-'
+// only.
+const (
+	TagReminder = "nudge_reminder"
+	TagAttempt  = "nudge_attempt"
+)
+
+// TagValue encodes s for an SES tag value, reversibly: '_' becomes "__",
+// '.' "_d", ':' "_c"; letters, digits and '-' stay. A reminder id (at most
+// 128 of [A-Za-z0-9._-]) stays within SES's 256 characters.
+func TagValue(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '_':
+			b.WriteString("__")
+		case r == '.':
+			b.WriteString("_d")
+		case r == ':':
+			b.WriteString("_c")
+		case r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-':
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "_x%04x", r)
+		}
+	}
+	return b.String()
+}
 
 // SESAPI is the part of the SES v2 client the SES provider uses.
 type SESAPI interface {
@@ -122,6 +154,10 @@ func (s *SES) Send(ctx context.Context, req Request, key string) (Receipt, error
 			TemplateData: aws.String(string(raw)),
 			Headers:      []types.MessageHeader{{Name: aws.String(HeaderDeliveryKey), Value: aws.String(key)}},
 		}},
+	}
+	in.EmailTags = []types.MessageTag{
+		{Name: aws.String(TagReminder), Value: aws.String(TagValue(req.ReminderID))},
+		{Name: aws.String(TagAttempt), Value: aws.String(strconv.Itoa(req.Attempt))},
 	}
 	if s.cfg.FromIdentityARN != "" {
 		in.FromEmailAddressIdentityArn = aws.String(s.cfg.FromIdentityARN)

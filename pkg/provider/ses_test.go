@@ -104,3 +104,15 @@ func TestSESAuthorisationAndCredentialAnswers(t *testing.T) {
 		srv.Close()
 	}
 }
+
+func TestTagValueIsReversibleAndFitsSES(t *testing.T) {
+	for in, want := range map[string]string{"rem-184": "rem-184", "rem_1.a": "rem__1_da", "a:b": "a_cb"} {
+		if got := TagValue(in); got != want {
+			t.Errorf("TagValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := strings.Repeat(".", 128)
+	if got := TagValue(long); len(got) > 256 || strings.Trim(got, "_d") != "" {
+		t.Errorf("a 128-dot id encodes to %d characters", len(got))
+	}
+}
