@@ -2,12 +2,15 @@ package consumer_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 // directEvent shapes bodies as an SQS event without going through the
@@ -100,4 +103,45 @@ func BenchmarkDeliveryAgainstStandins(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(bb.counter.Service("DynamoDB"))/float64(b.N), "ddb-requests/msg")
 	b.ReportMetric((bb.ledger.WriteUnits()-wcu)/float64(b.N), "wcu/msg")
+}
+
+// TestWriteUnitsPerEmailDelivery measures what an SES delivery's address
+// and template data cost: each write to the delivery item is billed by
+// its size. With the demo's metadata (4 keys) an e-mail costs what a
+// webhook delivery costs; with the most metadata the intake accepts (16
+// keys of 256 bytes) each write costs more, and the figure is in
+// docs/performance.md.
+func TestWriteUnitsPerEmailDelivery(t *testing.T) {
+	b := setup(t, options{})
+	typical := map[string]string{"plan": "Pro", "renewsOn": "1 December 2026", "reference": "rem-00001", "demo": "due now"}
+	largest := map[string]string{}
+	for i := range schedule.MaxMetadataKeys {
+		largest[fmt.Sprintf("%s%02d", strings.Repeat("k", schedule.MaxMetadataKey-2), i)] = strings.Repeat("v", schedule.MaxMetadataValue)
+	}
+	for _, c := range []struct {
+		name string
+		data map[string]string
+		want float64 // write units per delivery, claim and complete (with the index removal)
+	}{{"typical", typical, 3}, {"largest", largest, 13}} {
+		bodies := make([]string, 10)
+		for i := range bodies {
+			id := fmt.Sprintf("rem-mail-%s-%d", c.name, i)
+			d := ledger.Delivery{ReminderID: id, Channel: "email", Provider: "ses", Address: "ana.lopez@example.com", TemplateRef: "renewal-notice",
+				TemplateData: c.data, DueAt: b.clk.Now(), ExpiresAt: b.clk.Now().Add(time.Hour), Status: ledger.StatusQueued}
+			if err := b.ledger.Create(b.ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			body, _ := message.Encode(message.Message{ReminderID: id, Channel: "email", Provider: "ses", DueAt: d.DueAt})
+			bodies[i] = string(body)
+		}
+		before := b.ledger.WriteUnits()
+		if resp, _ := b.fn.Handle(b.ctx, directEvent(bodies...)); len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("failures %v", resp.BatchItemFailures)
+		}
+		per := (b.ledger.WriteUnits() - before) / 10
+		t.Logf("%s template data: %.1f write units per e-mail delivered (claim, complete, index removal)", c.name, per)
+		if per != c.want {
+			t.Errorf("%s template data: %.1f write units per delivery, want %.0f", c.name, per, c.want)
+		}
+	}
 }
