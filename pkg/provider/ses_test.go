@@ -21,7 +21,7 @@ func TestScrubRemovesTheAddressHoweverItIsWritten(t *testing.T) {
 		"Email address is not valid: ana.lopez@example.com",
 		"Email address is not valid: ANA.LOPEZ@EXAMPLE.COM",
 		"ȺȺȺȺȺȺȺȺȺȺ address ana.lopez@example.com rejected", // lower-casing changes byte lengths
-		"KKKKKK address ana.lopez@example.com",                // the Kelvin sign
+		"KKKKKK address ana.lopez@example.com",              // the Kelvin sign
 		"rejected <ana.lopez@example.com> (mailbox)",
 		"rejected \"ana.lopez@example.com\"",
 		"rejected ana.lopez%40example.com",
