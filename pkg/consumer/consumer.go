@@ -319,8 +319,10 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
 		DueBy: now.Add(c.cfg.EarlyTolerance),
-		// Only a message back from the DLQ may revive a dead delivery.
-		Revive: r.rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
+		// Only a message back from the DLQ may revive a dead delivery, and
+		// only the dead-lettering its attributes record.
+		Revive:         r.rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
+		ReviveAttempts: reviveAttempts(r.rec),
 	})
 	if err != nil {
 		return c.refusedClaim(ctx, r, msg, err)
@@ -491,6 +493,20 @@ func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) 
 		return Outcome{Err: failure.Retryable(err, 0)}, false
 	}
 	return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish", Reason: "rate limit"}, false
+}
+
+// reviveAttempts is the attempt count a dead letter recorded, 0 if it has
+// none (a message SQS moved itself, or one dead-lettered before a claim).
+func reviveAttempts(rec events.SQSMessage) int {
+	a := rec.MessageAttributes[deadletter.AttrAttempts]
+	if a.StringValue == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(*a.StringValue)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // attributesOf returns rec's message attributes as SendMessage takes them.

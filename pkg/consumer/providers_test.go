@@ -354,3 +354,31 @@ func TestARepairAfterALapsedLeaseStillReviews(t *testing.T) {
 		t.Fatalf("%d sends, status %s %s; want none, dead as ambiguous", len(f.got), d.Status, d.LastErrorClass)
 	}
 }
+
+// TestASecondDLQCopyDoesNotSendAgain: the DLQ holds two copies of one
+// dead-lettering (the ledger write after the first DLQ send failed); a
+// console redrive moves both. The first revives and sends; the second
+// names the same dead-lettering, which is over, and sends nothing.
+func TestASecondDLQCopyDoesNotSendAgain(t *testing.T) {
+	f := newContract(t, consumer.AmbiguousReview, nil)
+	f.seed(t)
+	f.err = failure.Ambiguous(errors.New("may have sent"))
+	_ = f.handle("1") // dead-lettered for review: attempt 1
+	letter := f.q.sent[0].MessageAttributes
+	body, _ := message.Encode(message.Message{ReminderID: "rem-1", Channel: "email", Provider: "ses", DueAt: f.clk.Now()})
+	redriven := func(id string) error {
+		attrs := map[string]events.SQSMessageAttribute{}
+		for k, v := range letter {
+			attrs[k] = events.SQSMessageAttribute{StringValue: v.StringValue, DataType: aws.ToString(v.DataType)}
+		}
+		return f.c.Handle(context.Background(), events.SQSMessage{MessageId: id, Body: string(body), MessageAttributes: attrs,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}
+	// The first copy: the send is ambiguous again, so dead again.
+	if err := redriven("copy-1"); err != nil || len(f.got) != 2 {
+		t.Fatalf("first copy: %v, %d sends", err, len(f.got))
+	}
+	if err := redriven("copy-2"); err != nil || len(f.got) != 2 {
+		t.Fatalf("second copy: %v, %d sends; want no third send", err, len(f.got))
+	}
+}

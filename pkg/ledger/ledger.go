@@ -336,6 +336,12 @@ type Claim struct {
 	// refused with ErrFinished, so a late duplicate never revives what was
 	// dead-lettered for review.
 	Revive bool
+	// ReviveAttempts, if above 0, is the delivery's attempt count its dead
+	// letter recorded (nudge-attempts): the revive takes the delivery only
+	// while it still has that count, so that a second DLQ copy of the same
+	// dead-lettering, redriven after the first was sent and dead-lettered
+	// again, is refused with ErrFinished instead of sending once more.
+	ReviveAttempts int
 }
 
 // Claim moves a delivery to sending under a lease and returns it as it now
@@ -382,7 +388,11 @@ func (l *Ledger) claim(ctx context.Context, c Claim, revive bool) (Delivery, err
 		u.values[":lapsed"] = sv(Format(l.lapsedBefore(now)))
 		u.cond = "attribute_exists(PK) AND (#status IN (:pending, :queued, :retrying) OR (#status = :sending AND leaseUntil < :lapsed)) AND dueAt <= :dueBy AND expiresAt > :now"
 	}
-	return l.write(ctx, u, func(old Delivery) error { return claimRefusal(old, now, l.lapsedBefore(now), c.DueBy, revive) })
+	if revive && c.ReviveAttempts > 0 {
+		u.values[":reviveAttempts"] = av(c.ReviveAttempts)
+		u.cond += " AND attempts = :reviveAttempts"
+	}
+	return l.write(ctx, u, func(old Delivery) error { return claimRefusal(old, now, l.lapsedBefore(now), c, revive) })
 }
 
 // Complete records that the provider accepted the claimed delivery d. It
@@ -521,10 +531,6 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 		// The attempt that holds it never ended: the next claim must know.
 		u.set("unendedAttempt", ":unended", d.Attempts)
 	}
-	if d.Status == StatusSending {
-		// The attempt that holds it never ended: the next claim must know.
-		u.set("unendedAttempt", ":unended", d.Attempts)
-	}
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":was"], u.values[":wasAt"] = sv(d.Status), sv(formatOpt(d.UpdatedAt))
 	u.cond = "attribute_exists(PK) AND #status = :was AND updatedAt = :wasAt"
@@ -536,11 +542,16 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 
 // claimRefusal says why a claim due by dueBy was refused at now, with
 // leases ending before lapsedBefore counted as lapsed.
-func claimRefusal(old Delivery, now, lapsedBefore, dueBy time.Time, revive bool) error {
+func claimRefusal(old Delivery, now, lapsedBefore time.Time, c Claim, revive bool) error {
+	dueBy := c.DueBy
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
 	case old.Status == StatusCancelled || old.Status == StatusExpired || old.Status == StatusDead && !revive:
+		return ErrFinished
+	case old.Status == StatusDead && c.ReviveAttempts > 0 && old.Attempts != c.ReviveAttempts:
+		// A copy of an earlier dead-lettering: the delivery was revived
+		// and ended again since.
 		return ErrFinished
 	case !old.ExpiresAt.After(now):
 		return ErrExpired

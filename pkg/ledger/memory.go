@@ -223,10 +223,11 @@ func (m *Memory) Claim(_ context.Context, c Claim) (Delivery, error) {
 	claim := func(revive bool) (Delivery, error) {
 		return m.transition("claim", c.Key, func(d Delivery, now time.Time) bool {
 			claimable := !revive && slices.Contains([]Status{StatusPending, StatusQueued, StatusRetrying}, d.Status) ||
-				revive && d.Status == StatusDead || !revive && d.Status == StatusSending && d.LeaseUntil.Before(m.lapsedBefore(now))
+				revive && d.Status == StatusDead && (c.ReviveAttempts == 0 || d.Attempts == c.ReviveAttempts) ||
+				!revive && d.Status == StatusSending && d.LeaseUntil.Before(m.lapsedBefore(now))
 			return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
 		}, func(old Delivery, now time.Time) error {
-			return claimRefusal(old, now, m.lapsedBefore(now), dueBy, revive)
+			return claimRefusal(old, now, m.lapsedBefore(now), Claim{DueBy: dueBy, ReviveAttempts: c.ReviveAttempts}, revive)
 		}, func(d *Delivery, now time.Time) {
 			if revive {
 				d.BudgetFrom = d.Attempts

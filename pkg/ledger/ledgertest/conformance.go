@@ -91,6 +91,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"GetManyAndStoredShards", testGetManyAndStoredShards},
 		{"StageFactsAreRecordedAndReplaced", testStageFactsAreRecordedAndReplaced},
 		{"AnAttemptThatNeverEndedIsKnownToTheNextClaim", testAnAttemptThatNeverEndedIsKnownToTheNextClaim},
+		{"AReviveTakesOnlyTheDeadLetteringItRecords", testAReviveTakesOnlyTheDeadLetteringItRecords},
 		{"IndexFollowsEveryTransition", testIndexFollowsEveryTransition},
 		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
 	} {
@@ -815,6 +816,38 @@ func testAnAttemptThatNeverEndedIsKnownToTheNextClaim(t *testing.T, b bundle) {
 	c, err = b.claim("tok-3", d)
 	if err != nil || c.LapsedLeaseTaken() {
 		t.Fatalf("the claim after an ended attempt: %v, lapsed %v", err, c.LapsedLeaseTaken())
+	}
+}
+
+// testAReviveTakesOnlyTheDeadLetteringItRecords: a revive that names the
+// attempt count of an earlier dead-lettering (a second DLQ copy) is
+// refused as finished; one that names the current count takes it.
+func testAReviveTakesOnlyTheDeadLetteringItRecords(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-copies")
+	c, err := b.claim("tok-1", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "ambiguous", Message: "may have been sent"}); err != nil {
+		t.Fatal(err)
+	}
+	now := b.clk.Now()
+	revive := func(tok string, attempts int) (ledger.Delivery, error) {
+		return b.l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: tok, LeaseUntil: now.Add(time.Minute), DueBy: now.Add(time.Second), Revive: true, ReviveAttempts: attempts})
+	}
+	c, err = revive("tok-2", 1) // the first copy: attempt 1's dead letter
+	if err != nil || c.Attempts != 2 {
+		t.Fatalf("the first copy's revive: %+v, %v", c, err)
+	}
+	if _, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "ambiguous", Message: "may have been sent"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := revive("tok-3", 1); !errors.Is(err, ledger.ErrFinished) {
+		t.Fatalf("a second copy of attempt 1's dead letter: %v, want ErrFinished", err)
+	}
+	if c, err := revive("tok-4", 2); err != nil || c.Attempts != 3 {
+		t.Fatalf("attempt 2's dead letter: %+v, %v", c, err)
 	}
 }
 
