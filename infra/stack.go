@@ -454,6 +454,9 @@ func (n *NudgeStack) email(s deployment.Stage, dir string) {
 	}
 	n.TemplatePrefix = s.SESTemplatePrefix()
 	for _, t := range templates {
+		if name := s.SESTemplatePrefix() + t.Name; len(name) > provider.MaxTemplateName {
+			panic(fmt.Errorf("template %s is named %s in stage %q: %d characters, over SES's %d; shorten the folder's name", t.Name, name, s.Name, len(name), provider.MaxTemplateName))
+		}
 		tpl := &awsses.CfnTemplate_TemplateProperty{TemplateName: str(s.SESTemplatePrefix() + t.Name), SubjectPart: str(t.Subject)}
 		if t.HTML != "" {
 			tpl.HtmlPart = str(t.HTML)

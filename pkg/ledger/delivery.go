@@ -130,15 +130,22 @@ func (d Delivery) Masked() Delivery {
 	return d
 }
 
-// MaskAddress hides an address but for its first character and, for an
-// e-mail address, its domain: "a•••@example.com". Empty stays empty.
+// MaskAddress hides an address but for its first character (none for a
+// local part of one) and, for an e-mail address, its domain:
+// "a•••@example.com". Empty stays empty.
 func MaskAddress(a string) string {
 	if a == "" {
 		return ""
 	}
 	local, domain, ok := strings.Cut(a, "@")
 	first := []rune(local)
+	if len(first) < 2 {
+		first = nil // a one-letter local part would show whole
+	}
 	if len(first) == 0 {
+		if ok {
+			return "•••@" + domain
+		}
 		return "•••"
 	}
 	if !ok {

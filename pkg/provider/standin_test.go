@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,9 +393,9 @@ func TestSNSFailureTable(t *testing.T) {
 func TestTheProvidersTurnOffTheSDKsRetries(t *testing.T) {
 	// A send the SDK repeated on its own would be a second e-mail behind
 	// the ledger's back: a 500 must reach the stand-in once.
-	var calls int
+	var calls atomic.Int32
 	front, err := standin.NewFaultFront("http://127.0.0.1:1", func(*http.Request, []byte) *standin.Fault {
-		calls++
+		calls.Add(1)
 		return &standin.Fault{Status: 500, Code: "InternalFailure", Message: "boom"}
 	})
 	if err != nil {
@@ -405,7 +406,7 @@ func TestTheProvidersTurnOffTheSDKsRetries(t *testing.T) {
 	client := sesv2.NewFromConfig(cfg, func(o *sesv2.Options) { o.BaseEndpoint = aws.String(front.Endpoint) })
 	p, _ := provider.NewSES(provider.SESConfig{Client: client, From: "a@nudge.example"})
 	_, err = p.Send(context.Background(), provider.Request{Address: "b@example.com", TemplateRef: "t"}, "k")
-	if ae := new(provider.AnswerError); !errors.As(err, &ae) || calls != 1 {
-		t.Fatalf("err %v after %d calls; want one call answered 500", err, calls)
+	if ae := new(provider.AnswerError); !errors.As(err, &ae) || calls.Load() != 1 {
+		t.Fatalf("err %v after %d calls; want one call answered 500", err, calls.Load())
 	}
 }

@@ -123,7 +123,7 @@ func TestAnSESDeliveryWithoutTheDataItsTemplateRendersIsRefused(t *testing.T) {
 
 func TestMaskAddress(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{"ana@example.com": "a•••@example.com", "": "", "x": "x•••", "@example.com": "•••"} {
+	for in, want := range map[string]string{"ana@example.com": "a•••@example.com", "": "", "xy": "x•••", "a@example.com": "•••@example.com", "@example.com": "•••@example.com"} {
 		if got := ledger.MaskAddress(in); got != want {
 			t.Errorf("MaskAddress(%q) = %q, want %q", in, got, want)
 		}
