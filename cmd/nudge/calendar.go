@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
@@ -118,7 +120,7 @@ func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
 	if ok {
 		sc.Providers, sc.SESTemplatePrefix = facts.Providers, facts.SESTemplatePrefix
 		if slices.Contains(facts.Providers, provider.NameSES) {
-			sc.Templates = &provider.SESTemplates{Client: awsclient.SES(cfg), Prefix: facts.SESTemplatePrefix}
+			sc.Templates = &provider.SESTemplates{Client: sesv2.NewFromConfig(cfg), Prefix: facts.SESTemplatePrefix}
 		}
 	}
 	return schedule.New(sc)

@@ -11,6 +11,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -101,10 +104,10 @@ func buildProviders(ctx context.Context, cfg aws.Config, s consumer.Settings) (m
 			}
 			p, err = provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(secret), Timeout: s.ProviderTimeout})
 		case provider.NameSES:
-			p, err = provider.NewSES(provider.SESConfig{Client: awsclient.SES(cfg), From: s.SESFrom, FromIdentityARN: s.SESIdentityARN,
+			p, err = provider.NewSES(provider.SESConfig{Client: sesv2.NewFromConfig(cfg), From: s.SESFrom, FromIdentityARN: s.SESIdentityARN,
 				ConfigurationSet: s.SESConfigSet, TemplatePrefix: s.SESTemplates, Timeout: s.ProviderTimeout})
 		case provider.NameSNS:
-			p, err = provider.NewSNS(provider.SNSConfig{Client: awsclient.SNS(cfg), TopicARN: s.SNSTopicARN, Timeout: s.ProviderTimeout})
+			p, err = provider.NewSNS(provider.SNSConfig{Client: sns.NewFromConfig(cfg), TopicARN: s.SNSTopicARN, Timeout: s.ProviderTimeout})
 		}
 		if err != nil {
 			return nil, nil, err

@@ -8,8 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -38,9 +36,3 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 
 // SQS returns an SQS client.
 func SQS(cfg aws.Config) *sqs.Client { return sqs.NewFromConfig(cfg) }
-
-// SES returns an SES (API v2) client.
-func SES(cfg aws.Config) *sesv2.Client { return sesv2.NewFromConfig(cfg) }
-
-// SNS returns an SNS client.
-func SNS(cfg aws.Config) *sns.Client { return sns.NewFromConfig(cfg) }

@@ -118,11 +118,11 @@ func SQS(t testing.TB) *sqs.Client { return awsclient.SQS(AWSConfig(t)) }
 // SES returns an SES v2 client for the SES stand-in, and its endpoint
 // (for its store of sent mail).
 func SES(t testing.TB) (*sesv2.Client, string) {
-	return awsclient.SES(AWSConfig(t)), os.Getenv("AWS_ENDPOINT_URL_SESV2")
+	return sesv2.NewFromConfig(AWSConfig(t)), os.Getenv("AWS_ENDPOINT_URL_SESV2")
 }
 
 // SNS returns an SNS client for fauxqs's SNS.
-func SNS(t testing.TB) *sns.Client { return awsclient.SNS(AWSConfig(t)) }
+func SNS(t testing.TB) *sns.Client { return sns.NewFromConfig(AWSConfig(t)) }
 
 // Bootstraps builds the named functions' bootstraps (functions/<fn>) for
 // this machine into a temporary folder, as <dir>/<fn>/bootstrap (the layout
