@@ -75,6 +75,15 @@ func TestTheProvidersResources(t *testing.T) {
 		if !strings.Contains(string(b), provider.TagReminder) {
 			t.Errorf("the e-mail events rule does not keep the reminder: %s", b)
 		}
+		// EventBridge delivers nothing to a log group named by the ARN
+		// form that ends in ":*".
+		target, _ := json.Marshal(props(r)["Targets"].([]any)[0].(map[string]any)["Arn"])
+		if strings.Contains(string(target), ":*") || strings.Contains(string(target), "EmailEvents") && strings.Contains(string(target), "Fn::GetAtt") {
+			t.Errorf("the rule's target is the log group's ARN with \":*\" (GetAtt Arn): %s", target)
+		}
+		if !strings.Contains(string(target), ":log-group:") {
+			t.Errorf("the rule's target is not a log-group ARN: %s", target)
+		}
 	}
 
 	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))

@@ -515,7 +515,10 @@ func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet
 		EventPattern: map[string]any{"source": []string{"aws.ses"},
 			"detail": map[string]any{"mail": map[string]any{"tags": map[string]any{"ses:configuration-set": []string{s.SESConfigurationSet()}}}}},
 		Targets: &[]*awsevents.CfnRule_TargetProperty{{
-			Id: str("EmailEventsLog"), Arn: logs.LogGroupArn(),
+			// The log group's ARN without the ":*" LogGroupArn ends with:
+			// EventBridge accepts that form and then delivers nothing.
+			Id: str("EmailEventsLog"), Arn: n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("logs"), Resource: str("log-group"),
+				ResourceName: logs.LogGroupName(), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME}),
 			InputTransformer: &awsevents.CfnRule_InputTransformerProperty{
 				InputPathsMap: &map[string]*string{
 					"time": str("$.time"), "type": str("$.detail.eventType"), "id": str("$.detail.mail.messageId"),

@@ -221,7 +221,7 @@ func (s Stage) Validate() error {
 	if s.Runs(provider.NameSES) {
 		check(provider.ValidEmail(s.SESFrom), "runs ses without a sender: set -c sesFrom=reminders@your-verified-domain (an address of a verified SES identity)")
 	}
-	check(s.SESRate >= 0 && s.SESRate <= 1e6, "SES rate %v per second outside 0 (no limit) to 1000000", s.SESRate)
+	check(s.SESRate == 0 || s.SESRate >= 0.001 && s.SESRate <= 1e6, "SES rate %v per second outside 0.001 to 1000000 (0: no limit)", s.SESRate)
 	check(s.SNSTopicArn == "" || topicARN.MatchString(s.SNSTopicArn), "snsTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.SNSTopicArn)
 	for p, pol := range s.Ambiguous {
 		_, err := consumer.ParseAmbiguousPolicy(pol)

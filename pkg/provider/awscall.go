@@ -72,8 +72,11 @@ func scrub(msg, address string) string {
 	}
 	msg = emailLike.ReplaceAllString(msg, "<address>")
 	if local, _, ok := strings.Cut(address, "@"); ok && len(local) >= 3 {
-		// The local part alone (an answer may quote it apart).
-		msg = regexp.MustCompile("(?i)"+regexp.QuoteMeta(local)).ReplaceAllLiteralString(msg, "<address>")
+		// The local part alone (an answer may quote it apart), where it
+		// stands as a word of its own: "ana" in "ana was refused", not in
+		// "management".
+		word := regexp.MustCompile(`(?i)(^|[^A-Za-z0-9._%+-])` + regexp.QuoteMeta(local) + `($|[^A-Za-z0-9._%+-])`)
+		msg = word.ReplaceAllString(msg, "${1}<address>${2}")
 	}
 	return text.Clip(strings.TrimSpace(msg), 200)
 }
@@ -102,9 +105,9 @@ func (e *AnswerError) Error() string {
 	return s
 }
 
-// answeredOK reports whether the service answered with a success status:
-// the request was handled, even if the answer could not be read.
-func answeredOK(a apiAnswer) bool { return a.status >= 200 && a.status < 400 }
+// answeredOK reports whether the service answered with a 2xx status: the
+// request was handled, even if the answer could not be read.
+func answeredOK(a apiAnswer) bool { return a.status >= 200 && a.status < 300 }
 
 // transportFailure classifies a call that got no answer: ambiguous once the
 // request was written, a plain retry before.

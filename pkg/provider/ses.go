@@ -226,7 +226,8 @@ func (s *SES) classify(err error, wrote bool, address, template string) error {
 		// through this configuration set: the stage is wrong, not the
 		// address.
 		return permanent(failure.ClassConfig)
-	case "SignatureDoesNotMatch", "RequestTimeTooSkewed", "ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException", "IncompleteSignature":
+	case "InvalidSignatureException", "IncompleteSignatureException", "MissingAuthenticationTokenException", "UnrecognizedClientException",
+		"ExpiredTokenException", "InvalidClientTokenId", "SignatureDoesNotMatch", "RequestTimeTooSkewed", "ExpiredToken", "IncompleteSignature":
 		// Credentials or the clock: refused before anything was sent.
 		return failure.WithClass(e, failure.ClassAWS)
 	}

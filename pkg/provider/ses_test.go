@@ -36,6 +36,15 @@ func TestScrubRemovesTheAddressHoweverItIsWritten(t *testing.T) {
 	}
 }
 
+func TestScrubLeavesWordsThatMerelyContainTheLocalPart(t *testing.T) {
+	if got := scrub("Email address management failed for info", "info@example.com"); got != "Email address management failed for <address>" {
+		t.Errorf("scrub = %q", got)
+	}
+	if got := scrub("mailbox email is full", "email@example.com"); got != "mailbox <address> is full" {
+		t.Errorf("scrub = %q", got)
+	}
+}
+
 func TestValidEmail(t *testing.T) {
 	for s, want := range map[string]bool{
 		"ana@example.com": true, "ana.lopez+renewals@mail.example.co.uk": true, "o'brien@example.ie": true, "a@xn--bcher-kva.example": true,
@@ -51,10 +60,23 @@ func TestValidEmail(t *testing.T) {
 }
 
 func TestTemplateVariables(t *testing.T) {
-	tpl := EmailTemplate{Subject: "Your {{plan}} plan renews on {{ renewsOn }}",
-		Text: "{{#if where}} at {{where}}{{/if}} {{{reference}}} {{#each items}}{{this}}{{/each}} {{customer.name}}"}
-	if got := strings.Join(tpl.Variables(), ","); got != "customer,plan,reference,renewsOn" {
-		t.Fatalf("Variables() = %s", got)
+	for body, want := range map[string]string{
+		"Your {{plan}} plan renews on {{ renewsOn }}":                         "plan,renewsOn",
+		"{{#if where}} at {{where}}{{/if}}":                                   "",
+		"{{~#if opt~}}{{opt}}{{~/if~}} {{~name~}}":                            "name",
+		"{{{reference}}} {{customer.name}}":                                   "customer,reference",
+		"{{#each items}}{{name}} {{this}} {{@index}}{{/each}}":                "items",
+		"{{#with customer}}{{name}}{{/with}}":                                 "customer",
+		"{{#if a}}{{a}}{{else if b}}{{b}}{{else}}none{{/if}}":                 "",
+		"{{!-- {{x}} --}}{{! {{y}} }}{{z}}":                                   "z",
+		"{{^missing}}no {{missing}}{{/missing}} {{lookup map key}} {{../up}}": "",
+		"{{[first name]}} {{this.name}}":                                      "",
+		"{{#unless paid}}pay {{amount}}{{/unless}}":                           "amount",
+	} {
+		got := strings.Join(EmailTemplate{Subject: "s", Text: body}.Variables(), ",")
+		if got != want {
+			t.Errorf("Variables(%q) = %q, want %q", body, got, want)
+		}
 	}
 }
 
@@ -86,9 +108,10 @@ func TestSESAuthorisationAndCredentialAnswers(t *testing.T) {
 		kind  failure.Kind
 		class failure.Class
 	}{
-		"AccessDeniedException": {failure.KindPermanent, failure.ClassConfig},
-		"RequestTimeTooSkewed":  {failure.KindRetry, failure.ClassAWS},
-		"ExpiredToken":          {failure.KindRetry, failure.ClassAWS},
+		"AccessDeniedException":               {failure.KindPermanent, failure.ClassConfig},
+		"InvalidSignatureException":           {failure.KindRetry, failure.ClassAWS},
+		"MissingAuthenticationTokenException": {failure.KindRetry, failure.ClassAWS},
+		"ExpiredTokenException":               {failure.KindRetry, failure.ClassAWS},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Amzn-ErrorType", code)

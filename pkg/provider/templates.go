@@ -102,33 +102,90 @@ func readEmailTemplate(fsys fs.FS, name string) (EmailTemplate, error) {
 	return t, nil
 }
 
-// mustache matches one Handlebars tag: {{name}}, {{{name}}}, {{#if name}},
-// {{/if}}, {{else}}.
-var mustache = regexp.MustCompile(`\{\{\{?\s*([#/^]?)\s*([A-Za-z0-9_.-]+)(?:\s+([A-Za-z0-9_.-]+))?[^}]*\}?\}\}`)
+// Handlebars syntax the variable scan reads: comments (removed first), and
+// tags, with whitespace control ("~") and triple braces.
+var (
+	hbComment = regexp.MustCompile(`\{\{~?!--[\s\S]*?--~?\}\}|\{\{~?![\s\S]*?\}\}`)
+	hbTag     = regexp.MustCompile(`\{\{\{?~?\s*([\s\S]*?)\s*~?\}?\}\}`)
+)
 
-// Variables returns the data t needs to render: every {{name}} used outside
-// a block that tests it ({{#if name}}…{{/if}} makes name optional), sorted.
-// SES accepts a send whose data lacks one and fails it afterwards (a
-// rendering failure), so the intake refuses such data up front.
+// Variables returns the data t needs to render: each {{name}} outside a
+// block that tests it ({{#if name}}…{{/if}}, {{#unless}}, {{^name}}, and
+// {{else if name}} make name optional), and each list or object a block
+// iterates or enters ({{#each items}} needs items), sorted. What it cannot
+// resolve it leaves out rather than refuse a reminder for: names inside
+// {{#each}} and {{#with}} (relative to the item), helper calls, {{this}},
+// {{@index}}, {{../x}}, {{[a b]}}. SES accepts a send whose data lacks a
+// variable and fails it afterwards (a rendering failure), so the intake
+// refuses such data up front.
 func (t EmailTemplate) Variables() []string {
+	type block struct {
+		scope  bool            // #each, #with: names inside are the item's
+		tested map[string]bool // roots the block (or its else-ifs) tests
+	}
+	root := func(name string) string { return strings.SplitN(name, ".", 2)[0] }
+	resolvable := func(name string) bool {
+		return name != "" && !strings.HasPrefix(name, "this") && !strings.HasPrefix(name, "@") && !strings.HasPrefix(name, "..") &&
+			!strings.HasPrefix(name, "[") && !strings.ContainsAny(name, "\"'()=")
+	}
 	seen := map[string]bool{}
 	for _, part := range []string{t.Subject, t.HTML, t.Text} {
-		var conditions []string
-		for _, m := range mustache.FindAllStringSubmatch(part, -1) {
-			kind, name, arg := m[1], m[2], m[3]
-			switch {
-			case kind == "#" || kind == "^":
-				conditions = append(conditions, arg) // {{#if where}}: "if", "where"
-			case kind == "/":
-				if len(conditions) > 0 {
-					conditions = conditions[:len(conditions)-1]
+		var open []block
+		optional := func(r string) bool {
+			for _, b := range open {
+				if b.scope || b.tested[r] {
+					return true
 				}
-			case name == "else" || name == "this" || strings.HasPrefix(name, "@"):
-			case slices.Contains(conditions, name) || len(conditions) > 0 && slices.Contains(conditions, strings.Split(name, ".")[0]):
-			case arg != "":
-				// A helper call such as {{lookup x y}}: not a plain variable.
+			}
+			return false
+		}
+		need := func(name string) {
+			if resolvable(name) && !optional(root(name)) {
+				seen[root(name)] = true
+			}
+		}
+		for _, m := range hbTag.FindAllStringSubmatch(hbComment.ReplaceAllString(part, ""), -1) {
+			fields := strings.Fields(m[1])
+			if len(fields) == 0 {
+				continue
+			}
+			head := fields[0]
+			switch {
+			case strings.HasPrefix(head, "^"): // {{^name}}: shown when name is absent
+				arg := strings.TrimPrefix(head, "^")
+				if arg == "" && len(fields) > 1 {
+					arg = fields[1]
+				}
+				open = append(open, block{tested: map[string]bool{root(arg): true}})
+			case strings.HasPrefix(head, "#"):
+				helper, arg := strings.TrimPrefix(head, "#"), ""
+				if len(fields) > 1 {
+					arg = fields[1]
+				}
+				b := block{tested: map[string]bool{}}
+				switch helper {
+				case "each", "with":
+					need(arg)
+					b.scope = true
+				case "if", "unless":
+					b.tested[root(arg)] = true
+				default:
+					b.scope = true // an unknown block helper: its body is its own
+				}
+				open = append(open, b)
+			case strings.HasPrefix(head, "/"):
+				if len(open) > 0 {
+					open = open[:len(open)-1]
+				}
+			case head == "else":
+				if len(fields) > 2 && fields[1] == "if" && len(open) > 0 {
+					open[len(open)-1].tested[root(fields[2])] = true
+				}
+			case len(fields) > 1:
+				// A helper call ({{lookup a b}}): its arguments may be
+				// anything; left out.
 			default:
-				seen[strings.Split(name, ".")[0]] = true
+				need(head)
 			}
 		}
 	}
