@@ -192,6 +192,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	fmt.Fprintf(out, "demo: %d reminders (%s), %d poison messages, %.0f%% duplicates; faults %s; batch %d, window %v, concurrency %d; function logs in %s\n",
 		cfg.Reminders, s.mixLine(), len(s.plan.poison), 100*cfg.Duplicates, cfg.Faults, cfg.BatchSize, cfg.BatchingWindow, cfg.MaxConcurrency, filepath.Join(dir, "logs"))
+	keep := "; --keep leaves it up after the summary"
+	if cfg.Keep != nil {
+		keep = ""
+	}
+	fmt.Fprintf(out, "providers: webhook (the sink), SES (e-mails rendered in the local inbox at %s/%s), SNS (topic %s, read by its subscriber queue)\n",
+		sys.SESEndpoint, keep, s.res.Topic.ARN)
 	if cfg.Kills > 0 || cfg.EnqueueBudget > 0 {
 		fmt.Fprintf(out, "chaos: %d consumer runtimes killed mid-batch; consumer timeout %v (visibility %v); enqueue budget %v per run\n",
 			cfg.Kills, stage.ConsumerTimeout, stage.Visibility(), enqueueTimeout-enqueueMargin)
