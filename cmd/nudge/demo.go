@@ -39,6 +39,7 @@ func localRun(name string, d demo.Config, args []string, out, errs io.Writer) in
 	fs.DurationVar(&cfg.BatchingWindow, "batching-window", d.BatchingWindow, "the event source mapping's batching window `DURATION` (0–5m)")
 	fs.IntVar(&cfg.MaxConcurrency, "max-concurrency", d.MaxConcurrency, "consumer instances `N`, each one invocation at a time (2 or more)")
 	faults := fs.String("faults", d.Faults.String(), "provider fault shares `SPEC`: 500, 429, 400, hang, drop, down (e.g. \"500=5%,400=1%\"), or \"none\"")
+	fs.Float64Var(&cfg.SESRate, "ses-rate", d.SESRate, "SES sends per second for the stage, shared by the consumers (`R`; negative for no limit; default 20)")
 	fs.DurationVar(&cfg.Latency, "latency", d.Latency, "the provider's mean answer time `DURATION` (0 for none)")
 	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages (`N`) to put on the queue (default 1% of reminders, at least 3; -1 for none)")
 	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "`SHARE` of due-now deliveries sent twice, 0 to 1 (0 for none)")
