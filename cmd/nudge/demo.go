@@ -24,58 +24,10 @@ func localChaos(args []string, out, errs io.Writer) int {
 }
 
 func localRun(name string, d demo.Config, args []string, out, errs io.Writer) int {
-	about := "Run the whole system on this machine (DynamoDB Local, fauxqs, the real bootstraps under the\nLambda emulator, a local event source mapping and provider), with faults, then check its invariants\nand print the summary; exits 1 if one broke."
-	if name == "chaos" {
-		about = "The local demo under load and faults: 10,000 reminders, consumer runtimes killed mid-batch, enqueue\nruns cut by their budget; exits 1 if an invariant broke."
-	}
-	c := newCommand("nudge local "+name, "", about, out, errs)
-	fs := c.fs
-	var cfg demo.Config
-	cfg.Stage = d.Stage
-	fs.IntVar(&cfg.Reminders, "reminders", d.Reminders, "how many reminders (`N`) to schedule")
-	fs.Float64Var(&cfg.Rate, "rate", d.Rate, "reminders the intake creates per second (`R`)")
-	fs.DurationVar(&cfg.Spread, "spread", d.Spread, "the due-soon reminders fall due within this long (`DURATION`) of their creation")
-	fs.IntVar(&cfg.BatchSize, "batch-size", d.BatchSize, "the event source mapping's batch size `N` (1–10000)")
-	fs.DurationVar(&cfg.BatchingWindow, "batching-window", d.BatchingWindow, "the event source mapping's batching window `DURATION` (0–5m)")
-	fs.IntVar(&cfg.MaxConcurrency, "max-concurrency", d.MaxConcurrency, "consumer instances `N`, each one invocation at a time (2 or more)")
-	faults := fs.String("faults", d.Faults.String(), "provider fault shares `SPEC`: 500, 429, 400, hang, drop, down (e.g. \"500=5%,400=1%\"), or \"none\"")
-	fs.Float64Var(&cfg.SESRate, "ses-rate", d.SESRate, "SES sends per second for the stage, shared by the consumers (`R`; negative for no limit; default 20)")
-	fs.DurationVar(&cfg.Latency, "latency", d.Latency, "the provider's mean answer time `DURATION` (0 for none)")
-	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages (`N`) to put on the queue (default 1% of reminders, at least 3; -1 for none)")
-	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "`SHARE` of due-now deliveries sent twice, 0 to 1 (0 for none)")
-	fs.DurationVar(&cfg.Tick, "tick", d.Tick, "the enqueue schedule's period `DURATION` (1 min in AWS)")
-	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (`DURATION`; default 3m plus 30ms per reminder)")
-	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "`SEED` of the mix and the faults")
-	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run")
-	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout `DURATION`; the queue's visibility timeout is 6× it")
-	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget `DURATION` (0: the stage's 55 s timeout)")
-	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
-	if code, ok := c.parse(args); !ok {
+	cfg, keep, code, ok := runConfig(name, d, args, out, errs)
+	if !ok {
 		return code
 	}
-	// A zero given on the command line means none, not the default.
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "batching-window":
-			if cfg.BatchingWindow == 0 {
-				cfg.BatchingWindow = -1
-			}
-		case "latency":
-			if cfg.Latency == 0 {
-				cfg.Latency = -1
-			}
-		case "duplicates":
-			if cfg.Duplicates == 0 {
-				cfg.Duplicates = -1
-			}
-		}
-	})
-	f, err := demo.ParseFaults(*faults)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "nudge local "+name+":", err)
-		return 2
-	}
-	cfg.Faults = &f
 	cfg.Out, cfg.Live = os.Stdout, isTerminal(os.Stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -110,4 +62,67 @@ func localRun(name string, d demo.Config, args []string, out, errs io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// runConfig reads a run's flags over the preset d: every flag defaults to
+// d's value, so that a run without flags is the preset.
+func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (demo.Config, *bool, int, bool) {
+
+	about := "Run the whole system on this machine (DynamoDB Local, fauxqs, the real bootstraps under the\nLambda emulator, a local event source mapping and provider), with faults, then check its invariants\nand print the summary; exits 1 if one broke."
+	if name == "chaos" {
+		about = "The local demo under load and faults: 10,000 reminders, consumer runtimes killed mid-batch, enqueue\nruns cut by their budget; exits 1 if an invariant broke."
+	}
+	c := newCommand("nudge local "+name, "", about, out, errs)
+	fs := c.fs
+	var cfg demo.Config
+	cfg.Stage = d.Stage
+	fs.IntVar(&cfg.Reminders, "reminders", d.Reminders, "how many reminders (`N`) to schedule")
+	fs.Float64Var(&cfg.Rate, "rate", d.Rate, "reminders the intake creates per second (`R`)")
+	fs.DurationVar(&cfg.Spread, "spread", d.Spread, "the due-soon reminders fall due within this long (`DURATION`) of their creation")
+	fs.IntVar(&cfg.BatchSize, "batch-size", d.BatchSize, "the event source mapping's batch size `N` (1–10000)")
+	fs.DurationVar(&cfg.BatchingWindow, "batching-window", d.BatchingWindow, "the event source mapping's batching window `DURATION` (0–5m)")
+	fs.IntVar(&cfg.MaxConcurrency, "max-concurrency", d.MaxConcurrency, "consumer instances `N`, each one invocation at a time (2 or more)")
+	faults := fs.String("faults", d.Faults.String(), "provider fault shares `SPEC`: 500, 429, 400, hang, drop, down (e.g. \"500=5%,400=1%\"), or \"none\"")
+	fs.Float64Var(&cfg.SESRate, "ses-rate", d.SESRate, "SES sends per second for the stage, shared by the consumers (`R`; negative for no limit; default 20)")
+	fs.DurationVar(&cfg.Latency, "latency", d.Latency, "the provider's mean answer time `DURATION` (0 for none)")
+	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages (`N`) to put on the queue (default 1% of reminders, at least 3; -1 for none)")
+	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "`SHARE` of due-now deliveries sent twice, 0 to 1 (0 for none)")
+	fs.DurationVar(&cfg.Tick, "tick", d.Tick, "the enqueue schedule's period `DURATION` (1 min in AWS)")
+	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (`DURATION`; default 3m plus 30ms per reminder)")
+	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "`SEED` of the mix and the faults")
+	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run")
+	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout `DURATION`; the queue's visibility timeout is 6× it")
+	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget `DURATION` (0: the stage's 55 s timeout)")
+	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
+	if code, ok := c.parse(args); !ok {
+		return cfg, keep, code, false
+	}
+	// A zero given on the command line means none, not the default.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "batching-window":
+			if cfg.BatchingWindow == 0 {
+				cfg.BatchingWindow = -1
+			}
+		case "latency":
+			if cfg.Latency == 0 {
+				cfg.Latency = -1
+			}
+		case "duplicates":
+			if cfg.Duplicates == 0 {
+				cfg.Duplicates = -1
+			}
+		case "ses-rate":
+			if cfg.SESRate == 0 {
+				cfg.SESRate = -1
+			}
+		}
+	})
+	f, err := demo.ParseFaults(*faults)
+	if err != nil {
+		fmt.Fprintln(errs, "nudge local "+name+":", err)
+		return cfg, keep, 2, false
+	}
+	cfg.Faults = &f
+	return cfg, keep, 0, true
 }
