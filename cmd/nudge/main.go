@@ -65,9 +65,10 @@ const usage = `usage:
    mix of flags and variables). Exit codes: 0 done, 1 failed, 2 usage,
    3 not found, 4 refused or declined (nothing changed), 5 AWS access.)
   nudge local exec -- CMD [ARG...]
-      Install the local stand-ins if missing, start DynamoDB Local and fauxqs on
-      free ports, run CMD with AWS_ENDPOINT_URL_DYNAMODB/_SQS pointing at them,
-      then stop them (also on failure or Ctrl-C). Exits with CMD's status.
+      Install the local stand-ins if missing, start DynamoDB Local, fauxqs (SQS
+      and SNS) and aws-ses-v2-local on free ports, run CMD with
+      AWS_ENDPOINT_URL_DYNAMODB/_SQS/_SNS/_SESV2 pointing at them, then stop
+      them (also on failure or Ctrl-C). Exits with CMD's status.
   nudge local invoke [--event FILE] [--function consumer|enqueue] [--bootstrap PATH] [--fault SPEC]
       Run the function the event is for (SQS events: the consumer; schedule
       events: the enqueue) under the Lambda runtime interface emulator against
