@@ -146,10 +146,11 @@ func (s *System) Close() {
 	s.stop = nil
 }
 
-// Clients returns DynamoDB and SQS clients for the given endpoints, with
-// static local credentials and no shared configuration; counter, if set,
-// counts their requests. The one way local code builds AWS clients.
-func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counter) (*dynamodb.Client, *sqs.Client, error) {
+// localConfig is the AWS configuration of every local client: static
+// local credentials, no shared configuration, short-lived idle connections;
+// counter, if set, counts its requests. The one way local code configures
+// AWS clients.
+func localConfig(ctx context.Context, counter *standin.Counter) (aws.Config, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
 		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
@@ -159,10 +160,20 @@ func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counte
 		// harmless, and it would break progress lines.
 		config.WithLogger(logging.Nop{}))
 	if err != nil {
-		return nil, nil, err
+		return aws.Config{}, err
 	}
 	if counter != nil {
 		counter.Attach(&cfg)
+	}
+	return cfg, nil
+}
+
+// Clients returns DynamoDB and SQS clients for the given endpoints
+// (localConfig's configuration; counter, if set, counts their requests).
+func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counter) (*dynamodb.Client, *sqs.Client, error) {
+	cfg, err := localConfig(ctx, counter)
+	if err != nil {
+		return nil, nil, err
 	}
 	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		o.BaseEndpoint, o.DisableValidateResponseChecksum = aws.String(ddbURL), true
@@ -172,19 +183,11 @@ func Clients(ctx context.Context, ddbURL, sqsURL string, counter *standin.Counte
 }
 
 // ProviderClients returns SES (API v2) and SNS clients for the given
-// endpoints, configured as Clients configures its own; counter, if set,
-// counts their requests.
+// endpoints (localConfig's configuration).
 func ProviderClients(ctx context.Context, sesURL, snsURL string, counter *standin.Counter) (*sesv2.Client, *sns.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
-		config.WithSharedConfigFiles(nil), config.WithSharedCredentialsFiles(nil),
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)),
-		config.WithLogger(logging.Nop{}))
+	cfg, err := localConfig(ctx, counter)
 	if err != nil {
 		return nil, nil, err
-	}
-	if counter != nil {
-		counter.Attach(&cfg)
 	}
 	return sesv2.NewFromConfig(cfg, func(o *sesv2.Options) { o.BaseEndpoint = aws.String(sesURL) }),
 		sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(snsURL) }), nil

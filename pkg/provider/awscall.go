@@ -76,7 +76,13 @@ func scrub(msg, address string) string {
 		// stands as a word of its own: "ana" in "ana was refused", not in
 		// "management".
 		word := regexp.MustCompile(`(?i)(^|[^A-Za-z0-9._%+-])` + regexp.QuoteMeta(local) + `($|[^A-Za-z0-9._%+-])`)
-		msg = word.ReplaceAllString(msg, "${1}<address>${2}")
+		for range 8 { // matches that share a boundary ("ana ana") need another pass
+			next := word.ReplaceAllString(msg, "${1}<address>${2}")
+			if next == msg {
+				break
+			}
+			msg = next
+		}
 	}
 	return text.Clip(strings.TrimSpace(msg), 200)
 }

@@ -26,6 +26,7 @@ func TestScrubRemovesTheAddressHoweverItIsWritten(t *testing.T) {
 		"rejected \"ana.lopez@example.com\"",
 		"rejected ana.lopez%40example.com",
 		"the local part ana.lopez was refused",
+		"ana.lopez ana.lopez,ana.lopez",
 		"another one: bob+tag@example.org",
 	} {
 		got := scrub(msg, addr)
