@@ -115,6 +115,52 @@ func (e *AnswerError) Error() string {
 // request was handled, even if the answer could not be read.
 func answeredOK(a apiAnswer) bool { return a.status >= 200 && a.status < 300 }
 
+// answerFrom builds the AnswerError of err, whose answer a is, with its
+// message scrubbed of address. An answer of 2xx that could not be read
+// comes back as the failure at once: the service handled the request, so
+// it is ambiguous.
+func answerFrom(name string, err error, a apiAnswer, address string) (*AnswerError, error) {
+	e := &AnswerError{Provider: name, Code: a.code, Status: a.status, Message: scrub(a.message, address)}
+	if e.Code == "" {
+		e.Code = "UnknownError"
+	}
+	if answeredOK(a) {
+		e.Message = scrub(err.Error(), address)
+		return e, failure.Ambiguous(failure.WithClass(e, failure.ClassNetwork))
+	}
+	return e, nil
+}
+
+// credentialCodes are the answers to a request refused for its credentials
+// or its clock, before anything was done (SES v2's REST-JSON codes and
+// SNS's query-protocol ones): retried, since credentials rotate and clocks
+// recover.
+var credentialCodes = map[string]bool{
+	"InvalidSignatureException": true, "IncompleteSignatureException": true, "MissingAuthenticationTokenException": true,
+	"UnrecognizedClientException": true, "ExpiredTokenException": true, "InvalidClientTokenId": true,
+	"SignatureDoesNotMatch": true, "RequestTimeTooSkewed": true, "ExpiredToken": true, "IncompleteSignature": true,
+}
+
+// byStatus classifies an answer no code of the provider's recognised, by
+// its HTTP status: 403 and 404 are the stage's (a permission, a resource
+// missing), 429 and 503 were refused before anything was done, another
+// 5xx may have acted, another 4xx is the request's.
+func byStatus(e *AnswerError) error {
+	switch a := e.Status; {
+	case a == 403, a == 404:
+		return failure.WithClass(failure.Permanent(e), failure.ClassConfig)
+	case a == 429:
+		return failure.WithClass(e, failure.ClassThrottled)
+	case a == 503:
+		return failure.WithClass(e, failure.ClassServer)
+	case a >= 500:
+		return failure.Ambiguous(failure.WithClass(e, failure.ClassServer))
+	case a >= 400:
+		return failure.WithClass(failure.Permanent(e), failure.ClassRejected)
+	}
+	return failure.WithClass(e, failure.ClassAWS)
+}
+
 // transportFailure classifies a call that got no answer: ambiguous once the
 // request was written, a plain retry before.
 func transportFailure(name string, err error, wrote bool, address string) error {

@@ -184,71 +184,41 @@ func (s *SES) classify(err error, wrote bool, address, template string) error {
 	if !ok {
 		return transportFailure("ses", err, wrote, address)
 	}
-	e := &AnswerError{Provider: "ses", Code: a.code, Status: a.status, Message: scrub(a.message, address)}
-	if e.Code == "" {
-		e.Code = "UnknownError"
-	}
-	if answeredOK(a) {
-		// SES handled the request (it answered 2xx or 3xx) but its answer
-		// could not be read: it may have sent.
-		e.Message = scrub(err.Error(), address)
-		return failure.Ambiguous(failure.WithClass(e, failure.ClassNetwork))
+	e, handled := answerFrom("ses", err, a, address)
+	if handled != nil {
+		return handled
 	}
 	lower := strings.ToLower(a.message)
 	permanent := func(class failure.Class) error { return failure.WithClass(failure.Permanent(e), class) }
-	switch a.code {
-	case "MessageRejected":
-		switch {
-		case strings.Contains(lower, "suppress"):
-			return permanent(failure.ClassSuppressed)
-		case strings.Contains(lower, "not verified"):
-			return permanent(failure.ClassConfig) // an unverified sender (or, in the sandbox, recipient)
-		}
+	switch {
+	case a.code == "MessageRejected" && strings.Contains(lower, "suppress"):
+		return permanent(failure.ClassSuppressed)
+	case a.code == "MessageRejected" && strings.Contains(lower, "not verified"):
+		return permanent(failure.ClassConfig) // an unverified sender (or, in the sandbox, recipient)
+	case a.code == "MessageRejected", a.code == "BadRequestException":
 		return permanent(failure.ClassRejected)
-	case "BadRequestException":
-		return permanent(failure.ClassRejected)
-	case "MailFromDomainNotVerifiedException":
+	case a.code == "MailFromDomainNotVerifiedException":
 		return permanent(failure.ClassConfig)
-	case "NotFoundException":
+	case a.code == "NotFoundException", a.status == 404:
 		e.Message = fmt.Sprintf("no template %q, identity or configuration set; deploy the template (templates/email) or fix the stage's SES settings, then redrive", template)
 		return permanent(failure.ClassConfig)
-	case "TooManyRequestsException", "Throttling", "ThrottlingException":
+	case a.code == "TooManyRequestsException", a.code == "Throttling", a.code == "ThrottlingException":
 		return failure.WithClass(e, failure.ClassThrottled)
-	case "LimitExceededException":
-		if strings.Contains(lower, "daily") || strings.Contains(lower, "quota") {
-			return failure.Retryable(failure.WithClass(e, failure.ClassThrottled), s.cfg.LongBackoff)
-		}
+	case a.code == "LimitExceededException" && (strings.Contains(lower, "daily") || strings.Contains(lower, "quota")):
+		return failure.Retryable(failure.WithClass(e, failure.ClassThrottled), s.cfg.LongBackoff)
+	case a.code == "LimitExceededException":
 		return failure.WithClass(e, failure.ClassThrottled)
-	case "SendingPausedException", "AccountSuspendedException":
+	case a.code == "SendingPausedException", a.code == "AccountSuspendedException":
 		return failure.Retryable(failure.WithClass(e, failure.ClassPaused), s.cfg.LongBackoff)
-	case "AccessDeniedException", "AccessDenied", "UnauthorizedOperation":
+	case a.code == "AccessDeniedException", a.code == "AccessDenied", a.code == "UnauthorizedOperation":
 		// The consumer may not send as this identity, with this template or
 		// through this configuration set: the stage is wrong, not the
 		// address.
 		return permanent(failure.ClassConfig)
-	case "InvalidSignatureException", "IncompleteSignatureException", "MissingAuthenticationTokenException", "UnrecognizedClientException",
-		"ExpiredTokenException", "InvalidClientTokenId", "SignatureDoesNotMatch", "RequestTimeTooSkewed", "ExpiredToken", "IncompleteSignature":
-		// Credentials or the clock: refused before anything was sent.
+	case credentialCodes[a.code]:
 		return failure.WithClass(e, failure.ClassAWS)
 	}
-	switch {
-	case a.status == 404:
-		e.Message = fmt.Sprintf("no template %q, identity or configuration set; deploy the template (templates/email) or fix the stage's SES settings, then redrive", template)
-		return permanent(failure.ClassConfig)
-	case a.status == 429:
-		return failure.WithClass(e, failure.ClassThrottled)
-	case a.status == 503:
-		// Unavailable: refused before it was processed.
-		return failure.WithClass(e, failure.ClassServer)
-	case a.status >= 500:
-		// SES failed while handling the request: it may have sent.
-		return failure.Ambiguous(failure.WithClass(e, failure.ClassServer))
-	case a.status == 403:
-		return permanent(failure.ClassConfig)
-	case a.status >= 400:
-		return permanent(failure.ClassRejected)
-	}
-	return failure.WithClass(e, failure.ClassAWS)
+	return byStatus(e)
 }
 
 // ValidEmail reports whether s is an e-mail address SES can send to: ASCII
@@ -296,7 +266,9 @@ var _ SESTemplateAPI = (*sesv2.Client)(nil)
 
 // SESTemplates tells the intake whether a templateRef names a deployed SES
 // template and which data it needs (schedule.Templates), asking SES once
-// per template and remembering what it found.
+// per template for the life of the value (SES throttles its template
+// reads to about one a second: an import of thousands of reminders makes
+// one call per template, found or not).
 type SESTemplates struct {
 	// Client reads templates. Required.
 	Client SESTemplateAPI
@@ -304,35 +276,41 @@ type SESTemplates struct {
 	Prefix string
 
 	mu    sync.Mutex
-	found map[string][]string
+	known map[string]templateAnswer
+}
+
+type templateAnswer struct {
+	vars   []string
+	exists bool
 }
 
 // TemplateVariables returns the data the template ref names needs (its
 // required variables), and false if no such template is deployed.
 func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]string, bool, error) {
 	t.mu.Lock()
-	vars, known := t.found[ref]
+	ans, known := t.known[ref]
 	t.mu.Unlock()
 	if known {
-		return vars, true, nil
+		return ans.vars, ans.exists, nil
 	}
 	out, err := t.Client.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(t.Prefix + ref)})
-	if err != nil {
-		if a, ok := answerOf(err); ok && (a.code == "NotFoundException" || a.status == 404) {
-			return nil, false, nil
+	switch a, answered := answerOf(err); {
+	case err == nil:
+		var tpl EmailTemplate
+		if c := out.TemplateContent; c != nil {
+			tpl = EmailTemplate{Name: ref, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
 		}
-		return nil, false, err
+		ans = templateAnswer{vars: tpl.Variables(), exists: true}
+	case answered && (a.code == "NotFoundException" || a.status == 404):
+		ans = templateAnswer{}
+	default:
+		return nil, false, err // not remembered: the next reminder asks again
 	}
-	var tpl EmailTemplate
-	if c := out.TemplateContent; c != nil {
-		tpl = EmailTemplate{Name: ref, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
-	}
-	vars = tpl.Variables()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.found == nil {
-		t.found = map[string][]string{}
+	if t.known == nil {
+		t.known = map[string]templateAnswer{}
 	}
-	t.found[ref] = vars
-	return vars, true, nil
+	t.known[ref] = ans
+	return ans.vars, ans.exists, nil
 }

@@ -117,14 +117,9 @@ func (s *SNS) classify(err error, wrote bool) error {
 	if !ok {
 		return transportFailure("sns", err, wrote, "")
 	}
-	e := &AnswerError{Provider: "sns", Code: a.code, Status: a.status, Message: scrub(a.message, "")}
-	if e.Code == "" {
-		e.Code = "UnknownError"
-	}
-	if answeredOK(a) {
-		// SNS handled the publish but its answer could not be read.
-		e.Message = scrub(err.Error(), "")
-		return failure.Ambiguous(failure.WithClass(e, failure.ClassNetwork))
+	e, handled := answerFrom("sns", err, a, "")
+	if handled != nil {
+		return handled
 	}
 	switch a.code {
 	case "InvalidParameter", "InvalidParameterValue", "InvalidParameterException", "ValidationError":
@@ -135,21 +130,9 @@ func (s *SNS) classify(err error, wrote bool) error {
 		return failure.WithClass(failure.Permanent(e), failure.ClassConfig)
 	case "Throttled", "Throttling", "ThrottlingException", "KMSThrottling":
 		return failure.WithClass(e, failure.ClassThrottled)
-	case "SignatureDoesNotMatch", "RequestTimeTooSkewed", "ExpiredToken", "InvalidClientTokenId", "IncompleteSignature":
+	}
+	if credentialCodes[a.code] {
 		return failure.WithClass(e, failure.ClassAWS)
 	}
-	switch {
-	case a.status == 429:
-		return failure.WithClass(e, failure.ClassThrottled)
-	case a.status == 503:
-		return failure.WithClass(e, failure.ClassServer)
-	case a.status >= 500:
-		// SNS failed while handling the publish: it may have accepted it.
-		return failure.Ambiguous(failure.WithClass(e, failure.ClassServer))
-	case a.status == 404, a.status == 403:
-		return failure.WithClass(failure.Permanent(e), failure.ClassConfig)
-	case a.status >= 400:
-		return failure.Permanent(e)
-	}
-	return failure.WithClass(e, failure.ClassAWS)
+	return byStatus(e)
 }

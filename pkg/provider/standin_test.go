@@ -206,6 +206,29 @@ func TestSESTemplatesAnswersFromTheStandIn(t *testing.T) {
 			t.Errorf("the template renders %v; want plan, renewsOn", vars)
 		}
 	}
+	// Asked again, it answers from what it learned, found or not.
+	counting := &countingTemplates{SESTemplateAPI: client}
+	check = &provider.SESTemplates{Client: counting, Prefix: f.prefix}
+	for range 3 {
+		for _, ref := range []string{"renewal", "no-such-template"} {
+			if _, _, err := check.TemplateVariables(context.Background(), ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if counting.calls.Load() != 2 {
+		t.Errorf("%d reads of SES for two templates asked three times each; want 2", counting.calls.Load())
+	}
+}
+
+type countingTemplates struct {
+	provider.SESTemplateAPI
+	calls atomic.Int32
+}
+
+func (c *countingTemplates) GetEmailTemplate(ctx context.Context, in *sesv2.GetEmailTemplateInput, o ...func(*sesv2.Options)) (*sesv2.GetEmailTemplateOutput, error) {
+	c.calls.Add(1)
+	return c.SESTemplateAPI.GetEmailTemplate(ctx, in, o...)
 }
 
 // snsFixture is a topic on fauxqs's SNS with a raw SQS subscription, and
