@@ -186,41 +186,7 @@ func reminderCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	return exitUsage
 }
 
-// showJSON is `nudge reminder show --json`: stable field names.
-type showJSON struct {
-	Reminder   *schedule.Reminder `json:"reminder"`
-	Deliveries []deliveryJSON     `json:"deliveries"`
-	History    []schedule.Event   `json:"history"`
-}
-
-type deliveryJSON struct {
-	Key            string        `json:"key"`
-	Status         ledger.Status `json:"status"`
-	Attempts       int           `json:"attempts"`
-	DueAt          string        `json:"dueAt"`
-	ExpiresAt      string        `json:"expiresAt"`
-	LastErrorClass failure.Class `json:"lastErrorClass,omitempty"`
-	LastError      string        `json:"lastError,omitempty"`
-	NextAttemptAt  string        `json:"nextAttemptAt,omitempty"`
-	SentAt         string        `json:"sentAt,omitempty"`
-	Receipt        string        `json:"receipt,omitempty"`
-	UpdatedAt      string        `json:"updatedAt"`
-	// Address is the recipient's address for a provider that sends to it
-	// (SES), masked unless --reveal is given.
-	Address string `json:"address,omitempty"`
-	// HandedOff, for a live delivery, says whether the enqueue has handed
-	// it to the queue; PublishAt when it may (a pending delivery stays
-	// pending when the cursor hands it off).
-	HandedOff *bool  `json:"handedOff,omitempty"`
-	PublishAt string `json:"publishAt,omitempty"`
-}
-
-func formatOpt(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return ledger.Format(t)
-}
+func formatOpt(t time.Time) string { return schedule.FormatOpt(t) }
 
 func reminderShow(args []string, out, errs io.Writer) int {
 	c := newCommand("nudge reminder show", "ID", "The reminder, each delivery's state, attempts, last error and receipt, whether it was handed\noff, and the transition history in time order.", out, errs)
@@ -247,23 +213,9 @@ func reminderShow(args []string, out, errs io.Writer) int {
 	if err != nil {
 		return o.fail("reminder show", err)
 	}
-	doc := showJSON{Reminder: v.Reminder, History: v.Timeline(), Deliveries: []deliveryJSON{}}
-	for _, d := range v.Deliveries {
-		dj := deliveryJSON{Key: d.Key().String(), Status: d.Status, Attempts: d.Attempts,
-			DueAt: formatOpt(d.DueAt), ExpiresAt: formatOpt(d.ExpiresAt), LastErrorClass: d.LastErrorClass, LastError: d.LastError,
-			NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt),
-			Address: ledger.MaskAddress(d.Address)}
-		if *reveal {
-			dj.Address = d.Address
-		}
-		if !d.Status.Terminal() {
-			h, err := o.ledger.HandedOff(ctx, d)
-			if err != nil {
-				return o.fail("reminder show", err)
-			}
-			dj.HandedOff, dj.PublishAt = &h.Done, formatOpt(h.PublishAt)
-		}
-		doc.Deliveries = append(doc.Deliveries, dj)
+	doc, err := store.Document(ctx, v, *reveal)
+	if err != nil {
+		return o.fail("reminder show", err)
 	}
 	if *o.json {
 		o.printJSON(doc)

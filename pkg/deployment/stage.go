@@ -11,6 +11,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
 
@@ -26,6 +27,14 @@ type Stage struct {
 	// enqueue runs every TickPeriod, so its timeout stays under it.
 	EnqueueMemoryMB int
 	EnqueueTimeout  time.Duration
+	// IntakeMemoryMB and IntakeTimeout size the HTTP intake function
+	// (functions/intake, behind a function URL). IntakeReservedConcurrency,
+	// if above 0, caps its instances: the most requests it serves at once,
+	// and so the most DynamoDB writes callers can drive (a request over the
+	// cap is refused with 429 by Lambda and may be retried).
+	IntakeMemoryMB            int
+	IntakeTimeout             time.Duration
+	IntakeReservedConcurrency int
 
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
 	// event source mapping.
@@ -96,6 +105,7 @@ func Dev() Stage {
 		Name:             "dev",
 		ConsumerMemoryMB: 256, ConsumerTimeout: 30 * time.Second,
 		EnqueueMemoryMB: 256, EnqueueTimeout: 55 * time.Second,
+		IntakeMemoryMB: 256, IntakeTimeout: 10 * time.Second,
 		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
@@ -114,6 +124,7 @@ func Prod() Stage {
 	s.LogRetentionDays = 365
 	s.RequireAlarmTarget = true
 	s.EnqueueReservedConcurrency = 2
+	s.IntakeReservedConcurrency = 20
 	return s
 }
 
@@ -252,6 +263,12 @@ func (s Stage) Validate() error {
 	check(DLQRetention > WorkRetention, "DLQ retention must exceed the work queue's")
 	check(s.ConsumerMemoryMB >= 128 && s.EnqueueMemoryMB >= 128 && s.ConsumerMemoryMB <= 10240 && s.EnqueueMemoryMB <= 10240,
 		"function memory %d MB (consumer) and %d MB (enqueue); Lambda allows 128 to 10240", s.ConsumerMemoryMB, s.EnqueueMemoryMB)
+	check(s.IntakeMemoryMB >= 128 && s.IntakeMemoryMB <= 10240, "intake memory %d MB; Lambda allows 128 to 10240", s.IntakeMemoryMB)
+	check(s.IntakeTimeout >= 3*time.Second && s.IntakeTimeout <= 15*time.Minute, "intake timeout %v; use 3 s to 15 minutes (a caller waits for it)", s.IntakeTimeout)
+	check(s.IntakeReservedConcurrency >= 0 && s.IntakeReservedConcurrency <= 1000, "intake reserved concurrency %d; use 0 (no cap) to 1000", s.IntakeReservedConcurrency)
+	if _, err := intake.SettingsFromEnv(mapEnv(s.IntakeEnv(placeholders))); err != nil {
+		check(false, "%v", err)
+	}
 	check(s.LogRetentionDays > 0, "log retention must be set")
 	return errors.Join(errs...)
 }
@@ -309,6 +326,21 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 func (s Stage) EnqueueEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL,
+		"NUDGE_SHARDS":    strconv.Itoa(s.Shards),
+		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
+	}
+	if s.Runs(provider.NameSES) {
+		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
+	}
+	return env
+}
+
+// IntakeEnv is the HTTP intake function's environment (see
+// intake.Settings): the table, and what the stage runs, so that it refuses
+// at the door what the stage cannot send.
+func (s Stage) IntakeEnv(r Resources) map[string]string {
+	env := map[string]string{
+		"NUDGE_TABLE":     r.Table,
 		"NUDGE_SHARDS":    strconv.Itoa(s.Shards),
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
 	}

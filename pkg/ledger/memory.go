@@ -44,6 +44,7 @@ type memoryTable struct {
 	mu        sync.Mutex
 	items     map[message.DeliveryKey]Delivery
 	reminders map[string]Reminder
+	created   map[string]time.Time // each reminder item's createdAt
 	cursors   map[int]string
 	registry  int // the largest shard count recorded
 	stage     *StageFacts
@@ -51,7 +52,7 @@ type memoryTable struct {
 
 // NewMemory returns a Memory ledger over an empty table.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
-	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]Reminder{}, cursors: map[int]string{}}}
+	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]Reminder{}, created: map[string]time.Time{}, cursors: map[int]string{}}}
 	return m.With(cfg)
 }
 
@@ -433,6 +434,7 @@ func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, 
 		r.Deliveries[i].Address = "" // kept on the delivery item alone, as in DynamoDB
 	}
 	m.t.reminders[r.ID] = r
+	m.t.created[r.ID] = m.now()
 	return copyReminder(r), false, nil
 }
 

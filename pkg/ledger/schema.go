@@ -11,9 +11,10 @@ import (
 )
 
 // TableInput returns the definition of the ledger table: string keys PK and
-// SK, on-demand billing, and the sparse due index (IndexName) keyed by
-// dueShard and dueSort, projecting dueAt and expiresAt. The CDK stack and the
-// local stand-ins both use it.
+// SK, on-demand billing, the sparse due index (IndexName) keyed by dueShard
+// and dueSort, projecting dueAt and expiresAt, and the sparse account index
+// (AccountIndexName) over reminder items, keyed by accountRef and dueAt.
+// The CDK stack and the local stand-ins both use it.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
@@ -23,6 +24,8 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(attrSK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrDueShard), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrDueSort), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrAccount), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrDueAt), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
@@ -37,6 +40,16 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			Projection: &types.Projection{
 				ProjectionType:   types.ProjectionTypeInclude,
 				NonKeyAttributes: IndexProjection(),
+			},
+		}, {
+			IndexName: aws.String(AccountIndexName),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrAccount), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrDueAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{
+				ProjectionType:   types.ProjectionTypeInclude,
+				NonKeyAttributes: AccountIndexProjection(),
 			},
 		}},
 	}

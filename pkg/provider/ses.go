@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -266,14 +267,20 @@ var _ SESTemplateAPI = (*sesv2.Client)(nil)
 
 // SESTemplates tells the intake whether a templateRef names a deployed SES
 // template and which data it needs (schedule.Templates), asking SES once
-// per template for the life of the value (SES throttles its template
-// reads to about one a second: an import of thousands of reminders makes
-// one call per template, found or not).
+// per template for Remember (SES throttles its template reads to about one
+// a second: an import of thousands of reminders makes one call per
+// template, found or not).
 type SESTemplates struct {
 	// Client reads templates. Required.
 	Client SESTemplateAPI
 	// Prefix is the stage's template prefix (SESConfig.TemplatePrefix).
 	Prefix string
+	// Remember is how long an answer is kept, found or not: a long-lived
+	// intake (a warm Lambda instance) sees a template deployed, changed or
+	// removed after it asked within this long. Default 5 minutes.
+	Remember time.Duration
+	// Now tells the time. Default time.Now.
+	Now func() time.Time
 
 	mu    sync.Mutex
 	known map[string]templateAnswer
@@ -282,15 +289,21 @@ type SESTemplates struct {
 type templateAnswer struct {
 	vars   []string
 	exists bool
+	at     time.Time
 }
 
 // TemplateVariables returns the data the template ref names needs (its
 // required variables), and false if no such template is deployed.
 func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]string, bool, error) {
+	now := time.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	remember := cmp.Or(t.Remember, 5*time.Minute)
 	t.mu.Lock()
 	ans, known := t.known[ref]
 	t.mu.Unlock()
-	if known {
+	if known && now().Sub(ans.at) < remember {
 		return ans.vars, ans.exists, nil
 	}
 	out, err := t.Client.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(t.Prefix + ref)})
@@ -300,9 +313,9 @@ func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]str
 		if c := out.TemplateContent; c != nil {
 			tpl = EmailTemplate{Name: ref, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
 		}
-		ans = templateAnswer{vars: tpl.Variables(), exists: true}
+		ans = templateAnswer{vars: tpl.Variables(), exists: true, at: now()}
 	case answered && (a.code == "NotFoundException" || a.status == 404):
-		ans = templateAnswer{}
+		ans = templateAnswer{at: now()}
 	default:
 		return nil, false, err // not remembered: the next reminder asks again
 	}

@@ -208,7 +208,8 @@ func TestSESTemplatesAnswersFromTheStandIn(t *testing.T) {
 	}
 	// Asked again, it answers from what it learned, found or not.
 	counting := &countingTemplates{SESTemplateAPI: client}
-	check = &provider.SESTemplates{Client: counting, Prefix: f.prefix}
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	check = &provider.SESTemplates{Client: counting, Prefix: f.prefix, Now: func() time.Time { return now }}
 	for range 3 {
 		for _, ref := range []string{"renewal", "no-such-template"} {
 			if _, _, err := check.TemplateVariables(context.Background(), ref); err != nil {
@@ -218,6 +219,15 @@ func TestSESTemplatesAnswersFromTheStandIn(t *testing.T) {
 	}
 	if counting.calls.Load() != 2 {
 		t.Errorf("%d reads of SES for two templates asked three times each; want 2", counting.calls.Load())
+	}
+	// A warm intake learns of a template deployed since it asked: the
+	// answers are forgotten after Remember (5 minutes).
+	now = now.Add(5 * time.Minute)
+	if _, _, err := check.TemplateVariables(context.Background(), "no-such-template"); err != nil {
+		t.Fatal(err)
+	}
+	if counting.calls.Load() != 3 {
+		t.Errorf("%d reads of SES after the answers aged 5 minutes; want 3 (asked again)", counting.calls.Load())
 	}
 }
 

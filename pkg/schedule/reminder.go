@@ -149,7 +149,12 @@ func (v Validator) withDefaults() Validator {
 // ParseJSON decodes one reminder from JSON and validates it. Unknown
 // fields are refused, so that a misspelt "expiresAt" is not silently
 // replaced by the default.
-func (v Validator) ParseJSON(data []byte) (Reminder, error) {
+func (v Validator) ParseJSON(data []byte) (Reminder, error) { return v.ParseJSONAs("", data) }
+
+// ParseJSONAs is ParseJSON for a reminder whose id is given apart from its
+// JSON (in a URL's path): the JSON may leave "id" out, or repeat it; a
+// different id is refused.
+func (v Validator) ParseJSONAs(id string, data []byte) (Reminder, error) {
 	if len(data) > MaxInputBytes {
 		return Reminder{}, &ValidationError{Problem: fmt.Sprintf("is %d bytes; the limit is %d", len(data), MaxInputBytes), Fix: "keep metadata short and references brief"}
 	}
@@ -161,6 +166,12 @@ func (v Validator) ParseJSON(data []byte) (Reminder, error) {
 	}
 	if dec.More() {
 		return Reminder{}, &ValidationError{Problem: "has more than one JSON value", Fix: "give one reminder object per line"}
+	}
+	if id != "" {
+		if in.ID != "" && in.ID != id {
+			return Reminder{}, &ValidationError{ID: id, Field: "id", Problem: fmt.Sprintf("%q differs from the id in the path", text.Clip(in.ID, 43)), Fix: "leave id out of the body, or make it the path's"}
+		}
+		in.ID = id
 	}
 	return v.Validate(in)
 }
@@ -206,31 +217,8 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		return Reminder{}, bad("accountRef", err, "give the account's reference (not its name), up to 128 characters")
 	}
 	var err error
-	if r.DueAt, err = parseTime(in.DueAt); err != nil {
-		return Reminder{}, bad("dueAt", describeTime(in.DueAt, err), "write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z")
-	}
-	if in.ExpiresAt == "" {
-		r.ExpiresAt = r.DueAt.Add(v.Lateness)
-	} else if r.ExpiresAt, err = parseTime(in.ExpiresAt); err != nil {
-		return Reminder{}, bad("expiresAt", describeTime(in.ExpiresAt, err), "write an RFC 3339 time with a zone, like 2026-12-02T09:00:00Z, or leave it out for dueAt + "+v.Lateness.String())
-	}
-	if !r.ExpiresAt.After(r.DueAt) {
-		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is not after dueAt %s", ledger.Format(r.ExpiresAt), ledger.Format(r.DueAt)), "set expiresAt later than dueAt, or leave it out")
-	}
-	now := v.Now()
-	if !r.ExpiresAt.After(now) {
-		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s has passed (it is %s), so it could never be sent", ledger.Format(r.ExpiresAt), ledger.Format(now)), "set a later expiresAt, or drop the reminder")
-	}
-	limit := now.Add(v.MaxAhead)
-	if r.DueAt.After(limit) {
-		return Reminder{}, bad("dueAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.DueAt), aheadText(v.MaxAhead), ledger.Format(limit)), "schedule it closer to its time, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)")
-	}
-	if r.ExpiresAt.After(limit) {
-		fix := "set an earlier expiresAt, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)"
-		if in.ExpiresAt == "" {
-			fix = fmt.Sprintf("it is dueAt + the default lateness %v: give an expiresAt within the limit, or a shorter lateness (--lateness)", v.Lateness)
-		}
-		return Reminder{}, bad("expiresAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.ExpiresAt), aheadText(v.MaxAhead), ledger.Format(limit)), fix)
+	if r.DueAt, r.ExpiresAt, err = v.times(in.ID, in.DueAt, in.ExpiresAt, v.Lateness, "the default lateness", "a shorter lateness (--lateness)"); err != nil {
+		return Reminder{}, err
 	}
 	if len(in.Deliveries) == 0 || len(in.Deliveries) > MaxDeliveries {
 		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d entries", len(in.Deliveries)), fmt.Sprintf("give 1 to %d deliveries", MaxDeliveries))
@@ -277,6 +265,44 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		r.Metadata = maps.Clone(in.Metadata)
 	}
 	return r, nil
+}
+
+// times parses and checks a reminder's dueAt and expiresAt; a missing
+// expiresAt is dueAt + window, which is named windowName ("the default
+// lateness") and shortened as shorter says ("a shorter lateness (--lateness)").
+func (v Validator) times(id, dueAt, expiresAt string, window time.Duration, windowName, shorter string) (due, exp time.Time, err error) {
+	bad := func(field, problem, fix string) error {
+		return &ValidationError{ID: id, Field: field, Problem: problem, Fix: fix}
+	}
+	r := Reminder{}
+	in := Input{DueAt: dueAt, ExpiresAt: expiresAt}
+	if r.DueAt, err = parseTime(in.DueAt); err != nil {
+		return time.Time{}, time.Time{}, bad("dueAt", describeTime(in.DueAt, err), "write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z")
+	}
+	if in.ExpiresAt == "" {
+		r.ExpiresAt = r.DueAt.Add(window)
+	} else if r.ExpiresAt, err = parseTime(in.ExpiresAt); err != nil {
+		return time.Time{}, time.Time{}, bad("expiresAt", describeTime(in.ExpiresAt, err), "write an RFC 3339 time with a zone, like 2026-12-02T09:00:00Z, or leave it out for dueAt + "+window.String())
+	}
+	if !r.ExpiresAt.After(r.DueAt) {
+		return time.Time{}, time.Time{}, bad("expiresAt", fmt.Sprintf("%s is not after dueAt %s", ledger.Format(r.ExpiresAt), ledger.Format(r.DueAt)), "set expiresAt later than dueAt, or leave it out")
+	}
+	now := v.Now()
+	if !r.ExpiresAt.After(now) {
+		return time.Time{}, time.Time{}, bad("expiresAt", fmt.Sprintf("%s has passed (it is %s), so it could never be sent", ledger.Format(r.ExpiresAt), ledger.Format(now)), "set a later expiresAt, or drop the reminder")
+	}
+	limit := now.Add(v.MaxAhead)
+	if r.DueAt.After(limit) {
+		return time.Time{}, time.Time{}, bad("dueAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.DueAt), aheadText(v.MaxAhead), ledger.Format(limit)), "schedule it closer to its time, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)")
+	}
+	if r.ExpiresAt.After(limit) {
+		fix := "set an earlier expiresAt, or raise the limit (schedule.Config.MaxAhead, NUDGE_MAX_AHEAD)"
+		if in.ExpiresAt == "" {
+			fix = fmt.Sprintf("it is dueAt + %s %v: give an expiresAt within the limit, or %s", windowName, window, shorter)
+		}
+		return time.Time{}, time.Time{}, bad("expiresAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.ExpiresAt), aheadText(v.MaxAhead), ledger.Format(limit)), fix)
+	}
+	return r.DueAt, r.ExpiresAt, nil
 }
 
 // fieldProblem is a validation failure before the reminder id is attached.

@@ -22,6 +22,11 @@ type Ledger interface {
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	Create(ctx context.Context, d ledger.Delivery) error
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+	Reschedule(ctx context.Context, key message.DeliveryKey, mv ledger.Move) (ledger.Delivery, error)
+	RescheduleReminder(ctx context.Context, id string, mv ledger.Move) error
+	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
+	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
+	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,9 @@ type Store interface {
 	ReadStage(ctx context.Context) (ledger.StageFacts, bool, error)
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
+	Reschedule(ctx context.Context, key message.DeliveryKey, mv ledger.Move) (ledger.Delivery, error)
+	RescheduleReminder(ctx context.Context, id string, mv ledger.Move) error
+	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
 }
 
 var (
@@ -94,6 +98,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"AReviveTakesOnlyTheDeadLetteringItRecords", testAReviveTakesOnlyTheDeadLetteringItRecords},
 		{"IndexFollowsEveryTransition", testIndexFollowsEveryTransition},
 		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
+		{"RescheduleMovesOnlyWhatHasNotStartedSending", testRescheduleMovesOnlyWhatHasNotStartedSending},
+		{"AccountListsItsRemindersLatestDueFirst", testAccountListsItsRemindersLatestDueFirst},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -979,5 +985,170 @@ func testAWriterClockBehindPublishesAhead(t *testing.T, b bundle) {
 	e, ok := b.entry(t, d.Key())
 	if !ok || !e.PublishAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("entry %+v (%v), want published a minute after now", e, ok)
+	}
+}
+
+// testRescheduleMovesOnlyWhatHasNotStartedSending: a pending, queued or
+// retrying delivery moves to its new times (status pending, the index at
+// the new publish time, the TTL from the new expiresAt, a fresh attempt
+// budget), and no claim takes it before its new dueAt; one sending, sent
+// or ended is refused, unchanged.
+func testRescheduleMovesOnlyWhatHasNotStartedSending(t *testing.T, b bundle) {
+	ctx := context.Background()
+	queued := b.create(t, "rem-queued") // due t0, queued
+	retrying := b.create(t, "rem-retrying")
+	sent := b.create(t, "rem-sent")
+	cs, err := b.claim("tok2", sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Complete(ctx, cs, "r"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.claim("tok", retrying)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Retry(ctx, c, ledger.Failure{Class: "server", Message: "500", NextAttemptAt: b.clk.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	mv := ledger.Move{DueAt: t0.Add(200 * 24 * time.Hour), ExpiresAt: t0.Add(201 * 24 * time.Hour), Note: "moved by the customer"}
+	for _, d := range []ledger.Delivery{queued, retrying} {
+		got, err := b.l.Reschedule(ctx, d.Key(), mv)
+		if err != nil {
+			t.Fatalf("reschedule %s: %v", d.Key(), err)
+		}
+		if got.Status != ledger.StatusPending || !got.DueAt.Equal(mv.DueAt) || !got.ExpiresAt.Equal(mv.ExpiresAt) || got.NextAttemptAt != (time.Time{}) {
+			t.Errorf("%s after reschedule: %+v", d.Key(), got)
+		}
+		if want := mv.ExpiresAt.Add(ledger.DefaultRetention); !got.TTL.Equal(want) {
+			t.Errorf("%s TTL %v; want %v (the new expiresAt + retention), or DynamoDB deletes it before it is due", d.Key(), got.TTL, want)
+		}
+		if got.Attempts-got.BudgetFrom != 0 {
+			t.Errorf("%s has %d attempts against its budget after a reschedule; want 0", d.Key(), got.Attempts-got.BudgetFrom)
+		}
+		if last := got.History[len(got.History)-1]; last.Status != ledger.StatusPending || last.Note != mv.Note {
+			t.Errorf("%s history ends %+v", d.Key(), last)
+		}
+		// Not at the old time: the queue's message for it is deferred.
+		if _, err := b.claim("early", d); !errors.Is(err, ledger.ErrNotDue) {
+			t.Errorf("claim of %s at its old time: %v; want ErrNotDue", d.Key(), err)
+		}
+		e, ok := b.entry(t, d.Key())
+		if !ok || !e.PublishAt.Equal(mv.DueAt.Add(-ledger.MaxLookahead)) || !e.DueAt.Equal(mv.DueAt) || !e.ExpiresAt.Equal(mv.ExpiresAt) {
+			t.Errorf("%s index entry %+v (%v); want published at the new dueAt − 15m", d.Key(), e, ok)
+		}
+	}
+	// At the new time, it is claimed.
+	b.clk.Advance(mv.DueAt.Sub(b.clk.Now()))
+	if _, err := b.claim("later", queued); err != nil {
+		t.Fatalf("claim at the new dueAt: %v", err)
+	}
+	// Sending (the claim above), sent and cancelled ones stay as they are.
+	if _, err := b.l.Reschedule(ctx, queued.Key(), ledger.Move{DueAt: mv.DueAt.Add(time.Hour), ExpiresAt: mv.ExpiresAt}); !errors.Is(err, ledger.ErrLeased) {
+		t.Errorf("reschedule while sending: %v; want ErrLeased", err)
+	}
+	if _, err := b.l.Reschedule(ctx, sent.Key(), mv); !errors.Is(err, ledger.ErrAlreadySent) {
+		t.Errorf("reschedule of a sent delivery: %v; want ErrAlreadySent", err)
+	}
+	if _, err := b.l.Cancel(ctx, retrying.Key(), "no"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Reschedule(ctx, retrying.Key(), mv); !errors.Is(err, ledger.ErrFinished) {
+		t.Errorf("reschedule of a cancelled delivery: %v; want ErrFinished", err)
+	}
+	if _, err := b.l.Reschedule(ctx, message.DeliveryKey{ReminderID: "rem-none", Channel: "sms", Provider: "webhook"}, mv); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("reschedule of no delivery: %v; want ErrNotFound", err)
+	}
+	if _, err := b.l.Reschedule(ctx, sent.Key(), ledger.Move{DueAt: mv.DueAt, ExpiresAt: mv.DueAt}); err == nil {
+		t.Error("a move whose expiresAt is not after its dueAt was accepted")
+	}
+}
+
+// testAccountListsItsRemindersLatestDueFirst: an account's reminders, and
+// no other account's, page by page, latest due first; a rescheduled
+// reminder takes its new place; a token not given is refused.
+func testAccountListsItsRemindersLatestDueFirst(t *testing.T, b bundle) {
+	ctx := context.Background()
+	mk := func(id, account string, due time.Duration) {
+		r := ledger.Reminder{ID: id, AccountRef: account, DueAt: t0.Add(due), ExpiresAt: t0.Add(due + time.Hour),
+			Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}},
+			Metadata:   map[string]string{"plan": "gold"}}
+		if _, _, err := b.l.CreateReminder(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("rem-a1", "acct-a", time.Hour)
+	mk("rem-a2", "acct-a", 3*time.Hour)
+	mk("rem-a3", "acct-a", 2*time.Hour)
+	mk("rem-a4", "acct-a", 2*time.Hour) // the same due time as rem-a3
+	mk("rem-b1", "acct-b", 2*time.Hour)
+	list := func(account string, limit int) []string {
+		t.Helper()
+		var ids []string
+		next := ""
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("the listing does not end")
+			}
+			page, err := b.l.ListAccount(ctx, account, limit, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Reminders) > limit {
+				t.Fatalf("a page of %d; the limit is %d", len(page.Reminders), limit)
+			}
+			for _, r := range page.Reminders {
+				if r.AccountRef != account || r.Metadata != nil || r.CreatedAt.IsZero() || len(r.Deliveries) != 1 {
+					t.Errorf("listed %+v", r)
+				}
+				ids = append(ids, r.ID)
+			}
+			if next = page.Next; next == "" {
+				return ids
+			}
+		}
+	}
+	// rem-a3 and rem-a4 share a due time: the index orders them in no
+	// stated way, so they are compared in id order.
+	tied := func(ids []string, i int) string {
+		if len(ids) >= i+2 {
+			slices.Sort(ids[i : i+2])
+		}
+		return strings.Join(ids, " ")
+	}
+	want := "rem-a2 rem-a3 rem-a4 rem-a1"
+	for _, limit := range []int{1, 2, 3, 100} {
+		if got := tied(list("acct-a", limit), 1); got != want {
+			t.Errorf("acct-a in pages of %d: %s; want %s", limit, got, want)
+		}
+	}
+	if got := strings.Join(list("acct-b", 10), " "); got != "rem-b1" {
+		t.Errorf("acct-b: %s", got)
+	}
+	if got := list("acct-none", 10); len(got) != 0 {
+		t.Errorf("an account with no reminders lists %v", got)
+	}
+	if err := b.l.RescheduleReminder(ctx, "rem-a1", ledger.Move{DueAt: t0.Add(5 * time.Hour), ExpiresAt: t0.Add(6 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tied(list("acct-a", 2), 2); got != "rem-a1 rem-a2 rem-a3 rem-a4" {
+		t.Errorf("after rem-a1 moved to the latest: %s", got)
+	}
+	if got, err := b.l.ReadReminder(ctx, "rem-a1"); err != nil || !got.Reminder.DueAt.Equal(t0.Add(5*time.Hour)) || !got.Reminder.ExpiresAt.Equal(t0.Add(6*time.Hour)) {
+		t.Errorf("rem-a1 read back: %+v, %v", got.Reminder, err)
+	}
+	if err := b.l.RescheduleReminder(ctx, "rem-none", ledger.Move{DueAt: t0, ExpiresAt: t0.Add(time.Hour)}); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("reschedule of no reminder: %v; want ErrNotFound", err)
+	}
+	for _, bad := range []string{"x", "!!", "eyJpIjoiIiwiZCI6IiJ9"} {
+		if _, err := b.l.ListAccount(ctx, "acct-a", 10, bad); !errors.Is(err, ledger.ErrBadPageToken) {
+			t.Errorf("token %q: %v; want ErrBadPageToken", bad, err)
+		}
+	}
+	for _, limit := range []int{0, ledger.MaxAccountPage + 1} {
+		if _, err := b.l.ListAccount(ctx, "acct-a", limit, ""); err == nil {
+			t.Errorf("a page size of %d was accepted", limit)
+		}
 	}
 }

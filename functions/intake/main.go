@@ -1,0 +1,56 @@
+// Command intake is the HTTP intake Lambda, behind a function URL with
+// AWS_IAM auth: applications schedule, read, reschedule, list and cancel
+// reminders with SigV4-signed requests (docs/api.md, docs/openapi.yaml).
+// Configuration comes from the environment (see intake.Settings);
+// everything else lives in pkg/.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"slices"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+
+	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/pkg/intake"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/schedule"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", "intake")
+	h, err := build(context.Background(), log)
+	if err != nil {
+		log.Error("cannot start", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(intake.FunctionURL(h, log))
+}
+
+func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
+	s, err := intake.SettingsFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table, Shards: s.Shards})
+	if err != nil {
+		return nil, err
+	}
+	sc := schedule.Config{Ledger: led, Providers: s.Providers, SESTemplatePrefix: s.SESTemplatePrefix, Lateness: s.Lateness, MaxAhead: s.MaxAhead}
+	if slices.Contains(s.Providers, provider.NameSES) {
+		sc.Templates = &provider.SESTemplates{Client: sesv2.NewFromConfig(cfg), Prefix: s.SESTemplatePrefix}
+	}
+	store, err := schedule.New(sc)
+	if err != nil {
+		return nil, err
+	}
+	return intake.New(intake.Config{Store: store, Logger: log})
+}

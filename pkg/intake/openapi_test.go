@@ -1,0 +1,190 @@
+package intake_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// exchange is one request to the handler and the status it must answer.
+type exchange struct {
+	name             string
+	method, path     string
+	contentType      string
+	body             []byte
+	status           int
+	invalidOnPurpose bool // the request breaks the document on purpose (a 4xx test)
+}
+
+// TestOpenAPIDocumentIsTrue holds docs/openapi.yaml and the handler to each
+// other: the document is valid OpenAPI 3.1; every route the handler serves
+// is in it and every route in it is served; every documented status of
+// every route, and every request example, is exercised against the
+// handler, with the request and the response validated against the
+// document.
+func TestOpenAPIDocumentIsTrue(t *testing.T) {
+	ctx := context.Background()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile("../../docs/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
+		t.Errorf("the document is OpenAPI %s; want 3.1", doc.OpenAPI)
+	}
+	if err := doc.Validate(ctx); err != nil {
+		t.Fatalf("docs/openapi.yaml is not valid: %v", err)
+	}
+	f := setup(t)
+	// Requests go to the test's server, not the documented function URL.
+	doc.Servers = openapi3.Servers{{URL: f.srv.URL}}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Routes: the document's and the handler's are the same.
+	var documented, served []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented = append(documented, method+" "+path)
+		}
+	}
+	for _, r := range f.h.Routes() {
+		served = append(served, r.Method+" "+r.Path)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("documented routes %v; the handler serves %v", documented, served)
+	}
+
+	// The state the exchanges need: a reminder to read, move and cancel;
+	// one sent.
+	due := now.Add(time.Hour).Format(time.RFC3339)
+	mk := func(extra string) []byte {
+		return []byte(`{"accountRef":"acct-1","dueAt":"` + due + `","deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"c-1","templateRef":"t"}]` + extra + `}`)
+	}
+	seen := map[string]bool{} // "PUT /v1/reminders/{id} 201"
+	check := func(ex exchange) {
+		t.Helper()
+		req, err := http.NewRequest(ex.method, f.srv.URL+ex.path, bytes.NewReader(ex.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.contentType != "" {
+			req.Header.Set("Content-Type", ex.contentType)
+		}
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDLOCAL/20261201/us-east-1/lambda/aws4_request")
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s: %s %s is not in the document: %v", ex.name, ex.method, ex.path, err)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil && !ex.invalidOnPurpose {
+			t.Errorf("%s: the request breaks the document: %v", ex.name, err)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(ex.body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != ex.status {
+			t.Errorf("%s: %s %s answered %d %s; want %d", ex.name, ex.method, ex.path, res.StatusCode, body, ex.status)
+			return
+		}
+		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
+			Body: io.NopCloser(bytes.NewReader(body)), Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+			t.Errorf("%s: the %d answer breaks the document: %v\n%s", ex.name, res.StatusCode, err, body)
+		}
+		seen[ex.method+" "+route.Path+" "+fmt.Sprint(res.StatusCode)] = true
+	}
+
+	// Every request example, sent as it is.
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.RequestBody == nil {
+				continue
+			}
+			for name, ex := range op.RequestBody.Value.Content.Get("application/json").Examples {
+				b, err := json.Marshal(ex.Value.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				target := strings.ReplaceAll(path, "{id}", "rem-example")
+				status := map[string]int{http.MethodPut: 201, http.MethodPost: 200}[method]
+				if strings.HasSuffix(path, "/reschedule") {
+					check(exchange{name: "create for the reschedule example", method: "PUT", path: "/v1/reminders/rem-example", contentType: "application/json", body: mk(""), status: 201})
+				}
+				if method == http.MethodPut {
+					target = "/v1/reminders/rem-example-put"
+				}
+				check(exchange{name: "example " + name, method: method, path: target, contentType: "application/json", body: b, status: status})
+			}
+		}
+	}
+
+	big := bytes.Repeat([]byte("a"), 9000)
+	for _, ex := range []exchange{
+		{name: "create", method: "PUT", path: "/v1/reminders/rem-1", contentType: "application/json", body: mk(""), status: 201},
+		{name: "create again", method: "PUT", path: "/v1/reminders/rem-1", contentType: "application/json", body: mk(""), status: 200},
+		{name: "create a different one", method: "PUT", path: "/v1/reminders/rem-1", contentType: "application/json", body: mk(`,"metadata":{"a":"b"}`), status: 409},
+		{name: "create invalid", method: "PUT", path: "/v1/reminders/rem-2", contentType: "application/json", body: []byte(`{"accountRef":"a"}`), status: 400, invalidOnPurpose: true},
+		{name: "create too large", method: "PUT", path: "/v1/reminders/rem-2", contentType: "application/json", body: big, status: 413, invalidOnPurpose: true},
+		{name: "create not JSON", method: "PUT", path: "/v1/reminders/rem-2", contentType: "text/plain", body: []byte("x"), status: 415, invalidOnPurpose: true},
+		{name: "read", method: "GET", path: "/v1/reminders/rem-1", status: 200},
+		{name: "read with a body", method: "GET", path: "/v1/reminders/rem-1", contentType: "application/json", body: []byte("{}"), status: 400, invalidOnPurpose: true},
+		{name: "read none", method: "GET", path: "/v1/reminders/rem-none", status: 404},
+		{name: "list", method: "GET", path: "/v1/reminders?account=acct-1&limit=1", status: 200},
+		{name: "list without an account", method: "GET", path: "/v1/reminders?limit=1", status: 400, invalidOnPurpose: true},
+		{name: "batch", method: "POST", path: "/v1/reminders", contentType: "application/json", body: []byte(`{"reminders":[` + strings.Replace(string(mk("")), "{", `{"id":"rem-b1",`, 1) + `]}`), status: 200},
+		{name: "batch empty", method: "POST", path: "/v1/reminders", contentType: "application/json", body: []byte(`{"reminders":[]}`), status: 400, invalidOnPurpose: true},
+		{name: "batch too large", method: "POST", path: "/v1/reminders", contentType: "application/json", body: bytes.Repeat([]byte(" "), 1<<20), status: 413, invalidOnPurpose: true},
+		{name: "batch not JSON", method: "POST", path: "/v1/reminders", contentType: "text/csv", body: []byte("x"), status: 415, invalidOnPurpose: true},
+		{name: "reschedule", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + now.Add(3*time.Hour).Format(time.RFC3339) + `"}`), status: 200},
+		{name: "reschedule to no time", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"x"}`), status: 400, invalidOnPurpose: true},
+		{name: "reschedule none", method: "POST", path: "/v1/reminders/rem-none/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + due + `"}`), status: 404},
+		{name: "reschedule too large", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: big, status: 413, invalidOnPurpose: true},
+		{name: "reschedule not JSON", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "text/plain", body: []byte("x"), status: 415, invalidOnPurpose: true},
+		{name: "cancel an odd id", method: "DELETE", path: "/v1/reminders/rem%201", status: 400, invalidOnPurpose: true},
+		{name: "cancel none", method: "DELETE", path: "/v1/reminders/rem-none", status: 404},
+		{name: "create one to send", method: "PUT", path: "/v1/reminders/rem-sent", contentType: "application/json", body: mk(""), status: 201},
+	} {
+		check(ex)
+	}
+	f.clk.Advance(time.Hour)
+	f.sendOne("rem-sent", true)
+	for _, ex := range []exchange{
+		{name: "reschedule a sent one", method: "POST", path: "/v1/reminders/rem-sent/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + now.Add(3*time.Hour).Format(time.RFC3339) + `"}`), status: 409},
+		{name: "cancel a sent one", method: "DELETE", path: "/v1/reminders/rem-sent", status: 409},
+		{name: "cancel", method: "DELETE", path: "/v1/reminders/rem-1", status: 200},
+	} {
+		check(ex)
+	}
+
+	// Every documented status was answered.
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				if !seen[method+" "+path+" "+status] {
+					t.Errorf("%s %s %s is documented but no exchange answered it", method, path, status)
+				}
+			}
+		}
+	}
+}

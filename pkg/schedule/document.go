@@ -1,0 +1,77 @@
+package schedule
+
+import (
+	"context"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/ledger"
+)
+
+// Document is a reminder as `nudge reminder show --json` prints it and
+// GET /v1/reminders/{id} answers: one shape, stable field names.
+type Document struct {
+	Reminder   *Reminder          `json:"reminder"`
+	Deliveries []DeliveryDocument `json:"deliveries"`
+	History    []Event            `json:"history"`
+}
+
+// DeliveryDocument is one delivery of a Document.
+type DeliveryDocument struct {
+	Key            string        `json:"key"`
+	Channel        string        `json:"channel"`
+	Provider       string        `json:"provider"`
+	Status         ledger.Status `json:"status"`
+	Attempts       int           `json:"attempts"`
+	DueAt          string        `json:"dueAt"`
+	ExpiresAt      string        `json:"expiresAt"`
+	LastErrorClass failure.Class `json:"lastErrorClass,omitempty"`
+	LastError      string        `json:"lastError,omitempty"`
+	NextAttemptAt  string        `json:"nextAttemptAt,omitempty"`
+	SentAt         string        `json:"sentAt,omitempty"`
+	Receipt        string        `json:"receipt,omitempty"`
+	UpdatedAt      string        `json:"updatedAt"`
+	// Address is the recipient's address for a provider that sends to it
+	// (SES), masked unless revealed.
+	Address string `json:"address,omitempty"`
+	// HandedOff, for a live delivery, says whether the enqueue has handed
+	// it to the queue; PublishAt when it may (a pending delivery stays
+	// pending when the cursor hands it off).
+	HandedOff *bool  `json:"handedOff,omitempty"`
+	PublishAt string `json:"publishAt,omitempty"`
+}
+
+// Document returns v as a Document, asking the ledger whether each live
+// delivery was handed off. Addresses are masked unless reveal.
+func (s *Store) Document(ctx context.Context, v View, reveal bool) (Document, error) {
+	doc := Document{Reminder: v.Reminder, History: v.Timeline(), Deliveries: []DeliveryDocument{}}
+	if doc.History == nil {
+		doc.History = []Event{}
+	}
+	for _, d := range v.Deliveries {
+		dd := DeliveryDocument{Key: d.Key().String(), Channel: d.Channel, Provider: d.Provider, Status: d.Status, Attempts: d.Attempts,
+			DueAt: FormatOpt(d.DueAt), ExpiresAt: FormatOpt(d.ExpiresAt), LastErrorClass: d.LastErrorClass, LastError: d.LastError,
+			NextAttemptAt: FormatOpt(d.NextAttemptAt), SentAt: FormatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: FormatOpt(d.UpdatedAt),
+			Address: ledger.MaskAddress(d.Address)}
+		if reveal {
+			dd.Address = d.Address
+		}
+		if !d.Status.Terminal() {
+			h, err := s.cfg.Ledger.HandedOff(ctx, d)
+			if err != nil {
+				return Document{}, err
+			}
+			dd.HandedOff, dd.PublishAt = &h.Done, FormatOpt(h.PublishAt)
+		}
+		doc.Deliveries = append(doc.Deliveries, dd)
+	}
+	return doc, nil
+}
+
+// FormatOpt formats t as the ledger does, or "" for the zero time.
+func FormatOpt(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return ledger.Format(t)
+}

@@ -1,0 +1,88 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
+)
+
+// ErrBadPageToken is List's answer for a page token it did not give.
+var ErrBadPageToken = ledger.ErrBadPageToken
+
+// Listed is one reminder of an account's listing, with its deliveries as
+// they are now.
+type Listed struct {
+	ledger.Listed
+	// Now are its deliveries' current states, by key; a delivery missing
+	// here was not found (created a moment ago, or purged).
+	Now map[message.DeliveryKey]ledger.Delivery
+}
+
+// ListPage is a page of an account's reminders, latest due first.
+type ListPage struct {
+	Reminders []Listed
+	// Next is the next page's token; "" on the last page.
+	Next string
+}
+
+// List returns up to limit (1 to ledger.MaxAccountPage) of account's
+// reminders after the page token next, latest due first, each with its
+// deliveries' states: one query of the account index and one batch read
+// of the deliveries per page.
+func (s *Store) List(ctx context.Context, account string, limit int, next string) (ListPage, error) {
+	if p := checkRef(account, 128); p != "" {
+		return ListPage{}, &ValidationError{Field: "account", Problem: p, Fix: "give the account's reference, as the reminders' accountRef, up to 128 characters"}
+	}
+	if limit < 1 || limit > ledger.MaxAccountPage {
+		return ListPage{}, &ValidationError{Field: "limit", Problem: fmt.Sprintf("is %d", limit), Fix: fmt.Sprintf("ask for 1 to %d reminders a page", ledger.MaxAccountPage)}
+	}
+	page, err := s.cfg.Ledger.ListAccount(ctx, account, limit, next)
+	if errors.Is(err, ledger.ErrBadPageToken) {
+		return ListPage{}, &ValidationError{Field: "next", Problem: "is not a page token this listing gave", Fix: "pass the next token of the previous page unchanged, or leave it out for the first page"}
+	}
+	if err != nil {
+		return ListPage{}, fmt.Errorf("schedule: list %q: %w", account, err)
+	}
+	out := ListPage{Next: page.Next}
+	var keys []message.DeliveryKey
+	now := map[message.DeliveryKey]ledger.Delivery{}
+	flush := func() error {
+		got, err := s.cfg.Ledger.GetMany(ctx, keys)
+		if err != nil {
+			return fmt.Errorf("schedule: list %q: %w", account, err)
+		}
+		for k, d := range got {
+			now[k] = d
+		}
+		keys = keys[:0]
+		return nil
+	}
+	for _, r := range page.Reminders {
+		if len(keys)+len(r.Deliveries) > 100 {
+			if err := flush(); err != nil {
+				return ListPage{}, err
+			}
+		}
+		for _, d := range r.Deliveries {
+			keys = append(keys, r.Key(d))
+		}
+	}
+	if len(keys) > 0 {
+		if err := flush(); err != nil {
+			return ListPage{}, err
+		}
+	}
+	for _, r := range page.Reminders {
+		l := Listed{Listed: r, Now: map[message.DeliveryKey]ledger.Delivery{}}
+		for _, d := range r.Deliveries {
+			if cur, ok := now[r.Key(d)]; ok {
+				l.Now[r.Key(d)] = cur
+			}
+		}
+		out.Reminders = append(out.Reminders, l)
+	}
+	return out, nil
+}
