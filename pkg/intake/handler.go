@@ -386,8 +386,8 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not moved",
-		Detail: "the reminder's other deliveries are moved to " + out.DueAt + ", except: " + strings.Join(refused, ", "),
-		Fix:    "a sent or finished delivery cannot move; for one in flight, send the reschedule again after Retry-After",
+		Detail:     "the reminder's other deliveries are moved to " + out.DueAt + ", except: " + strings.Join(refused, ", "),
+		Fix:        "a sent or finished delivery cannot move; for one in flight, send the reschedule again after Retry-After",
 		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries)})
 }
 
@@ -400,11 +400,11 @@ type Page struct {
 
 // ListedReminder is one reminder of a listing, without its metadata.
 type ListedReminder struct {
-	ID         string            `json:"id"`
-	AccountRef string            `json:"accountRef"`
-	DueAt      string            `json:"dueAt"`
-	ExpiresAt  string            `json:"expiresAt"`
-	CreatedAt  string            `json:"createdAt,omitempty"`
+	ID         string           `json:"id"`
+	AccountRef string           `json:"accountRef"`
+	DueAt      string           `json:"dueAt"`
+	ExpiresAt  string           `json:"expiresAt"`
+	CreatedAt  string           `json:"createdAt,omitempty"`
 	Deliveries []ListedDelivery `json:"deliveries"`
 }
 
