@@ -336,3 +336,49 @@ func cancelCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return code
 }
+
+func rescheduleCmd(args []string, stdout, stderr io.Writer) int {
+	c := newCommand("nudge reschedule", "ID --due TIME", "Move the reminder's deliveries that have not started sending to a new due time; says which\nwere not moved, and why (already sent, ended, or being sent now). Once it answers, none is sent\nbefore the new time. The reminder keeps its window (expiresAt − dueAt) unless --expires is given.", stdout, stderr)
+	fs := c.fs
+	tf := addTableFlags(c)
+	due := fs.String("due", "", "the new due time, RFC 3339 (`TIME`), like 2026-12-08T09:00:00Z")
+	expires := fs.String("expires", "", "the new expiry, RFC 3339 (`TIME`) (default: the new due time plus the reminder's window)")
+	note := fs.String("note", "by operator", "why, for the delivery history (`TEXT`)")
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 || *due == "" {
+		fmt.Fprintln(stderr, "nudge reschedule: give one reminder ID and --due TIME")
+		return 2
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	st, err := tf.store(ctx)
+	if err != nil {
+		return storeFailed(stderr, "nudge reschedule", err)
+	}
+	res, err := st.Reschedule(ctx, fs.Arg(0), schedule.Times{DueAt: *due, ExpiresAt: *expires}, *note)
+	if err != nil {
+		fmt.Fprintln(stderr, "nudge reschedule:", strings.TrimPrefix(err.Error(), "schedule: "))
+		return 1
+	}
+	code := 0
+	for _, r := range res.Deliveries {
+		switch {
+		case r.Moved:
+			fmt.Fprintf(stdout, "%s: moved to %s (expires %s)\n", r.Key, ledger.Format(res.DueAt), ledger.Format(res.ExpiresAt))
+		case r.Unchanged:
+			fmt.Fprintf(stdout, "%s: already at %s\n", r.Key, ledger.Format(res.DueAt))
+		case errors.Is(r.Refused, ledger.ErrAlreadySent):
+			fmt.Fprintf(stdout, "%s: not moved: it was already sent at %s\n", r.Key, ledger.Format(r.At))
+			code = 1
+		case errors.Is(r.Refused, ledger.ErrLeased):
+			fmt.Fprintf(stdout, "%s: not moved: a consumer is sending it now (lease until %s); run the reschedule again after %s\n", r.Key, ledger.Format(r.At), ledger.Format(r.At.Add(ledger.OperatorClockSkew)))
+			code = 1
+		default:
+			fmt.Fprintf(stdout, "%s: not moved: it already ended (%s)\n", r.Key, r.Status)
+			code = 1
+		}
+	}
+	return code
+}

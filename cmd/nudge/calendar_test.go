@@ -32,6 +32,8 @@ func TestCalendarCommands(t *testing.T) {
 			code = importCmd(args, &out, &errs, false)
 		case "cancel":
 			code = cancelCmd(args, &out, &errs)
+		case "reschedule":
+			code = rescheduleCmd(args, &out, &errs)
 		}
 		return code, out.String(), errs.String()
 	}
@@ -86,6 +88,20 @@ func TestCalendarCommands(t *testing.T) {
 		t.Fatalf("import of an unknown format: %d %q", code, errs)
 	}
 
+	later := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second)
+	if code, out, errs := run("reschedule", "", "--due", later.Format(time.RFC3339), "rem-cli-3"); code != 0 ||
+		out != "rem-cli-3:sms:webhook: moved to "+ledger.Format(later)+" (expires "+ledger.Format(later.Add(24*time.Hour))+")\n" {
+		t.Fatalf("reschedule: %d %q %q", code, out, errs)
+	}
+	if code, out, _ := run("reschedule", "", "--due", later.Format(time.RFC3339), "rem-cli-3"); code != 0 || !strings.Contains(out, "already at") {
+		t.Fatalf("reschedule again: %d %q", code, out)
+	}
+	if code, _, errs := run("reschedule", "", "--due", "next week", "rem-cli-3"); code != 1 || !strings.Contains(errs, `dueAt "next week" is not an RFC 3339 time`) {
+		t.Fatalf("reschedule to no time: %d %q", code, errs)
+	}
+	if code, _, errs := run("reschedule", "", "rem-cli-3"); code != 2 || !strings.Contains(errs, "--due") {
+		t.Fatalf("reschedule without --due: %d %q", code, errs)
+	}
 	if code, out, _ := run("cancel", "", "rem-cli-1"); code != 0 || out != "rem-cli-1:email:webhook: cancelled\n" {
 		t.Fatalf("cancel: %d %q", code, out)
 	}
@@ -94,5 +110,8 @@ func TestCalendarCommands(t *testing.T) {
 	}
 	if code, _, errs := run("cancel", "", "rem-nope"); code != 1 || !strings.Contains(errs, "no such reminder") {
 		t.Fatalf("cancel unknown: %d %q", code, errs)
+	}
+	if code, out, _ := run("reschedule", "", "--due", later.Format(time.RFC3339), "rem-cli-1"); code != 1 || !strings.Contains(out, "not moved: it already ended (cancelled)") {
+		t.Fatalf("reschedule of a cancelled reminder: %d %q", code, out)
 	}
 }

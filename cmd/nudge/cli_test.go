@@ -13,7 +13,7 @@ import (
 func TestEveryCommandPrintsItsUsage(t *testing.T) {
 	t.Parallel()
 	commands := [][]string{
-		{}, {"schedule"}, {"import"}, {"cancel"}, {"status"}, {"reminder"}, {"reminder", "show"}, {"reminder", "purge"},
+		{}, {"schedule"}, {"import"}, {"cancel"}, {"reschedule"}, {"status"}, {"reminder"}, {"reminder", "show"}, {"reminder", "purge"},
 		{"dlq"}, {"dlq", "list"}, {"dlq", "redrive"}, {"ledger"}, {"ledger", "retain"},
 		{"local"}, {"local", "exec"}, {"local", "invoke"}, {"local", "demo"}, {"local", "chaos"},
 	}

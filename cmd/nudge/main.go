@@ -3,6 +3,7 @@
 //	nudge schedule [flags]             create one reminder (idempotent by id)
 //	nudge import FILE                  create reminders from JSON Lines or CSV
 //	nudge cancel ID                    cancel a reminder's unsent deliveries
+//	nudge reschedule ID --due TIME     move a reminder's unsent deliveries to a new time
 //	nudge status                       deliveries by state, overdue, queue depths
 //	nudge reminder show|purge ID       one reminder's deliveries and history; delete it
 //	nudge dlq list|redrive             review the DLQ; redrive a bounded batch
@@ -28,7 +29,10 @@ const usage = `usage:
       valid ones; exits 1 if any row was not created or unchanged.
   nudge cancel [--note TEXT] ID
       Cancel the reminder's deliveries that have not been sent; says which were.
-  (schedule, import and cancel take --stage NAME for the table nudge-NAME-ledger,
+  nudge reschedule --due TIME [--expires TIME] [--note TEXT] ID
+      Move the reminder's deliveries that have not started sending to a new due
+      time (keeping its window unless --expires); says which were not moved.
+  (schedule, import, cancel and reschedule take --stage NAME for the table nudge-NAME-ledger,
    or --table; when neither is given, $NUDGE_STAGE or $NUDGE_TABLE; and
    the standard AWS settings: AWS_REGION, AWS_PROFILE,
    AWS_ENDPOINT_URL_DYNAMODB.)
@@ -101,6 +105,8 @@ func run(args []string, in io.Reader, out, errs io.Writer) int {
 			return importCmd(args[1:], out, errs, isTerminal(os.Stderr))
 		case "cancel":
 			return cancelCmd(args[1:], out, errs)
+		case "reschedule":
+			return rescheduleCmd(args[1:], out, errs)
 		case "status":
 			return statusCmd(args[1:], out, errs)
 		case "reminder":
