@@ -59,6 +59,8 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	providerTimeout   seconds     recordConcurrency  records of a batch at once
 //	alarmEmail        address     alarmTopicArn   an existing SNS topic
 //	enqueueReservedConcurrency    instances reserved for the enqueue (0: none)
+//	intakeMemory      MB          intakeTimeout   seconds (the HTTP intake)
+//	intakeReservedConcurrency     the most intake instances at once (0: no cap)
 //	retainData        true | false (the removal policy)
 //	providers         webhook,ses,sns (a comma-separated subset; default webhook)
 //	sesFrom           the sender address   sesIdentity  its verified identity (default: its domain)
@@ -96,6 +98,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		"consumerMemory": &s.ConsumerMemoryMB, "enqueueMemory": &s.EnqueueMemoryMB, "batchSize": &s.BatchSize,
 		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
 		"recordConcurrency": &s.RecordConcurrency, "enqueueReservedConcurrency": &s.EnqueueReservedConcurrency,
+		"intakeMemory": &s.IntakeMemoryMB, "intakeReservedConcurrency": &s.IntakeReservedConcurrency,
 	}
 	for key, dst := range ints {
 		if v, ok := str(key); ok {
@@ -106,7 +109,8 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 			*dst = n
 		}
 	}
-	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow, "providerTimeout": &s.ProviderTimeout}
+	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow, "providerTimeout": &s.ProviderTimeout,
+		"intakeTimeout": &s.IntakeTimeout}
 	for key, dst := range seconds {
 		if v, ok := str(key); ok {
 			n, err := strconv.Atoi(v)

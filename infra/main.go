@@ -82,7 +82,7 @@ func buildFunctions(dir string) error {
 }
 
 // functionNames are the functions/ directories the stack deploys.
-var functionNames = []string{"consumer", "enqueue"}
+var functionNames = []string{"consumer", "enqueue", "intake"}
 
 // oneLine joins a multi-line error (errors.Join) into one line.
 func oneLine(err error) string {

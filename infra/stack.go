@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -70,6 +71,15 @@ type NudgeStack struct {
 	WorkQueue, DLQ    awssqs.Queue
 	SchedulerDLQ      awssqs.Queue
 	Consumer, Enqueue awslambda.Function
+	// TableIndexes are the ledger table's global secondary indexes, by
+	// name (ledger.TableInput's).
+	TableIndexes []string
+	// Intake is the HTTP intake function, IntakeURL its function URL
+	// (AWS_IAM), and IntakeCallers the managed policy that lets a caller
+	// invoke it through that URL and nothing else.
+	Intake        awslambda.Function
+	IntakeURL     awslambda.FunctionUrl
+	IntakeCallers awsiam.ManagedPolicy
 	// Operator is the managed policy for the people who run the nudge
 	// operator commands (docs/operations.md#operator-permissions).
 	Operator   awsiam.ManagedPolicy
@@ -117,7 +127,11 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		webhook = newWebhookParams(stack, id)
 	}
 
-	n.Table = newTable(stack, s, removal)
+	def := ledger.TableInput(s.TableName())
+	n.Table = newTable(stack, def, s.RetainData, removal)
+	for _, g := range def.GlobalSecondaryIndexes {
+		n.TableIndexes = append(n.TableIndexes, *g.IndexName)
+	}
 
 	// Queues. Fixed names, so that the DLQ's RedriveAllowPolicy can name
 	// the work queue's ARN without referencing it (a cycle).
@@ -146,10 +160,11 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	}
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
 	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
+	n.intake(s, props.BuildDir, res, removal)
 
 	// Least privilege: only the actions each function calls, on its own
 	// resources (docs/infrastructure.md lists them).
-	indexARN := awscdk.Fn_Join(str(""), &[]*string{n.Table.TableArn(), str("/index/" + ledger.IndexName)})
+	indexARN := n.indexARN(ledger.IndexName)
 	n.Consumer.AddToRolePolicy(allow([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn(), n.DLQ.QueueArn()))
 	if webhook != nil {
@@ -210,6 +225,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		"LedgerTable": n.Table.TableName(), "WorkQueueUrl": n.WorkQueue.QueueUrl(), "DeadLetterQueueUrl": n.DLQ.QueueUrl(),
 		"ConsumerFunction": n.Consumer.FunctionName(), "EnqueueFunction": n.Enqueue.FunctionName(), "AlarmTopic": n.AlarmTopic.TopicArn(),
 		"OperatorPolicyArn": n.Operator.ManagedPolicyArn(),
+		"IntakeFunction":    n.Intake.FunctionName(), "IntakeUrl": n.IntakeURL.Url(), "IntakeCallerPolicyArn": n.IntakeCallers.ManagedPolicyArn(),
 	} {
 		awscdk.NewCfnOutput(stack, str(name), &awscdk.CfnOutputProps{Value: v})
 	}
@@ -219,10 +235,10 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	return n
 }
 
-// newTable defines the ledger table from ledger.TableInput, the definition
-// the local stand-ins are created with.
-func newTable(stack awscdk.Stack, s deployment.Stage, removal awscdk.RemovalPolicy) awsdynamodb.Table {
-	def := ledger.TableInput(s.TableName())
+// newTable defines the ledger table from def, ledger.TableInput: the
+// definition the local stand-ins are created with. Every global secondary
+// index of def becomes one of the table's, with its keys and projection.
+func newTable(stack awscdk.Stack, def *dynamodb.CreateTableInput, retain bool, removal awscdk.RemovalPolicy) awsdynamodb.Table {
 	types := map[string]awsdynamodb.AttributeType{}
 	for _, a := range def.AttributeDefinitions {
 		if a.AttributeType != ddbtypes.ScalarAttributeTypeS {
@@ -245,21 +261,90 @@ func newTable(stack awscdk.Stack, s deployment.Stage, removal awscdk.RemovalPoli
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		TimeToLiveAttribute:              str(ledger.TTLAttribute),
 		Encryption:                       awsdynamodb.TableEncryption_AWS_MANAGED, // KMS (aws/dynamodb): Control Tower CT.DYNAMODB.PR.2
-		DeletionProtection:               jsii.Bool(s.RetainData),
+		DeletionProtection:               jsii.Bool(retain),
 		RemovalPolicy:                    removal,
 	})
 	for _, g := range def.GlobalSecondaryIndexes {
-		var include []*string
-		for _, a := range g.Projection.NonKeyAttributes {
-			include = append(include, str(a))
-		}
-		t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		index := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:    g.IndexName,
 			PartitionKey: key(g.KeySchema, ddbtypes.KeyTypeHash), SortKey: key(g.KeySchema, ddbtypes.KeyTypeRange),
-			ProjectionType: awsdynamodb.ProjectionType_INCLUDE, NonKeyAttributes: &include,
-		})
+		}
+		if index.PartitionKey == nil {
+			panic(fmt.Sprintf("ledger index %s has no partition key", *g.IndexName))
+		}
+		// DynamoDB's default projection, when none is given, is keys only;
+		// CDK's is ALL: say it always.
+		projection := ddbtypes.ProjectionTypeKeysOnly
+		if g.Projection != nil && g.Projection.ProjectionType != "" {
+			projection = g.Projection.ProjectionType
+		}
+		var nonKey []string
+		if g.Projection != nil {
+			nonKey = g.Projection.NonKeyAttributes
+		}
+		switch projection {
+		case ddbtypes.ProjectionTypeAll:
+			index.ProjectionType = awsdynamodb.ProjectionType_ALL
+		case ddbtypes.ProjectionTypeKeysOnly:
+			index.ProjectionType = awsdynamodb.ProjectionType_KEYS_ONLY
+		case ddbtypes.ProjectionTypeInclude:
+			if len(nonKey) == 0 {
+				panic(fmt.Sprintf("ledger index %s projects INCLUDE without attributes", *g.IndexName))
+			}
+			index.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
+			index.NonKeyAttributes = jsii.Strings(nonKey...)
+		default:
+			panic(fmt.Sprintf("ledger index %s has projection %q, which the stack does not know", *g.IndexName, projection))
+		}
+		if projection != ddbtypes.ProjectionTypeInclude && len(nonKey) > 0 {
+			panic(fmt.Sprintf("ledger index %s projects %s but names attributes %v: only INCLUDE takes them", *g.IndexName, projection, nonKey))
+		}
+		t.AddGlobalSecondaryIndex(index)
 	}
 	return t
+}
+
+// indexARN is the ARN of one of the ledger table's indexes.
+func (n *NudgeStack) indexARN(name string) *string {
+	return awscdk.Fn_Join(str(""), &[]*string{n.Table.TableArn(), str("/index/" + name)})
+}
+
+// intake defines the HTTP intake: its function, a function URL that only
+// SigV4-signed requests of principals allowed to invoke it reach (AWS_IAM),
+// its least-privilege role on the ledger table, and the managed policy a
+// caller is given. A function URL rather than API Gateway: callers are
+// services with AWS credentials, and it costs nothing beyond Lambda
+// (docs/infrastructure.md#the-http-intake says what API Gateway would add).
+func (n *NudgeStack) intake(s deployment.Stage, buildDir string, res deployment.Resources, removal awscdk.RemovalPolicy) {
+	n.Intake = newFunction(n.Stack, "Intake", buildDir, "intake", s.IntakeMemoryMB, s.IntakeTimeout.Seconds(), s.IntakeReservedConcurrency, s.IntakeEnv(res), s, removal)
+	n.IntakeURL = n.Intake.AddFunctionUrl(&awslambda.FunctionUrlOptions{
+		AuthType: awslambda.FunctionUrlAuthType_AWS_IAM, InvokeMode: awslambda.InvokeMode_BUFFERED,
+	})
+	// Create, read, reschedule, list and cancel reminders: reads and
+	// conditional writes, in transactions too (ConditionCheckItem), never
+	// a scan or a delete; Query on each index (the due index, and the
+	// account index that lists an account's reminders).
+	n.Intake.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
+		"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn()))
+	var indexes []*string
+	for _, name := range n.TableIndexes {
+		indexes = append(indexes, n.indexARN(name))
+	}
+	if len(indexes) > 0 {
+		n.Intake.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexes...))
+	}
+	// A caller may invoke the function through its URL, signed (AWS_IAM),
+	// and not otherwise: since October 2025 a new function URL needs both
+	// actions, lambda:InvokeFunction limited to calls through a URL.
+	url := allow([]string{"lambda:InvokeFunctionUrl"}, n.Intake.FunctionArn())
+	url.AddCondition(str("StringEquals"), map[string]any{"lambda:FunctionUrlAuthType": "AWS_IAM"})
+	invoke := allow([]string{"lambda:InvokeFunction"}, n.Intake.FunctionArn())
+	invoke.AddCondition(str("Bool"), map[string]any{"lambda:InvokedViaFunctionUrl": "true"})
+	n.IntakeCallers = awsiam.NewManagedPolicy(n.Stack, str("IntakeCallerPolicy"), &awsiam.ManagedPolicyProps{
+		ManagedPolicyName: str("nudge-" + s.Name + "-intake-callers"),
+		Description:       str("Nudge " + s.Name + " HTTP intake: call its function URL (SigV4), nothing else"),
+		Statements:        &[]awsiam.PolicyStatement{url, invoke},
+	})
 }
 
 // newFunction defines one Go function on provided.al2023/arm64 from
@@ -327,7 +412,7 @@ func retention(days int) awslogs.RetentionDays {
 // shard registry), and writes only reminders' partitions (REM#…): never
 // the enqueue's cursors or the shard registry.
 func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsiam.ManagedPolicy {
-	indexARN := awscdk.Fn_Join(str(""), &[]*string{n.Table.TableArn(), str("/index/" + ledger.IndexName)})
+	indexARN := n.indexARN(ledger.IndexName)
 	writes := allow([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, n.Table.TableArn())
 	writes.AddCondition(str("ForAllValues:StringLike"), map[string]any{"dynamodb:LeadingKeys": []string{ledger.PartitionKey("*")}})
 	writes.AddCondition(str("Null"), map[string]any{"dynamodb:LeadingKeys": "false"})
@@ -479,6 +564,8 @@ func (n *NudgeStack) email(s deployment.Stage, dir string) {
 	n.Consumer.AddToRolePolicy(allow([]string{"ses:SendEmail", "ses:SendTemplatedEmail"},
 		arn("identity", s.SESIdentityName()), arn("configuration-set", *set.ConfigurationSetName()), arn("template", s.SESTemplatePrefix()+"*")))
 	n.Operator.AddStatements(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
+	// The intake checks a delivery's template is deployed, as the CLI does.
+	n.Intake.AddToRolePolicy(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
 }
 
 // emailEvents keeps SES's record of each e-mail, which an operator reads
@@ -605,6 +692,14 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, 0, notBreaching)
 	add("enqueue-errors", "The enqueue function failed runs: hand-offs wait.", n.Enqueue.MetricErrors(sum), 0, 3, 0, notBreaching)
 	add("enqueue-throttles", "The enqueue function was throttled.", n.Enqueue.MetricThrottles(sum), 0, 3, 0, notBreaching)
+	// The intake answers a bad request with a 4xx itself: an error is an
+	// unexpected failure (a 5xx, a crash, a timeout), and a throttle a
+	// caller refused with 429. Either reaches a caller, so one in a
+	// 5-minute window is enough.
+	add("intake-errors", "The HTTP intake failed requests (callers got a 5xx): an unexpected error, since it answers bad requests with a 4xx itself.",
+		n.Intake.MetricErrors(sum), 0, 5, 1, notBreaching)
+	add("intake-throttles", "The HTTP intake refused requests with 429: its instances (reserved concurrency) or the account's concurrency are used up.",
+		n.Intake.MetricThrottles(sum), 0, 5, 1, notBreaching)
 	// A lost tick is harmless alone (the next one resumes from the
 	// cursors) and leaves its record in the schedule DLQ; ticks lost in 3
 	// of 5 minutes are an outage. Counting messages sent, not messages
@@ -652,4 +747,9 @@ func (n *NudgeStack) dashboard(s deployment.Stage) {
 		graph("Retried by failure class", search("ErrorClass", consumer.MetricRetried)),
 		graph("Dead-lettered by failure class", search("ErrorClass", consumer.MetricDeadLettered)),
 	)
+	sum := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum")}
+	d.AddWidgets(awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: str("HTTP intake"), Width: num(8),
+		Left:  &[]awscloudwatch.IMetric{n.Intake.MetricInvocations(sum), n.Intake.MetricErrors(sum), n.Intake.MetricThrottles(sum)},
+		Right: &[]awscloudwatch.IMetric{n.Intake.MetricDuration(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("p99")})},
+	}))
 }

@@ -283,7 +283,8 @@ func TestInvariants(t *testing.T) {
 					}
 				}
 			}
-			for _, want := range []string{"expired", "consumer-duration", "unstarted", "publish-failed", "dynamodb-throttles", "ticks-lost", "overdue-pending", "dlq-not-empty"} {
+			for _, want := range []string{"expired", "consumer-duration", "unstarted", "publish-failed", "dynamodb-throttles", "ticks-lost", "overdue-pending", "dlq-not-empty",
+				"consumer-errors", "enqueue-errors", "intake-errors", "consumer-throttles", "enqueue-throttles", "intake-throttles"} {
 				if !names[want] {
 					t.Errorf("no %s alarm", want)
 				}
@@ -375,15 +376,18 @@ func actions(p map[string]any) []string {
 }
 
 func TestContextOverridesTheStage(t *testing.T) {
-	ctx := map[string]any{"stage": "prod", "consumerMemory": "1024", "batchSize": "50", "batchingWindow": "5", "recordConcurrency": "25", "alarmEmail": "ops@example.com", "retainData": "false"}
+	ctx := map[string]any{"stage": "prod", "consumerMemory": "1024", "batchSize": "50", "batchingWindow": "5", "recordConcurrency": "25", "alarmEmail": "ops@example.com", "retainData": "false",
+		"intakeMemory": "512", "intakeTimeout": "20", "intakeReservedConcurrency": "50"}
 	s, err := StageFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Name != "prod" || s.ConsumerMemoryMB != 1024 || s.BatchSize != 50 || s.BatchingWindow.Seconds() != 5 || s.AlarmEmail != "ops@example.com" || s.RetainData {
+	if s.Name != "prod" || s.ConsumerMemoryMB != 1024 || s.BatchSize != 50 || s.BatchingWindow.Seconds() != 5 || s.AlarmEmail != "ops@example.com" || s.RetainData ||
+		s.IntakeMemoryMB != 512 || s.IntakeTimeout.Seconds() != 20 || s.IntakeReservedConcurrency != 50 {
 		t.Fatalf("stage %+v", s)
 	}
-	for _, bad := range []map[string]any{{"stage": "qa"}, {"shards": "many"}, {"maxAttempts": "20"}, {"retainData": "maybe"}} {
+	for _, bad := range []map[string]any{{"stage": "qa"}, {"shards": "many"}, {"maxAttempts": "20"}, {"retainData": "maybe"},
+		{"intakeMemory": "64"}, {"intakeTimeout": "1"}, {"intakeReservedConcurrency": "-1"}, {"intakeTimeout": "ten"}} {
 		if _, err := StageFromContext(func(k string) any { return bad[k] }); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/intake"
 )
 
 func TestStagesAreValid(t *testing.T) {
@@ -54,6 +56,12 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"batch beyond what can start":   {func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow = 100, 5*time.Second }, "starts at most 20 while every send takes the 10s provider timeout (2 rounds in the 18s before the cut-off)"},
 		"concurrency below 2":           {func(s *deployment.Stage) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},
 		"memory above Lambda's limit":   {func(s *deployment.Stage) { s.ConsumerMemoryMB = 10241 }, "function memory 10241 MB (consumer)"},
+		"intake memory below Lambda's":  {func(s *deployment.Stage) { s.IntakeMemoryMB = 64 }, "intake memory 64 MB; Lambda allows 128 to 10240"},
+		"intake memory above Lambda's":  {func(s *deployment.Stage) { s.IntakeMemoryMB = 10241 }, "intake memory 10241 MB"},
+		"intake timeout below 3s":       {func(s *deployment.Stage) { s.IntakeTimeout = 2 * time.Second }, "intake timeout 2s; use 3 s to 15 minutes"},
+		"intake timeout above Lambda's": {func(s *deployment.Stage) { s.IntakeTimeout = 16 * time.Minute }, "intake timeout 16m0s"},
+		"intake reserving below 0":      {func(s *deployment.Stage) { s.IntakeReservedConcurrency = -1 }, "intake reserved concurrency -1; use 0 (no cap) to 1000"},
+		"intake reserving above 1000":   {func(s *deployment.Stage) { s.IntakeReservedConcurrency = 1001 }, "intake reserved concurrency 1001"},
 	} {
 		s := deployment.Dev()
 		tc.edit(&s)
@@ -69,6 +77,12 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"enqueue budget of 5s":                 func(s *deployment.Stage) { s.EnqueueTimeout = 8 * time.Second },
 		"the most memory Lambda gives":         func(s *deployment.Stage) { s.ConsumerMemoryMB, s.EnqueueMemoryMB = 10240, 10240 },
 		"a batch of 100 at 50 at a time":       func(s *deployment.Stage) { s.BatchSize, s.BatchingWindow, s.RecordConcurrency = 100, 5*time.Second, 50 },
+		"the least intake Lambda allows": func(s *deployment.Stage) {
+			s.IntakeMemoryMB, s.IntakeTimeout, s.IntakeReservedConcurrency = 128, 3*time.Second, 0
+		},
+		"the most intake Lambda allows": func(s *deployment.Stage) {
+			s.IntakeMemoryMB, s.IntakeTimeout, s.IntakeReservedConcurrency = 10240, 15*time.Minute, 1000
+		},
 	} {
 		s := deployment.Dev()
 		edit(&s)
@@ -96,6 +110,15 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 	if err != nil || e.Shards != s.Shards || e.Table != "t" {
 		t.Fatalf("enqueue settings %+v, %v", e, err)
 	}
+	i, err := intake.SettingsFromEnv(getenv(s.IntakeEnv(r)))
+	if err != nil || i.Table != "t" || i.Shards != s.Shards || !slices.Equal(i.Providers, s.Providers) || i.SESTemplatePrefix != "" {
+		t.Fatalf("intake settings %+v, %v", i, err)
+	}
+	ses := deployment.Dev()
+	ses.Providers, ses.SESFrom = []string{"webhook", "ses"}, "reminders@mail.example.com"
+	if i, err := intake.SettingsFromEnv(getenv(ses.IntakeEnv(r))); err != nil || i.SESTemplatePrefix != ses.SESTemplatePrefix() || !slices.Equal(i.Providers, ses.Providers) {
+		t.Fatalf("intake settings of a stage running ses %+v, %v", i, err)
+	}
 	if got := deployment.EnvList(map[string]string{"B": "2", "A": "1"}); strings.Join(got, " ") != "A=1 B=2" {
 		t.Fatalf("EnvList = %v", got)
 	}
@@ -119,7 +142,7 @@ func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
 		}
 	}
 	dev := deployment.Dev()
-	cenv, eenv := dev.ConsumerEnv(r), dev.EnqueueEnv(r)
+	cenv, eenv, ienv := dev.ConsumerEnv(r), dev.EnqueueEnv(r), dev.IntakeEnv(r)
 	for _, tc := range []struct {
 		name string
 		err  func() error
@@ -139,6 +162,13 @@ func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
 		{"enqueue: zero shards", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_SHARDS", "0")); return err }, "NUDGE_SHARDS"},
 		{"enqueue: missing table", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_TABLE", "")); return err }, "NUDGE_TABLE is not set"},
 		{"enqueue: missing queue", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_QUEUE_URL", "")); return err }, "NUDGE_QUEUE_URL is not set"},
+		{"intake: missing table", func() error { _, err := intake.SettingsFromEnv(with(ienv, "NUDGE_TABLE", "")); return err }, "NUDGE_TABLE is not set"},
+		{"intake: zero shards", func() error { _, err := intake.SettingsFromEnv(with(ienv, "NUDGE_SHARDS", "0")); return err }, "NUDGE_SHARDS"},
+		{"intake: unknown provider", func() error {
+			_, err := intake.SettingsFromEnv(with(ienv, "NUDGE_PROVIDERS", "webhook,pigeon"))
+			return err
+		}, `"pigeon"`},
+		{"stage: the intake's reading of its environment", func() error { s := deployment.Dev(); s.Shards = 1001; return s.Validate() }, "intake: NUDGE_SHARDS"},
 		{"stage: zero shards", func() error { s := deployment.Dev(); s.Shards = 0; return s.Validate() }, "0 shards; use 1 to 1000"},
 		{"stage: consumer timeout not above the provider's", func() error {
 			s := deployment.Dev()
