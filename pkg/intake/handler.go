@@ -141,6 +141,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.notRouted(rec, r)
 		return
 	}
+	// The work stops half the margin before the function's deadline, so
+	// that the answer (a 503 for what was cut off) is written before
+	// Lambda ends the invocation, which the caller would see as a bare 502.
+	if dl, ok := r.Context().Deadline(); ok {
+		ctx, cancel := context.WithDeadline(r.Context(), dl.Add(-h.cfg.Margin/2))
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	h.mux.ServeHTTP(rec, r)
 }
 
@@ -228,6 +236,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	if p := noBody(r); p != nil {
 		writeProblem(w, r, p)
+		return
+	}
+	if err := validID(h.cfg.Store.Validator(), r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
 		return
 	}
 	v, err := h.cfg.Store.Show(r.Context(), r.PathValue("id"))
@@ -601,7 +613,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	stop := time.Time{}
 	if dl, ok := ctx.Deadline(); ok {
-		stop = dl.Add(-h.cfg.Margin)
+		stop = dl.Add(-h.cfg.Margin / 2) // ServeHTTP took the other half
 	}
 	results := make([]ItemResult, len(b.Reminders))
 	seen := map[string]int{}

@@ -168,8 +168,9 @@ func TestBadInputIsAProblemNamingTheFieldAndTheFix(t *testing.T) {
 		{"oversized", "PUT", "/v1/reminders/rem-1", "application/json", string(hugeBody), 413, ""},
 		{"odd id: a space", "PUT", "/v1/reminders/rem%201", "application/json", `{}`, 400, "id"},
 		{"odd id: a slash", "PUT", "/v1/reminders/rem%2F1", "application/json", `{}`, 400, "id"},
-		{"odd id: unicode", "GET", "/v1/reminders/r%C3%A9m", "", ``, 404, ""},
+		{"odd id: unicode", "GET", "/v1/reminders/r%C3%A9m", "", ``, 400, "id"},
 		{"odd id: too long", "DELETE", "/v1/reminders/" + strings.Repeat("a", 129), "", ``, 400, "id"},
+		{"odd id: far too long to read", "GET", "/v1/reminders/" + strings.Repeat("a", 3000), "", ``, 400, "id"},
 		{"odd id: control", "POST", "/v1/reminders/rem%00/reschedule", "application/json", `{"dueAt":"2026-12-02T09:00:00Z"}`, 400, "id"},
 		{"a past dueAt", "PUT", "/v1/reminders/rem-1", "application/json", `{"accountRef":"a","dueAt":"2020-01-01T00:00:00Z","deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"r","templateRef":"t"}]}`, 400, "expiresAt"},
 		{"a GET with a body", "GET", "/v1/reminders/rem-1", "application/json", `{}`, 400, ""},
@@ -477,5 +478,73 @@ func TestFunctionURLCarriesTheEventAndTheCaller(t *testing.T) {
 	ev.Body, ev.IsBase64Encoded = "%%%", true
 	if res, err := fn(context.Background(), ev); err != nil || res.StatusCode != 400 {
 		t.Errorf("a body that is not base64: %+v, %v", res, err)
+	}
+}
+
+// slowStore writes each reminder after a pause, or not at all if the
+// request's context ends first.
+type slowStore struct {
+	intake.Store
+	pause time.Duration
+}
+
+func (s slowStore) Create(ctx context.Context, r schedule.Reminder) (schedule.Outcome, error) {
+	select {
+	case <-time.After(s.pause):
+		return s.Store.Create(ctx, r)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// TestABatchAnswersBeforeTheFunctionsDeadline: what the deadline leaves
+// unwritten is answered 503 (send it again), and the answer is written
+// before the invocation would end.
+func TestABatchAnswersBeforeTheFunctionsDeadline(t *testing.T) {
+	clk := clock.NewFake(now)
+	led, _ := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+	store, _ := schedule.New(schedule.Config{Ledger: led, Clock: clk})
+	h, err := intake.New(intake.Config{Store: slowStore{Store: store, pause: 100 * time.Millisecond}, BatchConcurrency: 1, Margin: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []map[string]any
+	for i := range 8 {
+		r := reminder("")
+		r["id"] = fmt.Sprintf("rem-%d", i)
+		rs = append(rs, r)
+	}
+	body, _ := json.Marshal(map[string]any{"reminders": rs})
+	deadline := time.Now().Add(500 * time.Millisecond)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	res, err := intake.FunctionURL(h, nil)(ctx, events.LambdaFunctionURLRequest{RawPath: "/v1/reminders", Body: string(body),
+		Headers: map[string]string{"content-type": "application/json"}, RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "POST"}}})
+	if err != nil || time.Now().After(deadline) {
+		t.Fatalf("answered at %v (deadline %v): %v", time.Now(), deadline, err)
+	}
+	var out intake.BatchResult
+	if err := json.Unmarshal([]byte(res.Body), &out); err != nil || len(out.Results) != 8 {
+		t.Fatalf("%d %s", res.StatusCode, res.Body)
+	}
+	created, later := 0, 0
+	for i, r := range out.Results {
+		switch {
+		case r.Status == 201:
+			created++
+		case r.Status == 503 && r.Problem != nil && r.Problem.Type == intake.ProblemUnavailable && r.ID == fmt.Sprintf("rem-%d", i):
+			later++
+		default:
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if created == 0 || later == 0 || created+later != 8 {
+		t.Errorf("%d created, %d to send again; want some of each", created, later)
+	}
+	for i, r := range out.Results {
+		stored, _ := led.ReadReminder(context.Background(), fmt.Sprintf("rem-%d", i))
+		if (r.Status == 201) != !stored.Empty() {
+			t.Errorf("rem-%d answered %d but stored: %v", i, r.Status, !stored.Empty())
+		}
 	}
 }

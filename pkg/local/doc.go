@@ -8,12 +8,14 @@
 // defines them (Provision), AWS clients on them, and the provider sink on a
 // loopback port. Env gives a function the environment the stack would give
 // it, pointed at these, and StartFunction runs its bootstrap under the
-// Lambda runtime interface emulator.
+// Lambda runtime interface emulator; StartIntake runs the HTTP intake's
+// instances behind a local function URL.
 //
 // Its subpackages are the parts:
 //
 //	standin      install and run the stand-ins and the emulator; counting proxies
 //	esm          a local SQS event source mapping
+//	urlfront     a local Lambda function URL (payload format 2.0, SigV4 header required)
 //	sink         a provider that deduplicates by idempotency key and injects faults
 //	demo         the demo, the chaos run and the drain benchmark
 //	batchtest    helpers for tests of SQS handlers

@@ -24,6 +24,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
+	"github.com/nudgehq/nudge/pkg/local/urlfront"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
 
@@ -203,7 +204,7 @@ func (s *System) Endpoints() Endpoints {
 	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint}
 }
 
-// Env returns function fn's environment (consumer or enqueue): the one the
+// Env returns function fn's environment (consumer, enqueue or intake): the one the
 // stack gives it, with this system's resources and provider, its AWS calls
 // sent to ep, the emulator's Lambda variables for a function of timeout
 // (0: the stage's), and overrides (KEY=VALUE) replacing what they name.
@@ -219,8 +220,11 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 	case "enqueue":
 		env, memory = s.Stage.EnqueueEnv(res), s.Stage.EnqueueMemoryMB
 		timeout = cmp.Or(timeout, s.Stage.EnqueueTimeout)
+	case "intake":
+		env, memory = s.Stage.IntakeEnv(res), s.Stage.IntakeMemoryMB
+		timeout = cmp.Or(timeout, s.Stage.IntakeTimeout)
 	default:
-		return nil, fmt.Errorf("local: no function %q; use consumer or enqueue", fn)
+		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue or intake", fn)
 	}
 	ep.SES = cmp.Or(ep.SES, s.SESEndpoint)
 	list := append(standin.EndpointEnv(ep), deployment.EnvList(env)...)
@@ -247,4 +251,62 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 // the Lambda runtime interface emulator, with env, its output to log.
 func (s *System) StartFunction(ctx context.Context, bootstrap string, env []string, log io.Writer) (*standin.Lambda, error) {
 	return standin.StartLambda(ctx, s.Dir, bootstrap, standin.Options{Log: log, Env: env})
+}
+
+// Intake is the HTTP intake function running locally: instances of its
+// bootstrap under the emulator, behind a stand-in for its function URL.
+type Intake struct {
+	front     *urlfront.Front
+	instances []*standin.Lambda
+}
+
+// StartIntake runs instances copies of the intake's bootstrap (built for
+// this machine: build/local/intake/bootstrap) under the emulator, with the
+// environment the stack gives it (Env), its AWS calls sent to ep, and a
+// function URL in front of them (urlfront: SigV4 header required but not
+// verified, payload format 2.0, at most instances requests at once). The
+// functions' output and the front's access lines go to log; nil: the
+// functions' to files in the stand-in folder's logs, the front's nowhere.
+func (s *System) StartIntake(ctx context.Context, bootstrap string, instances int, ep Endpoints, log io.Writer) (in *Intake, err error) {
+	if instances < 1 {
+		return nil, fmt.Errorf("local: %d intake instances; start at least 1 (one per request served at once)", instances)
+	}
+	env, err := s.Env("intake", ep, 0)
+	if err != nil {
+		return nil, err
+	}
+	in = &Intake{}
+	defer func() {
+		if err != nil {
+			in.Close()
+			in = nil
+		}
+	}()
+	invokers := make([]urlfront.Invoker, 0, instances)
+	for i := 0; i < instances; i++ {
+		fn, err := s.StartFunction(ctx, bootstrap, env, log)
+		if err != nil {
+			return in, fmt.Errorf("local: start intake instance %d of %d: %w", i+1, instances, err)
+		}
+		in.instances = append(in.instances, fn)
+		invokers = append(invokers, fn)
+	}
+	in.front, err = urlfront.Start(urlfront.Config{Invokers: invokers, Log: log, Timeout: s.Stage.IntakeTimeout})
+	return in, err
+}
+
+// URL is the intake's function URL, without a trailing slash.
+func (in *Intake) URL() string { return in.front.URL() }
+
+// Instances are the intake's emulator instances, in the front's order.
+func (in *Intake) Instances() []*standin.Lambda { return in.instances }
+
+// Close stops the function URL, then every instance (by its process group).
+func (in *Intake) Close() {
+	if in.front != nil {
+		in.front.Close()
+	}
+	for _, fn := range in.instances {
+		fn.Stop()
+	}
 }

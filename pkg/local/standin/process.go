@@ -274,15 +274,30 @@ var errExited = errors.New("exited while starting")
 // ErrNotConfigured is returned by FromEnv when no stand-in endpoints are set.
 var ErrNotConfigured = errors.New("standin: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_SESV2 are not set; run the tests with `make test`, which starts the stand-ins")
 
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the request id Invoke gives the
+// invocation: the emulator's X-Amzn-RequestId, the id of its START, END and
+// REPORT lines and of the function's context (lambdacontext's
+// AwsRequestID), as Lambda gives a function URL's invocation the request's
+// id. Without it the emulator makes one up.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
 // Invoke posts payload to the function and returns its response, so a
 // Lambda is an esm.Invoker. A function error comes back as the payload
-// ({"errorType": …}); an emulator that cannot answer is an error.
+// ({"errorType": …}); an emulator that cannot answer is an error. ctx may
+// carry the invocation's request id (WithRequestID).
 func (l *Lambda) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.InvokeURL(), bytes.NewReader(payload))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if id, ok := ctx.Value(requestIDKey{}).(string); ok && id != "" {
+		req.Header.Set("X-Amzn-RequestId", id)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("standin: invoke %s: %w", l.Endpoint, err)
