@@ -186,7 +186,6 @@ func reminderCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	return exitUsage
 }
 
-
 func reminderShow(args []string, out, errs io.Writer) int {
 	c := newCommand("nudge reminder show", "ID", "The reminder, each delivery's state, attempts, last error and receipt, whether it was handed\noff, and the transition history in time order.", out, errs)
 	fs := c.fs
