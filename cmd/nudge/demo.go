@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/nudgehq/nudge/pkg/local/demo"
 )
@@ -35,6 +36,12 @@ func localRun(name string, d demo.Config, args []string, out, errs io.Writer) in
 		cfg.Keep = func(ctx context.Context, sum *demo.Summary, local demo.Local) {
 			sum.Write(os.Stdout)
 			fmt.Printf("\nThe e-mails SES sent are in the local inbox: %s\n", local.Inbox)
+			fmt.Printf("\nThe intake API is at %s (a local function URL: it needs a SigV4 signature and does not verify it):\n\n", local.IntakeURL)
+			fmt.Printf("  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local -H 'content-type: application/json' \\\n"+
+				"    -X PUT %s/v1/reminders/rem-try-1 -d '{\"accountRef\":\"acct-1\",\"dueAt\":\"%s\",\n"+
+				"    \"deliveries\":[{\"channel\":\"sms\",\"provider\":\"webhook\",\"recipientRef\":\"contact-1\",\"templateRef\":\"renewal\"}]}'\n"+
+				"  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local %s/v1/reminders/rem-try-1\n",
+				local.IntakeURL, time.Now().Add(time.Minute).UTC().Format(time.RFC3339), local.IntakeURL)
 			fmt.Printf("\nThe system keeps running (the schedule ticks, the consumers consume). In another shell:\n\n")
 			for _, kv := range local.Env {
 				fmt.Printf("  export %s\n", kv)

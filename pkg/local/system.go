@@ -22,6 +22,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/local/urlfront"
@@ -309,4 +310,11 @@ func (in *Intake) Close() {
 	for _, fn := range in.instances {
 		fn.Stop()
 	}
+}
+
+// Client is a client of the intake with the stand-ins' credentials and
+// region, signing as a caller in AWS would.
+func (in *Intake) Client() *intake.Client {
+	return &intake.Client{URL: in.URL(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		HTTP: &http.Client{Timeout: 60 * time.Second}}
 }

@@ -3,8 +3,10 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,13 +21,13 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local"
 	"github.com/nudgehq/nudge/pkg/local/esm"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/status"
 )
 
@@ -42,16 +44,16 @@ type system struct {
 	sink           *sink.Sink
 	ch             *channels // SES and SNS, with their fault fronts
 
-	intake        *schedule.Store
-	intakeLedger  *ledger.Ledger
-	view          *ledger.Ledger // the table, read by the checker on an uncounted client
-	intakeCounter *standin.Counter
-	proxies       map[string]*standin.Proxy // "consumer DynamoDB", …
-	consumerLogs  logs
-	enqueueLogs   logs
-	mapping       *esm.Mapping
-	enqueue       *standin.Lambda
-	consumers     []*instance
+	intake       *local.Intake  // the intake function behind its function URL
+	api          *intake.Client // the applications' door: every reminder enters through it
+	view         *ledger.Ledger // the table, read by the checker on an uncounted client
+	intakeLogs   logs
+	proxies      map[string]*standin.Proxy // "consumer DynamoDB", …
+	consumerLogs logs
+	enqueueLogs  logs
+	mapping      *esm.Mapping
+	enqueue      *standin.Lambda
+	consumers    []*instance
 
 	kills     []kill // consumer runtimes killed, in order
 	cutRuns   atomic.Int64
@@ -87,7 +89,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	bins := map[string]string{}
-	for _, fn := range []string{"consumer", "enqueue"} {
+	for _, fn := range []string{"consumer", "enqueue", "intake"} {
 		bins[fn] = filepath.Join(cfg.Bootstraps, fn, "bootstrap")
 		if _, err := os.Stat(bins[fn]); err != nil {
 			return nil, fmt.Errorf("demo: %s not found; build the functions for this machine first (make build-local; make demo does it)", bins[fn])
@@ -115,7 +117,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := s.empty(ctx); err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"consumer DynamoDB", "consumer SQS", "enqueue DynamoDB", "enqueue SQS"} {
+	for _, name := range []string{"consumer DynamoDB", "consumer SQS", "enqueue DynamoDB", "enqueue SQS", "intake DynamoDB"} {
 		target := s.ddbURL
 		if strings.HasSuffix(name, "SQS") {
 			target = s.sqsURL
@@ -127,21 +129,6 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		defer p.Close()
 		s.proxies[name] = p
 	}
-	// The intake, counted in process.
-	s.intakeCounter = &standin.Counter{}
-	intakeDB, _, err := local.Clients(ctx, s.ddbURL, s.sqsURL, s.intakeCounter)
-	if err != nil {
-		return nil, err
-	}
-	led, err := ledger.New(intakeDB, ledger.Config{Table: s.res.Table, Shards: stage.Shards})
-	if err != nil {
-		return nil, err
-	}
-	s.intakeLedger = led
-	if s.intake, err = schedule.New(schedule.Config{Ledger: led}); err != nil {
-		return nil, err
-	}
-
 	// The functions, with the stack's environment and local addresses.
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, err
@@ -186,6 +173,19 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	defer s.enqueue.Stop()
+	// The intake: the function behind its function URL, as applications
+	// reach it; its DynamoDB calls counted by a proxy.
+	log, closeLog, err = s.logFile(dir, "demo-intake.log")
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	s.intakeLogs = logs{log}
+	if s.intake, err = sys.StartIntake(ctx, bins["intake"], intakeInstances, local.Endpoints{DynamoDB: s.proxies["intake DynamoDB"].Endpoint}, log); err != nil {
+		return nil, err
+	}
+	defer s.intake.Close()
+	s.api = s.intake.Client()
 	if s.mapping, err = esm.New(esm.Config{Queue: s.sqs, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
 		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second}); err != nil {
 		return nil, err
@@ -399,7 +399,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); s.tick(keep) }()
 	go func() { defer wg.Done(); s.mapping.Run(keep) }()
-	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL, Inbox: s.sys.SESEndpoint + "/",
+	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL, Inbox: s.sys.SESEndpoint + "/", IntakeURL: s.intake.URL(),
 		Env: append(standin.EndpointEnv(standin.Endpoints{DynamoDB: s.ddbURL, SQS: s.sqsURL, SES: s.sys.SESEndpoint}), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
 	return sum, nil
 }
@@ -410,6 +410,9 @@ type Local struct {
 	// Inbox is the SES stand-in's web inbox, where the e-mails sent show
 	// rendered.
 	Inbox string
+	// IntakeURL is the intake's local function URL (it needs a SigV4
+	// Authorization header, which it does not verify).
+	IntakeURL string
 	// Env is the environment that points the nudge CLI (or any AWS SDK) at
 	// the stand-ins and the stage: KEY=VALUE lines.
 	Env []string
@@ -471,22 +474,22 @@ feed:
 func (s *system) createOne(ctx context.Context, r *plannedReminder, lateCancels *sync.WaitGroup) error {
 	now := time.Now()
 	in := s.plan.input(r, now, r.soon)
-	rem, err := s.intake.Validator().Validate(in)
-	if err != nil {
-		return fmt.Errorf("demo: the mix made an invalid reminder: %w", err)
-	}
+	var created intake.Created
+	var err error
 	for attempt := 1; ; attempt++ {
-		if _, err = s.intake.Create(ctx, rem); err == nil || attempt == 5 || ctx.Err() != nil {
+		// Every call is idempotent: one that timed out, or met a busy
+		// intake (429) or DynamoDB Local (503), is sent again.
+		if created, err = s.api.Put(ctx, in); err == nil || !retryable(err) || attempt == 5 || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond) // real time: a pause for DynamoDB Local
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond) // real time: a pause for the intake
 	}
 	if err != nil {
-		return fmt.Errorf("demo: schedule %s: %w", r.id, err)
+		return fmt.Errorf("demo: schedule %s through the API: %w", r.id, err)
 	}
 	s.mu.Lock()
 	for _, d := range r.deliveries {
-		s.due[d.key] = rem.DueAt
+		s.due[d.key] = created.Reminder.DueAt
 	}
 	s.mu.Unlock()
 	switch r.kind {
@@ -508,16 +511,38 @@ func (s *system) createOne(ctx context.Context, r *plannedReminder, lateCancels 
 }
 
 func (s *system) cancel(ctx context.Context, r *plannedReminder) {
-	res, err := s.intake.Cancel(ctx, r.id, "demo: "+string(r.kind))
-	if err != nil {
-		s.problem("cancel %s: %v", r.id, err)
-		return
-	}
-	for _, c := range res {
-		if !c.Cancelled {
-			s.problem("cancel %s refused: %v (status %s)", c.Key, c.Refused, c.Status)
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if _, err = s.api.Cancel(ctx, r.id); err == nil || !retryable(err) || ctx.Err() != nil {
+			break
 		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond) // real time: a pause for the intake
 	}
+	var e *intake.Error
+	switch {
+	case errors.As(err, &e) && e.Status == http.StatusConflict:
+		for _, d := range e.Problem.Deliveries {
+			if d.Outcome != "cancelled" {
+				s.problem("cancel %s refused: %s (status %s)", d.Key, d.Outcome, d.Status)
+			}
+		}
+	case err != nil:
+		s.problem("cancel %s: %v", r.id, err)
+	}
+}
+
+// intakeInstances is how many intake instances serve the demo's API calls
+// at once (the emulator runs one invoke at a time per instance).
+const intakeInstances = 4
+
+// retryable says whether an API call may be sent again: it timed out, or
+// met a busy intake or table. Every call is idempotent.
+func retryable(err error) bool {
+	var e *intake.Error
+	if errors.As(err, &e) {
+		return e.Status == http.StatusTooManyRequests || e.Status == http.StatusBadGateway || e.Status == http.StatusServiceUnavailable
+	}
+	return err != nil
 }
 
 // misbehave puts what at-least-once delivery and bad producers put on a

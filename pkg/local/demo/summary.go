@@ -55,6 +55,8 @@ type Summary struct {
 	RequestsPerSent float64
 
 	Ticks, Invocations int
+	// IntakeCalls are the intake function's invocations: one per API call.
+	IntakeCalls int
 
 	// Chaos: consumer runtimes killed mid-batch (of those asked for), the
 	// invocations that failed as a whole, the enqueue runs the time budget
@@ -183,7 +185,6 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	}
 	st := s.mapping.Stats()
 	sum.Requests["event source mapping SQS"] = st.ReceiveRequests + st.DeleteRequests
-	sum.Requests["intake DynamoDB"] = int64(s.intakeCounter.Service("DynamoDB"))
 	var total int64
 	for _, n := range sum.Requests {
 		total += n
@@ -192,19 +193,19 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		sum.RequestsPerSent = float64(total) / float64(sum.Sent)
 	}
 	sum.Ticks, sum.Invocations = int(s.ticks.Load()), s.consumerLogs.invocations()
-	for _, name := range []string{"consumer DynamoDB", "enqueue DynamoDB"} {
+	for _, name := range []string{"consumer DynamoDB", "enqueue DynamoDB", "intake DynamoDB"} {
 		r, w := s.proxies[name].Units()
 		sum.Usage.ReadUnits += r
 		sum.Usage.WriteUnits += w
 	}
-	intake := s.intakeLedger.Units()
-	sum.Usage.WriteUnits += intake.Reminders + intake.Deliveries
 	sum.Usage.SQSRequests = sum.Requests["consumer SQS"] + sum.Requests["enqueue SQS"] + sum.Requests["event source mapping SQS"]
 	cBilled, cBytes := s.consumerLogs.usage()
 	eBilled, eBytes := s.enqueueLogs.usage()
-	sum.Usage.Invocations = sum.Invocations + sum.Ticks
-	sum.Usage.GBSeconds = gbSeconds(cBilled, s.stage.ConsumerMemoryMB) + gbSeconds(eBilled, s.stage.EnqueueMemoryMB)
-	sum.Usage.LogBytes = cBytes + eBytes
+	iBilled, iBytes := s.intakeLogs.usage()
+	sum.IntakeCalls = s.intakeLogs.invocations()
+	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls
+	sum.Usage.GBSeconds = gbSeconds(cBilled, s.stage.ConsumerMemoryMB) + gbSeconds(eBilled, s.stage.EnqueueMemoryMB) + gbSeconds(iBilled, s.stage.IntakeMemoryMB)
+	sum.Usage.LogBytes = cBytes + eBytes + iBytes
 	sum.Cost = sum.Usage.PerMillion(Prices, sum.Sent)
 	s.mu.Lock()
 	sum.Kills = len(s.kills)
@@ -511,8 +512,8 @@ func (sum *Summary) Write(w io.Writer) {
 	if sum.Chaos {
 		title = "chaos run"
 	}
-	fmt.Fprintf(w, "\n== Nudge %s: %d reminders, %d deliveries, %.0fs, %d schedule ticks, %d consumer invocations\n",
-		title, sum.Reminders, sum.Deliveries, sum.Elapsed.Seconds(), sum.Ticks, sum.Invocations)
+	fmt.Fprintf(w, "\n== Nudge %s: %d reminders, %d deliveries, %.0fs, %d schedule ticks, %d consumer invocations, %d intake API calls\n",
+		title, sum.Reminders, sum.Deliveries, sum.Elapsed.Seconds(), sum.Ticks, sum.Invocations, sum.IntakeCalls)
 	var mix []string
 	for _, k := range kinds {
 		if n := sum.ByKind[string(k)]; n > 0 {
