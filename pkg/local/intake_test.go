@@ -47,7 +47,10 @@ func (l *lockedLog) String() string {
 // instances under the emulator with the stack's environment, behind the
 // local function URL: a signed GET of a reminder that does not exist is a
 // 404 JSON problem from the function, an unsigned one never reaches it.
-func TestIntakeAnswersBehindItsFunctionURL(t *testing.T) {
+// startIntake starts the local system on the stand-ins and the intake's
+// real bootstrap, instances under the emulator behind its function URL.
+func startIntake(t *testing.T, instances int) (*local.System, *local.Intake, *lockedLog) {
+	t.Helper()
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
 	bins := standintest.Bootstraps(t, "intake")
 	stage := deployment.Dev()
@@ -65,15 +68,24 @@ func TestIntakeAnswersBehindItsFunctionURL(t *testing.T) {
 		_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(sys.Resources.DLQURL)})
 	})
 	log := &lockedLog{}
-	in, err := sys.StartIntake(ctx, filepath.Join(bins, "intake", "bootstrap"), 2, sys.Endpoints(), log)
+	in, err := sys.StartIntake(ctx, filepath.Join(bins, "intake", "bootstrap"), instances, sys.Endpoints(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Close)
-	if len(in.Instances()) != 2 {
-		t.Fatalf("%d instances; want 2", len(in.Instances()))
+	if len(in.Instances()) != instances {
+		t.Fatalf("%d instances; want %d", len(in.Instances()), instances)
 	}
+	return sys, in, log
+}
 
+// TestIntakeAnswersBehindItsFunctionURL: the intake's real bootstrap, two
+// instances under the emulator with the stack's environment, behind the
+// local function URL: a signed GET of a reminder that does not exist is a
+// 404 JSON problem from the function, an unsigned one never reaches it.
+func TestIntakeAnswersBehindItsFunctionURL(t *testing.T) {
+	_, in, log := startIntake(t, 2)
+	ctx := context.Background()
 	get := func(signed bool) (*http.Response, []byte) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodGet, in.URL()+"/v1/reminders/nope", nil)
