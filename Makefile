@@ -27,7 +27,7 @@ SNAPSHOT    := infra/testdata/$(STACK).template.json
 CDK_ARGS    ?=
 CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE)) $(CDK_ARGS)
 
-.PHONY: help demo chaos build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
+.PHONY: help serve demo chaos build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ lint: ## gofmt, go vet, staticcheck (both modules)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	cd infra && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
+
+serve: build-local ## the whole system locally with nothing scheduled, the intake API on a local function URL, until Ctrl-C
+	$(NUDGE) local serve
 
 demo: build-local ## run the whole system locally with faults, then print the summary (DEMO_FLAGS="--reminders 1000")
 	$(NUDGE) local demo $(DEMO_FLAGS)

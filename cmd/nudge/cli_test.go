@@ -15,7 +15,7 @@ func TestEveryCommandPrintsItsUsage(t *testing.T) {
 	commands := [][]string{
 		{}, {"schedule"}, {"import"}, {"cancel"}, {"reschedule"}, {"status"}, {"reminder"}, {"reminder", "show"}, {"reminder", "purge"},
 		{"dlq"}, {"dlq", "list"}, {"dlq", "redrive"}, {"ledger"}, {"ledger", "retain"},
-		{"local"}, {"local", "exec"}, {"local", "invoke"}, {"local", "demo"}, {"local", "chaos"},
+		{"local"}, {"local", "exec"}, {"local", "invoke"}, {"local", "demo"}, {"local", "chaos"}, {"local", "serve"},
 	}
 	flagLine := regexp.MustCompile(`^  -(-?)[a-z]`)
 	for _, cmd := range commands {

@@ -35,18 +35,7 @@ func localRun(name string, d demo.Config, args []string, out, errs io.Writer) in
 	if *keep {
 		cfg.Keep = func(ctx context.Context, sum *demo.Summary, local demo.Local) {
 			sum.Write(os.Stdout)
-			fmt.Printf("\nThe e-mails SES sent are in the local inbox: %s\n", local.Inbox)
-			fmt.Printf("\nThe intake API is at %s (a local function URL: it needs a SigV4 signature and does not verify it):\n\n", local.IntakeURL)
-			fmt.Printf("  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local -H 'content-type: application/json' \\\n"+
-				"    -X PUT %s/v1/reminders/rem-try-1 -d '{\"accountRef\":\"acct-1\",\"dueAt\":\"%s\",\n"+
-				"    \"deliveries\":[{\"channel\":\"sms\",\"provider\":\"webhook\",\"recipientRef\":\"contact-1\",\"templateRef\":\"renewal\"}]}'\n"+
-				"  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local %s/v1/reminders/rem-try-1\n",
-				local.IntakeURL, time.Now().Add(time.Minute).UTC().Format(time.RFC3339), local.IntakeURL)
-			fmt.Printf("\nThe system keeps running (the schedule ticks, the consumers consume). In another shell:\n\n")
-			for _, kv := range local.Env {
-				fmt.Printf("  export %s\n", kv)
-			}
-			fmt.Print("  build/nudge status\n  build/nudge dlq list\n  build/nudge dlq redrive --max 10 --reason-class rejected\n  build/nudge reminder show rem-00001\n\nCtrl-C stops everything.\n")
+			printKept(os.Stdout, local)
 			<-ctx.Done()
 		}
 	}
@@ -132,4 +121,44 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 	}
 	cfg.Faults = &f
 	return cfg, keep, 0, true
+}
+
+// printKept tells the operator where a kept local system runs, and how to
+// reach it.
+func printKept(w io.Writer, local demo.Local) {
+	fmt.Fprintf(w, "\nThe e-mails SES sent are in the local inbox: %s\n", local.Inbox)
+	fmt.Fprintf(w, "\nThe intake API is at %s (a local function URL: it needs a SigV4 signature and does not verify it):\n\n", local.IntakeURL)
+	fmt.Fprintf(w, "  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local -H 'content-type: application/json' \\\n"+
+		"    -X PUT %s/v1/reminders/rem-try-1 -d '{\"accountRef\":\"acct-1\",\"dueAt\":\"%s\",\n"+
+		"    \"deliveries\":[{\"channel\":\"sms\",\"provider\":\"webhook\",\"recipientRef\":\"contact-1\",\"templateRef\":\"renewal\"}]}'\n"+
+		"  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local %s/v1/reminders/rem-try-1\n",
+		local.IntakeURL, time.Now().Add(time.Minute).UTC().Format(time.RFC3339), local.IntakeURL)
+	fmt.Fprintf(w, "\nThe system keeps running (the schedule ticks, the consumers consume). In another shell:\n\n")
+	for _, kv := range local.Env {
+		fmt.Fprintf(w, "  export %s\n", kv)
+	}
+	fmt.Fprint(w, "  build/nudge status\n  build/nudge dlq list\n  build/nudge reminder show rem-try-1\n\nCtrl-C stops everything.\n")
+}
+
+// localServe runs the whole system with nothing scheduled, for an operator
+// or an application to try, until Ctrl-C.
+func localServe(args []string, out, errs io.Writer) int {
+	c := newCommand("nudge local serve", "", "Run the whole system on this machine with nothing scheduled, until Ctrl-C: the stand-ins, the\nintake API behind a local function URL, the schedule and the consumers (make serve).", out, errs)
+	if code, ok := c.parse(args); !ok {
+		return code
+	}
+	cfg := demo.Defaults()
+	cfg.Serve, cfg.Reminders, cfg.Kills = true, 0, 0
+	cfg.Out = os.Stdout
+	cfg.Keep = func(ctx context.Context, _ *demo.Summary, local demo.Local) {
+		printKept(os.Stdout, local)
+		<-ctx.Done()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := demo.Run(ctx, cfg); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(errs, "nudge local serve:", err)
+		return 1
+	}
+	return 0
 }

@@ -11,6 +11,7 @@
 //	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
 //	nudge local invoke --event FILE    run a function's bootstrap under the Lambda emulator
 //	nudge local demo [flags]           run the whole system locally and check its invariants
+//	nudge local serve                  run the whole system locally, with the intake API, until Ctrl-C
 package main
 
 import (
@@ -85,6 +86,12 @@ const usage = `usage:
       emulator, an event source mapping, a provider with faults; schedule a mix
       of reminders, show progress, print a summary. Exits 1 if anything was
       sent twice, lost or left overdue.
+  nudge local serve
+      Run the whole system on this machine, with nothing scheduled, until
+      Ctrl-C: the stand-ins, the intake API behind a local function URL (the
+      real bootstrap under the Lambda emulator; a SigV4 signature is required,
+      not verified), the schedule and the consumers. Prints the API's URL, a
+      curl call and the environment for the nudge commands.
   nudge local chaos [--reminders N] [--kills K] [--enqueue-budget D] [--help for more]
       The demo under load and faults: 10,000 reminders by default, provider
       faults, consumer runtimes killed mid-batch, duplicate messages, enqueue
@@ -144,6 +151,8 @@ func run(args []string, in io.Reader, out, errs io.Writer) int {
 		return localDemo(args[2:], out, errs)
 	case "chaos":
 		return localChaos(args[2:], out, errs)
+	case "serve":
+		return localServe(args[2:], out, errs)
 	}
 	fmt.Fprintf(errs, "nudge: unknown command %q\n\n", "local "+args[1])
 	group(errs, "nudge local")

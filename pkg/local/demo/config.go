@@ -39,6 +39,10 @@ type Config struct {
 	// Latency is the provider's mean answer time (exponentially
 	// distributed, capped at 10×). Default 20ms; negative for none.
 	Latency time.Duration
+	// Serve runs the system with no plan, for the operator (nudge local
+	// serve): nothing is scheduled, faulted or checked; Keep is called at
+	// once, with a nil summary, and the system runs until it returns.
+	Serve bool
 	// Poison is how many malformed messages are put on the work queue.
 	// Default 1% of Reminders, at least 3; negative for none.
 	Poison int
@@ -188,7 +192,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SESRate == 0 {
 		c.SESRate = 20
 	}
-	if c.Reminders == 0 {
+	if c.Reminders == 0 && !c.Serve {
 		c.Reminders = 300
 	}
 	if c.Rate == 0 {
@@ -214,10 +218,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Latency == 0 {
 		c.Latency = 20 * time.Millisecond
 	}
-	if c.Poison == 0 {
+	if c.Poison == 0 && !c.Serve {
 		c.Poison = max(3, c.Reminders/100)
 	}
-	if c.Duplicates == 0 {
+	if c.Duplicates == 0 && !c.Serve {
 		c.Duplicates = 0.05
 	}
 	if c.Tick == 0 {
@@ -242,7 +246,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Out = io.Discard
 	}
 	switch {
-	case c.Reminders < 10 || c.Reminders > 1_000_000:
+	case c.Serve && (c.Reminders != 0 || c.Kills != 0 || c.Keep == nil):
+		return c, fmt.Errorf("demo: serving runs no plan (no reminders, no kills) and needs Keep")
+	case !c.Serve && (c.Reminders < 10 || c.Reminders > 1_000_000):
 		return c, fmt.Errorf("demo: %d reminders; use 10 to 1,000,000", c.Reminders)
 	case c.Rate < 0:
 		return c, fmt.Errorf("demo: rate %v; use a positive number of reminders per second", c.Rate)

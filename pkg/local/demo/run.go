@@ -203,7 +203,32 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			cfg.Kills, stage.ConsumerTimeout, stage.Visibility(), enqueueTimeout-enqueueMargin)
 	}
 
+	if cfg.Serve {
+		return nil, s.serve(ctx)
+	}
 	return s.run(ctx)
+}
+
+// serve keeps the system running for the operator until Keep returns: the
+// schedule ticks, the consumers consume, the intake answers.
+func (s *system) serve(ctx context.Context) error {
+	s.started = time.Now()
+	keep, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); s.tick(keep) }()
+	go func() { defer wg.Done(); s.mapping.Run(keep) }()
+	go func() { defer wg.Done(); s.ch.drain(keep, s.sqs) }()
+	s.cfg.Keep(keep, nil, s.local())
+	stop()
+	wg.Wait()
+	return nil
+}
+
+// local tells the operator where the system runs.
+func (s *system) local() Local {
+	return Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL, Inbox: s.sys.SESEndpoint + "/", IntakeURL: s.intake.URL(),
+		Env: append(standin.EndpointEnv(standin.Endpoints{DynamoDB: s.ddbURL, SQS: s.sqsURL, SES: s.sys.SESEndpoint}), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))}
 }
 
 // endpoints are a function's counting proxies, and for the consumer the
@@ -399,8 +424,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); s.tick(keep) }()
 	go func() { defer wg.Done(); s.mapping.Run(keep) }()
-	s.cfg.Keep(keep, sum, Local{Stage: s.stage.Name, Table: s.res.Table, WorkURL: s.res.WorkURL, DLQURL: s.res.DLQURL, Inbox: s.sys.SESEndpoint + "/", IntakeURL: s.intake.URL(),
-		Env: append(standin.EndpointEnv(standin.Endpoints{DynamoDB: s.ddbURL, SQS: s.sqsURL, SES: s.sys.SESEndpoint}), "NUDGE_STAGE="+s.stage.Name, "NUDGE_SHARDS="+strconv.Itoa(s.stage.Shards))})
+	s.cfg.Keep(keep, sum, s.local())
 	return sum, nil
 }
 
