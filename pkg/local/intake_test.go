@@ -49,7 +49,13 @@ func (l *lockedLog) String() string {
 // 404 JSON problem from the function, an unsigned one never reaches it.
 // startIntake starts the local system on the stand-ins and the intake's
 // real bootstrap, instances under the emulator behind its function URL.
-func startIntake(t *testing.T, instances int) (*local.System, *local.Intake, *lockedLog) {
+func startIntake(t testing.TB, instances int) (*local.System, *local.Intake, *lockedLog) {
+	return startIntakeVia(t, instances, nil)
+}
+
+// startIntakeVia is startIntake with the intake's DynamoDB calls sent to
+// the endpoint db returns (a counting proxy), if db is set.
+func startIntakeVia(t testing.TB, instances int, db func(ddbURL string) string) (*local.System, *local.Intake, *lockedLog) {
 	t.Helper()
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
 	bins := standintest.Bootstraps(t, "intake")
@@ -68,7 +74,11 @@ func startIntake(t *testing.T, instances int) (*local.System, *local.Intake, *lo
 		_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(sys.Resources.DLQURL)})
 	})
 	log := &lockedLog{}
-	in, err := sys.StartIntake(ctx, filepath.Join(bins, "intake", "bootstrap"), instances, sys.Endpoints(), log)
+	ep := sys.Endpoints()
+	if db != nil {
+		ep.DynamoDB = db(ep.DynamoDB)
+	}
+	in, err := sys.StartIntake(ctx, filepath.Join(bins, "intake", "bootstrap"), instances, ep, log)
 	if err != nil {
 		t.Fatal(err)
 	}
