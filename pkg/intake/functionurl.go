@@ -54,9 +54,9 @@ func FunctionURL(h http.Handler, log *slog.Logger) func(context.Context, events.
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		caller := ""
 		if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
-			caller = a.IAM.UserARN
+			caller = principal(a.IAM.UserARN)
 			if caller == "" {
-				caller = a.IAM.CallerID
+				caller = a.IAM.AccountID
 			}
 		}
 		ctx = WithCaller(ctx, caller, ev.RequestContext.RequestID)
@@ -68,7 +68,11 @@ func FunctionURL(h http.Handler, log *slog.Logger) func(context.Context, events.
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		return toResponse(rec), nil
+		res := toResponse(rec)
+		if req.Method == http.MethodHead {
+			res.Body = ""
+		}
+		return res, nil
 	}
 }
 
@@ -129,4 +133,19 @@ func problemResponse(p *Problem) events.LambdaFunctionURLResponse {
 	rec := httptest.NewRecorder()
 	writeJSONAs(rec, p.Status, "application/problem+json", p)
 	return toResponse(rec)
+}
+
+// principal is the caller's role or user, as logs and histories keep it:
+// an assumed role's session name is left out (an SSO session is often a
+// person's e-mail address).
+func principal(arn string) string {
+	if rest, ok := strings.CutPrefix(arn, "arn:"); ok {
+		if i := strings.Index(rest, ":assumed-role/"); i >= 0 {
+			role := rest[i+len(":assumed-role/"):]
+			if j := strings.IndexByte(role, '/'); j >= 0 {
+				return "arn:" + rest[:i] + ":assumed-role/" + role[:j]
+			}
+		}
+	}
+	return arn
 }

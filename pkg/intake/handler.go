@@ -38,8 +38,8 @@ const (
 	// MaxBatch is the most reminders one batch create takes.
 	MaxBatch = 100
 	// MaxBatchBytes is the largest batch body: MaxBatch reminders of the
-	// largest size, and the brackets.
-	MaxBatchBytes = MaxBatch*(schedule.MaxInputBytes+1) + 64
+	// largest size (819,200 bytes), with room for indentation.
+	MaxBatchBytes = 1 << 20
 	// MaxTimesBytes is the largest reschedule body.
 	MaxTimesBytes = 1 << 10
 	// DefaultPage and MaxPage are a listing's default and largest page.
@@ -192,9 +192,10 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// clip bounds what a request put into an answer (an id, a path).
 func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if len(s) > 300 {
+		return strings.ToValidUTF8(s[:300], "") + "…"
 	}
 	return s
 }
@@ -380,26 +381,31 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 	}
 	out := Changed{ID: id, DueAt: ledger.Format(res.DueAt), ExpiresAt: ledger.Format(res.ExpiresAt)}
 	var refused []string
+	conflict, stands := false, false
 	for _, m := range res.Deliveries {
 		d := DeliveryResult{Key: m.Key.String(), Channel: m.Key.Channel, Provider: m.Key.Provider, Status: m.Status}
 		switch {
 		case m.Moved:
-			d.Outcome = "moved"
+			d.Outcome, stands = "moved", true
 		case m.Unchanged:
-			d.Outcome = "unchanged"
+			d.Outcome, stands = "unchanged", true
 		default:
 			d.Outcome, d.At = refusedOutcome(m.Refused), schedule.FormatOpt(m.At)
 			refused = append(refused, d.Key+" ("+d.Outcome+")")
+			conflict = conflict || d.Outcome != "finished"
 		}
 		out.Deliveries = append(out.Deliveries, d)
 	}
-	if len(refused) == 0 {
-		writeJSON(w, http.StatusOK, out)
+	if !conflict && stands {
+		writeJSON(w, http.StatusOK, out) // ended deliveries (cancelled, dead, expired) stay as they are, as a cancel leaves them
 		return
 	}
-	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not moved",
-		Detail:     "the reminder's other deliveries are moved to " + out.DueAt + ", except: " + strings.Join(refused, ", "),
-		Fix:        "a sent or finished delivery cannot move; for one in flight, send the reschedule again after Retry-After",
+	detail := "nothing moved: every delivery was sent, ended or is being sent: " + strings.Join(refused, ", ")
+	if stands {
+		detail = "the reminder's other deliveries stand at " + out.DueAt + "; not moved: " + strings.Join(refused, ", ")
+	}
+	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not moved", Detail: detail,
+		Fix:        "a sent or ended delivery cannot move; for one in flight, send the reschedule again after Retry-After",
 		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries)})
 }
 
@@ -437,7 +443,11 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		h.fail(w, r, &schedule.ValidationError{Field: "query", Problem: "is not a well-formed query string", Fix: "percent-encode the values: account=…&limit=…&next=…"})
+		return
+	}
 	for k, vs := range q {
 		switch {
 		case k != "account" && k != "limit" && k != "next":
@@ -552,10 +562,16 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 	var api smithy.APIError
 	switch {
 	case errors.As(err, &ve):
-		return &Problem{Type: ProblemInvalid, Status: http.StatusBadRequest, Title: "Invalid reminder", Detail: ve.Error(), Field: ve.Field, Fix: ve.Fix}
+		return &Problem{Type: ProblemInvalid, Status: http.StatusBadRequest, Title: "Invalid reminder", Detail: clip(ve.Error()), Field: clip(ve.Field), Fix: ve.Fix}
 	case errors.As(err, &ce):
 		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "A different reminder has this id", Detail: ce.Error(), Field: ce.Field,
 			Fix: "give the changed reminder a new id, reschedule it (POST /v1/reminders/" + ce.ID + "/reschedule), or cancel the old one first"}
+	case errors.Is(err, schedule.ErrIncomplete):
+		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The reminder is not fully created", Detail: clip(err.Error()),
+			Fix: "send its PUT again with the same body to finish it, then reschedule"}
+	case errors.Is(err, ledger.ErrChanged):
+		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the reminder kept changing while it was moved (a send, a cancel or another reschedule)",
+			Fix: "send the request again: every call is idempotent", retryAfter: 1}
 	case errors.Is(err, schedule.ErrNoReminder):
 		return &Problem{Type: ProblemNotFound, Status: http.StatusNotFound, Title: "No such reminder", Detail: "no reminder has id " + strconv.Quote(clip(r.PathValue("id"))),
 			Fix: "check the id: reminder ids are case-sensitive"}
@@ -648,15 +664,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 					results[i] = h.itemProblem(r, context.DeadlineExceeded)
 					continue
 				}
-				outcome, err := h.cfg.Store.Create(ctx, rems[i])
-				if err != nil {
-					results[i] = h.itemProblem(r, err)
-					continue
-				}
-				results[i].Outcome, results[i].Status = outcome, http.StatusOK
-				if outcome == schedule.Created {
-					results[i].Status = http.StatusCreated
-				}
+				h.createOne(ctx, r, rems[i], &results[i])
 			}
 		}()
 	}
@@ -674,6 +682,28 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, BatchResult{Results: results})
+}
+
+// createOne creates one reminder of a batch into res; a panic is that
+// reminder's 500, not the whole batch's.
+func (h *Handler) createOne(ctx context.Context, r *http.Request, rem schedule.Reminder, res *ItemResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.cfg.Logger.Error("intake: panic", "panic", fmt.Sprint(p), "reminder", rem.ID, "requestId", requestID(r))
+			*res = h.itemProblem(r, fmt.Errorf("panic: %v", p))
+			res.ID = rem.ID
+		}
+	}()
+	outcome, err := h.cfg.Store.Create(ctx, rem)
+	if err != nil {
+		*res = h.itemProblem(r, err)
+		res.ID = rem.ID
+		return
+	}
+	res.Outcome, res.Status = outcome, http.StatusOK
+	if outcome == schedule.Created {
+		res.Status = http.StatusCreated
+	}
 }
 
 func (h *Handler) itemProblem(r *http.Request, err error) ItemResult {

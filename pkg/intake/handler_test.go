@@ -548,3 +548,91 @@ func TestABatchAnswersBeforeTheFunctionsDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestRescheduleAndCancelOfAPartlyWrittenReminder: a create cut off after
+// its reminder item (a delivery not written yet) cannot be rescheduled
+// until it is finished (or the late delivery would keep the old time); a
+// cancel writes the missing delivery cancelled, so the create finishing
+// later sends nothing.
+func TestRescheduleAndCancelOfAPartlyWrittenReminder(t *testing.T) {
+	f := setup(t)
+	r := ledger.Reminder{ID: "rem-half", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c", TemplateRef: "t"},
+			{Channel: "email", Provider: "webhook", RecipientRef: "c", TemplateRef: "t"}}}
+	ctx := context.Background()
+	if _, _, err := f.led.CreateReminder(ctx, r); err != nil { // the item, then the first delivery: cut off
+		t.Fatal(err)
+	}
+	if err := f.led.Create(ctx, ledger.Delivery{ReminderID: r.ID, Channel: "sms", Provider: "webhook", RecipientRef: "c", TemplateRef: "t", DueAt: r.DueAt, ExpiresAt: r.ExpiresAt}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.json("POST", "/v1/reminders/rem-half/reschedule", map[string]string{"dueAt": now.Add(48 * time.Hour).Format(time.RFC3339)})
+	if p := a.problem(t); a.status != 409 || !strings.Contains(p.Fix, "PUT again") {
+		t.Fatalf("reschedule of a half-written reminder: %d %s", a.status, a.body)
+	}
+	if a := f.do("DELETE", "/v1/reminders/rem-half", "", nil); a.status != 200 || strings.Count(string(a.body), `"outcome":"cancelled"`) != 2 {
+		t.Fatalf("cancel of a half-written reminder: %d %s", a.status, a.body)
+	}
+	// The create, sent again as documented, finds both, and nothing is due.
+	body := map[string]any{"accountRef": "acct-1", "dueAt": r.DueAt.Format(time.RFC3339), "expiresAt": r.ExpiresAt.Format(time.RFC3339),
+		"deliveries": []map[string]string{{"channel": "sms", "provider": "webhook", "recipientRef": "c", "templateRef": "t"}, {"channel": "email", "provider": "webhook", "recipientRef": "c", "templateRef": "t"}}}
+	if a := f.json("PUT", "/v1/reminders/rem-half", body); a.status != 200 {
+		t.Fatalf("the create again after the cancel: %d %s", a.status, a.body)
+	}
+	stored, _ := f.led.ReadReminder(ctx, "rem-half")
+	for _, d := range stored.Deliveries {
+		if d.Status != ledger.StatusCancelled || d.Index != nil {
+			t.Errorf("%s is %s (index %v) after a cancel and a late create", d.Key(), d.Status, d.Index)
+		}
+	}
+}
+
+// TestRescheduleAnswersByWhatStands: ended deliveries stay as they are (a
+// 200 when the others moved); a reminder with nothing left to move is a
+// 409 saying so.
+func TestRescheduleAnswersByWhatStands(t *testing.T) {
+	f := setup(t)
+	two := reminder("")
+	two["deliveries"] = []map[string]string{{"channel": "sms", "provider": "webhook", "recipientRef": "c", "templateRef": "t"}, {"channel": "email", "provider": "webhook", "recipientRef": "c", "templateRef": "t"}}
+	f.json("PUT", "/v1/reminders/rem-2", two)
+	if _, err := f.led.Cancel(context.Background(), message.DeliveryKey{ReminderID: "rem-2", Channel: "email", Provider: "webhook"}, "one only"); err != nil {
+		t.Fatal(err)
+	}
+	to := map[string]string{"dueAt": now.Add(48 * time.Hour).Format(time.RFC3339)}
+	if a := f.json("POST", "/v1/reminders/rem-2/reschedule", to); a.status != 200 || !strings.Contains(string(a.body), `"finished"`) || !strings.Contains(string(a.body), `"moved"`) {
+		t.Errorf("reschedule with a cancelled delivery: %d %s", a.status, a.body)
+	}
+	f.json("PUT", "/v1/reminders/rem-3", reminder(""))
+	f.do("DELETE", "/v1/reminders/rem-3", "", nil)
+	a := f.json("POST", "/v1/reminders/rem-3/reschedule", to)
+	if p := a.problem(t); a.status != 409 || !strings.HasPrefix(p.Detail, "nothing moved") {
+		t.Errorf("reschedule of a cancelled reminder: %d %s", a.status, a.body)
+	}
+}
+
+func TestTheCallersSessionNameIsNotKept(t *testing.T) {
+	f := setup(t)
+	fn := intake.FunctionURL(f.h, nil)
+	body, _ := json.Marshal(reminder(""))
+	ev := events.LambdaFunctionURLRequest{RawPath: "/v1/reminders/rem-1", Headers: map[string]string{"content-type": "application/json"}, Body: string(body),
+		RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "PUT"},
+			Authorizer: &events.LambdaFunctionURLRequestContextAuthorizerDescription{IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{
+				UserARN: "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Support/ana.silva@example.com"}}}}
+	if res, _ := fn(context.Background(), ev); res.StatusCode != 201 {
+		t.Fatal(res)
+	}
+	ev.Body, ev.RequestContext.HTTP.Method = "", "DELETE"
+	fn(context.Background(), ev)
+	d, _ := f.led.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-1", Channel: "sms", Provider: "webhook"})
+	note := d.History[len(d.History)-1].Note
+	if strings.Contains(note, "ana.silva") || !strings.Contains(note, "assumed-role/AWSReservedSSO_Support") {
+		t.Errorf("the history note %q keeps the session name, or not the role", note)
+	}
+	ev.RequestContext.HTTP.Method = "HEAD"
+	if res, _ := fn(context.Background(), ev); res.StatusCode != 200 || res.Body != "" {
+		t.Errorf("HEAD: %d with %d bytes of body", res.StatusCode, len(res.Body))
+	}
+	if a := f.do("GET", "/v1/reminders?account=a&next=%zz", "", nil); a.status != 400 || a.problem(t).Field != "query" {
+		t.Errorf("a malformed query: %d %s", a.status, a.body)
+	}
+}

@@ -154,7 +154,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		{name: "list without an account", method: "GET", path: "/v1/reminders?limit=1", status: 400, invalidOnPurpose: true},
 		{name: "batch", method: "POST", path: "/v1/reminders", contentType: "application/json", body: []byte(`{"reminders":[` + strings.Replace(string(mk("")), "{", `{"id":"rem-b1",`, 1) + `]}`), status: 200},
 		{name: "batch empty", method: "POST", path: "/v1/reminders", contentType: "application/json", body: []byte(`{"reminders":[]}`), status: 400, invalidOnPurpose: true},
-		{name: "batch too large", method: "POST", path: "/v1/reminders", contentType: "application/json", body: bytes.Repeat([]byte(" "), 1<<20), status: 413, invalidOnPurpose: true},
+		{name: "batch too large", method: "POST", path: "/v1/reminders", contentType: "application/json", body: bytes.Repeat([]byte(" "), 1<<20+1), status: 413, invalidOnPurpose: true},
 		{name: "batch not JSON", method: "POST", path: "/v1/reminders", contentType: "text/csv", body: []byte("x"), status: 415, invalidOnPurpose: true},
 		{name: "reschedule", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + now.Add(3*time.Hour).Format(time.RFC3339) + `"}`), status: 200},
 		{name: "reschedule to no time", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"x"}`), status: 400, invalidOnPurpose: true},

@@ -505,8 +505,10 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 }
 
 // Cancel ends a delivery that has not been sent: it becomes cancelled and
-// leaves the due index. It refuses with ErrAlreadySent, ErrFinished, or
-// ErrLeased while a consumer holds it (the send may be under way).
+// leaves the due index. A dead one is cancelled too, so that no redrive
+// (the CLI's or the console's) sends it after its owner cancelled it. It
+// refuses with ErrAlreadySent, ErrFinished (expired, or cancelled already),
+// or ErrLeased while a consumer holds it (the send may be under way).
 func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note string) (Delivery, error) {
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("cancel", key, now)
@@ -515,6 +517,9 @@ func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note strin
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)})
 	u.live(Delivery{})
+	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :expired, :cancelled)) AND (#status <> :sending OR leaseUntil < :lapsed)"
+	delete(u.values, ":dead")
+	delete(u.values, ":token")
 	return l.write(ctx, u, liveRefusal)
 }
 

@@ -341,7 +341,10 @@ func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.
 
 // Cancel is Ledger.Cancel.
 func (m *Memory) Cancel(_ context.Context, key message.DeliveryKey, note string) (Delivery, error) {
-	return m.transition("cancel", key, m.live(""), byOld(liveRefusal), func(d *Delivery, now time.Time) {
+	cancellable := func(d Delivery, now time.Time) bool {
+		return d.Status == StatusDead || m.live("")(d, now)
+	}
+	return m.transition("cancel", key, cancellable, byOld(liveRefusal), func(d *Delivery, now time.Time) {
 		d.Status = StatusCancelled
 		endLease(d)
 		m.history(d, Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)}, now)

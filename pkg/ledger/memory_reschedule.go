@@ -8,50 +8,61 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/text"
 )
 
-// Reschedule is Ledger.Reschedule.
-func (m *Memory) Reschedule(_ context.Context, key message.DeliveryKey, mv Move) (Delivery, error) {
-	if err := mv.check(key); err != nil {
-		return Delivery{}, err
-	}
-	m.t.mu.Lock()
-	shards, err := m.shardCount()
-	m.t.mu.Unlock()
-	if err != nil {
-		return Delivery{}, err
-	}
-	return m.transition("reschedule", key, func(d Delivery, _ time.Time) bool {
-		return d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying
-	}, byOld(liveRefusal), func(d *Delivery, now time.Time) {
-		d.Status, d.DueAt, d.ExpiresAt, d.TTL = StatusPending, ms(mv.DueAt), ms(mv.ExpiresAt), m.Expiry(mv.ExpiresAt)
-		d.BudgetFrom = d.Attempts
-		endLease(d)
-		shard := ShardOf(key.ReminderID, shards)
-		if d.Index != nil {
-			shard = d.Index.Shard
-		}
-		pub := m.publishAt(mv.DueAt, now)
-		d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, key), PublishAt: pub}
-		m.history(d, Delivery{}, Entry{Status: StatusPending, Note: text.Clip(mv.Note, 120)}, now)
-	})
-}
-
-// RescheduleReminder is Ledger.RescheduleReminder.
-func (m *Memory) RescheduleReminder(_ context.Context, id string, mv Move) error {
-	if mv.DueAt.IsZero() || !mv.ExpiresAt.After(mv.DueAt) {
-		return fmt.Errorf("ledger: reschedule reminder %q: dueAt and expiresAt must be set and expiresAt after dueAt", id)
+// MoveReminder is Ledger.MoveReminder: every item as read, or nothing
+// written (ErrChanged).
+func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
+	if err := p.check(); err != nil {
+		return err
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	r, ok := m.t.reminders[id]
-	if !ok {
-		return fmt.Errorf("ledger: reschedule reminder %q: %w", id, ErrNotFound)
+	shards, err := m.shardCount()
+	if err != nil {
+		return err
 	}
-	r.DueAt, r.ExpiresAt = ms(mv.DueAt), ms(mv.ExpiresAt)
-	m.t.reminders[id] = r
+	changed := fmt.Errorf("ledger: reschedule %q: %w", p.ID, ErrChanged)
+	if r := p.Reminder; r != nil {
+		cur, ok := m.t.reminders[p.ID]
+		if !ok || !cur.DueAt.Equal(ms(r.DueAt)) || !cur.ExpiresAt.Equal(ms(r.ExpiresAt)) {
+			return changed
+		}
+	}
+	for _, d := range append(append([]Delivery{}, p.Live...), p.Ended...) {
+		cur, ok := m.t.items[d.Key()]
+		if !ok || !cur.UpdatedAt.Equal(ms(d.UpdatedAt)) || cur.Status != d.Status {
+			return changed
+		}
+	}
+	now := m.now()
+	ttl := m.Expiry(p.To.ExpiresAt)
+	if r, ok := m.t.reminders[p.ID]; ok && p.Reminder != nil {
+		r.DueAt, r.ExpiresAt = ms(p.To.DueAt), ms(p.To.ExpiresAt)
+		m.t.reminders[p.ID] = r
+	}
+	for _, read := range p.Live {
+		d := copyOf(m.t.items[read.Key()])
+		d.Status, d.DueAt, d.ExpiresAt, d.TTL = StatusPending, ms(p.To.DueAt), ms(p.To.ExpiresAt), ttl
+		endLease(&d)
+		shard := ShardOf(d.ReminderID, shards)
+		if d.Index != nil {
+			shard = d.Index.Shard
+		}
+		pub := m.publishAt(p.To.DueAt, now)
+		d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, d.Key()), PublishAt: pub}
+		d.History = boundHistory(d.History, Entry{At: Format(now), Status: StatusPending, Note: text.Clip(p.To.Note, 120)}, m.cfg.HistoryLimit)
+		d.UpdatedAt = now
+		m.t.items[d.Key()] = d
+	}
+	for _, read := range p.Ended {
+		d := m.t.items[read.Key()]
+		if !d.TTL.IsZero() && d.TTL.Before(ttl) {
+			d.TTL = ttl
+			m.t.items[read.Key()] = d
+		}
+	}
 	return nil
 }
 

@@ -4,96 +4,178 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/text"
 )
 
-// Move is where Reschedule moves a delivery: its new due and expiry times.
+// Move is where a reschedule moves a reminder: its new due and expiry
+// times.
 type Move struct {
 	DueAt, ExpiresAt time.Time
-	// Note is kept in the delivery's history.
+	// Note is kept in each moved delivery's history.
 	Note string
 }
 
-func (mv Move) check(key message.DeliveryKey) error {
-	if mv.DueAt.IsZero() || !mv.ExpiresAt.After(mv.DueAt) {
-		return fmt.Errorf("ledger: reschedule %s: dueAt and expiresAt must be set and expiresAt after dueAt", key)
-	}
-	return nil
+// MovePlan is a reschedule of one reminder, from the items as its caller
+// read them (ReadReminder).
+type MovePlan struct {
+	ID string
+	// Reminder is the reminder item as read; nil if there is none.
+	Reminder *Reminder
+	// Live are the deliveries to move, as read: each pending, queued or
+	// retrying.
+	Live []Delivery
+	// Ended are the deliveries that ended (sent, dead, expired, cancelled),
+	// as read: they stay, and are kept at least as long as the moved ones
+	// (their TTL is raised to the new expiry's), so that the reminder is
+	// never created, and sent, again while its item lives.
+	Ended []Delivery
+	To    Move
 }
 
-// Reschedule moves a delivery that has not started sending to a new due
-// time: it becomes pending with the new dueAt and expiresAt (and the TTL
-// they give), its due index entry moves to the new publish time,
-// max(dueAt − Lookahead, now), ahead of every enqueue cursor, and its
-// attempt budget restarts. It refuses with ErrAlreadySent, ErrFinished,
-// or ErrLeased while a consumer holds it (the send may be under way): a
-// delivery is moved only from pending, queued or retrying, so once
-// Reschedule has answered, no claim can take the delivery before the new
-// dueAt (a claim needs dueAt ≤ its due-by time). A message already on the
-// queue for the old time is refused by its claim (ErrNotDue) and deferred.
-func (l *Ledger) Reschedule(ctx context.Context, key message.DeliveryKey, mv Move) (Delivery, error) {
-	if err := mv.check(key); err != nil {
-		return Delivery{}, err
+// MaxMoveItems is the most items one MoveReminder writes: the reminder
+// item and eight deliveries, inside DynamoDB's 100 per transaction.
+const MaxMoveItems = 100
+
+// MoveReminder reschedules a reminder in one transaction, as its caller
+// read it: each live delivery becomes pending at the new dueAt and
+// expiresAt (and the TTL they give), its due index entry moves to the new
+// publish time, max(dueAt − Lookahead, now), ahead of every enqueue
+// cursor, and its history keeps its last entries; the ended deliveries'
+// TTL is raised to the new expiry's where it was earlier; the reminder item
+// records the new times. Every write is conditional on the item being as
+// read (updatedAt, or the reminder's times): if anything changed meanwhile
+// — a claim, a cancel, another reschedule — nothing is written and it
+// returns ErrChanged, for the caller to read again. A delivery is moved
+// only from pending, queued or retrying, so once MoveReminder has
+// returned, no claim takes a moved delivery before its new dueAt (a claim
+// needs dueAt ≤ its due-by time); a message already on the queue for the
+// old time is refused by its claim (ErrNotDue) and deferred. The attempt
+// budget and an earlier attempt's unended mark (UnendedAttempt) are kept.
+func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
+	if err := p.check(); err != nil {
+		return err
 	}
 	shards, err := l.shardCount(ctx)
 	if err != nil {
-		return Delivery{}, err
+		return err
 	}
 	now := l.cfg.Clock.Now()
-	u := l.newUpdate("reschedule", key, now)
-	u.set("#status", ":pending", StatusPending)
-	u.set("dueAt", ":newDueAt", Format(mv.DueAt))
-	u.set("expiresAt", ":newExpiresAt", Format(mv.ExpiresAt))
-	u.names["#ttl"] = attrTTL // a reserved word
-	u.set("#ttl", ":ttl", l.Expiry(mv.ExpiresAt).Unix())
-	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(mv.DueAt, now), key))
-	u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
-	u.values[":shard"] = sv(ShardKey(ShardOf(key.ReminderID, shards)))
-	// attempts is read before the update applies: the budget restarts from
-	// the attempts made so far.
-	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)")
-	u.values[":zero"] = av(0)
-	u.remove("nextAttemptAt", "claimToken", "leaseUntil")
-	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(mv.Note, 120)})
-	u.values[":queued"], u.values[":retrying"] = sv(StatusQueued), sv(StatusRetrying)
-	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying)"
-	return l.write(ctx, u, liveRefusal)
-}
-
-// RescheduleReminder records a reminder's new dueAt and expiresAt on its
-// reminder item (and the TTL they give), after its deliveries moved
-// (Reschedule), so that a later create compares against the new times and
-// the account index orders it by them. It refuses with ErrNotFound if the
-// reminder has no item.
-func (l *Ledger) RescheduleReminder(ctx context.Context, id string, mv Move) error {
-	if mv.DueAt.IsZero() || !mv.ExpiresAt.After(mv.DueAt) {
-		return fmt.Errorf("ledger: reschedule reminder %q: dueAt and expiresAt must be set and expiresAt after dueAt", id)
+	ttl := l.Expiry(p.To.ExpiresAt)
+	var items []types.TransactWriteItem
+	if r := p.Reminder; r != nil {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                aws.String(l.cfg.Table),
+			Key:                      map[string]types.AttributeValue{attrPK: sv(PartitionKey(p.ID)), attrSK: sv(reminderSK)},
+			UpdateExpression:         aws.String("SET dueAt = :dueAt, expiresAt = :expiresAt, #ttl = :ttl"),
+			ConditionExpression:      aws.String("dueAt = :wasDueAt AND expiresAt = :wasExpiresAt"),
+			ExpressionAttributeNames: map[string]string{"#ttl": attrTTL},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":dueAt": sv(Format(p.To.DueAt)), ":expiresAt": sv(Format(p.To.ExpiresAt)), ":ttl": av(ttl.Unix()),
+				":wasDueAt": sv(Format(r.DueAt)), ":wasExpiresAt": sv(Format(r.ExpiresAt)),
+			},
+		}})
 	}
-	out, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(l.cfg.Table),
-		Key:                      map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(reminderSK)},
-		UpdateExpression:         aws.String("SET dueAt = :dueAt, expiresAt = :expiresAt, #ttl = :ttl"),
-		ConditionExpression:      aws.String("attribute_exists(PK)"),
-		ExpressionAttributeNames: map[string]string{"#ttl": attrTTL},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":dueAt": sv(Format(mv.DueAt)), ":expiresAt": sv(Format(mv.ExpiresAt)), ":ttl": av(l.Expiry(mv.ExpiresAt).Unix()),
-		},
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
-	})
-	if err != nil {
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return fmt.Errorf("ledger: reschedule reminder %q: %w", id, ErrNotFound)
+	for _, d := range p.Live {
+		u := l.newUpdate("reschedule", d.Key(), now)
+		u.set("#status", ":pending", StatusPending)
+		u.set("dueAt", ":newDueAt", Format(p.To.DueAt))
+		u.set("expiresAt", ":newExpiresAt", Format(p.To.ExpiresAt))
+		u.names["#ttl"] = attrTTL // a reserved word
+		u.set("#ttl", ":ttl", ttl.Unix())
+		u.set(attrDueSort, ":sort", IndexSort(l.publishAt(p.To.DueAt, now), d.Key()))
+		u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
+		u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
+		u.remove("nextAttemptAt", "claimToken", "leaseUntil")
+		// The history as read, with the new entry, bounded: the condition
+		// below guarantees nobody changed it meanwhile.
+		u.set("history", ":history", boundHistory(d.History, Entry{At: Format(now), Status: StatusPending, Note: text.Clip(p.To.Note, 120)}, l.cfg.HistoryLimit))
+		u.values[":was"], u.values[":wasStatus"] = sv(formatOpt(d.UpdatedAt)), sv(d.Status)
+		u.cond = "updatedAt = :was AND #status = :wasStatus"
+		items = append(items, u.transact(l.cfg.Table))
+	}
+	for _, d := range p.Ended {
+		if d.TTL.IsZero() || !d.TTL.Before(ttl) {
+			continue // kept for ever (an item from before TTL), or long enough
 		}
-		return fmt.Errorf("ledger: reschedule reminder %q: %w", id, err)
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: aws.String(l.cfg.Table), Key: keyAttrs(d.Key()),
+			UpdateExpression:          aws.String("SET #ttl = :ttl"),
+			ConditionExpression:       aws.String("updatedAt = :was AND #status = :wasStatus"),
+			ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL, "#status": "status"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": av(ttl.Unix()), ":was": sv(formatOpt(d.UpdatedAt)), ":wasStatus": sv(d.Status)},
+		}})
 	}
-	l.countTo(&l.units.Reminders, out.ConsumedCapacity)
+	if len(items) == 0 {
+		return nil
+	}
+	out, err := l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
+	var cancelled *types.TransactionCanceledException
+	if errors.As(err, &cancelled) {
+		for _, r := range cancelled.CancellationReasons {
+			if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+				return fmt.Errorf("ledger: reschedule %q: %w", p.ID, ErrChanged)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: reschedule %q: %w", p.ID, err)
+	}
+	for _, cc := range out.ConsumedCapacity {
+		l.count(&cc)
+	}
 	return nil
 }
+
+func (p MovePlan) check() error {
+	if p.To.DueAt.IsZero() || !p.To.ExpiresAt.After(p.To.DueAt) {
+		return fmt.Errorf("ledger: reschedule %q: dueAt and expiresAt must be set and expiresAt after dueAt", p.ID)
+	}
+	if 1+len(p.Live)+len(p.Ended) > MaxMoveItems {
+		return fmt.Errorf("ledger: reschedule %q: %d items; a transaction takes %d", p.ID, 1+len(p.Live)+len(p.Ended), MaxMoveItems)
+	}
+	for _, d := range append(append([]Delivery{}, p.Live...), p.Ended...) {
+		if d.ReminderID != p.ID {
+			return fmt.Errorf("ledger: reschedule %q: delivery %s is another reminder's", p.ID, d.Key())
+		}
+	}
+	for _, d := range p.Live {
+		if d.Status != StatusPending && d.Status != StatusQueued && d.Status != StatusRetrying {
+			return fmt.Errorf("ledger: reschedule %q: delivery %s is %s; only pending, queued and retrying ones move", p.ID, d.Key(), d.Status)
+		}
+	}
+	return nil
+}
+
+// boundHistory is history with e appended, its last limit entries.
+func boundHistory(history []Entry, e Entry, limit int) []Entry {
+	out := append(append([]Entry{}, history...), e)
+	if limit > 0 && len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// transact is u as one item of a transaction.
+func (u *update) transact(table string) types.TransactWriteItem {
+	expr := "SET " + strings.Join(u.sets, ", ")
+	if len(u.adds) > 0 {
+		expr += " ADD " + strings.Join(u.adds, ", ")
+	}
+	if len(u.removes) > 0 {
+		expr += " REMOVE " + strings.Join(u.removes, ", ")
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: aws.String(table), Key: keyAttrs(u.key),
+		UpdateExpression: aws.String(expr), ConditionExpression: aws.String(u.cond),
+		ExpressionAttributeNames: maps.Clone(u.names), ExpressionAttributeValues: u.values,
+	}}
+}
+

@@ -54,69 +54,83 @@ func (r Rescheduled) Refused() bool {
 	return false
 }
 
+// ErrIncomplete is Reschedule's answer for a reminder whose create has not
+// written every delivery yet (it is still running, or was cut off).
+var ErrIncomplete = errors.New("the reminder is not fully created yet")
+
 // Reschedule moves every delivery of reminder id that has not started
-// sending to new times, each with a conditional write (ledger.Reschedule):
-// one sent, ended or in flight is refused and reported, never changed.
-// Once a delivery is moved, it cannot be sent before the new dueAt. The
-// reminder item records the new times once any delivery stands at them,
-// so that a create of the reminder with its old times is a conflict.
-// Running the same reschedule again finishes one that stopped half-way.
-// It returns a *ValidationError for bad times and an error wrapping
-// ErrNoReminder for an unknown id.
+// sending to new times, and records them on the reminder item, in one
+// conditional transaction (ledger.MoveReminder) over the items as read: a
+// delivery sent, ended or in flight is reported and never changed (an ended
+// one is kept as long as the moved ones); if anything changed between the
+// read and the write, it reads again. Once it has answered, no moved
+// delivery can be sent before the new dueAt. Running the same reschedule
+// again changes nothing more. It returns a *ValidationError for bad times,
+// an error wrapping ErrNoReminder for an unknown id, and one wrapping
+// ErrIncomplete while a create of the reminder has not written every
+// delivery.
 func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string) (Rescheduled, error) {
-	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
-	if err != nil {
-		return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
-	}
-	if len(stored.Deliveries) == 0 {
-		return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; check the id (reminder ids are case-sensitive)", id, ErrNoReminder)
-	}
-	window, name := s.validator.Lateness, "the default lateness"
-	if r := stored.Reminder; r != nil {
-		window, name = r.ExpiresAt.Sub(r.DueAt), "the reminder's window"
-	}
-	due, exp, err := s.validator.times(id, to.DueAt, to.ExpiresAt, window, name, "give an expiresAt")
-	if err != nil {
-		return Rescheduled{}, err
-	}
 	if note != "" {
 		note = ": " + note
 	}
-	mv := ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + ledger.Format(due) + note}
-	out := Rescheduled{DueAt: due, ExpiresAt: exp}
-	atNewTimes := false
-	for _, d := range stored.Deliveries {
-		res := MoveResult{Key: d.Key(), Status: d.Status}
-		live := d.Status == ledger.StatusPending || d.Status == ledger.StatusQueued || d.Status == ledger.StatusRetrying
-		if live && d.DueAt.Equal(due) && d.ExpiresAt.Equal(exp) {
-			res.Unchanged, atNewTimes = true, true
+	var due, exp time.Time
+	for attempt := 1; ; attempt++ {
+		stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
+		if err != nil {
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
+		}
+		if len(stored.Deliveries) == 0 {
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; check the id (reminder ids are case-sensitive)", id, ErrNoReminder)
+		}
+		if attempt == 1 {
+			window, name := s.validator.Lateness, "the default lateness"
+			if r := stored.Reminder; r != nil {
+				window, name = r.ExpiresAt.Sub(r.DueAt), "the reminder's window"
+			}
+			if due, exp, err = s.validator.times(id, to.DueAt, to.ExpiresAt, window, name, "give an expiresAt"); err != nil {
+				return Rescheduled{}, err
+			}
+		}
+		if gone := missing(stored); len(gone) > 0 {
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w (%d of its %d deliveries are not written); send its create again with the same content to finish it, then reschedule",
+				id, ErrIncomplete, len(gone), len(stored.Reminder.Deliveries))
+		}
+		out := Rescheduled{DueAt: due, ExpiresAt: exp}
+		plan := ledger.MovePlan{ID: id, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + ledger.Format(due) + note}}
+		unchanged := false
+		for _, d := range stored.Deliveries {
+			res := MoveResult{Key: d.Key(), Status: d.Status}
+			switch {
+			case d.Status == ledger.StatusSending:
+				res.Refused, res.At = ledger.ErrLeased, d.LeaseUntil
+			case d.Status == ledger.StatusSent:
+				res.Refused, res.At = ledger.ErrAlreadySent, d.SentAt
+				plan.Ended = append(plan.Ended, d)
+			case d.Status.Terminal():
+				res.Refused, res.At = ledger.ErrFinished, d.UpdatedAt
+				plan.Ended = append(plan.Ended, d)
+			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(exp):
+				res.Unchanged, unchanged = true, true
+			default:
+				res.Moved, res.Status = true, ledger.StatusPending
+				plan.Live = append(plan.Live, d)
+			}
 			out.Deliveries = append(out.Deliveries, res)
-			continue
 		}
-		moved, err := s.cfg.Ledger.Reschedule(ctx, d.Key(), mv)
-		var re *ledger.RefusedError
+		r := stored.Reminder
+		if len(plan.Live) == 0 && (!unchanged || r == nil || r.DueAt.Equal(due) && r.ExpiresAt.Equal(exp)) {
+			return out, nil // nothing to move: every delivery is there already, or ended, or in flight
+		}
+		plan.Reminder = r
+		err = s.cfg.Ledger.MoveReminder(ctx, plan)
 		switch {
-		case err == nil:
-			res.Moved, res.Status, atNewTimes = true, moved.Status, true
-		case errors.As(err, &re):
-			res.Refused, res.Status, res.At = re.Reason, re.Current.Status, re.Current.UpdatedAt
-			if re.Current.Status == ledger.StatusSent {
-				res.At = re.Current.SentAt
-			}
-			if errors.Is(err, ledger.ErrLeased) {
-				res.At = re.Current.LeaseUntil
-			}
-		default:
-			return out, fmt.Errorf("schedule: reschedule %s: %w; run the same reschedule again to finish it", d.Key(), err)
+		case errors.Is(err, ledger.ErrChanged) && attempt < 4:
+			continue // a claim, a cancel or another reschedule came between: read again
+		case err != nil:
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; send the same reschedule again", id, err)
 		}
-		out.Deliveries = append(out.Deliveries, res)
+		return out, nil
 	}
-	if atNewTimes && stored.Reminder != nil && (!stored.Reminder.DueAt.Equal(due) || !stored.Reminder.ExpiresAt.Equal(exp)) {
-		if err := s.cfg.Ledger.RescheduleReminder(ctx, id, mv); err != nil {
-			return out, fmt.Errorf("schedule: reschedule %q: %w; run the same reschedule again to finish it", id, err)
-		}
-	}
-	return out, nil
 }
 
 // ParseTimes decodes a reschedule's times from JSON, refusing unknown

@@ -22,8 +22,7 @@ type Ledger interface {
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	Create(ctx context.Context, d ledger.Delivery) error
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
-	Reschedule(ctx context.Context, key message.DeliveryKey, mv ledger.Move) (ledger.Delivery, error)
-	RescheduleReminder(ctx context.Context, id string, mv ledger.Move) error
+	MoveReminder(ctx context.Context, p ledger.MovePlan) error
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
 	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
@@ -153,7 +152,7 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 		case errors.As(err, &re) && errors.Is(err, ledger.ErrExists):
 			// Written by an earlier attempt; the reminder item matched,
 			// and the address, kept on the delivery alone, must too.
-			if re.Current.Address != d.Address {
+			if re.Current.Address != d.Address && !tombstone(re.Current) {
 				return "", &ConflictError{ID: r.ID, Field: "deliveries (" + d.Channel + "/" + d.Provider + ") address",
 					Stored: ledger.MaskAddress(re.Current.Address), Given: ledger.MaskAddress(d.Address)}
 			}
@@ -164,6 +163,13 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 		}
 	}
 	return outcome, nil
+}
+
+// tombstone reports whether d is what Cancel writes for a delivery its
+// reminder lists but no create had written yet: cancelled, with nothing
+// to send to. A create arriving after it finds it, and sends nothing.
+func tombstone(d ledger.Delivery) bool {
+	return d.Status == ledger.StatusCancelled && d.Address == "" && d.Attempts == 0 && len(d.History) == 1
 }
 
 // checkTemplates refuses an SES delivery whose template is not deployed,
@@ -279,17 +285,36 @@ var ErrNoReminder = errors.New("no such reminder")
 
 // Cancel cancels every delivery of reminder id that has not been sent.
 // Each delivery is a conditional write: one already sent, finished, or in
-// flight is refused and reported, never changed.
+// flight is refused and reported, never changed. A delivery the reminder
+// lists that no create has written yet (a create still running, or cut
+// off) is written cancelled, so that a create finishing later sends
+// nothing.
 func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, error) {
-	keys, err := s.deliveryKeys(ctx, id)
+	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	if len(keys) == 0 {
+	if stored.Empty() {
 		return nil, fmt.Errorf("schedule: cancel %q: %w; check the id (nudge reminder ids are case-sensitive)", id, ErrNoReminder)
 	}
 	var out []CancelResult
-	for _, k := range keys {
+	for _, k := range missing(stored) {
+		d := *k
+		err := s.cfg.Ledger.Create(ctx, ledger.Delivery{ReminderID: id, Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef,
+			TemplateRef: d.TemplateRef, DueAt: stored.Reminder.DueAt, ExpiresAt: stored.Reminder.ExpiresAt, Status: ledger.StatusCancelled})
+		key := stored.Reminder.Key(d)
+		switch {
+		case err == nil:
+			out = append(out, CancelResult{Key: key, Cancelled: true, Status: ledger.StatusCancelled})
+		case errors.Is(err, ledger.ErrExists):
+			// Written meanwhile: cancelled with the others below.
+			stored.Deliveries = append(stored.Deliveries, ledger.Delivery{ReminderID: id, Channel: d.Channel, Provider: d.Provider})
+		default:
+			return out, fmt.Errorf("schedule: cancel %s: %w", key, err)
+		}
+	}
+	for _, dd := range stored.Deliveries {
+		k := dd.Key()
 		d, err := s.cfg.Ledger.Cancel(ctx, k, note)
 		res := CancelResult{Key: k, Cancelled: err == nil, Status: d.Status}
 		var re *ledger.RefusedError
@@ -311,15 +336,20 @@ func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, er
 	return out, nil
 }
 
-// deliveryKeys lists the deliveries of reminder id from the table.
-func (s *Store) deliveryKeys(ctx context.Context, id string) ([]message.DeliveryKey, error) {
-	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
+// missing lists the deliveries the reminder item names that have no item.
+func missing(stored ledger.Stored) []*ledger.ReminderDelivery {
+	if stored.Reminder == nil {
+		return nil
 	}
-	keys := make([]message.DeliveryKey, 0, len(stored.Deliveries))
+	have := map[message.DeliveryKey]bool{}
 	for _, d := range stored.Deliveries {
-		keys = append(keys, d.Key())
+		have[d.Key()] = true
 	}
-	return keys, nil
+	var out []*ledger.ReminderDelivery
+	for i, d := range stored.Reminder.Deliveries {
+		if !have[stored.Reminder.Key(d)] {
+			out = append(out, &stored.Reminder.Deliveries[i])
+		}
+	}
+	return out
 }

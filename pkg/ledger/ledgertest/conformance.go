@@ -40,8 +40,7 @@ type Store interface {
 	ReadStage(ctx context.Context) (ledger.StageFacts, bool, error)
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
-	Reschedule(ctx context.Context, key message.DeliveryKey, mv ledger.Move) (ledger.Delivery, error)
-	RescheduleReminder(ctx context.Context, id string, mv ledger.Move) error
+	MoveReminder(ctx context.Context, p ledger.MovePlan) error
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
 }
 
@@ -100,6 +99,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
 		{"RescheduleMovesOnlyWhatHasNotStartedSending", testRescheduleMovesOnlyWhatHasNotStartedSending},
 		{"AccountListsItsRemindersLatestDueFirst", testAccountListsItsRemindersLatestDueFirst},
+		{"CancelEndsADeadDeliveryToo", testCancelEndsADeadDeliveryToo},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -988,80 +988,130 @@ func testAWriterClockBehindPublishesAhead(t *testing.T, b bundle) {
 	}
 }
 
-// testRescheduleMovesOnlyWhatHasNotStartedSending: a pending, queued or
-// retrying delivery moves to its new times (status pending, the index at
-// the new publish time, the TTL from the new expiresAt, a fresh attempt
-// budget), and no claim takes it before its new dueAt; one sending, sent
-// or ended is refused, unchanged.
+// testRescheduleMovesOnlyWhatHasNotStartedSending: MoveReminder moves the
+// live deliveries as read to their new times (status pending, the index at
+// the new publish time, the TTL from the new expiresAt, the history
+// bounded), keeps the ended ones as long, and records the times on the
+// reminder item, in one transaction; no claim takes a moved delivery
+// before its new dueAt; anything changed since the read writes nothing.
 func testRescheduleMovesOnlyWhatHasNotStartedSending(t *testing.T, b bundle) {
 	ctx := context.Background()
-	queued := b.create(t, "rem-queued") // due t0, queued
-	retrying := b.create(t, "rem-retrying")
-	sent := b.create(t, "rem-sent")
-	cs, err := b.claim("tok2", sent)
+	r := ledger.Reminder{ID: "rem-move", AccountRef: "acct-1", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"},
+			{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}, {Channel: "push", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
+	if _, _, err := b.l.CreateReminder(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range r.Deliveries {
+		if err := b.l.Create(ctx, ledger.Delivery{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider, RecipientRef: "r", TemplateRef: "t",
+			DueAt: r.DueAt, ExpiresAt: r.ExpiresAt, Status: ledger.StatusQueued}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	email := message.DeliveryKey{ReminderID: r.ID, Channel: "email", Provider: "webhook"}
+	sms := message.DeliveryKey{ReminderID: r.ID, Channel: "sms", Provider: "webhook"}
+	push := message.DeliveryKey{ReminderID: r.ID, Channel: "push", Provider: "webhook"}
+	// sms is sent; push retried (an attempt made), then reviewed by a repair
+	// of an attempt that never ended.
+	c, err := b.l.Claim(ctx, ledger.Claim{Key: sms, Token: "a", LeaseUntil: t0.Add(time.Minute), DueBy: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.l.Complete(ctx, cs, "r"); err != nil {
+	if _, err := b.l.Complete(ctx, c, "r"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := b.claim("tok", retrying)
+	c, err = b.l.Claim(ctx, ledger.Claim{Key: push, Token: "b", LeaseUntil: t0.Add(time.Minute), DueBy: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.l.Retry(ctx, c, ledger.Failure{Class: "server", Message: "500", NextAttemptAt: b.clk.Now().Add(time.Minute)}); err != nil {
+	if _, err := b.l.Requeue(ctx, c, "lost"); err != nil {
 		t.Fatal(err)
+	}
+	for range 8 { // a long history, to be bounded
+		if _, err := b.l.Release(ctx, email, r.DueAt, "early"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() ledger.Stored {
+		t.Helper()
+		s, err := b.l.ReadReminder(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	plan := func(s ledger.Stored, to ledger.Move) ledger.MovePlan {
+		p := ledger.MovePlan{ID: r.ID, Reminder: s.Reminder, To: to}
+		for _, d := range s.Deliveries {
+			if d.Status.Terminal() {
+				p.Ended = append(p.Ended, d)
+			} else {
+				p.Live = append(p.Live, d)
+			}
+		}
+		return p
 	}
 	mv := ledger.Move{DueAt: t0.Add(200 * 24 * time.Hour), ExpiresAt: t0.Add(201 * 24 * time.Hour), Note: "moved by the customer"}
-	for _, d := range []ledger.Delivery{queued, retrying} {
-		got, err := b.l.Reschedule(ctx, d.Key(), mv)
-		if err != nil {
-			t.Fatalf("reschedule %s: %v", d.Key(), err)
-		}
-		if got.Status != ledger.StatusPending || !got.DueAt.Equal(mv.DueAt) || !got.ExpiresAt.Equal(mv.ExpiresAt) || got.NextAttemptAt != (time.Time{}) {
-			t.Errorf("%s after reschedule: %+v", d.Key(), got)
-		}
-		if want := mv.ExpiresAt.Add(ledger.DefaultRetention); !got.TTL.Equal(want) {
-			t.Errorf("%s TTL %v; want %v (the new expiresAt + retention), or DynamoDB deletes it before it is due", d.Key(), got.TTL, want)
-		}
-		if got.Attempts-got.BudgetFrom != 0 {
-			t.Errorf("%s has %d attempts against its budget after a reschedule; want 0", d.Key(), got.Attempts-got.BudgetFrom)
-		}
-		if last := got.History[len(got.History)-1]; last.Status != ledger.StatusPending || last.Note != mv.Note {
-			t.Errorf("%s history ends %+v", d.Key(), last)
-		}
-		// Not at the old time: the queue's message for it is deferred.
-		if _, err := b.claim("early", d); !errors.Is(err, ledger.ErrNotDue) {
-			t.Errorf("claim of %s at its old time: %v; want ErrNotDue", d.Key(), err)
-		}
-		e, ok := b.entry(t, d.Key())
-		if !ok || !e.PublishAt.Equal(mv.DueAt.Add(-ledger.MaxLookahead)) || !e.DueAt.Equal(mv.DueAt) || !e.ExpiresAt.Equal(mv.ExpiresAt) {
-			t.Errorf("%s index entry %+v (%v); want published at the new dueAt − 15m", d.Key(), e, ok)
-		}
-	}
-	// At the new time, it is claimed.
-	b.clk.Advance(mv.DueAt.Sub(b.clk.Now()))
-	if _, err := b.claim("later", queued); err != nil {
-		t.Fatalf("claim at the new dueAt: %v", err)
-	}
-	// Sending (the claim above), sent and cancelled ones stay as they are.
-	if _, err := b.l.Reschedule(ctx, queued.Key(), ledger.Move{DueAt: mv.DueAt.Add(time.Hour), ExpiresAt: mv.ExpiresAt}); !errors.Is(err, ledger.ErrLeased) {
-		t.Errorf("reschedule while sending: %v; want ErrLeased", err)
-	}
-	if _, err := b.l.Reschedule(ctx, sent.Key(), mv); !errors.Is(err, ledger.ErrAlreadySent) {
-		t.Errorf("reschedule of a sent delivery: %v; want ErrAlreadySent", err)
-	}
-	if _, err := b.l.Cancel(ctx, retrying.Key(), "no"); err != nil {
+	stale := plan(read(), mv)
+	// Changed since the read (the email released once more): nothing moves.
+	b.clk.Advance(time.Second)
+	if _, err := b.l.Release(ctx, email, r.DueAt, "early"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.l.Reschedule(ctx, retrying.Key(), mv); !errors.Is(err, ledger.ErrFinished) {
-		t.Errorf("reschedule of a cancelled delivery: %v; want ErrFinished", err)
+	if err := b.l.MoveReminder(ctx, stale); !errors.Is(err, ledger.ErrChanged) {
+		t.Fatalf("a move planned before a change: %v; want ErrChanged", err)
 	}
-	if _, err := b.l.Reschedule(ctx, message.DeliveryKey{ReminderID: "rem-none", Channel: "sms", Provider: "webhook"}, mv); !errors.Is(err, ledger.ErrNotFound) {
-		t.Errorf("reschedule of no delivery: %v; want ErrNotFound", err)
+	if s := read(); !s.Reminder.DueAt.Equal(r.DueAt) || !s.Deliveries[0].DueAt.Equal(r.DueAt) || !s.Deliveries[1].DueAt.Equal(r.DueAt) {
+		t.Fatalf("a refused move wrote: %+v", s)
 	}
-	if _, err := b.l.Reschedule(ctx, sent.Key(), ledger.Move{DueAt: mv.DueAt, ExpiresAt: mv.DueAt}); err == nil {
+	if err := b.l.MoveReminder(ctx, plan(read(), mv)); err != nil {
+		t.Fatal(err)
+	}
+	s := read()
+	if !s.Reminder.DueAt.Equal(mv.DueAt) || !s.Reminder.ExpiresAt.Equal(mv.ExpiresAt) {
+		t.Errorf("reminder item at %v–%v; want the new times", s.Reminder.DueAt, s.Reminder.ExpiresAt)
+	}
+	want := mv.ExpiresAt.Add(ledger.DefaultRetention)
+	for _, got := range s.Deliveries {
+		if !got.TTL.Equal(want) {
+			t.Errorf("%s TTL %v; want %v (the new expiresAt + retention), or DynamoDB deletes it before its reminder", got.Key(), got.TTL, want)
+		}
+		if got.Key() == sms {
+			if got.Status != ledger.StatusSent || !got.DueAt.Equal(r.DueAt) {
+				t.Errorf("the sent delivery changed: %+v", got)
+			}
+			continue
+		}
+		if got.Status != ledger.StatusPending || !got.DueAt.Equal(mv.DueAt) || !got.ExpiresAt.Equal(mv.ExpiresAt) {
+			t.Errorf("%s after the move: %s %v–%v", got.Key(), got.Status, got.DueAt, got.ExpiresAt)
+		}
+		if last := got.History[len(got.History)-1]; last.Status != ledger.StatusPending || last.Note != mv.Note || len(got.History) > 6 {
+			t.Errorf("%s history (%d entries, the limit 6) ends %+v", got.Key(), len(got.History), last)
+		}
+		if _, err := b.l.Claim(ctx, ledger.Claim{Key: got.Key(), Token: "early", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()}); !errors.Is(err, ledger.ErrNotDue) {
+			t.Errorf("claim of %s at its old time: %v; want ErrNotDue", got.Key(), err)
+		}
+		e, ok := b.entry(t, got.Key())
+		if !ok || !e.PublishAt.Equal(mv.DueAt.Add(-ledger.MaxLookahead)) || !e.DueAt.Equal(mv.DueAt) {
+			t.Errorf("%s index entry %+v (%v); want published at the new dueAt − 15m", got.Key(), e, ok)
+		}
+	}
+	// At the new time: the push delivery's earlier attempt never ended, and
+	// its claim still knows (a reschedule is no review).
+	b.clk.Advance(mv.DueAt.Sub(b.clk.Now()))
+	got, err := b.l.Claim(ctx, ledger.Claim{Key: push, Token: "later", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+	if err != nil {
+		t.Fatalf("claim at the new dueAt: %v", err)
+	}
+	if !got.LapsedLeaseTaken() {
+		t.Error("after a reschedule, the claim of a delivery whose earlier attempt never ended does not know it")
+	}
+	if err := b.l.MoveReminder(ctx, ledger.MovePlan{ID: r.ID, To: ledger.Move{DueAt: mv.DueAt, ExpiresAt: mv.DueAt}}); err == nil {
 		t.Error("a move whose expiresAt is not after its dueAt was accepted")
+	}
+	sending := read()
+	if err := b.l.MoveReminder(ctx, ledger.MovePlan{ID: r.ID, Live: []ledger.Delivery{sending.Deliveries[1]}, To: mv}); err == nil {
+		t.Error("a plan moving a delivery that is sending was accepted")
 	}
 }
 
@@ -1129,7 +1179,11 @@ func testAccountListsItsRemindersLatestDueFirst(t *testing.T, b bundle) {
 	if got := list("acct-none", 10); len(got) != 0 {
 		t.Errorf("an account with no reminders lists %v", got)
 	}
-	if err := b.l.RescheduleReminder(ctx, "rem-a1", ledger.Move{DueAt: t0.Add(5 * time.Hour), ExpiresAt: t0.Add(6 * time.Hour)}); err != nil {
+	a1, err := b.l.ReadReminder(ctx, "rem-a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.l.MoveReminder(ctx, ledger.MovePlan{ID: "rem-a1", Reminder: a1.Reminder, To: ledger.Move{DueAt: t0.Add(5 * time.Hour), ExpiresAt: t0.Add(6 * time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tied(list("acct-a", 2), 2); got != "rem-a1 rem-a2 rem-a3 rem-a4" {
@@ -1137,9 +1191,6 @@ func testAccountListsItsRemindersLatestDueFirst(t *testing.T, b bundle) {
 	}
 	if got, err := b.l.ReadReminder(ctx, "rem-a1"); err != nil || !got.Reminder.DueAt.Equal(t0.Add(5*time.Hour)) || !got.Reminder.ExpiresAt.Equal(t0.Add(6*time.Hour)) {
 		t.Errorf("rem-a1 read back: %+v, %v", got.Reminder, err)
-	}
-	if err := b.l.RescheduleReminder(ctx, "rem-none", ledger.Move{DueAt: t0, ExpiresAt: t0.Add(time.Hour)}); !errors.Is(err, ledger.ErrNotFound) {
-		t.Errorf("reschedule of no reminder: %v; want ErrNotFound", err)
 	}
 	for _, bad := range []string{"x", "!!", "eyJpIjoiIiwiZCI6IiJ9"} {
 		if _, err := b.l.ListAccount(ctx, "acct-a", 10, bad); !errors.Is(err, ledger.ErrBadPageToken) {
@@ -1150,5 +1201,26 @@ func testAccountListsItsRemindersLatestDueFirst(t *testing.T, b bundle) {
 		if _, err := b.l.ListAccount(ctx, "acct-a", limit, ""); err == nil {
 			t.Errorf("a page size of %d was accepted", limit)
 		}
+	}
+}
+
+// testCancelEndsADeadDeliveryToo: a dead delivery is cancelled, so no
+// redrive sends it after its owner cancelled the reminder.
+func testCancelEndsADeadDeliveryToo(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-dead")
+	c, err := b.claim("tok", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "rejected", Message: "400"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.l.Cancel(ctx, d.Key(), "owner cancelled")
+	if err != nil || got.Status != ledger.StatusCancelled {
+		t.Fatalf("cancel of a dead delivery: %+v, %v", got, err)
+	}
+	if _, err := b.revive("console-redrive", d); !errors.Is(err, ledger.ErrFinished) {
+		t.Errorf("a console redrive after the cancel: %v; want ErrFinished", err)
 	}
 }
