@@ -178,4 +178,3 @@ func (u *update) transact(table string) types.TransactWriteItem {
 		ExpressionAttributeNames: maps.Clone(u.names), ExpressionAttributeValues: u.values,
 	}}
 }
-
