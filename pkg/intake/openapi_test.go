@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,10 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/nudgehq/nudge/pkg/intake"
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 // exchange is one request to the handler and the status it must answer.
@@ -24,7 +29,27 @@ type exchange struct {
 	contentType      string
 	body             []byte
 	status           int
-	invalidOnPurpose bool // the request breaks the document on purpose (a 4xx test)
+	invalidOnPurpose bool // the request breaks the document on purpose: its validation must fail
+	down             bool // sent to a handler whose table does not answer in time
+}
+
+// downStore is an intake whose table never answers in time.
+type downStore struct{ intake.Store }
+
+func (downStore) Create(context.Context, schedule.Reminder) (schedule.Outcome, error) {
+	return "", context.DeadlineExceeded
+}
+func (downStore) Show(context.Context, string) (schedule.View, error) {
+	return schedule.View{}, context.DeadlineExceeded
+}
+func (downStore) Cancel(context.Context, string, string) ([]schedule.CancelResult, error) {
+	return nil, context.DeadlineExceeded
+}
+func (downStore) Reschedule(context.Context, string, schedule.Times, string) (schedule.Rescheduled, error) {
+	return schedule.Rescheduled{}, context.DeadlineExceeded
+}
+func (downStore) List(context.Context, string, int, string) (schedule.ListPage, error) {
+	return schedule.ListPage{}, context.DeadlineExceeded
 }
 
 // TestOpenAPIDocumentIsTrue holds docs/openapi.yaml and the handler to each
@@ -47,6 +72,20 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		t.Fatalf("docs/openapi.yaml is not valid: %v", err)
 	}
 	f := setup(t)
+	led, err := ledger.NewMemory(ledger.MemoryConfig{Clock: f.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := schedule.New(schedule.Config{Ledger: led, Clock: f.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	downHandler, err := intake.New(intake.Config{Store: downStore{Store: store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := httptest.NewServer(downHandler)
+	defer down.Close()
 	// Requests go to the test's server, not the documented function URL.
 	doc.Servers = openapi3.Servers{{URL: f.srv.URL}}
 	router, err := legacy.NewRouter(doc)
@@ -79,7 +118,11 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	seen := map[string]bool{} // "PUT /v1/reminders/{id} 201"
 	check := func(ex exchange) {
 		t.Helper()
-		req, err := http.NewRequest(ex.method, f.srv.URL+ex.path, bytes.NewReader(ex.body))
+		base := f.srv.URL
+		if ex.down {
+			base = down.URL
+		}
+		req, err := http.NewRequest(ex.method, base+ex.path, bytes.NewReader(ex.body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,14 +130,21 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 			req.Header.Set("Content-Type", ex.contentType)
 		}
 		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=AKIDLOCAL/20261201/us-east-1/lambda/aws4_request")
-		route, params, err := router.FindRoute(req)
+		// The router matches the documented server; the request goes to
+		// the down handler's all the same.
+		probe := req.Clone(ctx)
+		probe.URL.Host, probe.Host = strings.TrimPrefix(f.srv.URL, "http://"), strings.TrimPrefix(f.srv.URL, "http://")
+		route, params, err := router.FindRoute(probe)
 		if err != nil {
 			t.Fatalf("%s: %s %s is not in the document: %v", ex.name, ex.method, ex.path, err)
 		}
 		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
 			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
-		if err := openapi3filter.ValidateRequest(ctx, in); err != nil && !ex.invalidOnPurpose {
+		switch err := openapi3filter.ValidateRequest(ctx, in); {
+		case err != nil && !ex.invalidOnPurpose:
 			t.Errorf("%s: the request breaks the document: %v", ex.name, err)
+		case err == nil && ex.invalidOnPurpose:
+			t.Errorf("%s: the request was to break the document, and does not: the document allows what the handler refuses", ex.name)
 		}
 		req.Body = io.NopCloser(bytes.NewReader(ex.body))
 		res, err := http.DefaultClient.Do(req)
@@ -148,7 +198,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		{name: "create too large", method: "PUT", path: "/v1/reminders/rem-2", contentType: "application/json", body: big, status: 413, invalidOnPurpose: true},
 		{name: "create not JSON", method: "PUT", path: "/v1/reminders/rem-2", contentType: "text/plain", body: []byte("x"), status: 415, invalidOnPurpose: true},
 		{name: "read", method: "GET", path: "/v1/reminders/rem-1", status: 200},
-		{name: "read with a body", method: "GET", path: "/v1/reminders/rem-1", contentType: "application/json", body: []byte("{}"), status: 400, invalidOnPurpose: true},
+		{name: "read an odd id", method: "GET", path: "/v1/reminders/rem%201", status: 400, invalidOnPurpose: true},
 		{name: "read none", method: "GET", path: "/v1/reminders/rem-none", status: 404},
 		{name: "list", method: "GET", path: "/v1/reminders?account=acct-1&limit=1", status: 200},
 		{name: "list without an account", method: "GET", path: "/v1/reminders?limit=1", status: 400, invalidOnPurpose: true},
@@ -157,13 +207,18 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		{name: "batch too large", method: "POST", path: "/v1/reminders", contentType: "application/json", body: bytes.Repeat([]byte(" "), 1<<20+1), status: 413, invalidOnPurpose: true},
 		{name: "batch not JSON", method: "POST", path: "/v1/reminders", contentType: "text/csv", body: []byte("x"), status: 415, invalidOnPurpose: true},
 		{name: "reschedule", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + now.Add(3*time.Hour).Format(time.RFC3339) + `"}`), status: 200},
-		{name: "reschedule to no time", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"x"}`), status: 400, invalidOnPurpose: true},
+		{name: "reschedule to no time", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: []byte(`{"due":"x"}`), status: 400, invalidOnPurpose: true},
 		{name: "reschedule none", method: "POST", path: "/v1/reminders/rem-none/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + due + `"}`), status: 404},
 		{name: "reschedule too large", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "application/json", body: big, status: 413, invalidOnPurpose: true},
 		{name: "reschedule not JSON", method: "POST", path: "/v1/reminders/rem-1/reschedule", contentType: "text/plain", body: []byte("x"), status: 415, invalidOnPurpose: true},
 		{name: "cancel an odd id", method: "DELETE", path: "/v1/reminders/rem%201", status: 400, invalidOnPurpose: true},
 		{name: "cancel none", method: "DELETE", path: "/v1/reminders/rem-none", status: 404},
 		{name: "create one to send", method: "PUT", path: "/v1/reminders/rem-sent", contentType: "application/json", body: mk(""), status: 201},
+		{name: "create, the table down", method: "PUT", path: "/v1/reminders/rem-9", contentType: "application/json", body: mk(""), status: 503, down: true},
+		{name: "read, the table down", method: "GET", path: "/v1/reminders/rem-9", status: 503, down: true},
+		{name: "cancel, the table down", method: "DELETE", path: "/v1/reminders/rem-9", status: 503, down: true},
+		{name: "reschedule, the table down", method: "POST", path: "/v1/reminders/rem-9/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + due + `"}`), status: 503, down: true},
+		{name: "list, the table down", method: "GET", path: "/v1/reminders?account=acct-1", status: 503, down: true},
 	} {
 		check(ex)
 	}
