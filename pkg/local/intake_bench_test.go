@@ -177,7 +177,7 @@ func BenchmarkIntakeColdStart(b *testing.B) {
 	warm.Close()
 	bins := standintest.Bootstraps(b, "intake")
 	ctx := context.Background()
-	var first, initMs time.Duration
+	var first, initDur time.Duration
 	for i := 0; i < b.N; i++ {
 		log := &lockedLog{}
 		start := time.Now()
@@ -193,11 +193,11 @@ func BenchmarkIntakeColdStart(b *testing.B) {
 		}
 		if m := initReport.FindStringSubmatch(log.String()); m != nil {
 			ms, _ := strconv.ParseFloat(m[1], 64)
-			initMs = time.Duration(ms * float64(time.Millisecond))
+			initDur = time.Duration(ms * float64(time.Millisecond))
 		}
 	}
 	b.ReportMetric(float64(first.Microseconds())/1000, "ms-to-first-answer")
-	b.ReportMetric(float64(initMs.Microseconds())/1000, "init-ms")
+	b.ReportMetric(float64(initDur.Microseconds())/1000, "init-ms")
 }
 
 var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
