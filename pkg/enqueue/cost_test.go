@@ -84,8 +84,9 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 	if perClaim != 6 {
 		t.Errorf("claim path costs %.2f units per delivery, want 6", perClaim)
 	}
-	if reminderUnits != n {
-		t.Errorf("reminder items cost %.2f units for %d reminders, want 1 each", reminderUnits, n)
+	// The item and its entry in the account index (docs/ledger.md).
+	if reminderUnits != 2*n {
+		t.Errorf("reminder items cost %.2f units for %d reminders, want 2 each (the item and its account index entry)", reminderUnits, n)
 	}
 }
 
