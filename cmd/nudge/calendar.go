@@ -375,9 +375,11 @@ func rescheduleCmd(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(r.Refused, ledger.ErrLeased):
 			fmt.Fprintf(stdout, "%s: not moved: a consumer is sending it now (lease until %s); run the reschedule again after %s\n", r.Key, ledger.Format(r.At), ledger.Format(r.At.Add(ledger.OperatorClockSkew)))
 			code = 1
+		case errors.Is(r.Refused, schedule.ErrDeadLettered):
+			fmt.Fprintf(stdout, "%s: not moved: it is dead-lettered; review it (nudge dlq list): a redrive sends it at its old time, or cancel it\n", r.Key)
+			code = 1
 		default:
 			fmt.Fprintf(stdout, "%s: not moved: it already ended (%s)\n", r.Key, r.Status)
-			code = 1
 		}
 	}
 	return code

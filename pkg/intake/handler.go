@@ -204,7 +204,9 @@ func clip(s string) string {
 // stored (recipients' addresses are never echoed).
 type Created struct {
 	ID string `json:"id"`
-	// Outcome is "created" or "unchanged".
+	// Outcome is "created" (201), or "unchanged" or "completed" (200: the
+	// reminder was there; completed when this call wrote deliveries a create
+	// cut off, or still running, had not).
 	Outcome  schedule.Outcome   `json:"outcome"`
 	Reminder *schedule.Reminder `json:"reminder"`
 }
@@ -262,8 +264,9 @@ type DeliveryResult struct {
 	Channel  string `json:"channel"`
 	Provider string `json:"provider"`
 	// Outcome is cancelled, moved or unchanged when the call did what was
-	// asked (or it was already so); sent, in-flight or finished when it
-	// was refused.
+	// asked (or it was already so); finished for a delivery that ended
+	// (cancelled, expired) and stays so; sent, in-flight or (for a
+	// reschedule) dead when it was refused.
 	Outcome string        `json:"outcome"`
 	Status  ledger.Status `json:"status"`
 	// At is, for a refused delivery, when it was sent or last changed,
@@ -287,6 +290,8 @@ func refusedOutcome(err error) string {
 		return "sent"
 	case errors.Is(err, ledger.ErrLeased):
 		return "in-flight"
+	case errors.Is(err, schedule.ErrDeadLettered):
+		return "dead"
 	}
 	return "finished"
 }
@@ -405,7 +410,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		detail = "the reminder's other deliveries stand at " + out.DueAt + "; not moved: " + strings.Join(refused, ", ")
 	}
 	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not moved", Detail: detail,
-		Fix:        "a sent or ended delivery cannot move; for one in flight, send the reschedule again after Retry-After",
+		Fix:        "a sent or ended delivery cannot move; a dead one is reviewed in the DLQ first (redrive or cancel); for one in flight, send the reschedule again after Retry-After",
 		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries)})
 }
 

@@ -436,6 +436,7 @@ func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, 
 	for i := range r.Deliveries {
 		r.Deliveries[i].Address = "" // kept on the delivery item alone, as in DynamoDB
 	}
+	r.TTL = m.Expiry(r.ExpiresAt)
 	m.t.reminders[r.ID] = r
 	m.t.created[r.ID] = m.now()
 	return copyReminder(r), false, nil

@@ -23,6 +23,9 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 	if err != nil {
 		return err
 	}
+	if p.nothingToWrite(moveTTL(p.Reminder, m.Expiry(p.To.ExpiresAt))) {
+		return nil
+	}
 	changed := fmt.Errorf("ledger: reschedule %q: %w", p.ID, ErrChanged)
 	if r := p.Reminder; r != nil {
 		cur, ok := m.t.reminders[p.ID]
@@ -30,21 +33,27 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 			return changed
 		}
 	}
-	for _, d := range append(append([]Delivery{}, p.Live...), p.Ended...) {
+	for _, d := range append(append([]Delivery{}, p.Live...), p.Kept...) {
 		cur, ok := m.t.items[d.Key()]
 		if !ok || !cur.UpdatedAt.Equal(ms(d.UpdatedAt)) || cur.Status != d.Status {
 			return changed
 		}
 	}
 	now := m.now()
-	ttl := m.Expiry(p.To.ExpiresAt)
+	ttl := moveTTL(p.Reminder, m.Expiry(p.To.ExpiresAt))
 	if r, ok := m.t.reminders[p.ID]; ok && p.Reminder != nil {
 		r.DueAt, r.ExpiresAt = ms(p.To.DueAt), ms(p.To.ExpiresAt)
+		if !ttl.IsZero() {
+			r.TTL = ttl
+		}
 		m.t.reminders[p.ID] = r
 	}
 	for _, read := range p.Live {
 		d := copyOf(m.t.items[read.Key()])
-		d.Status, d.DueAt, d.ExpiresAt, d.TTL = StatusPending, ms(p.To.DueAt), ms(p.To.ExpiresAt), ttl
+		d.Status, d.DueAt, d.ExpiresAt = StatusPending, ms(p.To.DueAt), ms(p.To.ExpiresAt)
+		if !ttl.IsZero() && !d.TTL.IsZero() {
+			d.TTL = later(ttl, d.TTL)
+		}
 		endLease(&d)
 		shard := ShardOf(d.ReminderID, shards)
 		if d.Index != nil {
@@ -56,9 +65,9 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 		d.UpdatedAt = now
 		m.t.items[d.Key()] = d
 	}
-	for _, read := range p.Ended {
+	for _, read := range p.Kept {
 		d := m.t.items[read.Key()]
-		if !d.TTL.IsZero() && d.TTL.Before(ttl) {
+		if !ttl.IsZero() && !d.TTL.IsZero() && d.TTL.Before(ttl) {
 			d.TTL = ttl
 			m.t.items[read.Key()] = d
 		}

@@ -40,7 +40,8 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 	if d.ExpiresAt.IsZero() { // not as read: keep it forever rather than guess
 		u.remove("#ttl")
 	} else {
-		u.set("#ttl", ":ttl", l.Expiry(d.ExpiresAt).Unix())
+		// Never lowered: a reschedule may have raised it to its reminder's.
+		u.set("#ttl", ":ttl", later(l.Expiry(d.ExpiresAt), d.TTL).Unix())
 	}
 	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)") // the attempt budget restarts

@@ -25,6 +25,9 @@ type Reminder struct {
 	ExpiresAt  time.Time          `dynamodbav:"-" json:"expiresAt"`
 	Deliveries []ReminderDelivery `dynamodbav:"deliveries" json:"deliveries"`
 	Metadata   map[string]string  `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
+	// TTL is when DynamoDB may delete the reminder item, as read (zero:
+	// never, or not read).
+	TTL time.Time `dynamodbav:"-" json:"-"`
 }
 
 // ReminderDelivery is one delivery a Reminder asks for.
@@ -101,6 +104,9 @@ func fromReminderItem(av map[string]types.AttributeValue) (Reminder, error) {
 	}
 	if r.ExpiresAt, err = time.Parse(time.RFC3339Nano, it.ExpiresAt); err != nil {
 		return Reminder{}, fmt.Errorf("ledger: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
+	}
+	if it.TTL > 0 {
+		r.TTL = time.Unix(it.TTL, 0).UTC()
 	}
 	return r, nil
 }

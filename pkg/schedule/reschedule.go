@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -79,8 +80,11 @@ func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string
 		if err != nil {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
 		}
-		if len(stored.Deliveries) == 0 {
+		if stored.Empty() {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; check the id (reminder ids are case-sensitive)", id, ErrNoReminder)
+		}
+		if stored.ReminderErr != nil {
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; nothing was moved", id, stored.ReminderErr)
 		}
 		if attempt == 1 {
 			window, name := s.validator.Lateness, "the default lateness"
@@ -96,8 +100,7 @@ func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string
 				id, ErrIncomplete, len(gone), len(stored.Reminder.Deliveries))
 		}
 		out := Rescheduled{DueAt: due, ExpiresAt: exp}
-		plan := ledger.MovePlan{ID: id, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + ledger.Format(due) + note}}
-		unchanged := false
+		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + ledger.Format(due) + note}}
 		for _, d := range stored.Deliveries {
 			res := MoveResult{Key: d.Key(), Status: d.Status}
 			switch {
@@ -105,33 +108,45 @@ func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string
 				res.Refused, res.At = ledger.ErrLeased, d.LeaseUntil
 			case d.Status == ledger.StatusSent:
 				res.Refused, res.At = ledger.ErrAlreadySent, d.SentAt
-				plan.Ended = append(plan.Ended, d)
+			case d.Status == ledger.StatusDead:
+				// A redrive would send it at its old time: it is the
+				// operator's to review first.
+				res.Refused, res.At = ErrDeadLettered, d.UpdatedAt
 			case d.Status.Terminal():
 				res.Refused, res.At = ledger.ErrFinished, d.UpdatedAt
-				plan.Ended = append(plan.Ended, d)
 			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(exp):
-				res.Unchanged, unchanged = true, true
+				res.Unchanged = true
 			default:
 				res.Moved, res.Status = true, ledger.StatusPending
 				plan.Live = append(plan.Live, d)
 			}
+			if !res.Moved {
+				plan.Kept = append(plan.Kept, d)
+			}
 			out.Deliveries = append(out.Deliveries, res)
 		}
-		r := stored.Reminder
-		if len(plan.Live) == 0 && (!unchanged || r == nil || r.DueAt.Equal(due) && r.ExpiresAt.Equal(exp)) {
-			return out, nil // nothing to move: every delivery is there already, or ended, or in flight
-		}
-		plan.Reminder = r
 		err = s.cfg.Ledger.MoveReminder(ctx, plan)
 		switch {
-		case errors.Is(err, ledger.ErrChanged) && attempt < 4:
-			continue // a claim, a cancel or another reschedule came between: read again
+		case errors.Is(err, ledger.ErrChanged) && attempt < 5:
+			// A claim, a cancel or another reschedule came between: read
+			// again, after a pause that spreads out concurrent ones.
+			select {
+			case <-time.After(time.Duration(attempt)*20*time.Millisecond + time.Duration(rand.IntN(20))*time.Millisecond): // real time: a pause between two readers
+			case <-ctx.Done():
+				return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, ctx.Err())
+			}
+			continue
 		case err != nil:
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; send the same reschedule again", id, err)
 		}
 		return out, nil
 	}
 }
+
+// ErrDeadLettered is a reschedule's reason for not moving a dead-lettered
+// delivery: a redrive would send it at its old time, so the operator
+// reviews it first (redrive, or cancel).
+var ErrDeadLettered = errors.New("dead-lettered; an operator reviews it first (nudge dlq list): redrive, or cancel")
 
 // ParseTimes decodes a reschedule's times from JSON, refusing unknown
 // fields, with the same errors as a reminder's.

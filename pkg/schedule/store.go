@@ -97,9 +97,13 @@ type Outcome string
 
 // Create outcomes.
 const (
-	// Created: the reminder, or the deliveries a previous attempt left
-	// unwritten, were written now.
+	// Created: this call wrote the reminder (its item, and its
+	// deliveries).
 	Created Outcome = "created"
+	// Completed: the reminder's item was there (an earlier create stopped
+	// half-way, or another is running), and this call wrote deliveries it
+	// lacked.
+	Completed Outcome = "completed"
 	// Unchanged: the same reminder was already there, in full.
 	Unchanged Outcome = "unchanged"
 )
@@ -122,7 +126,9 @@ func (e *ConflictError) Error() string {
 // one ledger delivery per delivery, each with a conditional put, before
 // anything can be published. The same reminder again is Unchanged; a
 // different one under the same id is a *ConflictError. If an earlier
-// Create stopped half-way, this one writes what is missing.
+// Create stopped half-way (or another is running), this one writes what is
+// missing and says Completed: of concurrent creates of one reminder, one
+// says Created.
 func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 	if err := s.checkTemplates(ctx, r); err != nil {
 		return "", err
@@ -158,8 +164,8 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 			}
 		case err != nil:
 			return "", fmt.Errorf("schedule: reminder %q: %w; run the same create again to finish it", r.ID, err)
-		default:
-			outcome = Created
+		case exists:
+			outcome = Completed // this call wrote what the item's creator had not yet
 		}
 	}
 	return outcome, nil

@@ -132,8 +132,8 @@ func TestCreateFinishesWhatAnInterruptedCreateLeft(t *testing.T) {
 	if _, err := b.ledger.Get(b.ctx, r.Key(r.Deliveries[1])); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("second delivery exists after the interruption: %v", err)
 	}
-	if got, err := b.store.Create(b.ctx, r); err != nil || got != schedule.Created {
-		t.Fatalf("create again = %q, %v; want created (finished)", got, err)
+	if got, err := b.store.Create(b.ctx, r); err != nil || got != schedule.Completed {
+		t.Fatalf("create again = %q, %v; want completed (finished)", got, err)
 	}
 	for _, d := range r.Deliveries {
 		if _, err := b.ledger.Get(b.ctx, r.Key(d)); err != nil {
@@ -345,5 +345,98 @@ func TestImportAgainAfterRetentionNeverSendsAgain(t *testing.T) {
 	b.clk.Advance(r.ExpiresAt.Add(90*24*time.Hour + time.Second).Sub(b.clk.Now()))
 	if n := sweep(t, db, b.table, b.clk.Now()); n != 2 {
 		t.Fatalf("%d items expired 90 days after expiresAt, want the reminder item and its delivery", n)
+	}
+}
+
+// TestARescheduledReminderIsNeverCreatedAgainByTTL: after reschedules —
+// later, with a delivery in flight that is sent meanwhile, and earlier —
+// no item of a reminder expires while its reminder item lives, and no TTL
+// is lowered, so a create of the reminder run again finds every delivery
+// and sends nothing twice (on DynamoDB Local, TTL deletion swept by hand).
+func TestARescheduledReminderIsNeverCreatedAgainByTTL(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	b := setupLocal(t, db)
+	js := `{"id":"rem-moved","accountRef":"a","dueAt":"2026-12-01T10:00:00Z","deliveries":[` +
+		`{"channel":"sms","provider":"webhook","recipientRef":"r","templateRef":"t"},{"channel":"email","provider":"webhook","recipientRef":"r","templateRef":"t"}]}`
+	r := b.parse(t, js)
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(25 * time.Hour)
+	sms := r.Key(r.Deliveries[0])
+	c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: sms, Token: "t", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := schedule.Times{DueAt: "2027-12-01T10:00:00Z"}
+	res, err := b.store.Reschedule(b.ctx, r.ID, later, "")
+	if err != nil || !res.Refused() {
+		t.Fatalf("reschedule with the sms in flight: %+v, %v; want it refused for the sms", res, err)
+	}
+	if _, err := b.ledger.Complete(b.ctx, c, "receipt-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, r.ID, later, ""); err != nil { // sent again: the sms is now sent
+		t.Fatal(err)
+	}
+	moved := strings.Replace(js, "2026-12-01T10:00:00Z", later.DueAt, 1)
+	// At day 200, long after the old expiry + 90 days: nothing may have gone.
+	b.clk.Advance(200 * 24 * time.Hour)
+	if n := sweep(t, db, b.table, b.clk.Now()); n != 0 {
+		t.Fatalf("%d items expired at day 200, before the moved reminder's expiry", n)
+	}
+	if got, err := b.store.Create(b.ctx, b.parse(t, moved)); err != nil || got != schedule.Unchanged {
+		t.Fatalf("the moved reminder created again: %q, %v; want unchanged", got, err)
+	}
+	if d, _ := b.ledger.Get(b.ctx, sms); d.Status != ledger.StatusSent {
+		t.Fatalf("the sms is %s after the create again; want sent, once", d.Status)
+	}
+	// Moved earlier: no TTL is lowered, none below the reminder item's.
+	before, err := b.ledger.ReadReminder(b.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, r.ID, schedule.Times{DueAt: b.clk.Now().Add(time.Hour).Format(time.RFC3339)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.ledger.ReadReminder(b.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Reminder.TTL.Before(before.Reminder.TTL) {
+		t.Errorf("the reminder item's TTL went down from %v to %v", before.Reminder.TTL, after.Reminder.TTL)
+	}
+	for i, d := range after.Deliveries {
+		if d.TTL.Before(before.Deliveries[i].TTL) || d.TTL.Before(after.Reminder.TTL) {
+			t.Errorf("%s TTL %v: was %v, the reminder item's is %v", d.Key(), d.TTL, before.Deliveries[i].TTL, after.Reminder.TTL)
+		}
+	}
+}
+
+// TestADeadDeliveryIsNotRescheduled: a redrive would send a dead delivery
+// at its old time, so a reschedule leaves it to the operator and says so.
+func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, good)
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(25 * time.Hour)
+	k := r.Key(r.Deliveries[0])
+	c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: k, Token: "t", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := b.ledger.(interface {
+		DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	})
+	if _, err := l.DeadLetter(b.ctx, c, ledger.Failure{Class: "rejected", Message: "400"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Reschedule(b.ctx, r.ID, schedule.Times{DueAt: b.clk.Now().Add(48 * time.Hour).Format(time.RFC3339)}, "")
+	if err != nil || len(res.Deliveries) != 1 || !errors.Is(res.Deliveries[0].Refused, schedule.ErrDeadLettered) {
+		t.Fatalf("reschedule of a dead delivery: %+v, %v", res, err)
 	}
 }

@@ -100,6 +100,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RescheduleMovesOnlyWhatHasNotStartedSending", testRescheduleMovesOnlyWhatHasNotStartedSending},
 		{"AccountListsItsRemindersLatestDueFirst", testAccountListsItsRemindersLatestDueFirst},
 		{"CancelEndsADeadDeliveryToo", testCancelEndsADeadDeliveryToo},
+		{"AMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead", testAMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1044,7 +1045,7 @@ func testRescheduleMovesOnlyWhatHasNotStartedSending(t *testing.T, b bundle) {
 		p := ledger.MovePlan{ID: r.ID, Reminder: s.Reminder, To: to}
 		for _, d := range s.Deliveries {
 			if d.Status.Terminal() {
-				p.Ended = append(p.Ended, d)
+				p.Kept = append(p.Kept, d)
 			} else {
 				p.Live = append(p.Live, d)
 			}
@@ -1222,5 +1223,40 @@ func testCancelEndsADeadDeliveryToo(t *testing.T, b bundle) {
 	}
 	if _, err := b.revive("console-redrive", d); !errors.Is(err, ledger.ErrFinished) {
 		t.Errorf("a console redrive after the cancel: %v; want ErrFinished", err)
+	}
+}
+
+// testAMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead: a delivery the move keeps
+// as it is (here a dead one) is conditioned too: changed since the read
+// (cancelled here; a redrive would put it back at its old time), nothing
+// is written.
+func testAMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead(t *testing.T, b bundle) {
+	ctx := context.Background()
+	dead := b.create(t, "rem-kept")
+	c, err := b.claim("tok", dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "rejected", Message: "400"}); err != nil {
+		t.Fatal(err)
+	}
+	live := ledger.Delivery{ReminderID: "rem-kept", Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour)}
+	if err := b.l.Create(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.l.ReadReminder(ctx, "rem-kept")
+	if err != nil || len(s.Deliveries) != 2 {
+		t.Fatal(s, err)
+	}
+	p := ledger.MovePlan{ID: "rem-kept", Kept: []ledger.Delivery{s.Deliveries[0]}, Live: []ledger.Delivery{s.Deliveries[1]},
+		To: ledger.Move{DueAt: t0.Add(48 * time.Hour), ExpiresAt: t0.Add(72 * time.Hour)}}
+	if _, err := b.l.Cancel(ctx, dead.Key(), "meanwhile"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.l.MoveReminder(ctx, p); !errors.Is(err, ledger.ErrChanged) {
+		t.Fatalf("a move over a kept delivery changed since the read: %v; want ErrChanged", err)
+	}
+	if got, _ := b.l.Get(ctx, live.Key()); !got.DueAt.Equal(live.DueAt) {
+		t.Errorf("the refused move moved %s to %v", live.Key(), got.DueAt)
 	}
 }
