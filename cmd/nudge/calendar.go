@@ -362,8 +362,9 @@ func rescheduleCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nudge reschedule:", strings.TrimPrefix(err.Error(), "schedule: "))
 		return 1
 	}
-	code := 0
+	code, stands := 0, false
 	for _, r := range res.Deliveries {
+		stands = stands || r.Moved || r.Unchanged
 		switch {
 		case r.Moved:
 			fmt.Fprintf(stdout, "%s: moved to %s (expires %s)\n", r.Key, ledger.Format(res.DueAt), ledger.Format(res.ExpiresAt))
@@ -381,6 +382,9 @@ func rescheduleCmd(args []string, stdout, stderr io.Writer) int {
 		default:
 			fmt.Fprintf(stdout, "%s: not moved: it already ended (%s)\n", r.Key, r.Status)
 		}
+	}
+	if !stands {
+		return 1 // nothing moved
 	}
 	return code
 }
