@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,7 +138,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.cfg.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "ms", time.Since(start).Milliseconds(),
 			"caller", Caller(r.Context()), "requestId", requestID(r))
 	}()
-	if _, pattern := h.mux.Handler(r); pattern == "" {
+	// A path that is not in its clean form ("//", "/./", "/../") is no
+	// route: the mux would redirect (a 307 with an HTML body), and a
+	// caller would find the reminder at another path than it asked for.
+	if _, pattern := h.mux.Handler(r); pattern == "" || path.Clean(r.URL.Path) != r.URL.Path {
 		h.notRouted(rec, r)
 		return
 	}
@@ -157,6 +161,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) notRouted(w http.ResponseWriter, r *http.Request) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
+		if path.Clean(r.URL.Path) != r.URL.Path {
+			break
+		}
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := h.mux.Handler(probe); pattern != "" {

@@ -187,6 +187,8 @@ func TestBadInputIsAProblemNamingTheFieldAndTheFix(t *testing.T) {
 		{"batch: empty", "POST", "/v1/reminders", "application/json", `{"reminders":[]}`, 400, "reminders"},
 		{"batch: unknown field", "POST", "/v1/reminders", "application/json", `{"items":[]}`, 400, "items"},
 		{"no such path", "GET", "/v2/reminders", "", ``, 404, ""},
+		{"a path not clean (no redirect)", "GET", "/v1//reminders/rem-1", "", ``, 404, ""},
+		{"a path with dot segments (no redirect)", "PUT", "/v1/reminders/x/../rem-1", "application/json", `{}`, 404, ""},
 		{"no such method", "PATCH", "/v1/reminders/rem-1", "application/json", `{}`, 405, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
