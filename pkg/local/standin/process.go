@@ -109,7 +109,17 @@ func start(ctx context.Context, dir, name string, port int, opts Options, ready 
 		err := ready(rctx)
 		cancel()
 		if err == nil {
-			return s, nil
+			// Ready may have reached another process's listener on a port
+			// taken between FreePort and the bind (tests start many
+			// services at once): such a service fails its bind and exits at
+			// once. It counts as started only if it is still running a
+			// moment later.
+			select {
+			case <-s.done:
+				return nil, fmt.Errorf("standin: %s %w (see its log in %s/logs)", name, errExited, dir)
+			case <-time.After(startGrace):
+				return s, nil
+			}
 		}
 		select {
 		case <-s.done:
@@ -267,6 +277,10 @@ func tcpReady(port int) func(context.Context) error {
 		return c.Close()
 	}
 }
+
+// startGrace is how long a service must keep running after it first
+// answers to count as started (a bind that failed exits sooner).
+const startGrace = 150 * time.Millisecond
 
 // errExited is why start fails when the service died before it was ready.
 var errExited = errors.New("exited while starting")
