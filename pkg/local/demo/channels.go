@@ -28,8 +28,8 @@ const (
 )
 
 // expectFor is the outcome a provider's contract calls for after a fault
-// on a delivery's first request (every request, for "down"): the row of
-// docs/providers.md's table the run checks.
+// (on the first request, or on every one for a fault that repeats): the
+// row of docs/reliability.md's fault model the run checks.
 func expectFor(prov, fault string) (ledger.Status, failure.Class) {
 	switch fault {
 	case "400":
@@ -117,7 +117,8 @@ func (c *channels) close() {
 }
 
 // decide applies the plan's fault for key on its first request (on every
-// one for "down"). A request without a key (SNS's other calls) passes.
+// one for a fault that repeats). A request without a key (SNS's other
+// calls) passes.
 func (c *channels) decide(prov, key string) *standin.Fault {
 	if key == "" {
 		return nil
@@ -128,7 +129,7 @@ func (c *channels) decide(prov, key string) *standin.Fault {
 	c.mu.Unlock()
 	k, err := message.ParseDeliveryKey(key)
 	d, ok := c.plan.byKey[k]
-	if err != nil || !ok || d.fault == "" || attempt > 1 && d.fault != "down" {
+	if err != nil || !ok || d.fault == "" || attempt > 1 && !repeats(d.fault) {
 		return nil
 	}
 	return awsFault(prov, d.fault)

@@ -186,8 +186,23 @@ func (p *plan) lateCancelDue() time.Duration {
 	return max(p.cfg.Spread, 8*p.cfg.Tick) + 5*time.Second
 }
 
+// repeats reports whether a fault meets every request of its delivery, as
+// the real thing does, or only the first. What a provider does on the
+// next attempt (docs/reliability.md, "The fault model"):
+//
+//	500   a transient server error: the next attempt is answered
+//	429   throttled: the next attempt, after Retry-After, is answered
+//	hang  no answer before the timeout: the next attempt is answered
+//	drop  accepted, the answer lost: the next attempt is answered (the
+//	      webhook by its idempotency key, as a duplicate)
+//	400   a permanent rejection: every attempt is rejected again — the
+//	      request is invalid, so a retry after a crash is too
+//	down  an outage for the run: every attempt fails
+func repeats(fault string) bool { return fault == "400" || fault == "down" }
+
 // sinkPlan is the provider's behaviour: each delivery's fault on its first
-// request ("down" on every request), and a random latency on all.
+// request, or on every request for a fault that repeats, and a random
+// latency on all.
 func (p *plan) sinkPlan() sink.Plan {
 	return func(key string, attempt int) sink.Fault {
 		k, err := message.ParseDeliveryKey(key)
@@ -196,7 +211,7 @@ func (p *plan) sinkPlan() sink.Plan {
 			fault = d.fault
 		}
 		f := sink.Fault{Kind: "ok", Delay: p.latency()}
-		if attempt > 1 && fault != "down" {
+		if attempt > 1 && !repeats(fault) {
 			return f
 		}
 		switch fault {
