@@ -129,7 +129,7 @@ func (c *channels) decide(prov, key string) *standin.Fault {
 	c.mu.Unlock()
 	k, err := message.ParseDeliveryKey(key)
 	d, ok := c.plan.byKey[k]
-	if err != nil || !ok || d.fault == "" || attempt > 1 && !repeats(d.fault) {
+	if err != nil || !ok || d.fault == "" || attempt > 1 && !c.plan.repeats(d.fault) {
 		return nil
 	}
 	return awsFault(prov, d.fault)

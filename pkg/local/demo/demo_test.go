@@ -299,7 +299,8 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 		Stage: strings.TrimPrefix(standintest.Name("demo"), "demo-"), Bootstraps: bins, Out: &out,
 		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), SESEndpoint: os.Getenv("AWS_ENDPOINT_URL_SESV2"),
 		// Once it is over, an operator redrives the deliveries the provider
-		// rejected (it accepts them now), and the running system sends them.
+		// rejected (on every attempt: the cause is fixed now, so it accepts
+		// them), and the running system sends them.
 		Keep: func(ctx context.Context, _ *Summary, local Local) {
 			redriven, keptSystem = redriveRejected(t, ctx, local)
 		},

@@ -58,8 +58,9 @@ type plan struct {
 	poison    []string
 	cfg       Config
 
-	mu  sync.Mutex
-	rnd *rand.Rand // for latencies, drawn as requests arrive
+	mu    sync.Mutex
+	rnd   *rand.Rand      // for latencies, drawn as requests arrive
+	fixed map[string]bool // fault kinds whose cause an operator fixed (fix)
 }
 
 func newPlan(cfg Config) *plan {
@@ -200,6 +201,26 @@ func (p *plan) lateCancelDue() time.Duration {
 //	down  an outage for the run: every attempt fails
 func repeats(fault string) bool { return fault == "400" || fault == "down" }
 
+// repeats is the package's repeats, unless an operator fixed the cause of
+// that kind of fault since (fix).
+func (p *plan) repeats(fault string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return repeats(fault) && !p.fixed[fault]
+}
+
+// fix records that an operator fixed the cause of a kind of fault (a
+// rejected request: the receiver or the template): a delivery redriven
+// after it is answered.
+func (p *plan) fix(fault string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fixed == nil {
+		p.fixed = map[string]bool{}
+	}
+	p.fixed[fault] = true
+}
+
 // sinkPlan is the provider's behaviour: each delivery's fault on its first
 // request, or on every request for a fault that repeats, and a random
 // latency on all.
@@ -211,7 +232,7 @@ func (p *plan) sinkPlan() sink.Plan {
 			fault = d.fault
 		}
 		f := sink.Fault{Kind: "ok", Delay: p.latency()}
-		if attempt > 1 && !repeats(fault) {
+		if attempt > 1 && !p.repeats(fault) {
 			return f
 		}
 		switch fault {

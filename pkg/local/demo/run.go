@@ -424,6 +424,9 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	wg.Add(2)
 	go func() { defer wg.Done(); s.tick(keep) }()
 	go func() { defer wg.Done(); s.mapping.Run(keep) }()
+	// The operator has fixed what the provider rejected (the receiver,
+	// the template): a redrive of the rejected deliveries is accepted now.
+	s.plan.fix("400")
 	s.cfg.Keep(keep, sum, s.local())
 	return sum, nil
 }
