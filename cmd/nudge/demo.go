@@ -87,6 +87,7 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (`DURATION`; default 3m plus 30ms per reminder)")
 	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "`SEED` of the mix and the faults")
 	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run")
+	fs.IntVar(&cfg.EnqueueKills, "enqueue-kills", d.EnqueueKills, "times (`N`) to kill the enqueue's runtime in the middle of a run, spread over the run")
 	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout `DURATION`; the queue's visibility timeout is 6× it")
 	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget `DURATION` (0: the stage's 55 s timeout)")
 	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")

@@ -106,3 +106,47 @@ func (s *system) killedDuring(path string, t time.Time) bool {
 	}
 	return false
 }
+
+// enqueueKiller kills the enqueue's runtime in the middle of runs,
+// Config.EnqueueKills times, spread over the run as the consumer kills
+// are: the k-th waits until the provider has accepted k/(EnqueueKills+1) of
+// what the plan sends, then for a run in progress, and kills its runtime
+// 0–20 ms into it. The run fails as a whole; the next tick's run resumes
+// from the cursors, and what this one published without recording it is
+// published again (a duplicate the consumer recognises).
+func (s *system) enqueueKiller(ctx context.Context) {
+	if s.cfg.EnqueueKills == 0 {
+		return
+	}
+	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0x656e71))
+	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
+	pause := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for k := 1; k <= s.cfg.EnqueueKills; k++ {
+		for s.acceptedSoFar() < toSend*k/(s.cfg.EnqueueKills+1) {
+			if !pause(50 * time.Millisecond) {
+				return
+			}
+		}
+		for !s.enqueue.busy.Load() {
+			if !pause(2 * time.Millisecond) {
+				return
+			}
+		}
+		if !pause(time.Duration(rnd.Int64N(int64(20 * time.Millisecond)))) {
+			return
+		}
+		// Counted before the kill, so that the run it fails knows why.
+		s.enqueueKills.Add(1)
+		if !s.enqueue.busy.Load() || s.enqueue.KillRuntime() != nil {
+			s.enqueueKills.Add(-1)
+			k-- // the run ended first: wait for the next one
+		}
+	}
+}

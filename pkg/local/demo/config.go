@@ -64,6 +64,10 @@ type Config struct {
 	// visibility timeout is 6× it, which is how long the records of a
 	// killed batch wait to return. Default the dev stage's (30s).
 	ConsumerTimeout time.Duration
+	// EnqueueKills is how many times the enqueue's runtime is killed
+	// (SIGKILL) in the middle of a run, spread over the run as Kills are:
+	// the run fails, and the next tick's run resumes from the cursors.
+	EnqueueKills int
 	// EnqueueBudget, if set, is each enqueue run's time budget: the
 	// function gets a timeout of its cut-off margin plus this, so a run
 	// with more to hand off is cut and the next resumes from the cursors.
@@ -246,7 +250,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Out = io.Discard
 	}
 	switch {
-	case c.Serve && (c.Reminders != 0 || c.Kills != 0 || c.Keep == nil):
+	case c.Serve && (c.Reminders != 0 || c.Kills != 0 || c.EnqueueKills != 0 || c.Keep == nil):
 		return c, fmt.Errorf("demo: serving runs no plan (no reminders, no kills) and needs Keep")
 	case !c.Serve && (c.Reminders < 10 || c.Reminders > 1_000_000):
 		return c, fmt.Errorf("demo: %d reminders; use 10 to 1,000,000", c.Reminders)
@@ -260,8 +264,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("demo: fault shares add up to %.2f; they must not pass 1", c.Faults.total())
 	case c.Tick < 500*time.Millisecond:
 		return c, fmt.Errorf("demo: tick %v; use at least 500ms", c.Tick)
-	case c.Kills < 0:
-		return c, fmt.Errorf("demo: %d kills; use 0 or more", c.Kills)
+	case c.Kills < 0 || c.EnqueueKills < 0:
+		return c, fmt.Errorf("demo: %d consumer kills, %d enqueue kills; use 0 or more", c.Kills, c.EnqueueKills)
 	case c.ConsumerTimeout > 15*time.Minute: // too short is the stage's to say (Config.stage)
 		return c, fmt.Errorf("demo: consumer timeout %v; Lambda allows at most 15m", c.ConsumerTimeout)
 	case c.EnqueueBudget < 0 || c.EnqueueBudget > 50*time.Second:
@@ -288,7 +292,7 @@ var ChaosFaults = Faults{Server: 0.05, Throttled: 0.05, Rejected: 0.01, Hang: 0.
 func ChaosDefaults() Config {
 	c, _ := Config{
 		Reminders: 10_000, Rate: 500, SESRate: 200, Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
-		Kills: 20, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
+		Kills: 20, EnqueueKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
 	c.Faults = &f

@@ -265,7 +265,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{Config{Tick: time.Millisecond}, "use at least 500ms"},
 		{Config{Duplicates: 2}, "duplicates share 2; use 0 to 1"},
 		{Config{Faults: &Faults{Server: 0.7, Drop: 0.5}}, "add up to 1.20"},
-		{Config{Kills: -1}, "-1 kills; use 0 or more"},
+		{Config{Kills: -1}, "-1 consumer kills, 0 enqueue kills; use 0 or more"},
 		{Config{EnqueueBudget: time.Minute}, "enqueue budget 1m0s; use 0"},
 	} {
 		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -360,7 +360,7 @@ func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	// loaded machine, where the emulator's hand-over alone can take longer.
 	// Whether a run is cut depends on the machine's speed; the cut and the
 	// resume are asserted by the enqueue's own tests.
-	cfg.Kills = 4
+	cfg.Kills, cfg.EnqueueKills = 4, 2
 	cfg.Stage, cfg.Bootstraps = strings.TrimPrefix(standintest.Name("chaos"), "chaos-"), bins
 	cfg.DynamoDBEndpoint, cfg.SQSEndpoint, cfg.SESEndpoint = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL_SESV2")
 	var out bytes.Buffer
@@ -373,10 +373,10 @@ func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	if !sum.OK() {
 		t.Fatalf("invariants broken:\n%s", out.String())
 	}
-	if !sum.Chaos || sum.Kills != 4 || sum.FailedInvocations != sum.Kills || sum.Overdue != 0 ||
+	if !sum.Chaos || sum.Kills != 4 || sum.EnqueueKills != 2 || sum.FailedInvocations != sum.Kills || sum.Overdue != 0 ||
 		sum.PeakRSS["consumer"] == 0 || sum.PeakRSS["enqueue"] == 0 || sum.WindowMax == 0 {
-		t.Errorf("kills %d (failed invocations %d), enqueue runs cut %d, overdue %d, peak RSS %v, window max %v",
-			sum.Kills, sum.FailedInvocations, sum.EnqueueCut, sum.Overdue, sum.PeakRSS, sum.WindowMax)
+		t.Errorf("kills %d (failed invocations %d), enqueue kills %d, enqueue runs cut %d, overdue %d, peak RSS %v, window max %v",
+			sum.Kills, sum.FailedInvocations, sum.EnqueueKills, sum.EnqueueCut, sum.Overdue, sum.PeakRSS, sum.WindowMax)
 	}
 	if !strings.Contains(out.String(), "duplicate window") {
 		t.Error("the summary does not state the duplicate window")

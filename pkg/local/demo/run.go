@@ -52,7 +52,7 @@ type system struct {
 	consumerLogs logs
 	enqueueLogs  logs
 	mapping      *esm.Mapping
-	enqueue      *standin.Lambda
+	enqueue      *instance
 	consumers    []*instance
 
 	kills     []kill // consumer runtimes killed, in order
@@ -61,6 +61,7 @@ type system struct {
 	poisonIDs []string     // the poison messages' ids on the work queue
 
 	ticks, tickFailures atomic.Int64
+	enqueueKills        atomic.Int64 // enqueue runtimes killed mid-run
 	mu                  sync.Mutex
 	problems            []string // what went wrong on the way: refused cancels, failed ticks
 	due                 map[message.DeliveryKey]time.Time
@@ -169,9 +170,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	defer closeLog()
 	s.enqueueLogs = logs{log}
-	if s.enqueue, err = sys.StartFunction(ctx, bins["enqueue"], enqueueEnv, log); err != nil {
+	enqueueFn, err := sys.StartFunction(ctx, bins["enqueue"], enqueueEnv, log)
+	if err != nil {
 		return nil, err
 	}
+	s.enqueue = &instance{Lambda: enqueueFn, name: "enqueue"}
 	defer s.enqueue.Stop()
 	// The intake: the function behind its function URL, as applications
 	// reach it; its DynamoDB calls counted by a proxy.
@@ -329,6 +332,8 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	go func() { defer wg.Done(); s.tick(workers) }()
 	go func() { defer wg.Done(); s.mapping.Run(workers) }()
 	go func() { defer wg.Done(); s.killer(workers) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.enqueueKiller(workers) }()
 	go func() { defer wg.Done(); s.ch.drain(workers, s.sqs) }()
 	go func() {
 		defer close(intakeDone)
@@ -622,6 +627,7 @@ func (s *system) tick(ctx context.Context) {
 	for {
 		at := time.Now().UTC()
 		ev := fmt.Sprintf(`{"source":"aws.scheduler","scheduledTime":%q,"executionId":"demo-%d"}`, at.Format(time.RFC3339), s.ticks.Load()+1)
+		killsBefore := s.enqueueKills.Load()
 		resp, err := s.enqueue.Invoke(context.WithoutCancel(ctx), []byte(ev))
 		s.ticks.Add(1)
 		if err == nil {
@@ -638,6 +644,13 @@ func (s *system) tick(ctx context.Context) {
 					s.slowRuns.Add(1)
 				}
 			}
+		}
+		if err != nil && s.enqueueKills.Load() > killsBefore {
+			// Killed mid-run on purpose: the next run resumes from the
+			// cursors, and what this one published without moving its
+			// cursor is published again (a duplicate the consumer
+			// recognises).
+			err = nil
 		}
 		if err != nil {
 			s.tickFailures.Add(1)

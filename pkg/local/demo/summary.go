@@ -64,6 +64,9 @@ type Summary struct {
 	// reserve were cancelled (DynamoDB Local answering slowly).
 	Chaos             bool
 	Kills, KillsAsked int
+	// EnqueueKills are the enqueue runtimes killed mid-run (of those asked
+	// for).
+	EnqueueKills, EnqueueKillsAsked int
 	FailedInvocations int
 	EnqueueCut        int
 	EnqueueSlow       int
@@ -210,10 +213,11 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	s.mu.Lock()
 	sum.Kills = len(s.kills)
 	s.mu.Unlock()
-	sum.Chaos, sum.KillsAsked = s.cfg.Kills > 0 || s.cfg.EnqueueBudget > 0, s.cfg.Kills
+	sum.Chaos, sum.KillsAsked = s.cfg.Kills > 0 || s.cfg.EnqueueKills > 0 || s.cfg.EnqueueBudget > 0, s.cfg.Kills
+	sum.EnqueueKills, sum.EnqueueKillsAsked = int(s.enqueueKills.Load()), s.cfg.EnqueueKills
 	sum.FailedInvocations, sum.EnqueueCut, sum.EnqueueSlow = int(st.BatchFailures), int(s.cutRuns.Load()), int(s.slowRuns.Load())
 	sum.PeakRSS = map[string]int64{}
-	for _, in := range append([]*instance{{Lambda: s.enqueue, name: "enqueue"}}, s.consumers...) {
+	for _, in := range append([]*instance{s.enqueue}, s.consumers...) {
 		fn, _, _ := strings.Cut(in.name, "-")
 		if rss, err := in.PeakRSS(); err == nil {
 			sum.PeakRSS[fn] = max(sum.PeakRSS[fn], rss)
@@ -568,6 +572,7 @@ func (sum *Summary) Write(w io.Writer) {
 	if sum.Chaos {
 		fmt.Fprintln(w, "\nchaos:")
 		row("runtimes killed mid-batch", fmt.Sprintf("%d of %d", sum.Kills, sum.KillsAsked), "each fails its invocation; the batch returns after the visibility timeout")
+		row("enqueue killed mid-run", fmt.Sprintf("%d of %d", sum.EnqueueKills, sum.EnqueueKillsAsked), "the run fails; the next resumes from the cursors")
 		row("invocations failed", sum.FailedInvocations, "as a whole; must not exceed the kills")
 		row("enqueue runs cut", fmt.Sprintf("%d of %d", sum.EnqueueCut, sum.Ticks), "by the time budget; the next run resumes from the cursors")
 		row("  of which at the reserve", sum.EnqueueSlow, "requests still running near the deadline, cancelled so it answers in time")
