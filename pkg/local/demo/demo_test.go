@@ -483,3 +483,24 @@ func TestLogsTellAnUnrecordedSend(t *testing.T) {
 		t.Fatalf("billed %v, want 13ms", billed)
 	}
 }
+
+// TestAReviewAfterAKilledAttemptIsExplained: an SES delivery whose attempt
+// was killed mid-send, handed back to the queue by the repair and then
+// sent to review, is explained by the kill; the same end without the
+// ledger's mark of an unended attempt is not.
+func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
+	t.Parallel()
+	k := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: provider.NameSES}
+	d := ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Attempts: 2,
+		History: []ledger.Entry{{Status: ledger.StatusSending}, {Status: ledger.StatusQueued}, {Status: ledger.StatusSending}, {Status: ledger.StatusDead}}}
+	if reviewedAfterLapse(k, d) {
+		t.Error("a review without an unended attempt is explained")
+	}
+	d.UnendedAttempt = 1
+	if !reviewedAfterLapse(k, d) {
+		t.Error("a review after the repair requeued a killed attempt is not explained")
+	}
+	if reviewedAfterLapse(message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: provider.NameWebhook}, d) {
+		t.Error("a webhook delivery's review is explained by a kill; only SES reviews what may have gone out")
+	}
+}

@@ -160,7 +160,17 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		invokers = append(invokers, in)
 	}
 	enqueueTimeout, enqueueMargin := cfg.enqueueTimeout(stage)
-	enqueueEnv, err := sys.Env("enqueue", s.endpoints("enqueue"), enqueueTimeout, "NUDGE_SETTLE="+settle.String(), "NUDGE_CUTOFF_MARGIN="+enqueueMargin.String())
+	overrides := []string{"NUDGE_SETTLE=" + settle.String(), "NUDGE_CUTOFF_MARGIN=" + enqueueMargin.String()}
+	if cfg.EnqueueKills > 0 {
+		// A run killed between moving a cursor and publishing leaves its
+		// page to the overdue scan's repair (10 minutes in AWS): time is
+		// compressed here as the tick is, so that the repair comes within
+		// the run. Longer than a killed batch's return (the visibility
+		// timeout), so a delivery merely waiting for it is rarely handed
+		// off twice (and the second copy is a duplicate the claim refuses).
+		overrides = append(overrides, "NUDGE_OVERDUE_AFTER="+repairAfter.String(), "NUDGE_REPAIR_AFTER="+repairAfter.String())
+	}
+	enqueueEnv, err := sys.Env("enqueue", s.endpoints("enqueue"), enqueueTimeout, overrides...)
 	if err != nil {
 		return nil, err
 	}
@@ -562,6 +572,10 @@ func (s *system) cancel(ctx context.Context, r *plannedReminder) {
 		s.problem("cancel %s: %v", r.id, err)
 	}
 }
+
+// repairAfter is the enqueue's overdue and repair threshold in a run that
+// kills it (Config.EnqueueKills).
+const repairAfter = time.Minute
 
 // intakeInstances is how many intake instances serve the demo's API calls
 // at once (the emulator runs one invoke at a time per instance).

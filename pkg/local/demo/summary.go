@@ -400,8 +400,9 @@ func (p *plan) violations(ev evidence) []string {
 }
 
 // reviewedAfterLapse reports whether an SES delivery was dead-lettered for
-// review because a claim found an earlier attempt's lease lapsed: two
-// sending entries in a row in its history.
+// review because an earlier attempt never recorded an end: a claim took
+// over its lapsed lease (two sending entries in a row in its history), or
+// the repair handed it back to the queue meanwhile (UnendedAttempt).
 func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 	if k.Provider != provider.NameSES || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
 		return false
@@ -411,7 +412,10 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 			return true
 		}
 	}
-	return false
+	// Or the repair handed it back to the queue while an attempt held it
+	// (the attempt's runtime was killed): the ledger marks that attempt as
+	// never ended, and the next claim sent it to review.
+	return d.UnendedAttempt > d.BudgetFrom
 }
 
 // quantile returns the q-quantile of sorted ls, 0 for none.
