@@ -67,9 +67,9 @@ type Summary struct {
 	// EnqueueKills are the enqueue runtimes killed mid-run (of those asked
 	// for).
 	EnqueueKills, EnqueueKillsAsked int
-	FailedInvocations int
-	EnqueueCut        int
-	EnqueueSlow       int
+	FailedInvocations               int
+	EnqueueCut                      int
+	EnqueueSlow                     int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
 	// killed before it recorded the send; ResentLedger those repeated
