@@ -44,23 +44,10 @@ func (s *system) killer(ctx context.Context) {
 		return
 	}
 	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0x6b696c6c))
-	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
-	pause := func(d time.Duration) bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(d):
-			return true
-		}
-	}
+	pause := pauser(ctx)
 	for k := 1; k <= s.cfg.Kills; k++ {
-		for {
-			if s.acceptedSoFar() >= toSend*k/(s.cfg.Kills+1) {
-				break
-			}
-			if !pause(50 * time.Millisecond) {
-				return
-			}
+		if !s.waitForShare(pause, k, s.cfg.Kills) {
+			return
 		}
 		for {
 			var busy []*instance
@@ -119,20 +106,10 @@ func (s *system) enqueueKiller(ctx context.Context) {
 		return
 	}
 	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Seed), 0x656e71))
-	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
-	pause := func(d time.Duration) bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(d):
-			return true
-		}
-	}
+	pause := pauser(ctx)
 	for k := 1; k <= s.cfg.EnqueueKills; k++ {
-		for s.acceptedSoFar() < toSend*k/(s.cfg.EnqueueKills+1) {
-			if !pause(50 * time.Millisecond) {
-				return
-			}
+		if !s.waitForShare(pause, k, s.cfg.EnqueueKills) {
+			return
 		}
 		for !s.enqueue.busy.Load() {
 			if !pause(2 * time.Millisecond) {
@@ -149,4 +126,28 @@ func (s *system) enqueueKiller(ctx context.Context) {
 			k-- // the run ended first: wait for the next one
 		}
 	}
+}
+
+// pauser returns a sleep that ends early, reporting false, when ctx ends.
+func pauser(ctx context.Context) func(time.Duration) bool {
+	return func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+}
+
+// waitForShare waits until the providers have accepted k/(n+1) of what the
+// plan sends, so that n kills spread over the run; false if the run ended.
+func (s *system) waitForShare(pause func(time.Duration) bool, k, n int) bool {
+	toSend := s.plan.count(func(d *planned) bool { return d.expect == ledger.StatusSent })
+	for s.acceptedSoFar() < toSend*k/(n+1) {
+		if !pause(50 * time.Millisecond) {
+			return false
+		}
+	}
+	return true
 }
