@@ -54,7 +54,9 @@ type Config struct {
 	// minute). Default 2s.
 	Tick time.Duration
 	// Deadline is how long the run may take before it stops and reports
-	// what is left as overdue. Default 3 min plus 30 ms per reminder.
+	// what is left as overdue. Default 3 min plus 30 ms per reminder and
+	// 100 ms per kill (each returns a batch only after the visibility
+	// timeout).
 	Deadline time.Duration
 	// Kills is how many times a consumer's runtime is killed (SIGKILL, as a
 	// crash or an out-of-memory kill does) in the middle of a batch, at
@@ -232,7 +234,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Tick = 2 * time.Second
 	}
 	if c.Deadline == 0 {
-		c.Deadline = 3*time.Minute + time.Duration(c.Reminders)*30*time.Millisecond
+		c.Deadline = 3*time.Minute + time.Duration(c.Reminders)*30*time.Millisecond + time.Duration(c.Kills+c.EnqueueKills)*100*time.Millisecond
 	}
 	if c.ConsumerTimeout == 0 {
 		c.ConsumerTimeout = dev.ConsumerTimeout
@@ -286,13 +288,13 @@ func Defaults() Config {
 var ChaosFaults = Faults{Server: 0.05, Throttled: 0.05, Rejected: 0.01, Hang: 0.01, Drop: 0.01, Down: 0.005}
 
 // ChaosDefaults returns the chaos run's configuration: 10,000 reminders,
-// ChaosFaults, 20 consumer kills mid-batch, enqueue runs cut by a 500 ms
-// budget, 4 consumer instances, and a 6 s consumer timeout so that a killed
-// batch's records return within 36 s.
+// ChaosFaults, 1,000 consumer kills mid-batch and 10 in the enqueue, enqueue
+// runs cut by a 500 ms budget, 4 consumer instances, and a 6 s consumer
+// timeout so that a killed batch's records return within 36 s.
 func ChaosDefaults() Config {
 	c, _ := Config{
 		Reminders: 10_000, Rate: 500, SESRate: 200, Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
-		Kills: 20, EnqueueKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
+		Kills: 1000, EnqueueKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
 	c.Faults = &f

@@ -504,3 +504,58 @@ func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
 		t.Error("a webhook delivery's review is explained by a kill; only SES reviews what may have gone out")
 	}
 }
+
+// TestABudgetSpentByKillsIsExplained: a delivery planned to be sent that
+// kills dead-lettered, by ending enough of its attempts to spend the
+// budget, is explained (and may have been accepted by its last attempt);
+// the same end with fewer unended attempts than that is a violation.
+func TestABudgetSpentByKillsIsExplained(t *testing.T) {
+	t.Parallel()
+	p := newPlan(defaults(t, Config{Reminders: 200, Faults: &ChaosFaults}))
+	var clean429, plain message.DeliveryKey
+	for k, d := range p.byKey {
+		if d.expect == ledger.StatusSent && k.Provider == provider.NameWebhook {
+			switch d.fault {
+			case "429":
+				clean429 = k
+			case "":
+				plain = k
+			}
+		}
+	}
+	if clean429.ReminderID == "" || plain.ReminderID == "" {
+		t.Fatal("the plan has no webhook delivery with a 429, or none without a fault")
+	}
+	const s, q, r = ledger.StatusSending, ledger.StatusQueued, ledger.StatusRetrying
+	for _, c := range []struct {
+		name      string
+		key       message.DeliveryKey
+		history   []ledger.Status
+		accepted  int
+		explained bool
+	}{
+		{"four attempts killed, the fifth met the 429", clean429, []ledger.Status{q, s, s, s, s, s, ledger.StatusDead}, 0, true},
+		{"killed attempts, one handed back by the repair", clean429, []ledger.Status{s, s, q, s, s, s, ledger.StatusDead}, 0, true},
+		{"the last attempt's answer lost after it was accepted", clean429, []ledger.Status{q, s, s, s, s, s, ledger.StatusDead}, 1, true},
+		{"three killed: the 429 and one more failure ended two", clean429, []ledger.Status{s, r, s, s, s, s, ledger.StatusDead}, 0, false},
+		{"no fault: nothing the plan fails ended an attempt", plain, []ledger.Status{s, s, s, s, q, s, ledger.StatusDead}, 0, false},
+	} {
+		ev := clean(p)
+		ev.budget = 5
+		d := ev.stored[c.key]
+		d.Status, d.LastErrorClass, d.History = ledger.StatusDead, failure.ClassExhausted, nil
+		for _, st := range c.history {
+			d.History = append(d.History, ledger.Entry{Status: st})
+		}
+		ev.stored[c.key] = d
+		ev.accepted[c.key] = c.accepted
+		ev.dlq = append(ev.dlq, deadLetter{key: c.key, class: failure.ClassExhausted})
+		v := p.violations(ev)
+		if c.explained && len(v) != 0 {
+			t.Errorf("%s: violations %q", c.name, v)
+		}
+		if !c.explained && (len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), c.key.String()+" (due")) {
+			t.Errorf("%s: violations %q, want %s named", c.name, v, c.key)
+		}
+	}
+}

@@ -85,6 +85,9 @@ type Summary struct {
 	// or poison message: a consumer killed between its DLQ send and the
 	// acknowledgement dead-letters the message again when it returns.
 	DLQCopies int
+	// KillsExhausted counts deliveries that kills dead-lettered: they ended
+	// enough of its attempts to spend the attempt budget (exhaustedByKills).
+	KillsExhausted int
 	// PeakRSS is each function's largest peak resident memory (VmHWM of
 	// its runtime), in bytes.
 	PeakRSS map[string]int64
@@ -248,6 +251,9 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 			pc.Recorded++
 			pc.Copies += n - 1
 		}
+		if exhaustedByKills(s.plan.byKey[k], got, s.stage.MaxAttempts) {
+			sum.KillsExhausted++
+		}
 		if got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous {
 			pc.Reviewed++
 			if records[k.Provider][k.String()] > 0 {
@@ -292,7 +298,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	sum.Violations = s.plan.violations(evidence{
 		stored: stored, accepted: accepted, resent: resent, dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft, poisonIDs: s.poisonIDs,
 		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: s.consumerLogs.errorLines(), problems: s.problems,
-		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed),
+		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed), budget: s.stage.MaxAttempts,
 	})
 	return sum, nil
 }
@@ -310,6 +316,7 @@ type evidence struct {
 	errorLines    []string
 	problems      []string
 	publishFailed float64
+	budget        int // the consumer's attempt budget
 }
 
 // violations checks the evidence against the plan: nothing sent twice,
@@ -358,6 +365,8 @@ func (p *plan) violations(ev evidence) []string {
 		case reviewedAfterLapse(k, got):
 			// An attempt died mid-send (a kill): SES's review policy
 			// dead-letters what may have gone out, whatever was planned.
+		case exhaustedByKills(want, got, ev.budget):
+			// Kills ended enough of its attempts to spend the budget.
 		case got.Status != want.expect:
 			violate("%s (%s, fault %q) ended %s (%s %s), expected %s", k, want.kind, want.fault, got.Status, got.LastErrorClass, got.LastError, want.expect)
 		case got.Status == ledger.StatusDead && got.LastErrorClass != want.class:
@@ -367,7 +376,9 @@ func (p *plan) violations(ev evidence) []string {
 		if got.Status == ledger.StatusSent && copies == 0 {
 			violate("%s is recorded sent, but the provider never accepted it", k)
 		}
-		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous
+		// A delivery dead-lettered for review may have gone out; so may one
+		// whose last attempt, the budget's, lost the provider's answer.
+		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous || exhaustedByKills(want, got, ev.budget)
 		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
 			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
 		}
@@ -416,6 +427,31 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 	// (the attempt's runtime was killed): the ledger marks that attempt as
 	// never ended, and the next claim sent it to review.
 	return d.UnendedAttempt > d.BudgetFrom
+}
+
+// exhaustedByKills reports whether a delivery planned to be sent was
+// dead-lettered with its attempt budget spent only because kills ended its
+// attempts. An attempt spends the budget when it claims the delivery,
+// before its request, so a runtime killed in between spends an attempt the
+// provider may never have seen; the budget is checked when an attempt
+// fails. So it holds where the delivery's fault (a transient one: it fails
+// one attempt) failed the last attempt, and the attempts before it that
+// the ledger's history shows never ended (a sending followed by another
+// claim of the lapsed lease, or by the repair's hand-back) make up the
+// rest of the budget. The history keeps the last HistoryLimit transitions,
+// so the count is at most the true one: a kill is never credited with more
+// than it did.
+func exhaustedByKills(want *planned, d ledger.Delivery, budget int) bool {
+	if want.expect != ledger.StatusSent || want.fault == "" || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || budget == 0 {
+		return false
+	}
+	unended := 0
+	for i := 1; i < len(d.History); i++ {
+		if d.History[i-1].Status == ledger.StatusSending && (d.History[i].Status == ledger.StatusSending || d.History[i].Status == ledger.StatusQueued) {
+			unended++
+		}
+	}
+	return unended+1 >= budget
 }
 
 // quantile returns the q-quantile of sorted ls, 0 for none.
@@ -583,6 +619,7 @@ func (sum *Summary) Write(w io.Writer) {
 		row("repeats after a kill", sum.Resent, "already accepted; suppressed by idempotency key")
 		row("repeats, ledger write failed", sum.ResentLedger, "accepted, not recorded (the ledger timed out); same key")
 		row("DLQ copies", sum.DLQCopies, "dead-lettered again after a kill before the acknowledgement")
+		row("budget spent by kills", sum.KillsExhausted, "dead-lettered `exhausted`: kills ended enough of its attempts; a redrive sends it")
 		fmt.Fprintf(w, "  duplicate window: p50 %v, p99 %v, max %v (provider acceptance → ledger record of the send)\n",
 			sum.WindowP50.Round(time.Millisecond), sum.WindowP99.Round(time.Millisecond), sum.WindowMax.Round(time.Millisecond))
 		fmt.Fprintf(w, "  A provider without idempotency keys would have delivered the %d repeats twice: a crash or a failed\n  ledger write inside the window repeats the send, and only the key makes the repeat harmless.\n", sum.Resent+sum.ResentLedger)

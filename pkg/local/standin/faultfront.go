@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -59,6 +60,8 @@ func NewFaultFront(target string, decide func(r *http.Request, body []byte) *Fau
 	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.Transport = Transport()
+	// A caller killed mid-request (the chaos run does it) is no news.
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
