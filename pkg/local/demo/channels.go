@@ -135,6 +135,13 @@ func (c *channels) decide(prov, key string) *standin.Fault {
 	return awsFault(prov, d.fault)
 }
 
+// requestsFor is how many requests SES or SNS received for key.
+func (c *channels) requestsFor(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.requests[key]
+}
+
 // sesKey is the delivery key a SendEmail request carries in its header.
 func sesKey(body []byte) string {
 	var in struct {

@@ -240,6 +240,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		sinkKeys[k] = 1
 	}
 	records := map[string]map[string]int{provider.NameWebhook: sinkKeys, provider.NameSES: emails, provider.NameSNS: published}
+	requests := map[message.DeliveryKey]int{}
 	for k := range s.plan.byKey {
 		pc := sum.ByProvider[k.Provider]
 		pc.Deliveries++
@@ -251,7 +252,11 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 			pc.Recorded++
 			pc.Copies += n - 1
 		}
-		if exhaustedByKills(s.plan.byKey[k], got, s.stage.MaxAttempts) {
+		requests[k] = s.ch.requestsFor(k.String())
+		if k.Provider == provider.NameWebhook {
+			requests[k] = s.sink.Requests(k.String())
+		}
+		if exhaustedByKills(k, s.plan.byKey[k], got, requests[k], records[k.Provider][k.String()], s.stage.MaxAttempts) {
 			sum.KillsExhausted++
 		}
 		if got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous {
@@ -299,6 +304,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		stored: stored, accepted: accepted, resent: resent, dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft, poisonIDs: s.poisonIDs,
 		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: s.consumerLogs.errorLines(), problems: s.problems,
 		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed), budget: s.stage.MaxAttempts,
+		requests: requests,
 	})
 	return sum, nil
 }
@@ -316,7 +322,8 @@ type evidence struct {
 	errorLines    []string
 	problems      []string
 	publishFailed float64
-	budget        int // the consumer's attempt budget
+	budget        int                         // the consumer's attempt budget
+	requests      map[message.DeliveryKey]int // the providers' own count of requests for each delivery
 }
 
 // violations checks the evidence against the plan: nothing sent twice,
@@ -365,7 +372,7 @@ func (p *plan) violations(ev evidence) []string {
 		case reviewedAfterLapse(k, got):
 			// An attempt died mid-send (a kill): SES's review policy
 			// dead-letters what may have gone out, whatever was planned.
-		case exhaustedByKills(want, got, ev.budget):
+		case exhaustedByKills(k, want, got, ev.requests[k], ev.accepted[k], ev.budget):
 			// Kills ended enough of its attempts to spend the budget.
 		case got.Status != want.expect:
 			violate("%s (%s, fault %q) ended %s (%s %s), expected %s", k, want.kind, want.fault, got.Status, got.LastErrorClass, got.LastError, want.expect)
@@ -378,7 +385,8 @@ func (p *plan) violations(ev evidence) []string {
 		}
 		// A delivery dead-lettered for review may have gone out; so may one
 		// whose last attempt, the budget's, lost the provider's answer.
-		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous || exhaustedByKills(want, got, ev.budget)
+		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous ||
+			exhaustedByKills(k, want, got, ev.requests[k], copies, ev.budget)
 		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
 			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
 		}
@@ -433,25 +441,52 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 // dead-lettered with its attempt budget spent only because kills ended its
 // attempts. An attempt spends the budget when it claims the delivery,
 // before its request, so a runtime killed in between spends an attempt the
-// provider may never have seen; the budget is checked when an attempt
-// fails. So it holds where the delivery's fault (a transient one: it fails
-// one attempt) failed the last attempt, and the attempts before it that
-// the ledger's history shows never ended (a sending followed by another
-// claim of the lapsed lease, or by the repair's hand-back) make up the
-// rest of the budget. The history keeps the last HistoryLimit transitions,
-// so the count is at most the true one: a kill is never credited with more
-// than it did.
-func exhaustedByKills(want *planned, d ledger.Delivery, budget int) bool {
-	if want.expect != ledger.StatusSent || want.fault == "" || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || budget == 0 {
+// provider never saw; the budget is checked when an attempt fails. So a
+// webhook or SNS delivery (SES sends the attempt after an unended one to
+// review instead) with a transient fault can end dead `exhausted` when
+// kills end every attempt but the budget's last, which meets the fault.
+// That holds only where the evidence says exactly that:
+//   - the provider saw one request for it (requests), the one its fault
+//     failed: a killed attempt that had reached the provider would have
+//     met the fault, and the next been answered; and it holds the delivery
+//     only if that fault was a lost answer (accepted);
+//   - the budget since the last redrive is spent (BudgetUsed);
+//   - in the ledger's history since the last dead-lettering, no attempt
+//     recorded a failure (retrying), every attempt but the last never
+//     ended (a sending followed by another claim of the lapsed lease, or
+//     by the repair's hand-back, queued), and the last ended dead.
+//
+// The history keeps the last HistoryLimit transitions; a kill is credited
+// only with attempts whose visible record shows they never ended.
+func exhaustedByKills(k message.DeliveryKey, want *planned, d ledger.Delivery, requests, accepted, budget int) bool {
+	if k.Provider == provider.NameSES || want.expect != ledger.StatusSent || want.fault == "" || repeats(want.fault) ||
+		d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || budget == 0 || d.BudgetUsed() < budget ||
+		requests != 1 || accepted > 0 && want.fault != "drop" {
 		return false
 	}
+	h := d.History
+	if n := len(h); n < 2 || h[n-1].Status != ledger.StatusDead || h[n-2].Status != ledger.StatusSending {
+		return false
+	}
+	h = h[:len(h)-1]
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Status == ledger.StatusDead {
+			h = h[i+1:]
+			break
+		}
+	}
 	unended := 0
-	for i := 1; i < len(d.History); i++ {
-		if d.History[i-1].Status == ledger.StatusSending && (d.History[i].Status == ledger.StatusSending || d.History[i].Status == ledger.StatusQueued) {
+	for i, e := range h[:len(h)-1] {
+		switch {
+		case e.Status == ledger.StatusRetrying:
+			return false
+		case e.Status == ledger.StatusSending && h[i+1].Status != ledger.StatusSending && h[i+1].Status != ledger.StatusQueued:
+			return false
+		case e.Status == ledger.StatusSending:
 			unended++
 		}
 	}
-	return unended+1 >= budget
+	return unended > 0
 }
 
 // quantile returns the q-quantile of sorted ls, 0 for none.

@@ -2,7 +2,9 @@ package standin
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -60,8 +62,14 @@ func NewFaultFront(target string, decide func(r *http.Request, body []byte) *Fau
 	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	proxy.Transport = Transport()
-	// A caller killed mid-request (the chaos run does it) is no news.
-	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	// A caller killed mid-request (the chaos run does it) is no news; a
+	// stand-in that does not answer is.
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if !errors.Is(err, context.Canceled) {
+			log.Printf("standin: the front for %s could not reach it: %v", target, err)
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
