@@ -158,6 +158,16 @@ func (l Letter) receipts() []string {
 	return out
 }
 
+// MessageIDs returns the DLQ message ids of every copy, the earliest
+// first (the order of SourceMessageIDs when each copy has one).
+func (l Letter) MessageIDs() []string {
+	out := make([]string, 0, 1+len(l.others))
+	for _, c := range l.others {
+		out = append(out, c.messageID)
+	}
+	return append(out, l.MessageID)
+}
+
 // Age returns how long ago it was dead-lettered.
 func (l Letter) Age() time.Duration { return time.Duration(l.AgeSeconds) * time.Second }
 
