@@ -86,8 +86,8 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 	fs.DurationVar(&cfg.Tick, "tick", d.Tick, "the enqueue schedule's period `DURATION` (1 min in AWS)")
 	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (`DURATION`; default 3m plus 30ms per reminder; with kills, 150ms per kill and a visibility timeout per retry the attempt budget allows)")
 	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "`SEED` of the mix and the faults")
-	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run")
-	fs.IntVar(&cfg.EnqueueKills, "enqueue-kills", d.EnqueueKills, "times (`N`) to kill the enqueue's runtime in the middle of a run, spread over the run")
+	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run (with fewer --reminders, fewer in proportion)")
+	fs.IntVar(&cfg.EnqueueKills, "enqueue-kills", d.EnqueueKills, "times (`N`) to kill the enqueue's runtime in the middle of a run, spread over the run (with fewer --reminders, fewer in proportion, at least 1)")
 	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout `DURATION`; the queue's visibility timeout is 6× it")
 	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget `DURATION` (0: the stage's 55 s timeout)")
 	keep := fs.Bool("keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
@@ -95,7 +95,9 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 		return cfg, keep, code, false
 	}
 	// A zero given on the command line means none, not the default.
+	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
 		switch f.Name {
 		case "batching-window":
 			if cfg.BatchingWindow == 0 {
@@ -115,6 +117,17 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 			}
 		}
 	})
+	// The preset's kills are for its reminders: a smaller run gets fewer
+	// (1,000 kills on 300 reminders would kill each delivery's attempts
+	// several times over), a larger one no more.
+	if cfg.Reminders < d.Reminders && d.Reminders > 0 {
+		if !set["kills"] {
+			cfg.Kills = d.Kills * cfg.Reminders / d.Reminders
+		}
+		if !set["enqueue-kills"] && d.EnqueueKills > 0 {
+			cfg.EnqueueKills = max(1, d.EnqueueKills*cfg.Reminders/d.Reminders)
+		}
+	}
 	f, err := demo.ParseFaults(*faults)
 	if err != nil {
 		fmt.Fprintln(errs, "nudge local "+name+":", err)
