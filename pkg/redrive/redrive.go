@@ -38,6 +38,11 @@ type ledgerAPI interface {
 
 var _ ledgerAPI = (*ledger.Ledger)(nil)
 
+// ErrNotReleased is Release's error (and List's, when the read itself
+// succeeded): some read messages could not be made visible again, usually
+// because their hold had already ended. They reappear when it ends.
+var ErrNotReleased = errors.New("redrive: release read messages")
+
 // Config configures a Redriver.
 type Config struct {
 	// Queue is the SQS client. Required.
@@ -138,6 +143,7 @@ type Letter struct {
 	SourceMessageIDs []string `json:"-"`
 
 	receipt  string
+	source   string // this message's SourceMessageID
 	body     string
 	attrs    map[string]types.MessageAttributeValue
 	group    string
@@ -147,7 +153,7 @@ type Letter struct {
 }
 
 // copyOf is another DLQ message for a letter's delivery.
-type copyOf struct{ messageID, receipt string }
+type copyOf struct{ messageID, receipt, source string }
 
 // receipts returns the receipt handles of every copy.
 func (l Letter) receipts() []string {
@@ -158,14 +164,22 @@ func (l Letter) receipts() []string {
 	return out
 }
 
-// MessageIDs returns the DLQ message ids of every copy, the earliest
-// first (the order of SourceMessageIDs when each copy has one).
-func (l Letter) MessageIDs() []string {
-	out := make([]string, 0, 1+len(l.others))
+// Copy is one DLQ message of a letter.
+type Copy struct {
+	// MessageID is its id in the DLQ.
+	MessageID string
+	// SourceMessageID is the work queue message the consumer dead-lettered;
+	// empty when the queue's redrive policy moved it.
+	SourceMessageID string
+}
+
+// Messages returns every DLQ message of the letter, the earliest first.
+func (l Letter) Messages() []Copy {
+	out := make([]Copy, 0, 1+len(l.others))
 	for _, c := range l.others {
-		out = append(out, c.messageID)
+		out = append(out, Copy{MessageID: c.messageID, SourceMessageID: c.source})
 	}
-	return append(out, l.MessageID)
+	return append(out, Copy{MessageID: l.MessageID, SourceMessageID: l.source})
 }
 
 // Age returns how long ago it was dead-lettered.
@@ -329,7 +343,7 @@ func byDelivery(letters []Letter) []Letter {
 			e = &earlier{first: l}
 			folded[l.DeliveryKey] = e
 		}
-		e.copies = append(e.copies, copyOf{messageID: l.MessageID, receipt: l.receipt})
+		e.copies = append(e.copies, copyOf{messageID: l.MessageID, receipt: l.receipt, source: l.source})
 		e.sources = append(e.sources, l.SourceMessageIDs...)
 	}
 	for i := range out {
@@ -351,6 +365,7 @@ func (r *Redriver) letter(m types.Message) Letter {
 		attrs: m.MessageAttributes, group: m.Attributes["MessageGroupId"], Destination: queueName(r.cfg.TargetURL),
 		ErrorClass: dl.Class, Reason: dl.Reason, Attempts: dl.Attempts, Redrives: dl.Redrives}
 	if dl.SourceMessageID != "" {
+		l.source = dl.SourceMessageID
 		l.SourceMessageIDs = []string{dl.SourceMessageID}
 	}
 	if ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64); err == nil {
@@ -445,7 +460,7 @@ func (r *Redriver) Release(ctx context.Context, letters []Letter) error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("redrive: release read messages (they become visible again after their hold anyway): %w", errors.Join(errs...))
+		return fmt.Errorf("%w (they become visible again after their hold anyway): %w", ErrNotReleased, errors.Join(errs...))
 	}
 	return nil
 }

@@ -18,30 +18,41 @@ import (
 	"github.com/nudgehq/nudge/pkg/deadletter"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
-// losingReceives loses the answer to the first ReceiveMessage after each
-// GetQueueAttributes: the server takes the receive and hides its messages,
-// the client sees a reset connection and the SDK sends the receive again.
-// fauxqs did this under load (seed 2 of the 1,000-kill chaos run).
+// losingReceives loses the answers to chosen ReceiveMessage requests: the
+// server takes the receive and hides its messages, the client sees a reset
+// connection and the SDK sends the receive again. Reads are counted by
+// their GetQueueAttributes (the checker asks the queue's depth first).
+// fauxqs did this under load (seed 2 of the 1,000-kill chaos run). With
+// failRelease it also fails every release, as when a read outlasts its hold.
 type losingReceives struct {
 	next http.RoundTripper
-	mu   sync.Mutex
-	arm  bool
-	lost int
+	// lose says whether to lose the nth receive (from 1) of a read.
+	lose        func(read, nth int) bool
+	failRelease bool
+
+	mu              sync.Mutex
+	read, nth, lost int
 }
 
 func (l *losingReceives) RoundTrip(r *http.Request) (*http.Response, error) {
 	op := r.Header.Get("X-Amz-Target")
 	l.mu.Lock()
-	if strings.HasSuffix(op, ".GetQueueAttributes") {
-		l.arm = true
-	}
-	lose := l.arm && strings.HasSuffix(op, ".ReceiveMessage")
-	if lose {
-		l.arm = false
-		l.lost++
+	lose := false
+	switch {
+	case strings.HasSuffix(op, ".GetQueueAttributes"):
+		l.read, l.nth = l.read+1, 0
+	case strings.HasSuffix(op, ".ReceiveMessage"):
+		l.nth++
+		if lose = l.lose(l.read, l.nth); lose {
+			l.lost++
+		}
+	case strings.HasSuffix(op, ".ChangeMessageVisibilityBatch") && l.failRelease:
+		l.mu.Unlock()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	}
 	l.mu.Unlock()
 	resp, err := l.next.RoundTrip(r)
@@ -53,12 +64,27 @@ func (l *losingReceives) RoundTrip(r *http.Request) (*http.Response, error) {
 	return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 }
 
-// TestTheDLQReadSurvivesLostReceives: every read loses one receive's
-// messages (hidden for the hold), yet the reads together find every DLQ
-// message, copies and poison included, and report no problem. With one
-// read judged alone (the fullest), every read came back ten short.
+// TestTheDLQReadSurvivesLostReceives: reads that lose receives (one at
+// the start of every read, or one late in the first), or that cannot
+// release what they read, still find every DLQ message together, copies
+// and poison with their sources, and report no problem. Judged by its
+// fullest read alone, as before, every read came back ten short.
 func TestTheDLQReadSurvivesLostReceives(t *testing.T) {
 	t.Parallel()
+	for name, l := range map[string]*losingReceives{
+		"the first receive of every read":  {lose: func(_, nth int) bool { return nth == 1 }},
+		"a late receive of the first read": {lose: func(read, nth int) bool { return read == 1 && nth == 3 }},
+		"no release":                       {lose: func(_, nth int) bool { return false }, failRelease: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l.next = standin.Transport()
+			readsTheWholeDLQ(t, l)
+		})
+	}
+}
+
+func readsTheWholeDLQ(t *testing.T, lossy *losingReceives) {
 	client := standintest.SQS(t)
 	q := standintest.QueuePair(t, client, 30*time.Second, 10)
 	ctx := context.Background()
@@ -71,8 +97,8 @@ func TestTheDLQReadSurvivesLostReceives(t *testing.T) {
 		want++
 	}
 	for i := range 25 {
-		key := fmt.Sprintf("rem-%02d:email:ses", i)
-		l := deadletter.Letter{Class: failure.ClassAmbiguous, Reason: "may have been sent", Attempts: 1, Receives: 1, SourceMessageID: fmt.Sprintf("src-%02d", i), DeliveryKey: key}
+		l := deadletter.Letter{Class: failure.ClassAmbiguous, Reason: "may have been sent", Attempts: 1, Receives: 1,
+			SourceMessageID: fmt.Sprintf("src-%02d", i), DeliveryKey: fmt.Sprintf("rem-%02d:email:ses", i)}
 		send(`{"v":1}`, l)
 		if i%5 == 0 { // a second copy: dead-lettered again after a kill
 			l.SourceMessageID += "-again"
@@ -83,31 +109,45 @@ func TestTheDLQReadSurvivesLostReceives(t *testing.T) {
 		send(fmt.Sprintf("poison %d", i), deadletter.Letter{Class: failure.ClassDecode, Reason: "message: not JSON", SourceMessageID: fmt.Sprintf("poison-%d", i)})
 	}
 
-	lossy := &losingReceives{next: http.DefaultTransport}
 	s := &system{
 		sqs: sqs.NewFromConfig(standintest.AWSConfig(t), func(o *sqs.Options) { o.HTTPClient = &http.Client{Transport: lossy} }),
 		res: local.Provisioned{WorkURL: q.WorkURL, DLQURL: q.DLQURL},
 	}
-	got, err := s.readDLQ(ctx, 5*time.Second)
+	const hold = 5 * time.Second
+	start := time.Now()
+	got, err := s.readDLQ(ctx, hold)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lossy.lost < 2 {
-		t.Fatalf("lost %d receives; the test means every read to lose one", lossy.lost)
+	if lossy.lost == 0 && !lossy.failRelease {
+		t.Fatal("no receive was lost; the test means to lose some")
 	}
 	if len(got) != want || len(s.problems) > 0 {
 		t.Fatalf("read %d of %d DLQ messages (%d receives lost); problems: %v", len(got), want, lossy.lost, s.problems)
 	}
-	keys, sources := map[string]int{}, map[string]bool{}
-	for _, d := range got {
-		keys[d.key.String()]++
-		sources[d.source] = true
+	if lossy.lost > 0 && time.Since(start) < hold {
+		t.Errorf("the reads took %v: a second read must wait for the hold (%v) of the messages the first hid", time.Since(start), hold)
 	}
-	if len(keys) != 26 || keys["rem-05:email:ses"] != 2 || keys["rem-06:email:ses"] != 1 {
+	keys, sources := map[string]int{}, map[string]string{}
+	for _, d := range got {
+		k := d.key.String()
+		if d.key.ReminderID == "" {
+			k = "" // poison
+		}
+		keys[k]++
+		sources[d.source] = k
+	}
+	if len(keys) != 26 || keys["rem-05:email:ses"] != 2 || keys["rem-06:email:ses"] != 1 || keys[""] != 5 {
 		t.Errorf("copies by delivery: %v", keys)
 	}
+	for i := range 25 {
+		k := fmt.Sprintf("rem-%02d:email:ses", i)
+		if sources[fmt.Sprintf("src-%02d", i)] != k || i%5 == 0 && sources[fmt.Sprintf("src-%02d-again", i)] != k {
+			t.Errorf("%s: the sources of its copies are wrong: %v", k, sources)
+		}
+	}
 	for i := range 5 {
-		if !sources[fmt.Sprintf("poison-%d", i)] {
+		if _, ok := sources[fmt.Sprintf("poison-%d", i)]; !ok {
 			t.Errorf("poison-%d's source is missing", i)
 		}
 	}
