@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -169,6 +170,53 @@ func (ls logs) ledgerFailed() map[string]bool {
 			out[k] = true
 		}
 		l.mu.Unlock()
+	}
+	return out
+}
+
+// errorKinds counts the lines written to it (one per write, as slog
+// writes them) by kind: the line with its digits (times, ports, counts)
+// masked. It keeps an example of the first max kinds.
+type errorKinds struct {
+	mu      sync.Mutex
+	max     int
+	kinds   []string
+	count   map[string]int
+	example map[string]string
+}
+
+func newErrorKinds(max int) *errorKinds {
+	return &errorKinds{max: max, count: map[string]int{}, example: map[string]string{}}
+}
+
+func (e *errorKinds) Write(b []byte) (int, error) {
+	line := strings.TrimSpace(string(b))
+	kind := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return '#'
+		}
+		return r
+	}, line)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.count[kind]; !ok && len(e.kinds) < e.max {
+		e.kinds = append(e.kinds, kind)
+		e.example[kind] = line
+	}
+	e.count[kind]++
+	return len(b), nil
+}
+
+// Lines returns a line per kind kept: how many, and the first.
+func (e *errorKinds) Lines() []string {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.kinds))
+	for _, k := range e.kinds {
+		out = append(out, fmt.Sprintf("%d× %s", e.count[k], e.example[k]))
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,6 +51,7 @@ type system struct {
 	intakeLogs   logs
 	proxies      map[string]*standin.Proxy // "consumer DynamoDB", …
 	consumerLogs logs
+	esmErrors    *errorKinds
 	enqueueLogs  logs
 	mapping      *esm.Mapping
 	enqueue      *instance
@@ -199,8 +201,17 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	defer s.intake.Close()
 	s.api = s.intake.Client()
+	// The mapping's own line per failed invocation: a kill's, or one the
+	// run reports (its kinds, counted, go into the violation).
+	esmLog, err := os.Create(filepath.Join(dir, "logs", "demo-esm.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer esmLog.Close()
+	s.esmErrors = newErrorKinds(10)
 	if s.mapping, err = esm.New(esm.Config{Queue: s.sqs, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
-		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second}); err != nil {
+		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(esmLog, s.esmErrors), nil))}); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "demo: %d reminders (%s), %d poison messages, %.0f%% duplicates; faults %s; batch %d, window %v, concurrency %d; function logs in %s\n",

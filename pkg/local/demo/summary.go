@@ -303,7 +303,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	}
 	sum.Violations = s.plan.violations(evidence{
 		stored: stored, accepted: accepted, resent: resent, dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft, poisonIDs: s.poisonIDs,
-		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: s.consumerLogs.errorLines(), problems: s.problems,
+		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: append(s.esmErrors.Lines(), s.consumerLogs.errorLines()...), problems: s.problems,
 		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed), budget: s.stage.MaxAttempts,
 		requests: requests,
 	})

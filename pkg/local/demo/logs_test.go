@@ -1,0 +1,30 @@
+package demo
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// TestErrorKindsCountLinesThatDifferOnlyInDigits: the mapping's lines are
+// counted by kind (times, ports and counts masked), and only the first
+// kinds are kept.
+func TestErrorKindsCountLinesThatDifferOnlyInDigits(t *testing.T) {
+	t.Parallel()
+	e := newErrorKinds(2)
+	for i := range 3 {
+		fmt.Fprintf(e, "time=04:08:0%d msg=failed error=\"Post http://127.0.0.1:4%d/: connection refused\"\n", i, i)
+	}
+	fmt.Fprintln(e, "time=04:09:00 msg=failed error=Runtime.ExitError")
+	fmt.Fprintln(e, "time=04:09:01 msg=failed error=timeout")
+	want := []string{
+		`3× time=04:08:00 msg=failed error="Post http://127.0.0.1:40/: connection refused"`,
+		"1× time=04:09:00 msg=failed error=Runtime.ExitError",
+	}
+	if got := e.Lines(); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if (*errorKinds)(nil).Lines() != nil {
+		t.Error("a run without a mapping has lines")
+	}
+}
