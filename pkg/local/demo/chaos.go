@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,13 @@ type instance struct {
 func (i *instance) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	i.busy.Store(true)
 	defer i.busy.Store(false)
-	return i.Lambda.Invoke(ctx, payload)
+	out, err := i.Lambda.Invoke(ctx, payload)
+	if err != nil && i.Exited() {
+		// Not the runtime (the kills' target) but its emulator: every
+		// invocation after this fails at once.
+		err = fmt.Errorf("%s: the emulator itself has exited (see its log): %w", i.name, err)
+	}
+	return out, err
 }
 
 // kill is one consumer runtime killed mid-batch.

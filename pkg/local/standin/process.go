@@ -150,6 +150,16 @@ func (s *Service) Stop() {
 	}
 }
 
+// Exited reports whether the service's process has ended.
+func (s *Service) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Pid returns the service's process id.
 func (s *Service) Pid() int { return s.cmd.Process.Pid }
 
