@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,9 +175,12 @@ func (ls logs) ledgerFailed() map[string]bool {
 	return out
 }
 
+// requestID matches a request id (a UUID), which every line has its own of.
+var requestID = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+
 // errorKinds counts the lines written to it (one per write, as slog
-// writes them) by kind: the line with its digits (times, ports, counts)
-// masked. It keeps an example of the first max kinds.
+// writes them) by kind: the line with its request ids and digits (times,
+// ports, counts) masked. It keeps an example of the first max kinds.
 type errorKinds struct {
 	mu      sync.Mutex
 	max     int
@@ -196,7 +200,7 @@ func (e *errorKinds) Write(b []byte) (int, error) {
 			return '#'
 		}
 		return r
-	}, line)
+	}, requestID.ReplaceAllString(line, "<id>"))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.count[kind]; !ok && len(e.kinds) < e.max {

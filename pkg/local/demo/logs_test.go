@@ -15,11 +15,12 @@ func TestErrorKindsCountLinesThatDifferOnlyInDigits(t *testing.T) {
 	for i := range 3 {
 		fmt.Fprintf(e, "time=04:08:0%d msg=failed error=\"Post http://127.0.0.1:4%d/: connection refused\"\n", i, i)
 	}
-	fmt.Fprintln(e, "time=04:09:00 msg=failed error=Runtime.ExitError")
+	fmt.Fprintln(e, "time=04:09:00 msg=failed error=\"RequestId: fecf1b4e-fa1c-4a2b-9ba0-f1b2dd3c4e5f Error: Runtime.ExitError\"")
+	fmt.Fprintln(e, "time=04:09:02 msg=failed error=\"RequestId: 0ecf1b4e-fa1c-4a2b-9ba0-f1b2dd3c4e5a Error: Runtime.ExitError\"")
 	fmt.Fprintln(e, "time=04:09:01 msg=failed error=timeout")
 	want := []string{
 		`3× time=04:08:00 msg=failed error="Post http://127.0.0.1:40/: connection refused"`,
-		"1× time=04:09:00 msg=failed error=Runtime.ExitError",
+		`2× time=04:09:00 msg=failed error="RequestId: fecf1b4e-fa1c-4a2b-9ba0-f1b2dd3c4e5f Error: Runtime.ExitError"`,
 	}
 	if got := e.Lines(); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
