@@ -28,7 +28,7 @@ func TestARunWithoutFlagsIsItsPreset(t *testing.T) {
 	}{
 		{[]string{"--reminders", "5000"}, 500, 5},
 		{[]string{"--reminders", "300"}, 30, 1},
-		{[]string{"--reminders", "5"}, 0, 1},
+		{[]string{"--reminders", "10"}, 1, 1},
 		{[]string{"--reminders", "100000"}, 1000, 10},
 		{[]string{"--reminders", "300", "--kills", "200", "--enqueue-kills", "0"}, 200, 0},
 	} {

@@ -138,8 +138,9 @@ type Letter struct {
 	Redrivable bool   `json:"redrivable"`
 	Why        string `json:"why,omitempty"`
 	// SourceMessageIDs are the work queue messages the consumer
-	// dead-lettered, one per copy (their nudge-source-message-id); empty for
-	// a message the queue's redrive policy moved.
+	// dead-lettered (their nudge-source-message-id), one per copy that has
+	// one: a message the queue's redrive policy moved has none. Messages
+	// pairs each copy with its own.
 	SourceMessageIDs []string `json:"-"`
 
 	receipt  string

@@ -175,12 +175,17 @@ func (ls logs) ledgerFailed() map[string]bool {
 	return out
 }
 
-// requestID matches a request id (a UUID), which every line has its own of.
-var requestID = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+// requestID matches a request id (a UUID), which every line has its own
+// of; digits, a run of digits (a time, a port, a count).
+var (
+	requestID = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	digits    = regexp.MustCompile(`[0-9]+`)
+)
 
 // errorKinds counts the lines written to it (one per write, as slog
-// writes them) by kind: the line with its request ids and digits (times,
-// ports, counts) masked. It keeps an example of the first max kinds.
+// writes them) by kind: the line with its request ids and runs of digits
+// (times, ports, counts) masked. It keeps an example of the first max
+// kinds, and counts the rest together.
 type errorKinds struct {
 	mu      sync.Mutex
 	max     int
@@ -195,12 +200,7 @@ func newErrorKinds(max int) *errorKinds {
 
 func (e *errorKinds) Write(b []byte) (int, error) {
 	line := strings.TrimSpace(string(b))
-	kind := strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return '#'
-		}
-		return r
-	}, requestID.ReplaceAllString(line, "<id>"))
+	kind := digits.ReplaceAllString(requestID.ReplaceAllString(line, "<id>"), "#")
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.count[kind]; !ok && len(e.kinds) < e.max {
@@ -218,9 +218,18 @@ func (e *errorKinds) Lines() []string {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.kinds))
+	out := make([]string, 0, len(e.kinds)+1)
+	kept := 0
 	for _, k := range e.kinds {
 		out = append(out, fmt.Sprintf("%d× %s", e.count[k], e.example[k]))
+		kept += e.count[k]
+	}
+	total := 0
+	for _, n := range e.count {
+		total += n
+	}
+	if total > kept {
+		out = append(out, fmt.Sprintf("%d× of %d other kinds", total-kept, len(e.count)-len(e.kinds)))
 	}
 	return out
 }

@@ -211,7 +211,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	s.esmErrors = newErrorKinds(10)
 	if s.mapping, err = esm.New(esm.Config{Queue: s.sqs, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
 		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(esmLog, s.esmErrors), nil))}); err != nil {
+		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(s.esmErrors, esmLog), nil))}); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(out, "demo: %d reminders (%s), %d poison messages, %.0f%% duplicates; faults %s; batch %d, window %v, concurrency %d; function logs in %s\n",

@@ -98,6 +98,9 @@ func start(ctx context.Context, dir, name string, port int, opts Options, ready 
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A child that inherited the output (the emulator's runtime) must not
+	// hold Wait, and so Exited, open after the service itself has ended.
+	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("standin: start %s: %w", name, err)
 	}
@@ -150,7 +153,8 @@ func (s *Service) Stop() {
 	}
 }
 
-// Exited reports whether the service's process has ended.
+// Exited reports whether the service's process has ended (and its output
+// closed, at most a second later).
 func (s *Service) Exited() bool {
 	select {
 	case <-s.done:
