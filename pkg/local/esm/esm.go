@@ -141,40 +141,19 @@ func (m *Mapping) Stats() Stats {
 // Run polls with every Invoker until ctx ends. A batch already received
 // when ctx ends is still invoked and acknowledged, as Lambda drains a
 // disabled mapping's batches in flight. An SQS error is logged, and that
-// poller tries again a second later. After a second invocation in a row
-// that failed as a whole, that poller waits before its next batch, as
-// Lambda backs off a failing function: failedBackoff, doubled for each
-// further failure up to maxFailedBackoff, and none after a success. Without
-// it, an instance that fails at once takes batch after batch, and each of
-// their records spends a receive and a visibility timeout. A single failure
-// (a crash, which the next invocation recovers from) costs no wait: waiting
-// after each of the chaos run's 1,000 kills cost a quarter of its consumer
-// time, and the backlog grew past the repair's minute.
+// poller tries again a second later.
 func (m *Mapping) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, inv := range m.cfg.Invokers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			failed := 0
 			for ctx.Err() == nil {
-				res, err := m.Poll(ctx, inv)
-				var wait time.Duration
-				switch {
-				case err != nil && ctx.Err() == nil:
+				if _, err := m.Poll(ctx, inv); err != nil && ctx.Err() == nil {
 					m.cfg.Logger.Warn("esm: poll failed", "error", err.Error())
-					wait = time.Second
-				case res.BatchError != nil:
-					if failed++; failed > 1 {
-						wait = min(failedBackoff<<min(failed-2, 8), maxFailedBackoff)
-					}
-				case res.Records > 0:
-					failed = 0
-				}
-				if wait > 0 {
-					select {
+					select { // a poller backs off after an SQS error, then goes on
 					case <-ctx.Done():
-					case <-time.After(wait):
+					case <-time.After(time.Second):
 					}
 				}
 			}
@@ -182,13 +161,6 @@ func (m *Mapping) Run(ctx context.Context) {
 	}
 	wg.Wait()
 }
-
-// failedBackoff and maxFailedBackoff bound a poller's wait after an
-// invocation that failed as a whole (see Run).
-const (
-	failedBackoff    = 500 * time.Millisecond
-	maxFailedBackoff = 8 * time.Second
-)
 
 // Result is what one poll did.
 type Result struct {

@@ -351,27 +351,6 @@ func TestMaxConcurrencyIsTheNumberOfInvokers(t *testing.T) {
 	}
 }
 
-// TestAFailingInstanceBacksOff: an instance whose every invocation fails at
-// once does not take batch after batch: from the second failure in a row its
-// poller waits longer after each (0.5 s, 1 s, 2 s, ...), so in 5 s it is
-// invoked a handful of times, not dozens.
-func TestAFailingInstanceBacksOff(t *testing.T) {
-	t.Parallel()
-	f := setup(t, 1*time.Second, 1000)
-	f.send(t, 50)
-	var calls atomic.Int32
-	m := f.mapping(t, 10, 0, esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) {
-		calls.Add(1)
-		return nil, errors.New("connection refused")
-	}))
-	ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-	defer cancel()
-	m.Run(ctx)
-	if n := calls.Load(); n < 3 || n > 7 {
-		t.Fatalf("%d invocations in 5 s; want 3 to 7 (at once, then 0.5 s, 1 s, 2 s apart)", n)
-	}
-}
-
 // BenchmarkMappingThroughput measures records per second through one
 // mapping with a no-op function against fauxqs: the ceiling the local
 // event source mapping puts on a demo, before any function work.
