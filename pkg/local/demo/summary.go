@@ -541,8 +541,8 @@ func (d deadLetter) reasonKind() string {
 // instead of blaming the consumer. The hold is at least minHold, and a
 // second for every 100 messages, so that a read of a large DLQ is likely to
 // end before the first messages it hid reappear (fauxqs reads about 500
-// messages a second when idle); at 10,000 messages the worst case, three
-// reads and two waits, is about 6 minutes.
+// messages a second when idle); at 10,000 messages (a 100 s hold) the worst
+// case, three reads of about 20 s and two waits of 101 s, is under 5 minutes.
 func (s *system) readDLQ(ctx context.Context, minHold time.Duration) ([]deadLetter, error) {
 	const reads = 3
 	byID := map[string]deadLetter{}
