@@ -15,7 +15,10 @@
 // (OverduePending), and one behind the cursor that no consumer has taken
 // for RepairAfter (its message was lost, or the run that moved the cursor
 // died before publishing) is requeued with a conditional write and
-// published again. Expired deliveries are ended, never published.
+// published again. Each repair since the delivery was last claimed doubles
+// the wait for the next, so that a queue slower than RepairAfter gets a few
+// copies of a delivery, not one per window. Expired deliveries are ended,
+// never published.
 //
 // Runs are time-budgeted: pages are taken round robin across shards, so a
 // backlog drains over several runs without starving any shard.

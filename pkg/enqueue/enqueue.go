@@ -81,8 +81,9 @@ type Config struct {
 	OverdueAfter time.Duration
 	// RepairAfter is how long a handed-off delivery may go without a
 	// consumer taking it (past dueAt, its retry time, or its lease) before
-	// its hand-off counts as lost and it is published again. At least
-	// OverdueAfter. Default 10m.
+	// its hand-off counts as lost and it is published again. Each repair
+	// since a consumer last claimed the delivery doubles the wait for the
+	// next, up to 16 × RepairAfter. At least OverdueAfter. Default 10m.
 	RepairAfter time.Duration
 	// RepairLimit is the most overdue deliveries examined for repair per
 	// run. Default 1000.

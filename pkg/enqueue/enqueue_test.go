@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -394,6 +395,54 @@ func TestLostHandOffIsRepairedAndOverdueIsCounted(t *testing.T) {
 	// Queued just now: the next run leaves it to the consumer.
 	if rep := b.run(t, e); rep.Repaired != 0 || rep.OverduePending != 1 {
 		t.Fatalf("run after repair: %+v", rep)
+	}
+}
+
+// TestABacklogLongerThanTheWindowGetsAFewCopies: a queue that holds every
+// message for three hours (a consumer far behind, or hand-offs lost again
+// and again) gets five copies of each delivery, the repairs 10, 20, 40 and
+// 80 minutes apart, and not one per 10-minute window: each copy would
+// lengthen the backlog that delays it. A claim shows the hand-off worked,
+// and the back-off starts again from the window.
+func TestABacklogLongerThanTheWindowGetsAFewCopies(t *testing.T) {
+	b := setup(t, 2)
+	e := b.enqueuer(t, nil) // repair after 10m
+	var keys []message.DeliveryKey
+	for i := range 20 {
+		keys = append(keys, b.schedule(t, fmt.Sprintf("rem-backlog-%02d", i), t0))
+	}
+	claimed := keys[0]
+	b.pub.drop = true // nothing published reaches a consumer
+	copies := map[message.DeliveryKey][]int{} // the minutes each copy went out at
+	for minute := 1; minute <= 180; minute++ {
+		b.clk.Advance(time.Minute)
+		if minute == 80 {
+			// claimed reaches a consumer at last, which fails and retries.
+			if d := b.status(t, claimed); d.Repairs != 3 {
+				t.Fatalf("at 80m: %d repairs, want 3", d.Repairs)
+			}
+			c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: claimed, Token: "late", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.mem.Retry(b.ctx, c, ledger.Failure{Class: "server", Message: "500", NextAttemptAt: b.clk.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.run(t, e)
+		for _, p := range b.pub.take() {
+			copies[p.Key] = append(copies[p.Key], int(p.At.Sub(t0)/time.Minute))
+		}
+	}
+	want := []int{1, 11, 32, 73, 154}
+	for _, k := range keys[1:] {
+		if !slices.Equal(copies[k], want) {
+			t.Fatalf("%s published at minutes %v; want %v", k, copies[k], want)
+		}
+	}
+	// Claimed at 80 and retried: repaired 10, 20 and 40 minutes on.
+	if got, want := copies[claimed], []int{1, 11, 32, 73, 91, 112, 153}; !slices.Equal(got, want) {
+		t.Fatalf("the claimed delivery published at minutes %v; want %v", got, want)
 	}
 }
 

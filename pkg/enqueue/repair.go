@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -103,8 +104,14 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 
 // stale reports whether d was handed off but no consumer has it: nothing
 // took it RepairAfter past its due time, its retry time or its lease.
+//
+// Each repair since the last claim doubles that window (repairWait): a
+// delivery not claimed within it is as often waiting behind a backlog as
+// lost, and a copy per window would lengthen the very backlog that delays
+// it. Doubling bounds the copies to a few per delivery however long the
+// queue is.
 func (r *run) stale(d ledger.Delivery) bool {
-	before := r.now.Add(-r.e.cfg.RepairAfter)
+	before := r.now.Add(-repairWait(r.e.cfg.RepairAfter, d.Repairs))
 	switch d.Status {
 	case ledger.StatusPending:
 		return d.DueAt.Before(before)
@@ -116,6 +123,22 @@ func (r *run) stale(d ledger.Delivery) bool {
 		return d.NextAttemptAt.Before(before)
 	}
 	return false
+}
+
+// maxRepairDoublings caps the back-off between repairs at 16 × RepairAfter
+// (2 h 40 min at the default 10 min), so that a delivery whose message was
+// lost again is still repaired within its expiry.
+const maxRepairDoublings = 4
+
+// repairWait is how long a delivery repaired n times since its last claim
+// waits before the next repair: window, 2 × window, 4 × window, …, up to
+// 2^maxRepairDoublings × window.
+func repairWait(window time.Duration, n int) time.Duration {
+	w := window << min(max(n, 0), maxRepairDoublings)
+	if w < window {
+		return math.MaxInt64 // a window of centuries, doubled
+	}
+	return w
 }
 
 // repair reads candidates from the table and, for each, expires it or, if
@@ -147,7 +170,7 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 		if ctx.Err() != nil {
 			break // the reserve began: requeue nothing more
 		}
-		note := fmt.Sprintf("repair: %s and untouched since %s", d.Status, ledger.Format(d.UpdatedAt))
+		note := fmt.Sprintf("repair %d: %s and untouched since %s", d.Repairs+1, d.Status, ledger.Format(d.UpdatedAt))
 		// A requeue and the publish after it run under r.finish, as a
 		// hand-off page does; one cut between them is repaired again.
 		if _, err := c.Ledger.Requeue(r.finish, d, note); err != nil {
@@ -157,7 +180,7 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 			continue // changed meanwhile: someone else has it
 		}
 		c.Logger.Info("transition", "deliveryKey", en.Key.String(), "outcome", "repaired", "was", string(d.Status),
-			"dueAt", ledger.Format(d.DueAt), "attempts", d.Attempts)
+			"dueAt", ledger.Format(d.DueAt), "attempts", d.Attempts, "repairs", d.Repairs+1)
 		republish = append(republish, en)
 	}
 	failed, republished := r.e.publish(r.finish, republish)

@@ -66,6 +66,12 @@ type Delivery struct {
 	// end, as the repair found it (its lease lapsed long ago) when it
 	// handed the delivery to the queue again; 0 if none.
 	UnendedAttempt int
+	// Repairs counts the times the enqueue's repair handed the delivery
+	// back to the queue since a consumer last claimed it (or it was
+	// rescheduled): each repair waits twice as long as the one before, so
+	// that a queue slower than the repair's window gets a few copies of a
+	// delivery, not one per window.
+	Repairs        int
 	ClaimToken     string
 	LeaseUntil     time.Time
 	LastErrorClass failure.Class

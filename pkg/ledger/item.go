@@ -41,6 +41,7 @@ type item struct {
 	ExpiresAt      string            `dynamodbav:"expiresAt"`
 	Attempts       int               `dynamodbav:"attempts"`
 	UnendedAttempt int               `dynamodbav:"unendedAttempt,omitempty"`
+	Repairs        int               `dynamodbav:"repairs,omitempty"`
 	BudgetFrom     int               `dynamodbav:"budgetFrom,omitempty"`
 	ClaimToken     string            `dynamodbav:"claimToken,omitempty"`
 	LeaseUntil     string            `dynamodbav:"leaseUntil,omitempty"`
@@ -99,7 +100,7 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		PK: PartitionKey(d.ReminderID), SK: SortKey(d.Channel, d.Provider),
 		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, TemplateData: d.TemplateData,
-		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom, UnendedAttempt: d.UnendedAttempt,
+		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom, UnendedAttempt: d.UnendedAttempt, Repairs: d.Repairs,
 		ClaimToken: d.ClaimToken, LeaseUntil: formatOpt(d.LeaseUntil),
 		LastErrorClass: d.LastErrorClass, LastError: d.LastError,
 		NextAttemptAt: formatOpt(d.NextAttemptAt), SentAt: formatOpt(d.SentAt),
@@ -120,7 +121,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	d := Delivery{
 		ReminderID: it.ReminderID, Channel: it.Channel, Provider: it.Provider, Status: it.Status,
-		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom, UnendedAttempt: it.UnendedAttempt,
+		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom, UnendedAttempt: it.UnendedAttempt, Repairs: it.Repairs,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
 	}

@@ -375,6 +375,7 @@ func (l *Ledger) claim(ctx context.Context, c Claim, revive bool) (Delivery, err
 	u.set("claimToken", ":token", c.Token)
 	u.set("leaseUntil", ":lease", Format(c.LeaseUntil))
 	u.add("attempts", ":one", 1)
+	u.remove("repairs") // the hand-off worked
 	u.history(Delivery{}, Entry{Status: StatusSending})
 	u.values[":dueBy"] = sv(Format(c.DueBy))
 	if revive {
@@ -532,6 +533,7 @@ func (l *Ledger) Requeue(ctx context.Context, d Delivery, note string) (Delivery
 	now := l.cfg.Clock.Now()
 	u := l.newUpdate("requeue", d.Key(), now)
 	u.set("#status", ":queued", StatusQueued)
+	u.add("repairs", ":one", 1)
 	if d.Status == StatusSending {
 		// The attempt that holds it never ended: the next claim must know.
 		u.set("unendedAttempt", ":unended", d.Attempts)

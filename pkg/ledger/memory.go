@@ -235,6 +235,7 @@ func (m *Memory) Claim(_ context.Context, c Claim) (Delivery, error) {
 			}
 			d.Status, d.ClaimToken, d.LeaseUntil = StatusSending, c.Token, ms(c.LeaseUntil)
 			d.Attempts++
+			d.Repairs = 0 // the hand-off worked
 			d.History = append(d.History, Entry{At: Format(now), Status: StatusSending})
 		})
 	}
@@ -360,6 +361,7 @@ func (m *Memory) Requeue(_ context.Context, read Delivery, note string) (Deliver
 			d.UnendedAttempt = read.Attempts
 		}
 		d.Status = StatusQueued
+		d.Repairs++
 		m.history(d, Delivery{}, Entry{Status: StatusQueued, Attempt: read.Attempts, Note: text.Clip(note, 120)}, now)
 	})
 }

@@ -51,6 +51,7 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 	for _, read := range p.Live {
 		d := copyOf(m.t.items[read.Key()])
 		d.Status, d.DueAt, d.ExpiresAt = StatusPending, ms(p.To.DueAt), ms(p.To.ExpiresAt)
+		d.Repairs = 0
 		if !ttl.IsZero() && !d.TTL.IsZero() {
 			d.TTL = later(ttl, d.TTL)
 		}

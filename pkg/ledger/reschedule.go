@@ -123,7 +123,7 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 		u.set(attrDueSort, ":sort", IndexSort(l.publishAt(p.To.DueAt, now), d.Key()))
 		u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
 		u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
-		u.remove("nextAttemptAt", "claimToken", "leaseUntil")
+		u.remove("nextAttemptAt", "claimToken", "leaseUntil", "repairs")
 		// The history as read, with the new entry, bounded: the condition
 		// below guarantees nobody changed it meanwhile.
 		u.set("history", ":history", boundHistory(d.History, Entry{At: Format(now), Status: StatusPending, Note: text.Clip(p.To.Note, 120)}, l.cfg.HistoryLimit))

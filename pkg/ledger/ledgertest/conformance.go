@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ExpireWaitsForAForeignLease", testExpireWaitsForAForeignLease},
 		{"CancelEndsAnUnsentDeliveryOnly", testCancelEndsAnUnsentDeliveryOnly},
 		{"RequeueNeedsTheDeliveryAsRead", testRequeueNeedsTheDeliveryAsRead},
+		{"RepairsCountUntilAClaim", testRepairsCountUntilAClaim},
 		{"NoDeliveryExpiresBeforeItsReminder", testNoDeliveryExpiresBeforeItsReminder},
 		{"ReceiptIsClipped", testReceiptIsClipped},
 		{"IndexHoldsLiveDeliveriesAtTheirPublishTime", testIndexHoldsLiveDeliveriesAtTheirPublishTime},
@@ -402,6 +403,41 @@ func testRequeueNeedsTheDeliveryAsRead(t *testing.T, b bundle) {
 		t.Fatal(err)
 	}
 	refusal(t, func() error { _, err := b.l.Requeue(ctx, got, "repair"); return err }(), ledger.ErrAlreadySent)
+}
+
+// testRepairsCountUntilAClaim: each requeue counts a repair; a claim (the
+// hand-off worked) starts the count again, so the enqueue's back-off
+// between repairs restarts too.
+func testRepairsCountUntilAClaim(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-rep1")
+	requeue := func(want int) ledger.Delivery {
+		t.Helper()
+		read, err := b.l.Get(ctx, d.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(time.Second)
+		got, err := b.l.Requeue(ctx, read, "repair")
+		if err != nil || got.Repairs != want {
+			t.Fatalf("requeue %d: repairs %d, %v", want, got.Repairs, err)
+		}
+		if stored, _ := b.l.Get(ctx, d.Key()); stored.Repairs != want {
+			t.Fatalf("requeue %d: stored repairs %d", want, stored.Repairs)
+		}
+		return got
+	}
+	requeue(1)
+	requeue(2)
+	c, err := b.claim("tok", d)
+	if err != nil || c.Repairs != 0 {
+		t.Fatalf("claim after two repairs: repairs %d, %v", c.Repairs, err)
+	}
+	if stored, _ := b.l.Get(ctx, d.Key()); stored.Repairs != 0 {
+		t.Fatalf("stored after the claim: repairs %d", stored.Repairs)
+	}
+	b.clk.Advance(20 * time.Minute) // the lease lapses; the repair hands it back
+	requeue(1)
 }
 
 func testHistoryIsBounded(t *testing.T, b bundle) {
@@ -1085,6 +1121,9 @@ func testRescheduleMovesOnlyWhatHasNotStartedSending(t *testing.T, b bundle) {
 		}
 		if got.Status != ledger.StatusPending || !got.DueAt.Equal(mv.DueAt) || !got.ExpiresAt.Equal(mv.ExpiresAt) {
 			t.Errorf("%s after the move: %s %v–%v", got.Key(), got.Status, got.DueAt, got.ExpiresAt)
+		}
+		if got.Repairs != 0 {
+			t.Errorf("%s after the move: %d repairs counted; a reschedule is a new hand-off", got.Key(), got.Repairs)
 		}
 		if last := got.History[len(got.History)-1]; last.Status != ledger.StatusPending || last.Note != mv.Note || len(got.History) > 6 {
 			t.Errorf("%s history (%d entries, the limit 6) ends %+v", got.Key(), len(got.History), last)
