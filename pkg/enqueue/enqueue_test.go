@@ -412,7 +412,7 @@ func TestABacklogLongerThanTheWindowGetsAFewCopies(t *testing.T) {
 		keys = append(keys, b.schedule(t, fmt.Sprintf("rem-backlog-%02d", i), t0))
 	}
 	claimed := keys[0]
-	b.pub.drop = true // nothing published reaches a consumer
+	b.pub.drop = true                         // nothing published reaches a consumer
 	copies := map[message.DeliveryKey][]int{} // the minutes each copy went out at
 	for minute := 1; minute <= 180; minute++ {
 		b.clk.Advance(time.Minute)
