@@ -244,6 +244,10 @@ type run struct {
 	mu     sync.Mutex
 	report Report
 	pos    map[int]string // cursor position per shard, as last seen
+	// from is each shard's cursor as this run first read it: what lies
+	// between it and pos was handed off just now, by this run or one
+	// beside it, and is not for the repair.
+	from map[int]string
 }
 
 func (r *run) add(f func(rep *Report)) {
@@ -274,7 +278,7 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	defer cancelWork()
 	finish, cancelFinish := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve/4), errReserve)
 	defer cancelFinish()
-	r := &run{e: e, now: start, pos: map[int]string{}, work: work, finish: finish}
+	r := &run{e: e, now: start, pos: map[int]string{}, from: map[int]string{}, work: work, finish: finish}
 	r.stopBy = start.Add(budget)
 	r.handOffBy = start.Add(budget * 4 / 5) // a fifth of the budget is kept for the overdue scan
 
@@ -406,6 +410,9 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 			}
 			r.mu.Lock()
 			r.pos[shard] = cur
+			if _, ok := r.from[shard]; !ok {
+				r.from[shard] = cur
+			}
 			r.mu.Unlock()
 		}
 		entries, err := c.Ledger.DueAfter(ctx, shard, cur, upTo, c.PageSize)
@@ -442,7 +449,6 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 // publishEntries expires what has expired and publishes the rest; what SQS
 // keeps refusing goes back to the calendar, ahead of the cursor.
 func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
-	c := r.e.cfg
 	var out []ledger.IndexEntry
 	for _, e := range entries {
 		if !e.ExpiresAt.After(r.now) {
@@ -460,8 +466,19 @@ func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
 		rep.PublishFailed += len(failed)
 		rep.Republished += republished
 	})
+	r.handBack(ctx, failed)
+}
+
+// handBack returns entries SQS kept refusing to the calendar, ahead of the
+// cursor, for the next run to hand off.
+func (r *run) handBack(ctx context.Context, failed []ledger.IndexEntry) {
+	c := r.e.cfg
 	for _, e := range failed {
-		if _, err := c.Ledger.Release(ctx, e.Key, e.DueAt, "publish failed; retried by the next run"); err != nil {
+		_, err := c.Ledger.Release(ctx, e.Key, e.DueAt, "publish failed; retried by the next run")
+		switch {
+		case errors.As(err, new(*ledger.RefusedError)):
+			// Taken or ended meanwhile (an earlier copy reached a consumer).
+		case err != nil:
 			c.Logger.Warn("publish failed and the delivery could not be handed back; the overdue scan will repair it",
 				"deliveryKey", e.Key.String(), "error", err.Error())
 		}

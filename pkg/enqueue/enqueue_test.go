@@ -446,6 +446,127 @@ func TestABacklogLongerThanTheWindowGetsAFewCopies(t *testing.T) {
 	}
 }
 
+// TestADeliveryNearItsExpiryIsRepairedEveryWindow: the back-off never
+// waits past half the time a delivery has left, so one that expires 30
+// minutes after it is due gets a copy every 10 minutes until it expires.
+func TestADeliveryNearItsExpiryIsRepairedEveryWindow(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, nil)
+	k := b.schedule(t, "rem-short", t0, t0.Add(30*time.Minute))
+	b.pub.drop = true
+	var at []int
+	for minute := 1; minute <= 40; minute++ {
+		b.clk.Advance(time.Minute)
+		b.run(t, e)
+		for _, p := range b.pub.take() {
+			if p.Key == k {
+				at = append(at, minute)
+			}
+		}
+	}
+	if want := []int{1, 11, 22}; !slices.Equal(at, want) {
+		t.Fatalf("published at minutes %v; want %v", at, want)
+	}
+	if d := b.status(t, k); d.Status != ledger.StatusExpired {
+		t.Fatalf("at 40m: %s; want expired", d.Status)
+	}
+}
+
+// TestALateHandOffIsNotTakenForALostOne: a delivery handed off long after
+// it was due has a fresh message. The run that hands it off never repairs
+// it too, and one written overdue waits RepairAfter from its write, not
+// from its due time, before a repair takes its hand-off for lost.
+func TestALateHandOffIsNotTakenForALostOne(t *testing.T) {
+	t.Run("the enqueue was down", func(t *testing.T) {
+		b := setup(t, 1)
+		e := b.enqueuer(t, nil) // overdue after 5m, repair after 10m
+		k := b.schedule(t, "rem-enqueue-down", t0.Add(time.Minute))
+		b.clk.Advance(31 * time.Minute) // the first run for half an hour
+		rep := b.run(t, e)
+		if got := keysOf(b.pub.take()); rep.Enqueued != 1 || rep.Repaired != 0 || got[k] != 1 {
+			t.Fatalf("the first run after 30 minutes: %+v, published %v; want it handed off once", rep, got)
+		}
+	})
+	t.Run("written overdue", func(t *testing.T) {
+		b := setup(t, 1)
+		e := b.enqueuer(t, nil)
+		k := b.schedule(t, "rem-written-late", t0.Add(-40*time.Minute))
+		b.pub.drop = true // and its message is lost
+		var at []int
+		for minute := 1; minute <= 12; minute++ {
+			b.clk.Advance(time.Minute)
+			b.run(t, e)
+			for _, p := range b.pub.take() {
+				if p.Key == k {
+					at = append(at, minute)
+				}
+			}
+		}
+		if want := []int{1, 11}; !slices.Equal(at, want) {
+			t.Fatalf("published at minutes %v; want %v (handed off, then repaired 10 minutes after it was written)", at, want)
+		}
+	})
+}
+
+// TestAFailedRepairIsHandedBackToTheCalendar: SQS refuses a repair's
+// message; the delivery goes back ahead of the cursor, as a refused hand-off
+// does, and the next run hands it off instead of waiting out the repair's
+// longer back-off.
+func TestAFailedRepairIsHandedBackToTheCalendar(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, nil)
+	k := b.schedule(t, "rem-refused", t0)
+	b.pub.drop = true
+	b.clk.Advance(time.Minute)
+	b.run(t, e)
+	b.pub.drop = false
+	b.pub.take()
+	b.clk.Advance(10 * time.Minute) // 11m: repaired, and SQS refuses it
+	b.pub.fail = func(message.DeliveryKey) bool { return true }
+	if rep := b.run(t, e); rep.PublishFailed != 1 {
+		t.Fatalf("the refused repair: %+v", rep)
+	}
+	if d := b.status(t, k); d.Status != ledger.StatusPending || d.Repairs != 1 {
+		t.Fatalf("after the refused repair: %s, %d repairs; want pending (handed back), 1 repair", d.Status, d.Repairs)
+	}
+	b.pub.fail = nil
+	b.clk.Advance(time.Minute)
+	rep := b.run(t, e)
+	if got := keysOf(b.pub.take()); rep.Enqueued != 1 || got[k] != 1 {
+		t.Fatalf("the next run: %+v, published %v; want the delivery handed off", rep, got)
+	}
+}
+
+// TestTheRepairLimitReachesEveryCandidate: with more candidates than the
+// run may examine, each run looks at the next RepairLimit of them, so that
+// every lost delivery is repaired within len/RepairLimit runs.
+func TestTheRepairLimitReachesEveryCandidate(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, func(c *enqueue.Config) { c.RepairLimit = 3 })
+	for i := range 12 {
+		b.schedule(t, fmt.Sprintf("rem-limit-%02d", i), t0)
+	}
+	b.pub.drop = true
+	b.clk.Advance(time.Minute)
+	b.run(t, e)
+	b.pub.take()
+	b.clk.Advance(10 * time.Minute)
+	repaired := map[message.DeliveryKey]int{}
+	for run := range 4 {
+		rep := b.run(t, e)
+		for k, n := range keysOf(b.pub.take()) {
+			repaired[k] += n
+		}
+		if rep.Repaired != 3 {
+			t.Fatalf("run %d repaired %d; want 3 (the limit)", run+1, rep.Repaired)
+		}
+		b.clk.Advance(time.Minute)
+	}
+	if len(repaired) != 12 {
+		t.Fatalf("4 runs of 3 repaired %d distinct deliveries; want all 12", len(repaired))
+	}
+}
+
 func TestConcurrentRunsNeverHandOffTheSameDelivery(t *testing.T) {
 	b := setup(t, 4)
 	for i := range 300 {

@@ -49,6 +49,7 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	repairBefore := r.now.Add(-c.RepairAfter)
 	r.mu.Lock()
 	pos, known := r.pos[shard]
+	from, read := r.from[shard]
 	r.mu.Unlock()
 	if !known {
 		var err error
@@ -69,7 +70,9 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 				overdue++
 				oldest = max(oldest, r.now.Sub(en.DueAt))
 			}
-			handedOff := en.Sort <= pos
+			// Handed off, and not by this run: a late hand-off is fresh,
+			// however long past due.
+			handedOff := en.Sort <= pos && (!read || en.Sort <= from)
 			if handedOff && (en.DueAt.Before(repairBefore) || !en.ExpiresAt.After(r.now)) {
 				candidates = append(candidates, en)
 			}
@@ -88,7 +91,10 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	// cannot keep a lost one from ever being looked at. This is a bound,
 	// not a cut: the report's Cut stays for the time budget alone.
 	if len(candidates) > limit {
-		off := int(r.now.Unix()/60) % len(candidates)
+		// A window of limit that moves by limit each minute: every
+		// candidate is looked at within len/limit runs.
+		n := int64(len(candidates))
+		off := int(r.now.Unix() / 60 % n * (int64(limit) % n) % n)
 		candidates = append(candidates[off:], candidates[:off]...)[:limit]
 	}
 	for start := 0; start < len(candidates); start += 100 {
@@ -103,26 +109,48 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 }
 
 // stale reports whether d was handed off but no consumer has it: nothing
-// took it RepairAfter past its due time, its retry time or its lease.
+// took it RepairAfter after the last thing known to precede its hand-off
+// (since).
 //
 // Each repair since the last claim doubles that window (repairWait): a
 // delivery not claimed within it is as often waiting behind a backlog as
 // lost, and a copy per window would lengthen the very backlog that delays
 // it. Doubling bounds the copies to a few per delivery however long the
-// queue is.
+// queue is. A delivery close to its expiry is not left waiting past half
+// the time it has left, so that it gets its copies while they can still
+// be sent.
 func (r *run) stale(d ledger.Delivery) bool {
-	before := r.now.Add(-repairWait(r.e.cfg.RepairAfter, d.Repairs))
+	window := r.e.cfg.RepairAfter
+	var since time.Time
 	switch d.Status {
 	case ledger.StatusPending:
-		return d.DueAt.Before(before)
+		// Handed off by a cursor, which writes nothing: not before it was
+		// due, written, or published to the index.
+		since = later(d.DueAt, d.UpdatedAt)
+		if d.Index != nil {
+			since = later(since, d.Index.PublishAt)
+		}
 	case ledger.StatusQueued:
-		return d.DueAt.Before(before) && d.UpdatedAt.Before(before)
+		since = later(d.DueAt, d.UpdatedAt) // the requeue or redrive
 	case ledger.StatusSending:
-		return d.LeaseUntil.Before(before)
+		since = d.LeaseUntil
 	case ledger.StatusRetrying:
-		return d.NextAttemptAt.Before(before)
+		since = d.NextAttemptAt
+	default:
+		return false
 	}
-	return false
+	wait := repairWait(window, d.Repairs)
+	if !d.ExpiresAt.IsZero() {
+		wait = min(wait, max(window, d.ExpiresAt.Sub(since)/2))
+	}
+	return since.Before(r.now.Add(-wait))
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // maxRepairDoublings caps the back-off between repairs at 16 × RepairAfter
@@ -134,11 +162,11 @@ const maxRepairDoublings = 4
 // waits before the next repair: window, 2 × window, 4 × window, …, up to
 // 2^maxRepairDoublings × window.
 func repairWait(window time.Duration, n int) time.Duration {
-	w := window << min(max(n, 0), maxRepairDoublings)
-	if w < window {
+	shift := min(max(n, 0), maxRepairDoublings)
+	if window > math.MaxInt64>>shift {
 		return math.MaxInt64 // a window of centuries, doubled
 	}
-	return w
+	return window << shift
 }
 
 // repair reads candidates from the table and, for each, expires it or, if
@@ -189,5 +217,8 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 		rep.PublishFailed += len(failed)
 		rep.Republished += republished
 	})
+	// As a hand-off's: the next run's cursor takes them, without waiting
+	// for a repair that the count just made longer.
+	r.handBack(r.finish, failed)
 	return nil
 }

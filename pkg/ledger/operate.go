@@ -43,7 +43,7 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 		// Never lowered: a reschedule may have raised it to its reminder's.
 		u.set("#ttl", ":ttl", later(l.Expiry(d.ExpiresAt), d.TTL).Unix())
 	}
-	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+	u.remove("claimToken", "leaseUntil", "nextAttemptAt", "repairs")       // the repair's back-off restarts too
 	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)") // the attempt budget restarts
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":dead"], u.values[":dueAt"], u.values[":zero"] = sv(StatusDead), sv(Format(d.DueAt)), av(0)

@@ -102,6 +102,29 @@ func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
 	if _, err := f.l.Redrive(f.ctx, dead, "late"); !errors.Is(err, ledger.ErrAlreadySent) {
 		t.Fatalf("a redrive of a sent delivery: %v, want ErrAlreadySent", err)
 	}
+	// Dead-lettered unclaimed (a provider the stack does not run) after two
+	// repairs: a redrive restarts the repair's back-off with the budget.
+	d = f.create(t, "rem-91", "email")
+	for range 2 {
+		read, err := f.l.Get(f.ctx, d.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Second)
+		if _, err := f.l.Requeue(f.ctx, read, "repair"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read, err := f.l.Get(f.ctx, d.Key())
+	if err != nil || read.Repairs != 2 {
+		t.Fatalf("after two repairs: %d repairs, %v", read.Repairs, err)
+	}
+	if dead, err = f.l.DeadLetter(f.ctx, read, ledger.Failure{Class: "config", Message: "no provider"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = f.l.Redrive(f.ctx, dead, "redriven"); err != nil || got.Repairs != 0 {
+		t.Fatalf("redriven after two repairs: %d repairs, %v", got.Repairs, err)
+	}
 }
 
 // TestPurgeRemovesEverythingButNotWhileInFlight: a purge refuses, removing
