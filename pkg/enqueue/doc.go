@@ -12,10 +12,12 @@
 //
 // What a cursor cannot see is caught by the overdue scan that follows:
 // every live delivery more than OverdueAfter past due is counted
-// (OverduePending), and one behind the cursor that no consumer has taken
-// for RepairAfter (its message was lost, or the run that moved the cursor
-// died before publishing) is requeued with a conditional write and
-// published again. Each repair since the delivery was last claimed doubles
+// (OverduePending), and one that no consumer has taken for RepairAfter
+// after its hand-off (its message was lost, or the run that moved the
+// cursor died before publishing) is requeued with a conditional write and
+// published again. The cursor's trail of earlier positions tells how long
+// ago the cursor handed an entry off, since it writes nothing to the
+// deliveries it passes. Each repair since the delivery was last claimed doubles
 // the wait for the next, so that a queue slower than RepairAfter gets a few
 // copies of a delivery, not one per window. Expired deliveries are ended,
 // never published.

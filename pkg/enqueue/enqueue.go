@@ -23,8 +23,8 @@ import (
 // index, the shard cursors, and the deliveries it repairs.
 type Ledger interface {
 	Lookahead() time.Duration
-	Cursor(ctx context.Context, shard int) (string, error)
-	MoveCursor(ctx context.Context, shard int, old, pos string) (bool, error)
+	Cursor(ctx context.Context, shard int) (ledger.Cursor, error)
+	MoveCursor(ctx context.Context, shard int, old, pos string, trail []ledger.Mark) (bool, error)
 	DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error)
 	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (complete bool, err error)
 	StoredShards(ctx context.Context) (int, error)
@@ -243,11 +243,7 @@ type run struct {
 
 	mu     sync.Mutex
 	report Report
-	pos    map[int]string // cursor position per shard, as last seen
-	// from is each shard's cursor as this run first read it: what lies
-	// between it and pos was handed off just now, by this run or one
-	// beside it, and is not for the repair.
-	from map[int]string
+	cursor map[int]ledger.Cursor // per shard, as last read or written
 }
 
 func (r *run) add(f func(rep *Report)) {
@@ -278,7 +274,7 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	defer cancelWork()
 	finish, cancelFinish := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve/4), errReserve)
 	defer cancelFinish()
-	r := &run{e: e, now: start, pos: map[int]string{}, from: map[int]string{}, work: work, finish: finish}
+	r := &run{e: e, now: start, cursor: map[int]ledger.Cursor{}, work: work, finish: finish}
 	r.stopBy = start.Add(budget)
 	r.handOffBy = start.Add(budget * 4 / 5) // a fifth of the budget is kept for the overdue scan
 
@@ -400,7 +396,7 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 	c := r.e.cfg
 	upTo := r.now.Add(-c.Settle)
 	r.mu.Lock()
-	cur, known := r.pos[shard] // where this run left the cursor, if it moved it
+	cur, known := r.cursor[shard] // where this run left the cursor, if it moved it
 	r.mu.Unlock()
 	for {
 		if !known {
@@ -409,13 +405,10 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 				return false, err
 			}
 			r.mu.Lock()
-			r.pos[shard] = cur
-			if _, ok := r.from[shard]; !ok {
-				r.from[shard] = cur
-			}
+			r.cursor[shard] = cur
 			r.mu.Unlock()
 		}
-		entries, err := c.Ledger.DueAfter(ctx, shard, cur, upTo, c.PageSize)
+		entries, err := c.Ledger.DueAfter(ctx, shard, cur.Pos, upTo, c.PageSize)
 		if err != nil {
 			return false, err
 		}
@@ -428,7 +421,8 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 		}
 		// From here the page is finished under r.finish: a cursor moved
 		// and then not published waits for the overdue scan's repair.
-		moved, err := c.Ledger.MoveCursor(r.finish, shard, cur, last)
+		trail := r.e.trail(cur)
+		moved, err := c.Ledger.MoveCursor(r.finish, shard, cur.Pos, last, trail)
 		if err != nil {
 			return false, err
 		}
@@ -438,8 +432,9 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 			known = false
 			continue
 		}
+		cur = ledger.Cursor{Pos: last, MovedAt: c.Clock.Now(), Trail: trail}
 		r.mu.Lock()
-		r.pos[shard] = last
+		r.cursor[shard] = cur
 		r.mu.Unlock()
 		r.publishEntries(r.finish, entries)
 		return len(entries) == c.PageSize, nil

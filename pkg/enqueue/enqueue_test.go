@@ -333,9 +333,9 @@ func TestDeliveriesSpreadOverShardsAndEachIsPublishedOnce(t *testing.T) {
 		}
 	}
 	for shard := range 8 {
-		pos, err := b.ledger.Cursor(b.ctx, shard)
-		if err != nil || pos == "" {
-			t.Fatalf("shard %d cursor %q, %v: a shard received nothing", shard, pos, err)
+		cur, err := b.ledger.Cursor(b.ctx, shard)
+		if err != nil || cur.Pos == "" {
+			t.Fatalf("shard %d cursor %q, %v: a shard received nothing", shard, cur.Pos, err)
 		}
 	}
 }
@@ -486,6 +486,24 @@ func TestALateHandOffIsNotTakenForALostOne(t *testing.T) {
 		if got := keysOf(b.pub.take()); rep.Enqueued != 1 || rep.Repaired != 0 || got[k] != 1 {
 			t.Fatalf("the first run after 30 minutes: %+v, published %v; want it handed off once", rep, got)
 		}
+		// Then a run a minute, each moving the cursor past a new reminder,
+		// and the late one's message lost: repaired 10 minutes after its
+		// hand-off, not at the next run.
+		b.pub.drop = true
+		at := []int{31}
+		for minute := 32; minute <= 45; minute++ {
+			b.schedule(t, fmt.Sprintf("rem-steady-%02d", minute), b.clk.Now().Add(30*time.Second))
+			b.clk.Advance(time.Minute)
+			b.run(t, e)
+			for _, p := range b.pub.take() {
+				if p.Key == k {
+					at = append(at, minute)
+				}
+			}
+		}
+		if want := []int{31, 41}; !slices.Equal(at, want) {
+			t.Fatalf("the late delivery published at minutes %v; want %v", at, want)
+		}
 	})
 	t.Run("written overdue", func(t *testing.T) {
 		b := setup(t, 1)
@@ -619,7 +637,7 @@ func TestTimeBudgetCutsTheRunAndTheNextResumesEveryShard(t *testing.T) {
 		t.Fatalf("first run: %+v; want a cut run that did part of the work", first)
 	}
 	for shard := range 4 {
-		if pos, _ := b.ledger.Cursor(b.ctx, shard); pos == "" {
+		if cur, _ := b.ledger.Cursor(b.ctx, shard); cur.Pos == "" {
 			t.Fatalf("shard %d was starved by the first run", shard)
 		}
 	}

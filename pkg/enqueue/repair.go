@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,15 +49,18 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	overdueBefore := r.now.Add(-c.OverdueAfter)
 	repairBefore := r.now.Add(-c.RepairAfter)
 	r.mu.Lock()
-	pos, known := r.pos[shard]
-	from, read := r.from[shard]
+	cur, known := r.cursor[shard]
 	r.mu.Unlock()
 	if !known {
 		var err error
-		if pos, err = c.Ledger.Cursor(ctx, shard); err != nil {
+		if cur, err = c.Ledger.Cursor(ctx, shard); err != nil {
 			return false, err
 		}
 	}
+	// Handed off at least RepairAfter ago: what lies between this and the
+	// cursor was handed off since, and its message is fresh however long
+	// past due it is.
+	settled := handedOffBy(cur, repairBefore)
 	var overdue int
 	var oldest time.Duration
 	var candidates []ledger.IndexEntry
@@ -70,10 +74,8 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 				overdue++
 				oldest = max(oldest, r.now.Sub(en.DueAt))
 			}
-			// Handed off, and not by this run: a late hand-off is fresh,
-			// however long past due.
-			handedOff := en.Sort <= pos && (!read || en.Sort <= from)
-			if handedOff && (en.DueAt.Before(repairBefore) || !en.ExpiresAt.After(r.now)) {
+			expired := !en.ExpiresAt.After(r.now)
+			if en.Sort <= cur.Pos && expired || en.Sort <= settled && en.DueAt.Before(repairBefore) {
 				candidates = append(candidates, en)
 			}
 		}
@@ -151,6 +153,39 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// trail is the cursor's trail after a move from cur: cur's position is
+// marked (every entry up to it handed off by cur.MovedAt) when the newest
+// mark is RepairAfter/2 older, and the newest ledger.MaxTrail marks are
+// kept. So that, moving every minute, the trail always holds a mark between
+// RepairAfter and twice that ago, which handedOffBy needs.
+func (e *Enqueuer) trail(cur ledger.Cursor) []ledger.Mark {
+	t := cur.Trail
+	if cur.Pos == "" {
+		return t // nothing handed off yet
+	}
+	if n := len(t); n > 0 && cur.MovedAt.Sub(t[n-1].At) < e.cfg.RepairAfter/2 {
+		return t
+	}
+	t = append(slices.Clone(t), ledger.Mark{Pos: cur.Pos, At: cur.MovedAt})
+	return t[max(0, len(t)-ledger.MaxTrail):]
+}
+
+// handedOffBy is the furthest position the cursor cur is known to have
+// passed by the time by: everything at or before it was handed off by
+// then. A cursor that has not moved since is there; otherwise its trail
+// says, and with no mark that old, nothing is known to be ("").
+func handedOffBy(cur ledger.Cursor, by time.Time) string {
+	if !cur.MovedAt.After(by) {
+		return cur.Pos
+	}
+	for i := len(cur.Trail) - 1; i >= 0; i-- {
+		if !cur.Trail[i].At.After(by) {
+			return cur.Trail[i].Pos
+		}
+	}
+	return ""
 }
 
 // maxRepairDoublings caps the back-off between repairs at 16 × RepairAfter

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -17,29 +18,98 @@ import (
 // entry of the shard at or before it has been handed off, every entry
 // after it has not.
 
-// Cursor returns shard's cursor position, "" before the first hand-off.
-func (l *Ledger) Cursor(ctx context.Context, shard int) (string, error) {
+// Cursor is a shard's cursor as stored: where it is, since when, and where
+// it was before.
+type Cursor struct {
+	// Pos is the sort key of the last entry handed off; "" before the
+	// first hand-off.
+	Pos string
+	// MovedAt is when it moved to Pos; zero before the first move (or for
+	// a cursor written before movedAt was kept).
+	MovedAt time.Time
+	// Trail is earlier positions, oldest first, as the enqueue chose to
+	// keep them (MoveCursor): it tells how long ago an entry was handed
+	// off, which the cursor itself does not.
+	Trail []Mark
+}
+
+// Mark is an earlier position of a cursor: every entry at or before Pos
+// had been handed off by At. A stored mark keeps at most the first
+// MaxMarkPos bytes of its position: a prefix sorts before the position, so
+// it is a bound a little lower (it leaves out only the entries that share
+// the prefix), and the cursor item stays under 1 KB, one write unit a move,
+// with the longest keys.
+type Mark struct {
+	Pos string
+	At  time.Time
+}
+
+// markItem is the stored form of a Mark.
+type markItem struct {
+	Pos string `dynamodbav:"p"`
+	At  string `dynamodbav:"a"`
+}
+
+// MaxTrail is the most marks a cursor keeps, and MaxMarkPos the most of
+// its position a mark keeps (the publish time and the reminder id's first
+// 39 bytes).
+const (
+	MaxTrail   = 4
+	MaxMarkPos = 64
+)
+
+// markPos is what a mark keeps of a cursor position.
+func markPos(pos string) string { return pos[:min(len(pos), MaxMarkPos)] }
+
+// cursorItem is the stored form of a cursor.
+type cursorItem struct {
+	Pos     string     `dynamodbav:"pos"`
+	MovedAt string     `dynamodbav:"movedAt"`
+	Trail   []markItem `dynamodbav:"trail"`
+}
+
+// Cursor returns shard's cursor; a shard never handed off has the zero
+// Cursor.
+func (l *Ledger) Cursor(ctx context.Context, shard int) (Cursor, error) {
 	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(l.cfg.Table), Key: cursorKey(shard),
-		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pos"),
+		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pos, movedAt, trail"),
 	})
 	if err != nil {
-		return "", fmt.Errorf("ledger: read the cursor of shard %d: %w", shard, err)
+		return Cursor{}, fmt.Errorf("ledger: read the cursor of shard %d: %w", shard, err)
 	}
-	if v, ok := out.Item["pos"].(*types.AttributeValueMemberS); ok {
-		return v.Value, nil
+	var it cursorItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return Cursor{}, fmt.Errorf("ledger: the cursor of shard %d is not a cursor: %w", shard, err)
 	}
-	return "", nil
+	c := Cursor{Pos: it.Pos}
+	if c.MovedAt, err = parseOpt("movedAt", it.MovedAt); err != nil {
+		return Cursor{}, err
+	}
+	for _, m := range it.Trail {
+		at, err := parseOpt("trail", m.At)
+		if err != nil {
+			return Cursor{}, err
+		}
+		c.Trail = append(c.Trail, Mark{Pos: m.Pos, At: at})
+	}
+	return c, nil
 }
 
 // MoveCursor moves shard's cursor from old ("" for a cursor never moved)
-// to pos, unless another writer moved it first; it reports whether it did.
-func (l *Ledger) MoveCursor(ctx context.Context, shard int, old, pos string) (bool, error) {
+// to pos, with trail as its earlier positions (at most MaxTrail, the
+// newest kept), unless another writer moved it first; it reports whether
+// it did.
+func (l *Ledger) MoveCursor(ctx context.Context, shard int, old, pos string, trail []Mark) (bool, error) {
+	stored := make([]markItem, 0, MaxTrail)
+	for _, m := range trail[max(0, len(trail)-MaxTrail):] {
+		stored = append(stored, markItem{Pos: markPos(m.Pos), At: Format(m.At)})
+	}
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table), Key: cursorKey(shard),
-		UpdateExpression: aws.String("SET pos = :pos, movedAt = :now"),
+		UpdateExpression: aws.String("SET pos = :pos, movedAt = :now, trail = :trail"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pos": sv(pos), ":now": sv(Format(l.cfg.Clock.Now())),
+			":pos": sv(pos), ":now": sv(Format(l.cfg.Clock.Now())), ":trail": av(stored),
 		},
 		ConditionExpression:    aws.String("attribute_not_exists(pos)"),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,

@@ -45,14 +45,14 @@ type memoryTable struct {
 	items     map[message.DeliveryKey]Delivery
 	reminders map[string]Reminder
 	created   map[string]time.Time // each reminder item's createdAt
-	cursors   map[int]string
+	cursors   map[int]Cursor
 	registry  int // the largest shard count recorded
 	stage     *StageFacts
 }
 
 // NewMemory returns a Memory ledger over an empty table.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
-	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]Reminder{}, created: map[string]time.Time{}, cursors: map[int]string{}}}
+	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]Reminder{}, created: map[string]time.Time{}, cursors: map[int]Cursor{}}}
 	return m.With(cfg)
 }
 
@@ -367,20 +367,26 @@ func (m *Memory) Requeue(_ context.Context, read Delivery, note string) (Deliver
 }
 
 // Cursor is Ledger.Cursor.
-func (m *Memory) Cursor(_ context.Context, shard int) (string, error) {
+func (m *Memory) Cursor(_ context.Context, shard int) (Cursor, error) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	return m.t.cursors[shard], nil
+	c := m.t.cursors[shard]
+	c.Trail = slices.Clone(c.Trail)
+	return c, nil
 }
 
 // MoveCursor is Ledger.MoveCursor.
-func (m *Memory) MoveCursor(_ context.Context, shard int, old, pos string) (bool, error) {
+func (m *Memory) MoveCursor(_ context.Context, shard int, old, pos string, trail []Mark) (bool, error) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	if m.t.cursors[shard] != old {
+	if m.t.cursors[shard].Pos != old {
 		return false, nil
 	}
-	m.t.cursors[shard] = pos
+	kept := make([]Mark, 0, MaxTrail)
+	for _, mk := range trail[max(0, len(trail)-MaxTrail):] {
+		kept = append(kept, Mark{Pos: markPos(mk.Pos), At: ms(mk.At)})
+	}
+	m.t.cursors[shard] = Cursor{Pos: pos, MovedAt: m.now(), Trail: kept}
 	return true, nil
 }
 
@@ -491,6 +497,6 @@ func (m *Memory) HandedOff(_ context.Context, d Delivery) (HandOff, error) {
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	pos := m.t.cursors[d.Index.Shard]
+	pos := m.t.cursors[d.Index.Shard].Pos
 	return HandOff{Done: pos != "" && d.Index.Sort <= pos, PublishAt: d.Index.PublishAt}, nil
 }

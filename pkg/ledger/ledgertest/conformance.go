@@ -31,8 +31,8 @@ type Store interface {
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
 	Requeue(ctx context.Context, d ledger.Delivery, note string) (ledger.Delivery, error)
 	StoredShards(ctx context.Context) (int, error)
-	Cursor(ctx context.Context, shard int) (string, error)
-	MoveCursor(ctx context.Context, shard int, old, pos string) (bool, error)
+	Cursor(ctx context.Context, shard int) (ledger.Cursor, error)
+	MoveCursor(ctx context.Context, shard int, old, pos string, trail []ledger.Mark) (bool, error)
 	DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error)
 	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (bool, error)
 	CreateReminder(ctx context.Context, r ledger.Reminder) (ledger.Reminder, bool, error)
@@ -751,28 +751,43 @@ func testDueIndexReadsInOrderWithinBounds(t *testing.T, b bundle) {
 }
 
 // testCursorMovesOnlyFromWhereItWas: a cursor starts empty and moves only
-// from the position the mover read; each shard has its own.
+// from the position the mover read; each shard has its own. A move records
+// when, and keeps the newest MaxTrail marks of the trail it is given.
 func testCursorMovesOnlyFromWhereItWas(t *testing.T, b bundle) {
 	ctx := context.Background()
-	move := func(shard int, old, pos string, want bool) {
+	move := func(shard int, old, pos string, want bool, trail ...ledger.Mark) {
 		t.Helper()
-		moved, err := b.l.MoveCursor(ctx, shard, old, pos)
+		moved, err := b.l.MoveCursor(ctx, shard, old, pos, trail)
 		if err != nil || moved != want {
 			t.Fatalf("MoveCursor(%d, %q, %q) = %v, %v; want %v", shard, old, pos, moved, err, want)
 		}
 	}
-	if pos, err := b.l.Cursor(ctx, 0); err != nil || pos != "" {
-		t.Fatalf("a new cursor is %q, %v", pos, err)
+	if c, err := b.l.Cursor(ctx, 0); err != nil || c.Pos != "" || !c.MovedAt.IsZero() || c.Trail != nil {
+		t.Fatalf("a new cursor is %+v, %v", c, err)
 	}
 	move(0, "x", "a", false) // it was not at x
 	move(0, "", "a", true)
 	move(0, "", "b", false) // another run moved it first
-	move(0, "a", "b", true)
+	b.clk.Advance(time.Minute)
+	var trail []ledger.Mark
+	for i := range ledger.MaxTrail + 2 {
+		trail = append(trail, ledger.Mark{Pos: fmt.Sprintf("m%d", i), At: t0.Add(time.Duration(i) * time.Second)})
+	}
+	// A mark keeps a prefix of its position, a bound just below it.
+	sort := ledger.IndexSort(t0, message.DeliveryKey{ReminderID: strings.Repeat("r", message.MaxReminderIDLen), Channel: "email", Provider: "webhook"})
+	trail[len(trail)-1].Pos = sort
+	move(0, "a", "b", true, trail...)
 	move(1, "", "z", true)
 	for shard, want := range map[int]string{0: "b", 1: "z"} {
-		if pos, _ := b.l.Cursor(ctx, shard); pos != want {
-			t.Errorf("cursor %d at %q, want %q", shard, pos, want)
+		if c, _ := b.l.Cursor(ctx, shard); c.Pos != want || !c.MovedAt.Equal(b.clk.Now()) {
+			t.Errorf("cursor %d at %q since %v, want %q since %v", shard, c.Pos, c.MovedAt, want, b.clk.Now())
 		}
+	}
+	c, _ := b.l.Cursor(ctx, 0)
+	want := slices.Clone(trail[2:])
+	want[len(want)-1].Pos = sort[:ledger.MaxMarkPos]
+	if !slices.EqualFunc(c.Trail, want, func(a, b ledger.Mark) bool { return a.Pos == b.Pos && a.At.Equal(b.At) }) {
+		t.Errorf("trail %+v, want the newest %d: %+v", c.Trail, ledger.MaxTrail, want)
 	}
 }
 
@@ -994,7 +1009,7 @@ func testHandedOffFollowsTheCursor(t *testing.T, b bundle) {
 	if h, err := b.l.HandedOff(ctx, got); err != nil || h.Done || !h.PublishAt.Equal(d.DueAt.Add(-ledger.MaxLookahead)) {
 		t.Fatalf("before any cursor: %+v, %v", h, err)
 	}
-	if moved, err := b.l.MoveCursor(ctx, got.Index.Shard, "", got.Index.Sort); err != nil || !moved {
+	if moved, err := b.l.MoveCursor(ctx, got.Index.Shard, "", got.Index.Sort, nil); err != nil || !moved {
 		t.Fatal(moved, err)
 	}
 	if h, err := b.l.HandedOff(ctx, got); err != nil || !h.Done {
