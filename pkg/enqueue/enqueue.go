@@ -421,7 +421,7 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 		}
 		// From here the page is finished under r.finish: a cursor moved
 		// and then not published waits for the overdue scan's repair.
-		trail := r.e.trail(cur)
+		trail := r.e.trail(cur, c.Clock.Now())
 		moved, err := c.Ledger.MoveCursor(r.finish, shard, cur.Pos, last, trail)
 		if err != nil {
 			return false, err

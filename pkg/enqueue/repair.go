@@ -155,17 +155,18 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// trail is the cursor's trail after a move from cur: cur's position is
-// marked (every entry up to it handed off by cur.MovedAt) when the newest
-// mark is RepairAfter/2 older, and the newest ledger.MaxTrail marks are
-// kept. So that, moving every minute, the trail always holds a mark between
-// RepairAfter and twice that ago, which handedOffBy needs.
-func (e *Enqueuer) trail(cur ledger.Cursor) []ledger.Mark {
+// trail is the cursor's trail after a move from cur at now: cur's position
+// is marked (every entry up to it handed off by cur.MovedAt) once the
+// newest mark is half a RepairAfter old, and the newest ledger.MaxTrail
+// marks are kept. Every position is so marked within half a window of
+// being passed, or the cursor stays there: handedOffBy then knows each
+// hand-off at most one and a half windows after it was made.
+func (e *Enqueuer) trail(cur ledger.Cursor, now time.Time) []ledger.Mark {
 	t := cur.Trail
 	if cur.Pos == "" {
 		return t // nothing handed off yet
 	}
-	if n := len(t); n > 0 && cur.MovedAt.Sub(t[n-1].At) < e.cfg.RepairAfter/2 {
+	if n := len(t); n > 0 && now.Sub(t[n-1].At) < e.cfg.RepairAfter/2 {
 		return t
 	}
 	t = append(slices.Clone(t), ledger.Mark{Pos: cur.Pos, At: cur.MovedAt})

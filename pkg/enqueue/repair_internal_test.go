@@ -3,10 +3,12 @@ package enqueue
 import (
 	"fmt"
 	"math"
+	"math/rand"
 	"testing"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/message"
 )
 
 // TestRepairWaitDoublesUpToItsCap: the wait after n repairs, to the cap of
@@ -31,42 +33,59 @@ func TestRepairWaitDoublesUpToItsCap(t *testing.T) {
 	}
 }
 
-// TestTheTrailKnowsWhatWasHandedOffAWindowAgo: a cursor moving every
-// minute for ten hours, or once in a long while; at each minute the
-// position handedOffBy gives for now − window was passed at least a window
-// ago and at most one and a half windows and a minute ago, so that a lost
-// hand-off is repaired between 10 and 16 minutes after it, never before.
+// TestTheTrailKnowsWhatWasHandedOffAWindowAgo: a cursor that moves at
+// random (each minute with a chance from 2 % to 100 %, so in bursts and
+// gaps) or at fixed intervals, for over a day. Each position it passes
+// becomes known to handedOffBy as passed a window ago between 10 and 16
+// minutes after the move that passed it: never before (a fresh message
+// repaired), and never much after (a lost one left waiting).
 func TestTheTrailKnowsWhatWasHandedOffAWindowAgo(t *testing.T) {
 	const window = 10 * time.Minute
 	e := &Enqueuer{cfg: Config{RepairAfter: window}}
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	pos := func(minute int) string { return fmt.Sprintf("%06d", minute) } // sorts as time does
-	for _, every := range []int{1, 3, 7, 25} {
+	// Positions as the due index writes them, a UUID reminder id each, so
+	// that they sort as the minutes do.
+	pos := func(minute int) string {
+		return ledger.IndexSort(t0.Add(time.Duration(minute)*time.Minute), message.DeliveryKey{
+			ReminderID: fmt.Sprintf("%08d-d9cb-469f-a165-70867728950e", minute), Channel: "email", Provider: "webhook"})
+	}
+	simulate := func(name string, moves func(minute int) bool) {
 		var cur ledger.Cursor
-		passed := map[string]int{"": -1 << 20} // position → the minute the cursor passed it
-		for minute := 0; minute <= 600; minute++ {
+		known := map[int]int{} // the minute of a move → the minute handedOffBy first covers it
+		var moved []int
+		for minute := 0; minute <= 1600; minute++ {
 			now := t0.Add(time.Duration(minute) * time.Minute)
-			if minute%every == 0 {
-				cur = ledger.Cursor{Pos: pos(minute), MovedAt: now, Trail: e.trail(cur)}
-				passed[cur.Pos] = minute
-				if len(cur.Trail) > ledger.MaxTrail {
-					t.Fatalf("every %d: a trail of %d marks", every, len(cur.Trail))
+			if minute <= 1500 && moves(minute) {
+				trail := e.trail(cur, now)
+				for i := range trail { // as the ledger stores it
+					trail[i].Pos = trail[i].Pos[:min(len(trail[i].Pos), ledger.MaxMarkPos)]
+				}
+				if len(trail) > ledger.MaxTrail {
+					t.Fatalf("%s: a trail of %d marks", name, len(trail))
+				}
+				cur = ledger.Cursor{Pos: pos(minute), MovedAt: now, Trail: trail}
+				moved = append(moved, minute)
+			}
+			by := handedOffBy(cur, now.Add(-window))
+			for _, m := range moved {
+				if _, ok := known[m]; !ok && pos(m) <= by {
+					known[m] = minute
 				}
 			}
-			got, ok := passed[handedOffBy(cur, now.Add(-window))]
-			if !ok {
-				t.Fatalf("every %d, minute %d: a position never passed", every, minute)
-			}
-			age := minute - got
-			if age < 10 {
-				t.Fatalf("every %d, minute %d: passed %d minutes ago, less than the window", every, minute, age)
-			}
-			// Moving every minute, the answer lags by at most half a window
-			// and a move; moving rarely, the cursor itself is the answer
-			// once its last move is a window old.
-			if limit := max(16, 10+every); minute >= 20 && age > limit {
-				t.Fatalf("every %d, minute %d: the furthest position known is %d minutes old; want at most %d", every, minute, age, limit)
+		}
+		for _, m := range moved {
+			at, ok := known[m]
+			if !ok || at-m < 10 || at-m > 16 {
+				t.Fatalf("%s: the move at minute %d known as a window old at minute %d (%v); want 10 to 16 minutes after it", name, m, at, ok)
 			}
 		}
+	}
+	for _, every := range []int{1, 2, 3, 5, 7, 11, 25} {
+		simulate(fmt.Sprintf("every %d min", every), func(minute int) bool { return minute%every == 0 })
+	}
+	for seed := range int64(100) {
+		rng := rand.New(rand.NewSource(seed))
+		p := 0.02 + 0.98*rng.Float64()
+		simulate(fmt.Sprintf("seed %d, moving %.0f %% of minutes", seed, 100*p), func(int) bool { return rng.Float64() < p })
 	}
 }

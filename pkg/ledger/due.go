@@ -51,11 +51,12 @@ type markItem struct {
 }
 
 // MaxTrail is the most marks a cursor keeps, and MaxMarkPos the most of
-// its position a mark keeps (the publish time and the reminder id's first
-// 39 bytes).
+// its position a mark keeps: the whole of it for reminder ids up to about
+// 80 bytes (a UUID is 36); with the longest ids and names the item is
+// under 950 bytes.
 const (
 	MaxTrail   = 4
-	MaxMarkPos = 64
+	MaxMarkPos = 128
 )
 
 // markPos is what a mark keeps of a cursor position.

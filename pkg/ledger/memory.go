@@ -382,7 +382,7 @@ func (m *Memory) MoveCursor(_ context.Context, shard int, old, pos string, trail
 	if m.t.cursors[shard].Pos != old {
 		return false, nil
 	}
-	kept := make([]Mark, 0, MaxTrail)
+	var kept []Mark // nil for none, as DynamoDB reads it back
 	for _, mk := range trail[max(0, len(trail)-MaxTrail):] {
 		kept = append(kept, Mark{Pos: markPos(mk.Pos), At: ms(mk.At)})
 	}
