@@ -91,3 +91,25 @@ func TestKillRuntimeFailsTheInvocationAndTheNextStartsANewRuntime(t *testing.T) 
 		t.Fatalf("the invocation after the kill ran in the killed runtime %d", first)
 	}
 }
+
+// TestProcessAgeCountsFromTheStart: what KillRuntime's guard reads, a
+// process's age, is near zero as it starts and grows as it runs.
+func TestProcessAgeCountsFromTheStart(t *testing.T) {
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	young, err := standin.ProcessAge(cmd.Process.Pid)
+	if err != nil || young < -20*time.Millisecond || young > 2*time.Second {
+		t.Fatalf("age just after the start: %v, %v", young, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	older, err := standin.ProcessAge(cmd.Process.Pid)
+	if err != nil || older < young+250*time.Millisecond || older > young+5*time.Second {
+		t.Fatalf("age 300 ms later: %v (first %v), %v", older, young, err)
+	}
+	if _, err := standin.ProcessAge(1 << 30); err == nil {
+		t.Fatal("the age of a process that does not exist: no error")
+	}
+}
