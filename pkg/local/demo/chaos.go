@@ -126,6 +126,12 @@ func (s *system) enqueueKiller(ctx context.Context) {
 		if !pause(time.Duration(rnd.Int64N(int64(20 * time.Millisecond)))) {
 			return
 		}
+		if age, err := s.enqueue.RuntimeAge(); err != nil || age < standin.MinRuntimeAge {
+			// Too young for the emulator to take a kill: try again, without
+			// counting a kill that a run starting now would take as its own.
+			k--
+			continue
+		}
 		// Counted before the kill, so that the run it fails knows why.
 		s.enqueueKills.Add(1)
 		if !s.enqueue.busy.Load() || s.enqueue.KillRuntime() != nil {

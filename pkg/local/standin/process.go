@@ -403,6 +403,15 @@ func (l *Lambda) KillRuntime() error {
 	return syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// RuntimeAge returns how long ago the function's runtime started.
+func (l *Lambda) RuntimeAge() (time.Duration, error) {
+	pid, ok := l.Runtime()
+	if !ok {
+		return 0, fmt.Errorf("standin: %s has no runtime running", l.Endpoint)
+	}
+	return ProcessAge(pid)
+}
+
 // ProcessAge returns how long ago a process started, to the kernel's clock
 // tick (10 ms): /proc/uptime less the start time in /proc/PID/stat.
 func ProcessAge(pid int) (time.Duration, error) {
