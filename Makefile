@@ -27,7 +27,7 @@ SNAPSHOT    := infra/testdata/$(STACK).template.json
 CDK_ARGS    ?=
 CDK_FLAGS   := --no-notices -c stage=$(STAGE) $(if $(PROFILE),--profile $(PROFILE)) $(CDK_ARGS)
 
-.PHONY: help serve demo chaos build build-local test test-infra unit lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
+.PHONY: help serve demo chaos build build-local test test-infra unit dates lint invoke bench fuzz clean stop-standins cdk synth diff snapshot check-infra deploy destroy
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -40,14 +40,18 @@ build-local: ## the nudge CLI and host-architecture bootstraps for the emulator
 	$(GO) build -o $(NUDGE) ./cmd/nudge
 	NUDGE_GOOS=$$($(GO) env GOHOSTOS) NUDGE_GOARCH=$$($(GO) env GOHOSTARCH) sh infra/build-functions.sh build/local
 
-test: lint build build-local test-infra ## everything a contributor must run: lint, build, unit and integration tests against the stand-ins, the stack's tests and checks
+test: lint build build-local test-infra ## everything a contributor must run: lint, build, unit and integration tests against the stand-ins, the stack's tests and checks, the fast tests a year and ten years on
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -race -count=1 -timeout 10m ./...
+	$(MAKE) --no-print-directory dates
 
 test-infra: build check-infra ## the CDK stack: invariants, cdk-nag, snapshot (infra/), then cfn-guard
 	cd infra && NUDGE_REQUIRE_CDK=1 $(GO) test -count=1 -timeout 10m ./...
 
 unit: ## the fast tests only (integration tests skip without the stand-ins)
 	$(GO) test ./...
+
+dates: ## the fast tests with the wall clock a year and ten years on: no verdict may depend on today's date
+	.ci/shifted-clock +1y +10y
 
 lint: ## gofmt, go vet, staticcheck (both modules)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

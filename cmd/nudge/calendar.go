@@ -240,13 +240,13 @@ func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
 		fmt.Fprintln(stderr, "nudge import:", strings.TrimPrefix(err.Error(), "schedule: "))
 		return 1
 	}
-	start := time.Now()
+	start := time.Now() // wall clock: the import's duration and rate, as measured
 	progress := progressPrinter(stderr, terminal, start)
 	sum, err := schedule.Import(ctx, rows, schedule.ImportConfig{Creator: st, Concurrency: *concurrency, Progress: progress})
 	if terminal {
 		fmt.Fprintln(stderr)
 	}
-	printSummary(stdout, path, sum, time.Since(start))
+	printSummary(stdout, path, sum, time.Since(start)) // wall clock: as measured
 	if err != nil {
 		fmt.Fprintln(stderr, "nudge import: stopped:", err, "— run the same import again to finish; written rows report unchanged")
 		return 1
@@ -262,7 +262,7 @@ func importCmd(args []string, stdout, stderr io.Writer, terminal bool) int {
 func progressPrinter(w io.Writer, terminal bool, start time.Time) func(done, total int) {
 	last := time.Time{}
 	return func(done, total int) {
-		now := time.Now()
+		now := time.Now() // wall clock: the progress line's pace and rate, as measured
 		if terminal {
 			if done != total && now.Sub(last) < 100*time.Millisecond {
 				return

@@ -142,6 +142,8 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 func printKept(w io.Writer, local demo.Local) {
 	fmt.Fprintf(w, "\nThe e-mails SES sent are in the local inbox: %s\n", local.Inbox)
 	fmt.Fprintf(w, "\nThe intake API is at %s (a local function URL: it needs a SigV4 signature and does not verify it):\n\n", local.IntakeURL)
+	// The example is due a minute from now on the wall clock: the local
+	// system's functions run on it.
 	fmt.Fprintf(w, "  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local -H 'content-type: application/json' \\\n"+
 		"    -X PUT %s/v1/reminders/rem-try-1 -d '{\"accountRef\":\"acct-1\",\"dueAt\":\"%s\",\n"+
 		"    \"deliveries\":[{\"channel\":\"sms\",\"provider\":\"webhook\",\"recipientRef\":\"contact-1\",\"templateRef\":\"renewal\"}]}'\n"+

@@ -200,7 +200,7 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	defer lambda.Stop()
 
 	body, ierr := lambda.Invoke(ctx, raw)
-	time.Sleep(200 * time.Millisecond) // let the emulator print its REPORT line
+	time.Sleep(200 * time.Millisecond) // wall clock: let the emulator print its REPORT line
 
 	result := &invokeResult{Function: fn, Response: body, Statuses: map[string]ledger.Status{}, Output: logs.String()}
 	if fn == "consumer" {
@@ -276,6 +276,7 @@ func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.
 		seen[m.Key()] = true
 		d := ledger.Delivery{ReminderID: m.ReminderID, Channel: m.Channel, Provider: m.Provider, Status: ledger.StatusQueued,
 			RecipientRef: fmt.Sprintf("local/contact-%d", i+1), TemplateRef: "local-template",
+			// wall clock: the function under the emulator runs on it
 			DueAt: m.DueAt, ExpiresAt: time.Now().Add(24 * time.Hour)}
 		if m.Provider == provider.NameSES {
 			// An e-mail: an address, a template from templates/email, and
@@ -296,7 +297,7 @@ func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.
 // a few minutes (handed off with a delay), due tomorrow (left alone), and
 // one whose expiry has passed (ended, never published).
 func seedCalendar(ctx context.Context, db *dynamodb.Client, table string, shards int, out io.Writer) ([]message.DeliveryKey, error) {
-	now := time.Now().UTC()
+	now := time.Now().UTC() // wall clock: the function under the emulator runs on it
 	written := clock.NewFake(now.Add(-time.Minute))
 	led, err := ledger.New(db, ledger.Config{Table: table, Shards: shards, Clock: written})
 	if err != nil {

@@ -210,6 +210,8 @@ func (p *Processor) Run(ctx context.Context, ev events.SQSEvent) Report {
 	recCtx := ctx
 	if hasDeadline {
 		var cancel context.CancelFunc
+		// wall clock: a context's timer runs on it; the time left is
+		// measured on the processor's clock, as the cut-off's is.
 		recCtx, cancel = context.WithTimeout(ctx, deadline.Sub(p.cfg.Clock.Now())-p.cfg.Reserve)
 		defer cancel()
 	}
@@ -351,7 +353,7 @@ func (p *Processor) changeVisibility(ctx context.Context, ev events.SQSEvent, re
 		byQueue[url] = append(byQueue[url], visibilityChange{index: i, handle: rec.ReceiptHandle, seconds: int32(d / time.Second)})
 	}
 	// The changes must land even if the handlers used up the context.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second) // wall clock: a limit on real requests
 	defer cancel()
 	for _, url := range queues {
 		changes := byQueue[url]

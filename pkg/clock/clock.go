@@ -17,10 +17,10 @@ type Clock interface {
 // Real is the wall clock.
 type Real struct{}
 
-// Now returns time.Now().
+// Now returns time.Now(): the wall clock.
 func (Real) Now() time.Time { return time.Now() }
 
-// After returns time.After(d).
+// After returns time.After(d), on the wall clock.
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Fake is a clock that moves only when told to. It is safe for concurrent use.
@@ -92,7 +92,7 @@ func (f *Fake) Waiters() int {
 // timeout (real time) passes; it reports whether the count was reached. Tests
 // use it to know that a goroutine has reached its wait before advancing.
 func (f *Fake) WaitForWaiters(n int, timeout time.Duration) bool {
-	deadline := time.After(timeout)
+	deadline := time.After(timeout) // wall clock: the test's own patience, not the fake time
 	for {
 		f.mu.Lock()
 		if len(f.waiters) >= n {

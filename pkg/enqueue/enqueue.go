@@ -262,17 +262,20 @@ func (r *run) add(f func(rep *Report)) {
 func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	c := e.cfg
 	start := c.Clock.Now()
+	// The deadline is the invocation's, on Lambda's clock (the wall clock),
+	// as are the contexts made from it below. What is left of it becomes a
+	// budget on the run's own clock.
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(c.MaxRun)
+		deadline = time.Now().Add(c.MaxRun) // wall clock: a context deadline
 	}
-	budget := time.Until(deadline) - c.CutoffMargin
+	budget := time.Until(deadline) - c.CutoffMargin // wall clock: the deadline's
 	if budget <= 0 {
 		return Report{}, fmt.Errorf("enqueue: no time left to run (budget %v after the %v cut-off margin); make NUDGE_CUTOFF_MARGIN shorter than the function timeout", budget+c.CutoffMargin, c.CutoffMargin)
 	}
-	work, cancelWork := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve), errReserve)
+	work, cancelWork := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve), errReserve) // wall clock: as the deadline
 	defer cancelWork()
-	finish, cancelFinish := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve/4), errReserve)
+	finish, cancelFinish := context.WithDeadlineCause(ctx, deadline.Add(-c.Reserve/4), errReserve) // wall clock: as the deadline
 	defer cancelFinish()
 	r := &run{e: e, now: start, cursor: map[int]ledger.Cursor{}, work: work, finish: finish}
 	r.stopBy = start.Add(budget)

@@ -103,10 +103,10 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 			break
 		}
 		entries = retry
-		// Real time, not Clock: this pause is for SQS to recover, and
-		// must pass even under a test's stopped clock.
+		// The wall clock, not Clock: this pause is for SQS to recover,
+		// and must pass even under a test's stopped clock.
 		select {
-		case <-time.After(wait):
+		case <-time.After(wait): // wall clock: see above
 		case <-ctx.Done():
 		}
 		wait *= 2

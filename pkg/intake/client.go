@@ -166,6 +166,7 @@ func (c *Client) NewRequest(ctx context.Context, method, path string, body []byt
 		return nil, fmt.Errorf("intake: credentials for signing: %w", err)
 	}
 	sum := sha256.Sum256(body)
+	// wall clock: a SigV4 signature is checked against AWS's clock
 	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "lambda", c.Region, time.Now()); err != nil {
 		return nil, fmt.Errorf("intake: sign: %w", err)
 	}

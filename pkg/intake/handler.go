@@ -30,6 +30,9 @@ type Store interface {
 	Cancel(ctx context.Context, id, note string) ([]schedule.CancelResult, error)
 	Reschedule(ctx context.Context, id string, to schedule.Times, note string) (schedule.Rescheduled, error)
 	List(ctx context.Context, account string, limit int, next string) (schedule.ListPage, error)
+	// Now is the time on the store's clock, which its leases and times
+	// count from.
+	Now() time.Time
 }
 
 var _ Store = (*schedule.Store)(nil)
@@ -126,7 +129,7 @@ func (h *Handler) Routes() []Route {
 // ServeHTTP answers one request: a route's, or a problem (404 for a path
 // the API does not have, 405 for a method a path does not take).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
+	start := time.Now() // wall clock: the request's duration, as measured, for its log line
 	rec := &statusWriter{ResponseWriter: w}
 	defer func() {
 		if p := recover(); p != nil {
@@ -135,6 +138,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeProblem(rec, r, &Problem{Type: ProblemInternal, Status: http.StatusInternalServerError, Detail: "the intake failed unexpectedly; nothing is known to have changed. Send the request again; if it fails again, report the instance id"})
 			}
 		}
+		// wall clock: how long the request took, as measured
 		h.cfg.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "ms", time.Since(start).Milliseconds(),
 			"caller", Caller(r.Context()), "requestId", requestID(r))
 	}()
@@ -149,6 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// that the answer (a 503 for what was cut off) is written before
 	// Lambda ends the invocation, which the caller would see as a bare 502.
 	if dl, ok := r.Context().Deadline(); ok {
+		// wall clock: the deadline is the invocation's, on Lambda's clock
 		ctx, cancel := context.WithDeadline(r.Context(), dl.Add(-h.cfg.Margin/2))
 		defer cancel()
 		r = r.WithContext(ctx)
@@ -303,15 +308,16 @@ func refusedOutcome(err error) string {
 	return "finished"
 }
 
-// retryAfter is the seconds until the latest lease among results ends.
-func retryAfter(results []DeliveryResult) int {
+// retryAfter is the seconds from now until the latest lease among results
+// ends.
+func retryAfter(results []DeliveryResult, now time.Time) int {
 	secs := 0
 	for _, d := range results {
 		if d.Outcome != "in-flight" {
 			continue
 		}
 		if at, err := time.Parse(time.RFC3339Nano, d.At); err == nil {
-			secs = max(secs, int(time.Until(at).Seconds())+1)
+			secs = max(secs, int(at.Sub(now).Seconds())+1)
 		}
 	}
 	if secs <= 0 {
@@ -367,7 +373,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		fix = "send the DELETE again after Retry-After: a delivery in flight is then sent, or back in the calendar and cancelled"
 	}
 	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not cancelled", Detail: detail, Fix: fix,
-		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries)})
+		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries, h.cfg.Store.Now())})
 }
 
 func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
@@ -418,7 +424,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 	}
 	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not moved", Detail: detail,
 		Fix:        "a sent or ended delivery cannot move; a dead one is reviewed in the DLQ first (redrive or cancel); for one in flight, send the reschedule again after Retry-After",
-		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries)})
+		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries, h.cfg.Store.Now())})
 }
 
 // Page is the answer to a listing.
@@ -672,6 +678,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
+				// wall clock: stop is the invocation's deadline, on Lambda's clock
 				if !stop.IsZero() && time.Now().After(stop) {
 					results[i] = h.itemProblem(r, context.DeadlineExceeded)
 					continue

@@ -294,7 +294,7 @@ func (l *Ledger) GetMany(ctx context.Context, keys []message.DeliveryKey) (map[m
 	for attempt := 0; len(req.Keys) > 0; attempt++ {
 		if attempt > 0 {
 			select {
-			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond): // real time: a pause for DynamoDB
+			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond): // wall clock: a pause for DynamoDB to recover, which must pass under a stopped test clock too
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}

@@ -23,7 +23,7 @@ import (
 // and the consumer's backoff, attempt budget and ledger already own
 // retries. It reports whether the request was written before it failed.
 func awsCall(ctx context.Context, timeout time.Duration, call func(context.Context) error) (wrote bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout) // wall clock: a limit on a real request
 	defer cancel()
 	var w atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
+	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/failure"
 )
 
@@ -295,7 +296,7 @@ type templateAnswer struct {
 // TemplateVariables returns the data the template ref names needs (its
 // required variables), and false if no such template is deployed.
 func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]string, bool, error) {
-	now := time.Now
+	now := clock.Real{}.Now
 	if t.Now != nil {
 		now = t.Now
 	}

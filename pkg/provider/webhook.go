@@ -160,7 +160,7 @@ func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, e
 	if err != nil {
 		return Receipt{}, failure.Permanent(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout) // wall clock: a limit on a real request
 	defer cancel()
 	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{

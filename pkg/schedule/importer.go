@@ -351,7 +351,7 @@ func createWithRetry(ctx context.Context, cfg ImportConfig, r Reminder) (Outcome
 			return outcome, err
 		}
 		select {
-		case <-time.After(wait):
+		case <-time.After(wait): // wall clock: a pause for DynamoDB to recover
 		case <-ctx.Done():
 			return "", err
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -138,7 +139,7 @@ func (v Validator) withDefaults() Validator {
 		v.MaxAhead = DefaultMaxAhead
 	}
 	if v.Now == nil {
-		v.Now = time.Now
+		v.Now = clock.Real{}.Now
 	}
 	if len(v.Providers) == 0 {
 		v.Providers = DefaultProviders

@@ -131,7 +131,7 @@ func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string
 			// A claim, a cancel or another reschedule came between: read
 			// again, after a pause that spreads out concurrent ones.
 			select {
-			case <-time.After(time.Duration(attempt)*20*time.Millisecond + time.Duration(rand.IntN(20))*time.Millisecond): // real time: a pause between two readers
+			case <-time.After(time.Duration(attempt)*20*time.Millisecond + time.Duration(rand.IntN(20))*time.Millisecond): // wall clock: a pause between two writers, which must pass under a stopped test clock too
 			case <-ctx.Done():
 				return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, ctx.Err())
 			}

@@ -92,6 +92,9 @@ func New(cfg Config) (*Store, error) {
 // Validator returns the store's validator.
 func (s *Store) Validator() Validator { return s.validator }
 
+// Now returns the time on the store's clock (Config.Clock).
+func (s *Store) Now() time.Time { return s.cfg.Clock.Now() }
+
 // Outcome is what Create did.
 type Outcome string
 
