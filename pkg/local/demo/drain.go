@@ -186,7 +186,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 
 	// The drain.
 	mapping, err := esm.New(esm.Config{Queue: q, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
-		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: time.Second})
+		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: time.Second, FunctionTimeout: stage.ConsumerTimeout})
 	if err != nil {
 		return res, err
 	}

@@ -68,6 +68,7 @@ type system struct {
 	problems            []string // what went wrong on the way: refused cancels, failed ticks
 	due                 map[message.DeliveryKey]time.Time
 	started             time.Time
+	stall               *stallWatch
 }
 
 func (s *system) problem(format string, args ...any) {
@@ -210,7 +211,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	defer esmLog.Close()
 	s.esmErrors = newErrorKinds(10)
 	if s.mapping, err = esm.New(esm.Config{Queue: s.sqs, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
-		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second,
+		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: 2 * time.Second, FunctionTimeout: stage.ConsumerTimeout,
 		Logger: slog.New(slog.NewTextHandler(io.MultiWriter(s.esmErrors, esmLog), nil))}); err != nil {
 		return nil, err
 	}
@@ -365,6 +366,10 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	}()
 
 	prog := newProgress(s.cfg.Out, s.cfg.Live)
+	s.stall = &stallWatch{mapping: s.mapping, visibility: s.stage.Visibility(), timeout: s.stage.ConsumerTimeout}
+	for _, c := range s.consumers {
+		s.stall.names = append(s.stall.names, c.name)
+	}
 	var (
 		finished bool
 		quiet    int
@@ -420,6 +425,9 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 		prog.show(time.Since(s.started), snap)
+		if report := s.stall.observe(time.Now(), snap); report != "" {
+			prog.note(fmt.Sprintf("%5.0fs  %s", time.Since(s.started).Seconds(), report))
+		}
 		if intakeOver && fresh && snap.dueLive == 0 && snap.queue == 0 {
 			quiet++
 		} else if !fresh || snap.queue > 0 || snap.dueLive > 0 {
@@ -696,6 +704,7 @@ type snapshot struct {
 	byStatus map[ledger.Status]int
 	dueLive  int // deliveries due by now that have not ended
 	queue    int // work queue: visible, in flight and delayed
+	work     status.Depth
 	dlq      int
 	accepted int
 }
@@ -721,9 +730,10 @@ func (s *system) scan(ctx context.Context, snap *snapshot) error {
 // queues reads the queues' depths into snap.
 func (s *system) queues(ctx context.Context, snap *snapshot) error {
 	var err error
-	if snap.queue, err = s.depth(ctx, s.res.WorkURL); err != nil {
-		return err
+	if snap.work, err = status.QueueDepth(ctx, s.sqs, s.res.WorkURL); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
+	snap.queue = snap.work.Total()
 	if snap.dlq, err = s.depth(ctx, s.res.DLQURL); err != nil {
 		return err
 	}
@@ -770,6 +780,12 @@ func (p *progress) print(line string) {
 		fmt.Fprintln(p.out, line)
 		p.last = time.Now()
 	}
+}
+
+// note prints a line of its own, under the progress line.
+func (p *progress) note(line string) {
+	p.done()
+	fmt.Fprintln(p.out, line)
 }
 
 func (p *progress) done() {

@@ -303,7 +303,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	}
 	sum.Violations = s.plan.violations(evidence{
 		stored: stored, accepted: accepted, resent: resent, dlq: dlq, overdue: sum.Overdue, queueLeft: queueLeft, poisonIDs: s.poisonIDs,
-		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: append(s.esmErrors.Lines(), s.consumerLogs.errorLines()...), problems: s.problems,
+		batchFailures: st.BatchFailures - int64(sum.Kills), errorLines: append(s.esmErrors.Lines(), s.consumerLogs.errorLines()...), problems: s.problems, stall: s.stall.lastReport(),
 		publishFailed: s.enqueueLogs.metric(enqueue.MetricPublishFailed), budget: s.stage.MaxAttempts,
 		requests: requests,
 	})
@@ -322,6 +322,7 @@ type evidence struct {
 	batchFailures int64
 	errorLines    []string
 	problems      []string
+	stall         string // the run's last stall report
 	publishFailed float64
 	budget        int                         // the consumer's attempt budget
 	requests      map[message.DeliveryKey]int // the providers' own count of requests for each delivery
@@ -402,7 +403,11 @@ func (p *plan) violations(ev evidence) []string {
 		violate("%d poison messages were put on the queue, %d reached the DLQ", len(p.poison), poisonDead)
 	}
 	if ev.overdue > 0 {
-		violate("%d deliveries were due before the end and had not ended (overdue)", ev.overdue)
+		why := ""
+		if ev.stall != "" {
+			why = "; the run's last " + ev.stall
+		}
+		violate("%d deliveries were due before the end and had not ended (overdue)%s", ev.overdue, why)
 	}
 	if ev.queueLeft != 0 {
 		violate("%d messages were left in the work queue (-1: it could not be read)", ev.queueLeft)

@@ -25,6 +25,17 @@ type Invoker interface {
 	Invoke(ctx context.Context, payload []byte) ([]byte, error)
 }
 
+// Recycler is an Invoker whose instance the mapping replaces after an
+// invocation it gave up on (FunctionTimeout), as Lambda replaces the
+// execution environment of an invocation that timed out: an instance still
+// busy with the old invocation must not be given a new one.
+type Recycler interface {
+	Invoker
+	// Recycle ends whatever the instance is still running, so that it can
+	// take the next invocation.
+	Recycle(ctx context.Context) error
+}
+
 // InvokerFunc adapts a function to Invoker.
 type InvokerFunc func(ctx context.Context, payload []byte) ([]byte, error)
 
@@ -50,6 +61,12 @@ const (
 	maxPayload = 6 << 20
 	// maxMessage is SQS's largest message (1 MiB).
 	maxMessage = 1 << 20
+	// MaxFunctionTimeout is Lambda's largest function timeout.
+	MaxFunctionTimeout = 15 * time.Minute
+	// InvokeGrace is how long past FunctionTimeout the mapping waits for
+	// an invocation's answer before it ends it itself: the function's own
+	// runtime (the emulator) answers a timed-out invocation at the timeout.
+	InvokeGrace = 2 * time.Second
 )
 
 // Config configures a Mapping.
@@ -73,6 +90,13 @@ type Config struct {
 	// PollWait is the long-poll wait of an empty receive: 1–20 s.
 	// Default 20 s, as Lambda's pollers.
 	PollWait time.Duration
+	// FunctionTimeout is the function's timeout. Lambda ends an invocation
+	// at it: an invocation that has not answered FunctionTimeout (and
+	// InvokeGrace) after it started fails as a whole, its records come
+	// back after their visibility timeout, and an Invoker that is a
+	// Recycler is recycled before its next invocation. 1 s to 15 min.
+	// Default 15 min, Lambda's largest.
+	FunctionTimeout time.Duration
 	// Logger receives a line per failed invocation. Default: discard.
 	Logger *slog.Logger
 }
@@ -83,7 +107,8 @@ type Stats struct {
 	Records         int64 // records in those batches
 	Deleted         int64 // records deleted after an invocation
 	Returned        int64 // records left to their visibility (reported failures, or a failed batch)
-	BatchFailures   int64 // invocations that failed as a whole (function error, bad response)
+	BatchFailures   int64 // invocations that failed as a whole (function error, bad response, timeout)
+	Timeouts        int64 // invocations that had not answered by the function's timeout (in BatchFailures too)
 	ReceiveRequests int64 // ReceiveMessage calls
 	DeleteRequests  int64 // DeleteMessageBatch calls
 }
@@ -92,8 +117,96 @@ type Stats struct {
 type Mapping struct {
 	cfg   Config
 	stats struct {
-		invocations, records, deleted, returned, batchFailures, receives, deletes atomic.Int64
+		invocations, records, deleted, returned, batchFailures, timeouts, receives, deletes atomic.Int64
 	}
+	mu          sync.Mutex
+	pollers     []PollerState // by Invoker
+	recycle     []bool        // by Invoker: recycle before the next invocation
+	lastFailure Failure
+}
+
+// Failure is an invocation that failed as a whole.
+type Failure struct {
+	// Invoker is the failed invocation's Invoker, by its index (-1: a
+	// Poll's).
+	Invoker int
+	// At is when it failed; its records return a visibility timeout later.
+	At time.Time
+	// Records are the batch's message ids.
+	Records []string
+	Err     error
+}
+
+// LastFailure returns the latest invocation that failed as a whole, if any.
+func (m *Mapping) LastFailure() (Failure, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.lastFailure
+	f.Records = append([]string(nil), f.Records...)
+	return f, f.Err != nil
+}
+
+// Phase is what a poller is doing.
+type Phase string
+
+// A poller's phases.
+const (
+	Idle      Phase = "idle"      // not polling (before Run, or after it)
+	Receiving Phase = "receiving" // gathering a batch from the queue
+	Invoking  Phase = "invoking"  // waiting for the function's answer
+	Deleting  Phase = "deleting"  // deleting the records that succeeded
+	Pausing   Phase = "pausing"   // after an SQS error, before trying again
+	Recycling Phase = "recycling" // replacing its instance after a timeout
+)
+
+// PollerState is what one poller, the one of an Invoker, is doing.
+type PollerState struct {
+	// Invoker is the poller's Invoker, by its index in Config.Invokers.
+	Invoker int
+	Phase   Phase
+	// Since is when the phase began.
+	Since time.Time
+	// Records are the message ids of the batch in hand (Invoking,
+	// Deleting), or of the batch received so far (Receiving).
+	Records []string
+	// Received is how many records the current receive phase holds.
+	Received int
+}
+
+// Pollers returns what each poller is doing now, by Invoker, so that a
+// run that stops moving can say where: an invocation that never answers,
+// or records the queue holds in flight that no poller has (a receive whose
+// answer was lost).
+func (m *Mapping) Pollers() []PollerState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]PollerState, len(m.pollers))
+	for i, p := range m.pollers {
+		out[i] = p
+		out[i].Records = append([]string(nil), p.Records...)
+	}
+	return out
+}
+
+// Held is how many records the pollers hold now (received, being invoked
+// or deleted): what the queue counts in flight because of this mapping.
+func (m *Mapping) Held() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, p := range m.pollers {
+		n += max(len(p.Records), p.Received)
+	}
+	return n
+}
+
+func (m *Mapping) enter(i int, phase Phase, records []string) {
+	if i < 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pollers[i] = PollerState{Invoker: i, Phase: phase, Since: time.Now(), Records: records, Received: len(records)}
 }
 
 // New checks cfg, applies its defaults and returns a Mapping.
@@ -122,10 +235,20 @@ func New(cfg Config) (*Mapping, error) {
 	if cfg.PollWait < time.Second || cfg.PollWait > 20*time.Second {
 		return nil, fmt.Errorf("esm: poll wait %v is outside 1s–20s", cfg.PollWait)
 	}
+	if cfg.FunctionTimeout == 0 {
+		cfg.FunctionTimeout = MaxFunctionTimeout
+	}
+	if cfg.FunctionTimeout < time.Second || cfg.FunctionTimeout > MaxFunctionTimeout {
+		return nil, fmt.Errorf("esm: function timeout %v is outside 1s–%v", cfg.FunctionTimeout, MaxFunctionTimeout)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Mapping{cfg: cfg}, nil
+	m := &Mapping{cfg: cfg, pollers: make([]PollerState, len(cfg.Invokers)), recycle: make([]bool, len(cfg.Invokers))}
+	for i := range m.pollers {
+		m.pollers[i] = PollerState{Invoker: i, Phase: Idle, Since: time.Now()}
+	}
+	return m, nil
 }
 
 // Invoker returns the i-th Invoker.
@@ -135,7 +258,7 @@ func (m *Mapping) Invoker(i int) Invoker { return m.cfg.Invokers[i] }
 func (m *Mapping) Stats() Stats {
 	s := &m.stats
 	return Stats{Invocations: s.invocations.Load(), Records: s.records.Load(), Deleted: s.deleted.Load(), Returned: s.returned.Load(),
-		BatchFailures: s.batchFailures.Load(), ReceiveRequests: s.receives.Load(), DeleteRequests: s.deletes.Load()}
+		BatchFailures: s.batchFailures.Load(), Timeouts: s.timeouts.Load(), ReceiveRequests: s.receives.Load(), DeleteRequests: s.deletes.Load()}
 }
 
 // Run polls with every Invoker until ctx ends. A batch already received
@@ -144,13 +267,15 @@ func (m *Mapping) Stats() Stats {
 // poller tries again a second later.
 func (m *Mapping) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, inv := range m.cfg.Invokers {
+	for i, inv := range m.cfg.Invokers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer m.enter(i, Idle, nil)
 			for ctx.Err() == nil {
-				if _, err := m.Poll(ctx, inv); err != nil && ctx.Err() == nil {
-					m.cfg.Logger.Warn("esm: poll failed", "error", err.Error())
+				if _, err := m.poll(ctx, i, inv); err != nil && ctx.Err() == nil {
+					m.cfg.Logger.Warn("esm: poll failed", "invoker", i, "error", err.Error())
+					m.enter(i, Pausing, nil)
 					select { // a poller backs off after an SQS error, then goes on
 					case <-ctx.Done():
 					case <-time.After(time.Second):
@@ -179,7 +304,16 @@ type Result struct {
 // poll wait. The error is an SQS failure; a failing function is reported in
 // Result.BatchError.
 func (m *Mapping) Poll(ctx context.Context, inv Invoker) (Result, error) {
-	msgs, err := m.gather(ctx)
+	return m.poll(ctx, -1, inv)
+}
+
+// poll is Poll for the i-th Invoker, whose state it keeps (i < 0: none).
+func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) {
+	if err := m.recycled(ctx, i, inv); err != nil {
+		return Result{}, err
+	}
+	m.enter(i, Receiving, nil)
+	msgs, err := m.gather(ctx, i)
 	if len(msgs) == 0 {
 		return Result{}, err
 	}
@@ -190,19 +324,41 @@ func (m *Mapping) Poll(ctx context.Context, inv Invoker) (Result, error) {
 	if jerr != nil {
 		return Result{}, jerr
 	}
+	ids := make([]string, len(ev.Records))
+	for j, r := range ev.Records {
+		ids[j] = r.MessageId
+	}
+	m.enter(i, Invoking, ids)
 	m.stats.invocations.Add(1)
 	m.stats.records.Add(int64(len(msgs)))
-	resp, ierr := inv.Invoke(work, payload)
+	// Lambda ends an invocation at the function's timeout; the emulator
+	// answers one that times out itself, and the grace lets its answer
+	// come first. An answer that never comes fails the batch here.
+	invCtx, cancel := context.WithTimeoutCause(work, m.cfg.FunctionTimeout+InvokeGrace, errTimedOut)
+	started := time.Now()
+	resp, ierr := inv.Invoke(invCtx, payload)
+	timedOut := ierr != nil && errors.Is(context.Cause(invCtx), errTimedOut)
+	cancel()
 	res := Result{Records: len(msgs)}
 	var keep []events.SQSMessage
-	if ierr != nil {
+	switch {
+	case timedOut:
+		m.stats.timeouts.Add(1)
+		res.BatchError = fmt.Errorf("invocation timed out: no answer %v after it started (the function's timeout is %v): %w",
+			time.Since(started).Round(time.Millisecond), m.cfg.FunctionTimeout, ierr)
+		m.markRecycle(i)
+	case ierr != nil:
 		res.BatchError = fmt.Errorf("invocation failed: %w", ierr)
-	} else {
+	default:
 		keep, res.BatchError = Acknowledged(ev, resp)
 	}
 	if res.BatchError != nil {
 		m.stats.batchFailures.Add(1)
-		m.cfg.Logger.Warn("esm: the whole batch failed; its records return after their visibility timeout", "records", len(msgs), "error", res.BatchError.Error())
+		m.mu.Lock()
+		m.lastFailure = Failure{Invoker: i, At: time.Now(), Records: ids, Err: res.BatchError}
+		m.mu.Unlock()
+		m.cfg.Logger.Warn("esm: the whole batch failed; its records return after their visibility timeout", "invoker", i, "records", len(msgs),
+			"first", ids[0], "error", res.BatchError.Error())
 	}
 	deleted := map[string]bool{}
 	for _, r := range keep {
@@ -214,15 +370,57 @@ func (m *Mapping) Poll(ctx context.Context, inv Invoker) (Result, error) {
 		}
 	}
 	m.stats.returned.Add(int64(len(res.Failed)))
+	if len(keep) > 0 {
+		m.enter(i, Deleting, ids)
+	}
 	n, err := m.delete(work, keep)
 	res.Deleted = n
 	m.stats.deleted.Add(int64(n))
 	return res, err
 }
 
+// errTimedOut is the cause of an invocation's context ending at the
+// function's timeout.
+var errTimedOut = errors.New("esm: the function's timeout passed")
+
+// markRecycle notes that the i-th Invoker must be recycled before its next
+// invocation.
+func (m *Mapping) markRecycle(i int) {
+	if i < 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recycle[i] = true
+}
+
+// recycled recycles the i-th Invoker if an invocation of it timed out and
+// it is a Recycler.
+func (m *Mapping) recycled(ctx context.Context, i int, inv Invoker) error {
+	if i < 0 {
+		return nil
+	}
+	m.mu.Lock()
+	due := m.recycle[i]
+	m.mu.Unlock()
+	r, ok := inv.(Recycler)
+	if !due || !ok {
+		return nil
+	}
+	m.enter(i, Recycling, nil)
+	if err := r.Recycle(ctx); err != nil {
+		return fmt.Errorf("esm: recycle invoker %d after a timed-out invocation: %w", i, err)
+	}
+	m.mu.Lock()
+	m.recycle[i] = false
+	m.mu.Unlock()
+	return nil
+}
+
 // gather receives until the batch is full or the batching window, counted
-// from the first record, has passed.
-func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
+// from the first record, has passed. It counts what it holds in the i-th
+// poller's state.
+func (m *Mapping) gather(ctx context.Context, i int) ([]types.Message, error) {
 	var (
 		msgs     []types.Message
 		size     int
@@ -252,6 +450,9 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 			deadline = time.Now().Add(m.cfg.BatchingWindow)
 		}
 		msgs = append(msgs, out.Messages...)
+		if len(out.Messages) > 0 {
+			m.held(i, len(msgs))
+		}
 		for _, msg := range out.Messages {
 			size += len(aws.ToString(msg.Body)) + 1024
 		}
@@ -271,6 +472,16 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 		}
 	}
 	return msgs, nil
+}
+
+// held counts n records received so far in the i-th poller's state.
+func (m *Mapping) held(i, n int) {
+	if i < 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pollers[i].Received = n
 }
 
 func (m *Mapping) delete(ctx context.Context, records []events.SQSMessage) (int, error) {

@@ -90,6 +90,7 @@ func TestNewRefusesWhatLambdaRefuses(t *testing.T) {
 		{"big batch without window", func(c *esm.Config) { c.BatchSize = 100 }, "batching window of at least 1s"},
 		{"window too long", func(c *esm.Config) { c.BatchingWindow = 6 * time.Minute }, "outside 0–5m"},
 		{"no queue", func(c *esm.Config) { c.QueueURL = "" }, "required"},
+		{"timeout too long", func(c *esm.Config) { c.FunctionTimeout = 16 * time.Minute }, "function timeout"},
 	} {
 		cfg := base
 		c.edit(&cfg)
@@ -348,6 +349,91 @@ func TestMaxConcurrencyIsTheNumberOfInvokers(t *testing.T) {
 	}
 	if v, inFlight := f.depth(t, f.q.WorkURL); v != "0" || inFlight != "0" {
 		t.Fatalf("the work queue still has %s visible, %s in flight", v, inFlight)
+	}
+}
+
+// hanging is an instance whose invocations never answer until it is
+// recycled, as an emulator stuck on a runtime that does not return: it
+// counts its invocations and recycles, and fails the test if it is invoked
+// while still busy with one the mapping gave up on.
+type hanging struct {
+	t                     *testing.T
+	busy                  atomic.Bool
+	invocations, recycles atomic.Int32
+	release               chan struct{}
+	mu                    sync.Mutex
+}
+
+func (h *hanging) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if !h.busy.CompareAndSwap(false, true) {
+		h.t.Error("invoked while still running an invocation the mapping gave up on (the emulator would crash)")
+	}
+	if h.invocations.Add(1) > 1 {
+		h.busy.Store(false)
+		return nil, nil // a recycled instance answers
+	}
+	h.mu.Lock()
+	release := h.release
+	h.mu.Unlock()
+	<-ctx.Done() // the mapping's limit; the instance itself runs on
+	go func() { <-release; h.busy.Store(false) }()
+	return nil, ctx.Err()
+}
+
+func (h *hanging) Recycle(context.Context) error {
+	h.recycles.Add(1)
+	h.mu.Lock()
+	close(h.release)
+	h.mu.Unlock()
+	for h.busy.Load() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// TestAnInvocationThatNeverAnswersEndsAtTheFunctionsTimeout: as Lambda ends
+// an invocation at the function's timeout, the mapping fails a batch whose
+// invocation has not answered by then (and the grace); its records come
+// back after their visibility timeout, and the instance is recycled before
+// it is invoked again, never invoked while still busy.
+func TestAnInvocationThatNeverAnswersEndsAtTheFunctionsTimeout(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 2*time.Second, 5)
+	f.send(t, 3)
+	inv := &hanging{t: t, release: make(chan struct{})}
+	m, err := esm.New(esm.Config{Queue: f.sqs, QueueURL: f.q.WorkURL, QueueARN: f.q.WorkARN, BatchSize: 10, BatchingWindow: time.Second,
+		Invokers: []esm.Invoker{inv}, PollWait: time.Second, FunctionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	// While it hangs, the poller says so: invoking, since when, which batch.
+	var during esm.PollerState
+	for deadline := time.Now().Add(10 * time.Second); during.Phase != esm.Invoking && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		during = m.Pollers()[0]
+	}
+	if during.Phase != esm.Invoking || len(during.Records) != 3 || time.Since(during.Since) > 2*time.Second || m.Held() != 3 {
+		t.Fatalf("while the invocation hangs: %+v, held %d; want invoking 3 records", during, m.Held())
+	}
+	for deadline := time.Now().Add(20 * time.Second); m.Stats().Deleted < 3 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	st := m.Stats()
+	if st.Timeouts != 1 || st.BatchFailures != 1 || st.Deleted != 3 || inv.recycles.Load() != 1 || inv.invocations.Load() != 2 {
+		t.Fatalf("stats %+v, %d invocations, %d recycles; want one timeout, then one recycle and the 3 records sent again and deleted",
+			st, inv.invocations.Load(), inv.recycles.Load())
+	}
+	last, ok := m.LastFailure()
+	if !ok || last.Invoker != 0 || len(last.Records) != 3 || !strings.Contains(last.Err.Error(), "timed out") {
+		t.Fatalf("last failure %+v", last)
+	}
+	if p := m.Pollers()[0]; p.Phase != esm.Idle || m.Held() != 0 {
+		t.Fatalf("after Run: %+v, held %d", p, m.Held())
 	}
 }
 

@@ -403,6 +403,47 @@ func (l *Lambda) KillRuntime() error {
 	return syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// Recycle ends the invocation the function may still be running, as Lambda
+// ends the execution environment of an invocation that timed out: it kills
+// the runtime (SIGKILL), and the emulator starts a new one for the next
+// invocation. With no runtime running there is nothing to end. It returns
+// once the runtime is gone, so that the emulator, which cannot take two
+// invocations at once, has ended the old one. It is an esm.Recycler's
+// method.
+func (l *Lambda) Recycle(ctx context.Context) error {
+	for {
+		pid, ok := l.Runtime()
+		if !ok {
+			return nil
+		}
+		err := l.KillRuntime()
+		if err != nil && !errors.Is(err, ErrRuntimeTooYoung) {
+			if now, ok := l.Runtime(); !ok || now != pid {
+				return nil // it ended meanwhile
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(MinRuntimeAge):
+		}
+		if err == nil {
+			for wait := 0; wait < 50; wait++ {
+				if now, ok := l.Runtime(); !ok || now != pid {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			return fmt.Errorf("standin: %s's runtime (pid %d) was still there 5 s after it was killed", l.Endpoint, pid)
+		}
+	}
+}
+
 // RuntimeAge returns how long ago the function's runtime started.
 func (l *Lambda) RuntimeAge() (time.Duration, error) {
 	pid, ok := l.Runtime()

@@ -1,0 +1,88 @@
+package demo
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nudgehq/nudge/pkg/local/esm"
+	"github.com/nudgehq/nudge/pkg/status"
+)
+
+// TestAStalledRunSaysWhere: a run that has not moved for stallAfter with
+// messages in its queue says which instance holds which batch since when,
+// and names the cause: an invocation past the function's timeout, records
+// in flight that no instance holds, or visible ones nobody was given.
+func TestAStalledRunSaysWhere(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	w := &stallWatch{names: []string{"consumer-1", "consumer-2"}, visibility: 3 * time.Minute, timeout: 30 * time.Second}
+	receiving := esm.PollerState{Invoker: 0, Phase: esm.Receiving, Since: t0.Add(-time.Second)}
+	invoking := esm.PollerState{Invoker: 1, Phase: esm.Invoking, Since: t0.Add(-45 * time.Second), Records: []string{"m-1", "m-2"}}
+	w.moved = t0.Add(-stallAfter)
+	inFlight := status.Depth{InFlight: 10}
+	failure := esm.Failure{Invoker: 1, At: t0.Add(-time.Minute), Records: []string{"m-9"}, Err: errors.New("invocation failed: boom")}
+	for _, c := range []struct {
+		name    string
+		work    status.Depth
+		pollers []esm.PollerState
+		held    int
+		failure bool
+		want    []string
+	}{
+		{"an invocation past the timeout", status.Depth{InFlight: 2}, []esm.PollerState{receiving, invoking}, 2, false,
+			[]string{"consumer-2: invoking since 09:59:15.000 (45s) with 2 records (first m-1)", "Cause: consumer-2 has not answered an invocation within the function's timeout (30s)"}},
+		{"a lost receive", inFlight, []esm.PollerState{receiving}, 0, false,
+			[]string{"10 in flight", "the mapping holds 0", "consumer-1: receiving since 09:59:59.000", "10 messages in flight that no instance holds and no failed batch explains: a receive whose answer was lost"}},
+		{"a failed batch", inFlight, []esm.PollerState{receiving}, 0, true,
+			[]string{"last failed batch: consumer-2's at 09:59:00.000, 1 records (first m-9), back at 10:02:00: invocation failed: boom", "waiting out the visibility timeout (3m0s) of a failed batch"}},
+		{"visible, not given", status.Depth{Visible: 4}, []esm.PollerState{receiving}, 0, false,
+			[]string{"4 visible", "4 messages visible that the 1 instances receiving were not given"}},
+	} {
+		got := w.report(t0, c.work, c.pollers, c.held, failure, c.failure)
+		for _, want := range c.want {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: the report %q does not say %q", c.name, got, want)
+			}
+		}
+	}
+}
+
+// TestTheStallWatchWaitsForAStall: nothing is reported while the run moves,
+// while only delayed messages wait, or before stallAfter; then once per
+// stallAfter.
+func TestTheStallWatchWaitsForAStall(t *testing.T) {
+	t.Parallel()
+	m, err := esm.New(esm.Config{Queue: &sqs.Client{}, QueueURL: "u", QueueARN: "arn:aws:sqs:us-east-1:1:q", Invokers: []esm.Invoker{esm.InvokerFunc(nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &stallWatch{mapping: m, names: []string{"consumer-1"}, visibility: time.Minute, timeout: 10 * time.Second}
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	delayed := snapshot{work: status.Depth{Delayed: 5}, queue: 5}
+	if w.observe(t0, delayed) != "" || w.observe(t0.Add(time.Hour), delayed) != "" {
+		t.Fatal("reported delayed messages as a stall")
+	}
+	moving := snapshot{work: status.Depth{Visible: 3}, queue: 3}
+	at := t0.Add(time.Hour)
+	for i := range 3 {
+		moving.accepted = i
+		if r := w.observe(at.Add(time.Duration(i)*stallAfter), moving); r != "" {
+			t.Fatalf("reported a moving run: %s", r)
+		}
+	}
+	at = at.Add(2 * stallAfter) // the last move
+	var reports []string
+	for d := time.Duration(0); d <= 3*stallAfter; d += time.Second {
+		if r := w.observe(at.Add(d), moving); r != "" {
+			reports = append(reports, r)
+		}
+	}
+	if len(reports) != 3 || !strings.Contains(reports[0], "unchanged for 20s") || !strings.Contains(reports[2], "unchanged for 1m0s") ||
+		!strings.Contains(reports[0], "consumer-1: idle since") || w.lastReport() != reports[2] {
+		t.Fatalf("reports %q", reports)
+	}
+}
