@@ -302,7 +302,8 @@ type Result struct {
 // Poll gathers one batch, invokes inv with it and deletes the records that
 // succeeded. It returns an empty Result when nothing arrived within the
 // poll wait. The error is an SQS failure; a failing function is reported in
-// Result.BatchError.
+// Result.BatchError. Unlike Run, it keeps no poller state and recycles no
+// Invoker after a timeout.
 func (m *Mapping) Poll(ctx context.Context, inv Invoker) (Result, error) {
 	return m.poll(ctx, -1, inv)
 }
@@ -371,7 +372,11 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 	}
 	m.stats.returned.Add(int64(len(res.Failed)))
 	if len(keep) > 0 {
-		m.enter(i, Deleting, ids)
+		kept := make([]string, len(keep))
+		for j, r := range keep {
+			kept[j] = r.MessageId
+		}
+		m.enter(i, Deleting, kept)
 	}
 	n, err := m.delete(work, keep)
 	res.Deleted = n
