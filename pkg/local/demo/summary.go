@@ -69,8 +69,12 @@ type Summary struct {
 	// for).
 	EnqueueKills, EnqueueKillsAsked int
 	FailedInvocations               int
-	EnqueueCut                      int
-	EnqueueSlow                     int
+	// UnseenReceives counts receives of the work queue's records that
+	// never reached the local event source mapping (esm.Stats): each such
+	// record waited out a visibility timeout before it ran.
+	UnseenReceives int
+	EnqueueCut     int
+	EnqueueSlow    int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
 	// killed before it recorded the send; ResentLedger those repeated
@@ -220,6 +224,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	sum.Chaos, sum.KillsAsked = s.cfg.Kills > 0 || s.cfg.EnqueueKills > 0 || s.cfg.EnqueueBudget > 0, s.cfg.Kills
 	sum.EnqueueKills, sum.EnqueueKillsAsked = int(s.enqueueKills.Load()), s.cfg.EnqueueKills
 	sum.FailedInvocations, sum.EnqueueCut, sum.EnqueueSlow = int(st.BatchFailures), int(s.cutRuns.Load()), int(s.slowRuns.Load())
+	sum.UnseenReceives = int(st.UnseenReceives)
 	sum.PeakRSS = map[string]int64{}
 	for _, in := range append([]*instance{s.enqueue}, s.consumers...) {
 		fn, _, _ := strings.Cut(in.name, "-")
@@ -644,6 +649,9 @@ func (sum *Summary) Write(w io.Writer) {
 	row("cancelled", sum.Cancelled, "")
 	row("still pending (future)", sum.ByStatus[ledger.StatusPending], "due after the run")
 	row("overdue", sum.Overdue, "must be 0")
+	if sum.UnseenReceives > 0 {
+		row("receives never seen", sum.UnseenReceives, "records the mapping was never handed: each waited a visibility timeout")
+	}
 	if len(sum.ByProvider) > 0 {
 		fmt.Fprintf(w, "\nby provider (the stand-in's own record):\n")
 		fmt.Fprintf(w, "  %-9s %10s %8s %10s %8s %9s %9s   %s\n", "", "deliveries", "sent", "recorded", "copies", "reviewed", "requests", "the record")

@@ -103,12 +103,18 @@ type Config struct {
 
 // Stats counts what a Mapping did.
 type Stats struct {
-	Invocations     int64 // batches the function was invoked with
-	Records         int64 // records in those batches
-	Deleted         int64 // records deleted after an invocation
-	Returned        int64 // records left to their visibility (reported failures, or a failed batch)
-	BatchFailures   int64 // invocations that failed as a whole (function error, bad response, timeout)
-	Timeouts        int64 // invocations that had not answered by the function's timeout (in BatchFailures too)
+	Invocations   int64 // batches the function was invoked with
+	Records       int64 // records in those batches
+	Deleted       int64 // records deleted after an invocation
+	Returned      int64 // records left to their visibility (reported failures, or a failed batch)
+	BatchFailures int64 // invocations that failed as a whole (function error, bad response, timeout)
+	Timeouts      int64 // invocations that had not answered by the function's timeout (in BatchFailures too)
+	// UnseenReceives counts receives of records that never reached the
+	// mapping: a record arrived with an ApproximateReceiveCount above one
+	// more than the receives the mapping had had of it. Another consumer
+	// of the queue, or a receive whose answer was lost; either way the
+	// record waited out a visibility timeout first.
+	UnseenReceives  int64
 	ReceiveRequests int64 // ReceiveMessage calls
 	DeleteRequests  int64 // DeleteMessageBatch calls
 }
@@ -117,8 +123,10 @@ type Stats struct {
 type Mapping struct {
 	cfg   Config
 	stats struct {
-		invocations, records, deleted, returned, batchFailures, timeouts, receives, deletes atomic.Int64
+		invocations, records, deleted, returned, batchFailures, timeouts, receives, deletes, unseen atomic.Int64
 	}
+	seenMu      sync.Mutex
+	seen        map[string]int // receives had, by message id
 	mu          sync.Mutex
 	pollers     []PollerState // by Invoker
 	recycle     []bool        // by Invoker: recycle before the next invocation
@@ -244,7 +252,7 @@ func New(cfg Config) (*Mapping, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Mapping{cfg: cfg, pollers: make([]PollerState, len(cfg.Invokers)), recycle: make([]bool, len(cfg.Invokers))}
+	m := &Mapping{cfg: cfg, pollers: make([]PollerState, len(cfg.Invokers)), recycle: make([]bool, len(cfg.Invokers)), seen: map[string]int{}}
 	for i := range m.pollers {
 		m.pollers[i] = PollerState{Invoker: i, Phase: Idle, Since: time.Now()}
 	}
@@ -258,7 +266,7 @@ func (m *Mapping) Invoker(i int) Invoker { return m.cfg.Invokers[i] }
 func (m *Mapping) Stats() Stats {
 	s := &m.stats
 	return Stats{Invocations: s.invocations.Load(), Records: s.records.Load(), Deleted: s.deleted.Load(), Returned: s.returned.Load(),
-		BatchFailures: s.batchFailures.Load(), Timeouts: s.timeouts.Load(), ReceiveRequests: s.receives.Load(), DeleteRequests: s.deletes.Load()}
+		BatchFailures: s.batchFailures.Load(), Timeouts: s.timeouts.Load(), UnseenReceives: s.unseen.Load(), ReceiveRequests: s.receives.Load(), DeleteRequests: s.deletes.Load()}
 }
 
 // Run polls with every Invoker until ctx ends. A batch already received
@@ -451,12 +459,16 @@ func (m *Mapping) gather(ctx context.Context, i int) ([]types.Message, error) {
 		if err != nil {
 			return msgs, err
 		}
+		if len(msgs) == 0 && len(out.Messages) == 0 {
+			return nil, nil // nothing within the poll wait
+		}
 		if len(msgs) == 0 && len(out.Messages) > 0 {
 			deadline = time.Now().Add(m.cfg.BatchingWindow)
 		}
 		msgs = append(msgs, out.Messages...)
 		if len(out.Messages) > 0 {
 			m.held(i, len(msgs))
+			m.count(out.Messages)
 		}
 		for _, msg := range out.Messages {
 			size += len(aws.ToString(msg.Body)) + 1024
@@ -477,6 +489,25 @@ func (m *Mapping) gather(ctx context.Context, i int) ([]types.Message, error) {
 		}
 	}
 	return msgs, nil
+}
+
+// count counts the receives of msgs that the mapping never saw
+// (Stats.UnseenReceives).
+func (m *Mapping) count(msgs []types.Message) {
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	for _, msg := range msgs {
+		id := aws.ToString(msg.MessageId)
+		n, err := strconv.Atoi(msg.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+		if err != nil {
+			continue
+		}
+		if missed := n - m.seen[id] - 1; missed > 0 {
+			m.stats.unseen.Add(int64(missed))
+			m.cfg.Logger.Warn("esm: a record arrives with receives the mapping never had", "messageId", id, "receiveCount", n, "had", m.seen[id])
+		}
+		m.seen[id] = max(n, m.seen[id])
+	}
 }
 
 // held counts n records received so far in the i-th poller's state.

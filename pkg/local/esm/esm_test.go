@@ -437,6 +437,51 @@ func TestAnInvocationThatNeverAnswersEndsAtTheFunctionsTimeout(t *testing.T) {
 	}
 }
 
+// TestReceivesTheMappingNeverHadAreCounted: a record that comes back with a
+// receive count above what the mapping had of it (another consumer
+// received it, or a receive's answer was lost) is counted, once per
+// missing receive; records the mapping itself returned are not.
+func TestReceivesTheMappingNeverHadAreCounted(t *testing.T) {
+	t.Parallel()
+	f := setup(t, time.Second, 10)
+	f.send(t, 4)
+	// Two records received elsewhere first: the mapping never has that
+	// receive.
+	out, err := f.sqs.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.q.WorkURL), MaxNumberOfMessages: 2})
+	if err != nil || len(out.Messages) != 2 {
+		t.Fatalf("receive elsewhere: %v, %d messages", err, len(out.Messages))
+	}
+	// The mapping's own returns: the first batch fails as a whole, once.
+	var calls atomic.Int32
+	m := f.mapping(t, 10, time.Second, esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) {
+		if calls.Add(1) == 1 {
+			return nil, errors.New("runtime exited")
+		}
+		return nil, nil
+	}))
+	for deadline := time.Now().Add(20 * time.Second); m.Stats().Deleted < 4 && time.Now().Before(deadline); {
+		if _, err := m.Poll(f.ctx, m.Invoker(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := m.Stats(); st.Deleted != 4 || st.UnseenReceives != 2 || st.BatchFailures != 1 {
+		t.Fatalf("stats %+v; want the 4 records deleted after one failed batch, and the 2 receives had elsewhere counted unseen", st)
+	}
+}
+
+// TestAPollOfAnEmptyQueueReturnsAfterThePollWait: Poll answers an empty
+// Result when nothing arrives within the poll wait.
+func TestAPollOfAnEmptyQueueReturnsAfterThePollWait(t *testing.T) {
+	t.Parallel()
+	f := setup(t, time.Second, 10)
+	m := f.mapping(t, 10, time.Second, esm.InvokerFunc(func(context.Context, []byte) ([]byte, error) { return nil, nil }))
+	start := time.Now()
+	res, err := m.Poll(f.ctx, m.Invoker(0))
+	if err != nil || res.Records != 0 || time.Since(start) > 5*time.Second {
+		t.Fatalf("poll of an empty queue: %+v, %v after %v", res, err, time.Since(start))
+	}
+}
+
 // BenchmarkMappingThroughput measures records per second through one
 // mapping with a no-op function against fauxqs: the ceiling the local
 // event source mapping puts on a demo, before any function work.

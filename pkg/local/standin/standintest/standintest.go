@@ -54,12 +54,18 @@ func Name(prefix string) string {
 	return prefix + "-" + time.Now().UTC().Format("150405") + "-" + hex.EncodeToString(b)
 }
 
-// Table creates a fresh ledger table, deleted when the test ends.
+// Table creates a fresh ledger table, deleted when the test ends. Its TTL
+// is not enabled: tests write items dated by their fixtures (2026, say),
+// and a table that deleted them by the stand-in's clock would make a
+// test's verdict depend on today's date. A test of TTL sweeps the table
+// itself, by its own clock. (DynamoDB Local 1.25.1 kept an item whose TTL
+// had passed a year before for 90 s: it deletes nothing a test would see,
+// but no test may lean on that.)
 func Table(t testing.TB, db *dynamodb.Client) string {
 	t.Helper()
 	name := Name("nudge-ledger")
 	ctx := context.Background()
-	if err := ledger.CreateTable(ctx, db, name); err != nil {
+	if _, err := db.CreateTable(ctx, ledger.TableInput(name)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
