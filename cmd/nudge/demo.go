@@ -84,7 +84,7 @@ func runConfig(name string, d demo.Config, args []string, out, errs io.Writer) (
 	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages (`N`) to put on the queue (default 1% of reminders, at least 3; -1 for none)")
 	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "`SHARE` of due-now deliveries sent twice, 0 to 1 (0 for none)")
 	fs.DurationVar(&cfg.Tick, "tick", d.Tick, "the enqueue schedule's period `DURATION` (1 min in AWS)")
-	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (`DURATION`; default 3m plus 30ms per reminder; with kills, 150ms per kill and a visibility timeout per retry the attempt budget allows)")
+	fs.DurationVar(&cfg.Deadline, "deadline", 0, "give up, and report what is left as overdue, after this long (`DURATION`; default 3m plus 30ms per reminder plus one visibility timeout; with kills, 150ms per kill and a visibility timeout per retry the attempt budget allows)")
 	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "`SEED` of the mix and the faults")
 	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run (below the preset's reminders, one per 10 reminders; above, no more)")
 	fs.IntVar(&cfg.EnqueueKills, "enqueue-kills", d.EnqueueKills, "times (`N`) to kill the enqueue's runtime in the middle of a run, spread over the run (below the preset's reminders, one per 1,000 reminders and at least 1; above, no more)")

@@ -54,9 +54,11 @@ type Config struct {
 	// minute). Default 2s.
 	Tick time.Duration
 	// Deadline is how long the run may take before it stops and reports
-	// what is left as overdue. Default 3 min plus 30 ms per reminder, and
-	// with kills 150 ms per kill plus the visibility timeout (6× the
-	// consumer timeout) for each attempt of the budget but the first.
+	// what is left as overdue. Default 3 min plus 30 ms per reminder plus
+	// one visibility timeout (6× the consumer timeout: a batch SQS
+	// delivers again comes back within the run), and with kills 150 ms per
+	// kill plus a visibility timeout for each attempt of the budget but the
+	// first.
 	Deadline time.Duration
 	// Kills is how many times a consumer's runtime is killed (SIGKILL, as a
 	// crash or an out-of-memory kill does) in the middle of a batch, at
@@ -237,13 +239,13 @@ func (c Config) withDefaults() (Config, error) {
 		c.ConsumerTimeout = dev.ConsumerTimeout
 	}
 	if c.Deadline == 0 {
-		c.Deadline = 3*time.Minute + time.Duration(c.Reminders)*30*time.Millisecond
+		c.Deadline = 3*time.Minute + time.Duration(c.Reminders)*30*time.Millisecond + deployment.VisibilityFactor*c.ConsumerTimeout
 		if c.Kills > 0 {
 			// The killed batches are redone (about 150 ms a kill, measured:
 			// 10,000 reminders took 270 s with 20 kills, 415 s with 1,000),
 			// and the last kills' records wait out the visibility timeout
 			// once per attempt the budget has left.
-			c.Deadline += time.Duration(c.Kills)*150*time.Millisecond + time.Duration(dev.MaxAttempts-1)*6*c.ConsumerTimeout
+			c.Deadline += time.Duration(c.Kills)*150*time.Millisecond + time.Duration(dev.MaxAttempts-1)*deployment.VisibilityFactor*c.ConsumerTimeout
 		}
 	}
 	if c.Seed == 0 {

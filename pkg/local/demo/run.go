@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	var invokers []esm.Invoker
 	for i := range cfg.MaxConcurrency {
 		name := fmt.Sprintf("consumer-%d", i+1)
-		log, closeLog, err := s.logFile(dir, "demo-"+name+".log")
+		log, closeLog, err := s.logFile(dir, name+".log")
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	log, closeLog, err := s.logFile(dir, "demo-enqueue.log")
+	log, closeLog, err := s.logFile(dir, "enqueue.log")
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	defer s.enqueue.Stop()
 	// The intake: the function behind its function URL, as applications
 	// reach it; its DynamoDB calls counted by a proxy.
-	log, closeLog, err = s.logFile(dir, "demo-intake.log")
+	log, closeLog, err = s.logFile(dir, "intake.log")
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	s.api = s.intake.Client()
 	// The mapping's own line per failed invocation: a kill's, or one the
 	// run reports (its kinds, counted, go into the violation).
-	esmLog, err := os.Create(filepath.Join(dir, "logs", "demo-esm.log"))
+	esmLog, err := os.Create(LogPath(dir, stage.Name, "esm.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +273,16 @@ func (s *system) acceptedSoFar() int {
 	return n + s.ch.acceptedCount()
 }
 
+// LogPath is where a run of the stage keeps its log name: the stand-in
+// folder's logs, named by the stage (.local/logs/demo-consumer-1.log for
+// make demo, chaos-… for make chaos), so that runs of other stages, such
+// as the tests', leave each other's evidence alone.
+func LogPath(dir, stage, name string) string {
+	return filepath.Join(dir, "logs", stage+"-"+name)
+}
+
 func (s *system) logFile(dir, name string) (*functionLog, func(), error) {
-	f, err := os.Create(filepath.Join(dir, "logs", name))
+	f, err := os.Create(LogPath(dir, s.stage.Name, name))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -366,7 +374,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 	}()
 
 	prog := newProgress(s.cfg.Out, s.cfg.Live)
-	s.stall = &stallWatch{mapping: s.mapping, visibility: s.stage.Visibility(), timeout: s.stage.ConsumerTimeout}
+	s.stall = &stallWatch{mapping: s.mapping, visibility: s.stage.Visibility(), timeout: s.stage.ConsumerTimeout, warnings: s.esmErrors.Lines}
 	for _, c := range s.consumers {
 		s.stall.names = append(s.stall.names, c.name)
 	}

@@ -20,9 +20,10 @@ const stallAfter = 20 * time.Second
 // queue holds in flight that no instance does.
 type stallWatch struct {
 	mapping    *esm.Mapping
-	names      []string      // the mapping's invokers' names, by index
-	visibility time.Duration // the work queue's visibility timeout
-	timeout    time.Duration // the consumer's timeout
+	names      []string        // the mapping's invokers' names, by index
+	visibility time.Duration   // the work queue's visibility timeout
+	timeout    time.Duration   // the consumer's timeout
+	warnings   func() []string // the mapping's log lines so far, by kind
 
 	accepted int
 	work     status.Depth
@@ -85,6 +86,11 @@ func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.Poll
 		}
 		fmt.Fprintf(&b, " last failed batch: %s's at %s, %d records (first %s), back at %s: %v.",
 			name, f.At.Format("15:04:05.000"), len(f.Records), f.Records[0], f.At.Add(w.visibility).Format("15:04:05"), f.Err)
+	}
+	if w.warnings != nil {
+		if lines := w.warnings(); len(lines) > 0 {
+			fmt.Fprintf(&b, " The mapping's warnings so far, by kind: %v.", lines)
+		}
 	}
 	switch {
 	case len(stuck) > 0:

@@ -73,7 +73,10 @@ type Summary struct {
 	// never reached the local event source mapping (esm.Stats): each such
 	// record waited out a visibility timeout before it ran.
 	UnseenReceives int
-	EnqueueCut     int
+	// MappingWarnings are the event source mapping's log lines, by kind
+	// (a failed receive, a failed invocation, a record it never had).
+	MappingWarnings []string
+	EnqueueCut      int
 	EnqueueSlow    int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
@@ -224,7 +227,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 	sum.Chaos, sum.KillsAsked = s.cfg.Kills > 0 || s.cfg.EnqueueKills > 0 || s.cfg.EnqueueBudget > 0, s.cfg.Kills
 	sum.EnqueueKills, sum.EnqueueKillsAsked = int(s.enqueueKills.Load()), s.cfg.EnqueueKills
 	sum.FailedInvocations, sum.EnqueueCut, sum.EnqueueSlow = int(st.BatchFailures), int(s.cutRuns.Load()), int(s.slowRuns.Load())
-	sum.UnseenReceives = int(st.UnseenReceives)
+	sum.UnseenReceives, sum.MappingWarnings = int(st.UnseenReceives), s.esmErrors.Lines()
 	sum.PeakRSS = map[string]int64{}
 	for _, in := range append([]*instance{s.enqueue}, s.consumers...) {
 		fn, _, _ := strings.Cut(in.name, "-")
@@ -651,6 +654,9 @@ func (sum *Summary) Write(w io.Writer) {
 	row("overdue", sum.Overdue, "must be 0")
 	if sum.UnseenReceives > 0 {
 		row("receives never seen", sum.UnseenReceives, "records the mapping was never handed: each waited a visibility timeout")
+		for _, line := range sum.MappingWarnings {
+			fmt.Fprintf(w, "      %s\n", line)
+		}
 	}
 	if len(sum.ByProvider) > 0 {
 		fmt.Fprintf(w, "\nby provider (the stand-in's own record):\n")

@@ -326,6 +326,9 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 	if len(msgs) == 0 {
 		return Result{}, err
 	}
+	if err != nil {
+		m.cfg.Logger.Warn("esm: a receive failed while gathering a batch; invoking with the records received", "invoker", i, "records", len(msgs), "error", err.Error())
+	}
 	// From here the batch is ours: finish it even if ctx ends meanwhile.
 	work := context.WithoutCancel(ctx)
 	ev := Event(msgs, m.cfg.QueueARN)
@@ -448,16 +451,19 @@ func (m *Mapping) gather(ctx context.Context, i int) ([]types.Message, error) {
 			}
 			wait = left
 		}
+		// One attempt per receive: a receive the SDK repeated after a
+		// failure would hide the first attempt, whose records may be in
+		// flight with no one holding them; the poller tries again itself.
 		out, err := m.cfg.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(m.cfg.QueueURL),
 			MaxNumberOfMessages:         int32(min(10, m.cfg.BatchSize-len(msgs))),
 			WaitTimeSeconds:             int32(wait / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
-		})
+		}, func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
 		m.stats.receives.Add(1)
 		if err != nil {
-			return msgs, err
+			return msgs, fmt.Errorf("esm: receive (holding %d records): %w", len(msgs), err)
 		}
 		if len(msgs) == 0 && len(out.Messages) == 0 {
 			return nil, nil // nothing within the poll wait
