@@ -77,7 +77,7 @@ type Summary struct {
 	// (a failed receive, a failed invocation, a record it never had).
 	MappingWarnings []string
 	EnqueueCut      int
-	EnqueueSlow    int
+	EnqueueSlow     int
 	// Resent counts requests for a delivery the provider had already
 	// accepted and answered, repeated because the instance it answered was
 	// killed before it recorded the send; ResentLedger those repeated
