@@ -16,8 +16,9 @@ import (
 const stallAfter = 20 * time.Second
 
 // stallWatch notices a run that has stopped moving with work in its queue,
-// and says why: which instance holds which batch since when, or what the
-// queue holds in flight that no instance does.
+// and says why: which instance holds which batch since when, which records
+// an invocation left to their visibility timeout, or what the queue holds
+// in flight that nothing explains.
 type stallWatch struct {
 	mapping    *esm.Mapping
 	names      []string        // the mapping's invokers' names, by index
@@ -43,8 +44,11 @@ func (w *stallWatch) observe(now time.Time, snap snapshot) string {
 		return ""
 	}
 	w.reported = now
-	last, failed := w.mapping.LastFailure()
-	w.last = w.report(now, snap.work, w.mapping.Pollers(), w.mapping.Held(), last, failed)
+	var lines []string
+	if w.warnings != nil {
+		lines = w.warnings()
+	}
+	w.last = w.report(now, snap.work, w.mapping.Pollers(), w.mapping.Held(), w.mapping.Returned(), lines)
 	return w.last
 }
 
@@ -56,57 +60,79 @@ func (w *stallWatch) lastReport() string {
 	return w.last
 }
 
+func (w *stallWatch) name(invoker int) string {
+	if invoker >= 0 && invoker < len(w.names) {
+		return w.names[invoker]
+	}
+	return fmt.Sprintf("invoker %d", invoker)
+}
+
 // report says where a stalled run stands: the queue's counts, each poller's
-// phase, the last failed batch, and the likely cause.
-func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.PollerState, held int, f esm.Failure, failed bool) string {
+// phase, the records invocations left to their visibility timeout within
+// the last one, the mapping's warnings, and the likely cause.
+func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.PollerState, held int, returned []esm.ReturnedRecord, warnings []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stall: nothing sent and the work queue unchanged for %v: %d visible, %d in flight, %d delayed; the mapping holds %d.",
 		now.Sub(w.moved).Round(time.Second), work.Visible, work.InFlight, work.Delayed, held)
 	var stuck []string
+	receiving := 0
 	for _, p := range pollers {
-		name := fmt.Sprintf("invoker %d", p.Invoker)
-		if p.Invoker < len(w.names) {
-			name = w.names[p.Invoker]
-		}
-		fmt.Fprintf(&b, " %s: %s since %s (%v)", name, p.Phase, p.Since.Format("15:04:05.000"), now.Sub(p.Since).Round(time.Second))
+		fmt.Fprintf(&b, " %s: %s since %s (%v)", w.name(p.Invoker), p.Phase, p.Since.Format("15:04:05.000"), now.Sub(p.Since).Round(time.Second))
 		if len(p.Records) > 0 {
 			fmt.Fprintf(&b, " with %d records (first %s)", len(p.Records), p.Records[0])
 		} else if p.Received > 0 {
 			fmt.Fprintf(&b, " with %d records received", p.Received)
 		}
 		b.WriteString(";")
-		if p.Phase == esm.Invoking && now.Sub(p.Since) > w.timeout {
-			stuck = append(stuck, name)
+		switch {
+		case p.Phase == esm.Invoking && now.Sub(p.Since) > w.timeout:
+			stuck = append(stuck, w.name(p.Invoker))
+		case p.Phase == esm.Receiving:
+			receiving++
 		}
 	}
-	if failed {
-		name := fmt.Sprintf("invoker %d", f.Invoker)
-		if f.Invoker >= 0 && f.Invoker < len(w.names) {
-			name = w.names[f.Invoker]
-		}
-		fmt.Fprintf(&b, " last failed batch: %s's at %s, %d records (first %s), back at %s: %v.",
-			name, f.At.Format("15:04:05.000"), len(f.Records), f.Records[0], f.At.Add(w.visibility).Format("15:04:05"), f.Err)
+	// The records invocations left to their visibility within the last
+	// visibility timeout: in flight, held by no poller, explained.
+	type group struct {
+		invoker int
+		whole   bool
 	}
-	if w.warnings != nil {
-		if lines := w.warnings(); len(lines) > 0 {
-			fmt.Fprintf(&b, " The mapping's warnings so far, by kind: %v.", lines)
+	var order []group
+	byGroup := map[group][]esm.ReturnedRecord{}
+	for _, r := range returned {
+		if now.Sub(r.At) > w.visibility {
+			continue // moved to the DLQ by maxReceiveCount, or lost
 		}
+		g := group{r.Invoker, r.WholeBatch}
+		if _, ok := byGroup[g]; !ok {
+			order = append(order, g)
+		}
+		byGroup[g] = append(byGroup[g], r)
 	}
+	explained := 0
+	for _, g := range order {
+		rs := byGroup[g]
+		explained += len(rs)
+		how := "reported as batch item failures (back when the visibility the consumer set runs out; unchanged, after the visibility timeout)"
+		if g.whole {
+			how = "of batches that failed as a whole (back after the visibility timeout)"
+		}
+		fmt.Fprintf(&b, " %s left %d records to their visibility, %s, from %s (first %s, back by %s);",
+			w.name(g.invoker), len(rs), how, rs[0].At.Format("15:04:05.000"), rs[0].MessageID, rs[0].At.Add(w.visibility).Format("15:04:05"))
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(&b, " the mapping's warnings so far, by kind: %v.", warnings)
+	}
+	unexplained := work.InFlight - held - explained
 	switch {
 	case len(stuck) > 0:
 		fmt.Fprintf(&b, " Cause: %s has not answered an invocation within the function's timeout (%v).", strings.Join(stuck, ", "), w.timeout)
-	case work.InFlight > held && (!failed || now.Sub(f.At) > w.visibility):
-		fmt.Fprintf(&b, " Cause: %d messages in flight that no instance holds and no failed batch explains: a receive whose answer was lost; they return within the visibility timeout (%v) of that receive.",
-			work.InFlight-held, w.visibility)
+	case unexplained > 0:
+		fmt.Fprintf(&b, " Cause: %d messages in flight that no instance holds and no invocation returned: a receive whose answer was lost; they return within the visibility timeout (%v) of that receive.",
+			unexplained, w.visibility)
 	case work.InFlight > held:
-		fmt.Fprintf(&b, " Cause: %d messages in flight that no instance holds, waiting out the visibility timeout (%v) of a failed batch or a retry's backoff.", work.InFlight-held, w.visibility)
+		fmt.Fprintf(&b, " Cause: the records in flight are the ones invocations left to their visibility, above.")
 	case work.Visible > 0:
-		receiving := 0
-		for _, p := range pollers {
-			if p.Phase == esm.Receiving {
-				receiving++
-			}
-		}
 		fmt.Fprintf(&b, " Cause: %d messages visible that the %d instances receiving were not given.", work.Visible, receiving)
 	}
 	return b.String()

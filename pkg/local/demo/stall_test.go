@@ -1,7 +1,7 @@
 package demo
 
 import (
-	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,26 +24,36 @@ func TestAStalledRunSaysWhere(t *testing.T) {
 	invoking := esm.PollerState{Invoker: 1, Phase: esm.Invoking, Since: t0.Add(-45 * time.Second), Records: []string{"m-1", "m-2"}}
 	w.moved = t0.Add(-stallAfter)
 	inFlight := status.Depth{InFlight: 10}
-	failure := esm.Failure{Invoker: 1, At: t0.Add(-time.Minute), Records: []string{"m-9"}, Err: errors.New("invocation failed: boom")}
+	var items, batch, old []esm.ReturnedRecord
+	for i := range 10 {
+		id := fmt.Sprintf("m-%d", 10+i)
+		items = append(items, esm.ReturnedRecord{MessageID: id, Invoker: 1, At: t0.Add(-time.Minute)})
+		batch = append(batch, esm.ReturnedRecord{MessageID: id, Invoker: 0, At: t0.Add(-2 * time.Minute), WholeBatch: true})
+		old = append(old, esm.ReturnedRecord{MessageID: id, Invoker: 0, At: t0.Add(-4 * time.Minute)})
+	}
 	for _, c := range []struct {
-		name    string
-		work    status.Depth
-		pollers []esm.PollerState
-		held    int
-		failure bool
-		want    []string
+		name     string
+		work     status.Depth
+		pollers  []esm.PollerState
+		held     int
+		returned []esm.ReturnedRecord
+		want     []string
 	}{
-		{"an invocation past the timeout", status.Depth{InFlight: 2}, []esm.PollerState{receiving, invoking}, 2, false,
+		{"an invocation past the timeout", status.Depth{InFlight: 2}, []esm.PollerState{receiving, invoking}, 2, nil,
 			[]string{"consumer-2: invoking since 09:59:15.000 (45s) with 2 records (first m-1)", "Cause: consumer-2 has not answered an invocation within the function's timeout (30s)"}},
-		{"a lost receive", inFlight, []esm.PollerState{receiving}, 0, false,
-			[]string{"10 in flight", "the mapping holds 0", "consumer-1: receiving since 09:59:59.000", "10 messages in flight that no instance holds and no failed batch explains: a receive whose answer was lost"}},
-		{"a failed batch", inFlight, []esm.PollerState{receiving}, 0, true,
-			[]string{"last failed batch: consumer-2's at 09:59:00.000, 1 records (first m-9), back at 10:02:00: invocation failed: boom", "waiting out the visibility timeout (3m0s) of a failed batch"}},
-		{"visible, not given", status.Depth{Visible: 4}, []esm.PollerState{receiving}, 0, false,
+		{"a lost receive", inFlight, []esm.PollerState{receiving}, 0, nil,
+			[]string{"10 in flight", "the mapping holds 0", "consumer-1: receiving since 09:59:59.000", "10 messages in flight that no instance holds and no invocation returned: a receive whose answer was lost"}},
+		{"records left older than the visibility timeout explain nothing", inFlight, []esm.PollerState{receiving}, 0, old,
+			[]string{"10 messages in flight that no instance holds and no invocation returned"}},
+		{"item failures", inFlight, []esm.PollerState{receiving}, 0, items,
+			[]string{"consumer-2 left 10 records to their visibility, reported as batch item failures", "from 09:59:00.000 (first m-10, back by 10:02:00)", "Cause: the records in flight are the ones invocations left"}},
+		{"a failed batch", inFlight, []esm.PollerState{receiving}, 0, batch,
+			[]string{"consumer-1 left 10 records to their visibility, of batches that failed as a whole", "Cause: the records in flight are the ones"}},
+		{"visible, not given", status.Depth{Visible: 4}, []esm.PollerState{receiving}, 0, nil,
 			[]string{"4 visible", "4 messages visible that the 1 instances receiving were not given"}},
 	} {
-		got := w.report(t0, c.work, c.pollers, c.held, failure, c.failure)
-		for _, want := range c.want {
+		got := w.report(t0, c.work, c.pollers, c.held, c.returned, []string{"2× esm: poll failed"})
+		for _, want := range append(c.want, "the mapping's warnings so far, by kind: [2× esm: poll failed]") {
 			if !strings.Contains(got, want) {
 				t.Errorf("%s: the report %q does not say %q", c.name, got, want)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,33 +126,12 @@ type Mapping struct {
 	stats struct {
 		invocations, records, deleted, returned, batchFailures, timeouts, receives, deletes, unseen atomic.Int64
 	}
-	seenMu      sync.Mutex
-	seen        map[string]int // receives had, by message id
-	mu          sync.Mutex
-	pollers     []PollerState // by Invoker
-	recycle     []bool        // by Invoker: recycle before the next invocation
-	lastFailure Failure
-}
-
-// Failure is an invocation that failed as a whole.
-type Failure struct {
-	// Invoker is the failed invocation's Invoker, by its index (-1: a
-	// Poll's).
-	Invoker int
-	// At is when it failed; its records return a visibility timeout later.
-	At time.Time
-	// Records are the batch's message ids.
-	Records []string
-	Err     error
-}
-
-// LastFailure returns the latest invocation that failed as a whole, if any.
-func (m *Mapping) LastFailure() (Failure, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f := m.lastFailure
-	f.Records = append([]string(nil), f.Records...)
-	return f, f.Err != nil
+	seenMu   sync.Mutex
+	seen     map[string]int            // receives had, by message id
+	returned map[string]ReturnedRecord // left to their visibility, until received again
+	mu       sync.Mutex
+	pollers  []PollerState // by Invoker
+	recycle  []bool        // by Invoker: recycle before the next invocation
 }
 
 // Phase is what a poller is doing.
@@ -252,7 +232,8 @@ func New(cfg Config) (*Mapping, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Mapping{cfg: cfg, pollers: make([]PollerState, len(cfg.Invokers)), recycle: make([]bool, len(cfg.Invokers)), seen: map[string]int{}}
+	m := &Mapping{cfg: cfg, pollers: make([]PollerState, len(cfg.Invokers)), recycle: make([]bool, len(cfg.Invokers)), seen: map[string]int{},
+		returned: map[string]ReturnedRecord{}}
 	for i := range m.pollers {
 		m.pollers[i] = PollerState{Invoker: i, Phase: Idle, Since: time.Now()}
 	}
@@ -366,9 +347,6 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 	}
 	if res.BatchError != nil {
 		m.stats.batchFailures.Add(1)
-		m.mu.Lock()
-		m.lastFailure = Failure{Invoker: i, At: time.Now(), Records: ids, Err: res.BatchError}
-		m.mu.Unlock()
 		m.cfg.Logger.Warn("esm: the whole batch failed; its records return after their visibility timeout", "invoker", i, "records", len(msgs),
 			"first", ids[0], "error", res.BatchError.Error())
 	}
@@ -382,6 +360,7 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 		}
 	}
 	m.stats.returned.Add(int64(len(res.Failed)))
+	m.noteReturned(i, res.Failed, res.BatchError != nil)
 	if len(keep) > 0 {
 		kept := make([]string, len(keep))
 		for j, r := range keep {
@@ -513,7 +492,52 @@ func (m *Mapping) count(msgs []types.Message) {
 			m.cfg.Logger.Warn("esm: a record arrives with receives the mapping never had", "messageId", id, "receiveCount", n, "had", m.seen[id])
 		}
 		m.seen[id] = max(n, m.seen[id])
+		delete(m.returned, id)
 	}
+}
+
+// ReturnedRecord is a record the mapping left to its visibility timeout
+// (a reported failure, or a batch that failed as a whole), not received
+// again since.
+type ReturnedRecord struct {
+	MessageID string
+	// Invoker is the invocation's Invoker, by its index (-1: a Poll's).
+	Invoker int
+	// At is when the invocation answered.
+	At time.Time
+	// WholeBatch is whether the batch failed as a whole; otherwise the
+	// function reported the record in batchItemFailures, and the
+	// visibility is whatever it set.
+	WholeBatch bool
+}
+
+// noteReturned records the records an invocation left to their visibility.
+func (m *Mapping) noteReturned(i int, ids []string, whole bool) {
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	now := time.Now()
+	for _, id := range ids {
+		m.returned[id] = ReturnedRecord{MessageID: id, Invoker: i, At: now, WholeBatch: whole}
+	}
+}
+
+// Returned lists the records the mapping left to their visibility timeout
+// and has not received again, oldest first: what the queue counts in
+// flight because the mapping returned it, and no poller holds.
+func (m *Mapping) Returned() []ReturnedRecord {
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	out := make([]ReturnedRecord, 0, len(m.returned))
+	for _, r := range m.returned {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].At.Equal(out[b].At) {
+			return out[a].At.Before(out[b].At)
+		}
+		return out[a].MessageID < out[b].MessageID
+	})
+	return out
 }
 
 // held counts n records received so far in the i-th poller's state.

@@ -1,10 +1,13 @@
 package esm_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -352,6 +355,18 @@ func TestMaxConcurrencyIsTheNumberOfInvokers(t *testing.T) {
 	}
 }
 
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
 // hanging is an instance whose invocations never answer until it is
 // recycled, as an emulator stuck on a runtime that does not return: it
 // counts its invocations and recycles, and fails the test if it is invoked
@@ -401,8 +416,9 @@ func TestAnInvocationThatNeverAnswersEndsAtTheFunctionsTimeout(t *testing.T) {
 	f := setup(t, 2*time.Second, 5)
 	f.send(t, 3)
 	inv := &hanging{t: t, release: make(chan struct{})}
+	var logged bytes.Buffer
 	m, err := esm.New(esm.Config{Queue: f.sqs, QueueURL: f.q.WorkURL, QueueARN: f.q.WorkARN, BatchSize: 10, BatchingWindow: time.Second,
-		Invokers: []esm.Invoker{inv}, PollWait: time.Second, FunctionTimeout: time.Second})
+		Invokers: []esm.Invoker{inv}, PollWait: time.Second, FunctionTimeout: time.Second, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,9 +444,11 @@ func TestAnInvocationThatNeverAnswersEndsAtTheFunctionsTimeout(t *testing.T) {
 		t.Fatalf("stats %+v, %d invocations, %d recycles; want one timeout, then one recycle and the 3 records sent again and deleted",
 			st, inv.invocations.Load(), inv.recycles.Load())
 	}
-	last, ok := m.LastFailure()
-	if !ok || last.Invoker != 0 || len(last.Records) != 3 || !strings.Contains(last.Err.Error(), "timed out") {
-		t.Fatalf("last failure %+v", last)
+	if log := logged.String(); !strings.Contains(log, "invoker=0 records=3") || !strings.Contains(log, "invocation timed out: no answer") {
+		t.Fatalf("the mapping's log does not name the timed-out invocation: %s", log)
+	}
+	if r := m.Returned(); len(r) != 0 {
+		t.Fatalf("records still returned after they were sent again: %+v", r)
 	}
 	if p := m.Pollers()[0]; p.Phase != esm.Idle || m.Held() != 0 {
 		t.Fatalf("after Run: %+v, held %d", p, m.Held())
