@@ -433,7 +433,11 @@ func (m *Mapping) gather(ctx context.Context, i int) ([]types.Message, error) {
 		// One attempt per receive: a receive the SDK repeated after a
 		// failure would hide the first attempt, whose records may be in
 		// flight with no one holding them; the poller tries again itself.
-		out, err := m.cfg.Queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		// A receive is not cancelled when ctx ends: cancelled after the
+		// queue handed it records, its answer would be lost and the records
+		// hidden for a visibility timeout. It ends within its wait, and a
+		// batch received is invoked, as Lambda drains a disabled mapping.
+		out, err := m.cfg.Queue.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(m.cfg.QueueURL),
 			MaxNumberOfMessages:         int32(min(10, m.cfg.BatchSize-len(msgs))),
 			WaitTimeSeconds:             int32(wait / time.Second),

@@ -487,6 +487,39 @@ func TestReceivesTheMappingNeverHadAreCounted(t *testing.T) {
 	}
 }
 
+// TestAReceiveInFlightWhenRunEndsIsNotLost: Run ending while a long poll
+// waits does not cancel the receive (its records would be hidden for a
+// visibility timeout with no one holding them); what it receives is
+// invoked and deleted, as Lambda drains a disabled mapping.
+func TestAReceiveInFlightWhenRunEndsIsNotLost(t *testing.T) {
+	t.Parallel()
+	f := setup(t, time.Minute, 10)
+	var invoked atomic.Int32
+	m, err := esm.New(esm.Config{Queue: f.sqs, QueueURL: f.q.WorkURL, QueueARN: f.q.WorkARN, PollWait: 5 * time.Second,
+		Invokers: []esm.Invoker{esm.InvokerFunc(func(_ context.Context, payload []byte) ([]byte, error) {
+			var ev events.SQSEvent
+			_ = json.Unmarshal(payload, &ev)
+			invoked.Add(int32(len(ev.Records)))
+			return nil, nil
+		})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	for deadline := time.Now().Add(5 * time.Second); m.Pollers()[0].Phase != esm.Receiving && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the long poll has reached the queue
+	cancel()
+	f.send(t, 3) // arrives while the receive still waits
+	<-done
+	if v, inFlight := f.depth(t, f.q.WorkURL); invoked.Load() != 3 || v != "0" || inFlight != "0" {
+		t.Fatalf("%d records invoked, the queue holds %s visible and %s in flight; want the 3 invoked and deleted", invoked.Load(), v, inFlight)
+	}
+}
+
 // TestAPollOfAnEmptyQueueReturnsAfterThePollWait: Poll answers an empty
 // Result when nothing arrives within the poll wait.
 func TestAPollOfAnEmptyQueueReturnsAfterThePollWait(t *testing.T) {
