@@ -62,7 +62,9 @@ type Config struct {
 	// QueueURL maps a record's eventSourceARN to its queue URL, for
 	// visibility changes. Default QueueURLFromARN.
 	QueueURL func(arn string) string
-	// Deadline returns the invocation deadline. Default ctx.Deadline.
+	// Deadline returns the invocation deadline on Clock. Default
+	// ctx.Deadline, which is on Lambda's clock, brought onto Clock (the
+	// time left of it, from Clock's now).
 	Deadline func(ctx context.Context) (time.Time, bool)
 	// FIFO forces FIFO mode. Default: on when a record carries a
 	// MessageGroupId attribute or its queue's ARN ends in ".fifo".
@@ -115,11 +117,20 @@ func New(h Handler, cfg Config) (*Processor, error) {
 	if cfg.QueueURL == nil {
 		cfg.QueueURL = QueueURLFromARN
 	}
-	if cfg.Deadline == nil {
-		cfg.Deadline = func(ctx context.Context) (time.Time, bool) { return ctx.Deadline() }
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
+	}
+	if cfg.Deadline == nil {
+		clk := cfg.Clock
+		cfg.Deadline = func(ctx context.Context) (time.Time, bool) {
+			// wall clock: the invocation's deadline is on Lambda's clock;
+			// what is left of it counts from the processor's clock.
+			dl, ok := ctx.Deadline()
+			if !ok {
+				return time.Time{}, false
+			}
+			return clk.Now().Add(time.Until(dl)), true // wall clock: as above
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

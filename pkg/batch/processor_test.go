@@ -328,3 +328,27 @@ func TestRecordsStillRunningAreCancelledBeforeTheDeadline(t *testing.T) {
 		t.Fatalf("response %v; want the two slow records", ids)
 	}
 }
+
+// TestTheInvocationsDeadlineCountsFromTheProcessorsClock: without a
+// Deadline function the processor takes the context's deadline, which is
+// on Lambda's (the wall) clock, as the time left of it from its own clock's
+// now, whatever date that clock reads: records run, under a context that
+// ends before the invocation does.
+func TestTheInvocationsDeadlineCountsFromTheProcessorsClock(t *testing.T) {
+	t.Parallel()
+	for _, at := range []time.Time{time.Date(2020, 1, 1, 9, 0, 0, 0, time.UTC), time.Date(2040, 1, 1, 9, 0, 0, 0, time.UTC)} {
+		var left time.Duration
+		p := newProcessor(t, func(ctx context.Context, _ events.SQSMessage) error {
+			dl, _ := ctx.Deadline()
+			left = time.Until(dl)
+			return nil
+		}, batch.Config{Clock: clock.NewFake(at), CutoffMargin: 3 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rep := p.Run(ctx, batchtest.Event("a"))
+		cancel()
+		if rep.Count(batch.Succeeded) != 1 || left <= 0 || left > 10*time.Second {
+			t.Errorf("clock at %s: %d succeeded, the record's context had %v left; want it run with at most the 10 s the invocation had",
+				at.Format(time.DateOnly), rep.Count(batch.Succeeded), left)
+		}
+	}
+}

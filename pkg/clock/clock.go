@@ -17,10 +17,10 @@ type Clock interface {
 // Real is the wall clock.
 type Real struct{}
 
-// Now returns time.Now(): the wall clock.
+// Now returns time.Now() (wall clock: the real clock itself).
 func (Real) Now() time.Time { return time.Now() }
 
-// After returns time.After(d), on the wall clock.
+// After returns time.After(d) (wall clock: the real clock itself).
 func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Fake is a clock that moves only when told to. It is safe for concurrent use.

@@ -21,16 +21,20 @@ var wallClock = map[string]map[string]bool{
 	"context": {"WithTimeout": true, "WithTimeoutCause": true, "WithDeadline": true, "WithDeadlineCause": true},
 }
 
-// wallClockMark is what a comment says where the wall clock is right: on
-// the line of the read, or on the line above it.
-const wallClockMark = "wall clock"
+// wallClockMark is what a comment says where the wall clock is right,
+// followed by why: on the line of the read, in the comment lines right
+// above it, or above the statement that holds it.
+const wallClockMark = "wall clock:"
 
 // TestProductionCodeTakesTimeFromItsClock: production code (functions/,
 // cmd/ and pkg/ but for pkg/local, the system on one machine) reads time
-// from its injected Clock; where it reads the wall clock instead, a comment
-// on that line or the line above says "wall clock" and why (a context
+// from its injected Clock; where it reads the wall clock instead (package
+// time's reads and timers, a context's deadline or timeout, a Deadline()
+// of a context), a comment says "wall clock:" and why (a context
 // deadline, which is Lambda's; a SigV4 signature, which is AWS's; a pause
-// for a service to recover). A new read without one fails here.
+// for a service to recover). A new read without one fails here. What
+// other packages read on the caller's behalf (an http.Client's Timeout,
+// the SDK's retry pauses) is out of its sight.
 func TestProductionCodeTakesTimeFromItsClock(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var files []string
@@ -104,44 +108,77 @@ func wallClockReads(t *testing.T, path string) []wallClockRead {
 		}
 		names[name] = p
 	}
-	if len(names) == 0 {
-		return nil
-	}
+	// The lines whose comment (a real one: not text in a string) says the
+	// mark, and the lines that are comments only.
+	marks, commentOnly := map[int]bool{}, map[int]bool{}
 	lines := strings.Split(string(src), "\n")
+	for _, g := range f.Comments {
+		for _, c := range g.List {
+			from, to := fset.Position(c.Pos()).Line, fset.Position(c.End()).Line
+			if strings.Contains(strings.ToLower(c.Text), wallClockMark) {
+				for l := from; l <= to; l++ {
+					marks[l] = true
+				}
+			}
+			for l := from; l <= to; l++ {
+				if l == from && strings.TrimSpace(lines[l-1][:fset.Position(c.Pos()).Column-1]) != "" {
+					continue // code before the comment on its line
+				}
+				commentOnly[l] = true
+			}
+		}
+	}
 	// marked: the line says it, or the comment lines right above it do.
-	marked := func(line int) bool { // 1-based
-		if commentHas(lines[line-1]) {
+	marked := func(line int) bool {
+		if marks[line] {
 			return true
 		}
-		for l := line - 1; l >= 1 && strings.HasPrefix(strings.TrimSpace(lines[l-1]), "//"); l-- {
-			if commentHas(lines[l-1]) {
+		for l := line - 1; l >= 1 && commentOnly[l]; l-- {
+			if marks[l] {
 				return true
 			}
 		}
 		return false
 	}
 	var out []wallClockRead
-	var stmts []ast.Node // the statements and declarations enclosing the node
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		if _, ok := wallClock[p]; ok && imp.Name != nil && imp.Name.Name == "." {
+			out = append(out, wallClockRead{name: "a dot import of " + p + " (its reads cannot be seen)", line: fset.Position(imp.Pos()).Line})
+		}
+	}
+	var stmts []ast.Node // the nodes enclosing the one inspected
 	ast.Inspect(f, func(n ast.Node) bool {
 		if n == nil {
 			stmts = stmts[:len(stmts)-1]
 			return true
 		}
 		stmts = append(stmts, n)
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
+		var name string
+		var pos token.Pos
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			id, ok := n.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			p, ok := names[id.Name]
+			if !ok || !wallClock[p][n.Sel.Name] {
+				return true
+			}
+			name, pos = p+"."+n.Sel.Name, n.Pos()
+		case *ast.CallExpr:
+			// A context's deadline is on the wall clock (Lambda's).
+			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "Deadline" || len(n.Args) != 0 {
+				return true
+			}
+			name, pos = "Deadline()", sel.Sel.Pos()
+		default:
 			return true
 		}
-		id, ok := sel.X.(*ast.Ident)
-		if !ok {
-			return true
-		}
-		p, ok := names[id.Name]
-		if !ok || !wallClock[p][sel.Sel.Name] {
-			return true
-		}
-		line := fset.Position(sel.Pos()).Line
-		r := wallClockRead{name: p + "." + sel.Sel.Name, line: line, marked: marked(line)}
+		line := fset.Position(pos).Line
+		r := wallClockRead{name: name, line: line, marked: marked(line)}
 		// Or the comment above the innermost statement holding the read,
 		// where the read is inside a statement of several lines.
 		for i := len(stmts) - 1; i >= 0 && !r.marked; i-- {
@@ -157,21 +194,18 @@ func wallClockReads(t *testing.T, path string) []wallClockRead {
 	return out
 }
 
-// commentHas reports whether a line's comment (after //) says
-// wallClockMark.
-func commentHas(line string) bool {
-	_, comment, ok := strings.Cut(line, "//")
-	return ok && strings.Contains(strings.ToLower(comment), wallClockMark)
-}
-
 // TestTheWallClockCheckFindsAnUnmarkedRead: the check sees a read, an
-// aliased import and a function value, and takes a marked one.
+// aliased import, a function value, a context's Deadline() and a dot
+// import, takes a mark in a line or block comment, on the line, right above
+// it or above its statement, and takes no mark from a string or a comment
+// that only mentions the wall clock.
 func TestTheWallClockCheckFindsAnUnmarkedRead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.go")
 	src := `package x
 
 import (
 	"context"
+	. "fmt"
 	tm "time"
 )
 
@@ -183,14 +217,19 @@ func f(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, tm.Second)
 	defer cancel()
 	<-tm.After(tm.Second) // Wall clock: a pause for SQS
-	// The deadline is Lambda's: the wall
-	// clock's, as the next line says.
+	// The deadline is Lambda's: the
+	// wall clock: as the next line says.
 	//
-	// wall clock: as above
+	// more
 	_ = g(1,
 		tm.Now())
 	_ = g(2, // an unrelated comment
 		tm.Now())
+	_ = "// wall clock: in a string"; _ = tm.Now()
+	_ = tm.Now() // never the wall clock here
+	_ = tm.Now() /* wall clock: in a block */
+	dl, _ := ctx.Deadline()
+	_ = Sprint(dl)
 }
 `
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
@@ -200,8 +239,16 @@ func f(ctx context.Context) {
 	for _, r := range wallClockReads(t, path) {
 		got = append(got, r.name+":"+strconv.Itoa(r.line)+":"+strconv.FormatBool(r.marked))
 	}
-	want := "time.Now:8:false time.Since:11:false context.WithTimeout:13:true time.After:15:true time.Now:21:true time.Now:23:false"
+	want := "time.Now:9:false time.Since:12:false context.WithTimeout:14:true time.After:16:true time.Now:22:true time.Now:24:false " +
+		"time.Now:25:false time.Now:26:false time.Now:27:true Deadline():28:false"
 	if strings.Join(got, " ") != want {
-		t.Errorf("reads %v, want %s", got, want)
+		t.Errorf("reads\n%v\nwant\n%s", strings.Join(got, " "), want)
+	}
+	dot := filepath.Join(t.TempDir(), "y.go")
+	if err := os.WriteFile(dot, []byte("package y\n\nimport . \"time\"\n\nvar _ = Now\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := wallClockReads(t, dot); len(r) != 1 || r[0].marked || !strings.Contains(r[0].name, "dot import of time") {
+		t.Errorf("a dot import of time: %+v", r)
 	}
 }

@@ -358,9 +358,13 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	return c.failed(ctx, r, d, sendErr)
 }
 
+// leaseUntil is when a claim made at now on the consumer's clock lapses:
+// 5 s after the invocation's deadline, or Lease after now.
 func (c *Consumer) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	// wall clock: the deadline is the invocation's, on Lambda's clock; the
+	// time left of it counts from now, on the consumer's.
 	if dl, ok := ctx.Deadline(); ok {
-		return dl.Add(5 * time.Second)
+		return now.Add(time.Until(dl) + 5*time.Second) // wall clock: as above
 	}
 	return now.Add(c.cfg.Lease)
 }
@@ -464,8 +468,9 @@ func (c *Consumer) policy(provider string) AmbiguousPolicy {
 // attempt is spent, and re-published, so no receive is either.
 func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) (Outcome, bool) {
 	maxWait := c.cfg.PaceWait
+	// wall clock: the deadline is the invocation's, on Lambda's clock
 	if dl, ok := ctx.Deadline(); ok {
-		maxWait = min(maxWait, dl.Sub(c.cfg.Clock.Now())-c.cfg.SendTime)
+		maxWait = min(maxWait, time.Until(dl)-c.cfg.SendTime) // wall clock: as above
 	}
 	wait, ok := lim.Reserve(max(maxWait, 0))
 	if ok {

@@ -233,3 +233,40 @@ func mustMemory(clk clock.Clock) *ledger.Memory {
 	}
 	return m
 }
+
+// TestALeaseUnderADeadlineCountsFromTheConsumersClock: the claim's lease
+// ends 5 s after the invocation's deadline, which is on Lambda's (the wall)
+// clock; it is written as the time left of it from the consumer's own
+// clock, whatever date that reads, never as the wall clock's date.
+func TestALeaseUnderADeadlineCountsFromTheConsumersClock(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	l := mustMemory(clk)
+	key := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: "webhook"}
+	var lease time.Time
+	c, err := consumer.New(consumer.Config{
+		Ledger: l, Queue: &captureSQS{}, QueueURL: "work", DLQURL: "dlq", Clock: clk, MaxAttempts: 3,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Providers: map[string]provider.Provider{"webhook": provider.Func(func(context.Context, provider.Request, string) (provider.Receipt, error) {
+			d, err := l.Get(context.Background(), key)
+			lease = d.LeaseUntil
+			return provider.Receipt{ID: "r"}, err
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := clk.Now().Add(-time.Minute)
+	if err := l.Create(context.Background(), ledger.Delivery{ReminderID: "rem-1", Channel: "email", Provider: "webhook", DueAt: due, ExpiresAt: due.Add(time.Hour), Status: ledger.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := message.Encode(message.Message{ReminderID: "rem-1", Channel: "email", Provider: "webhook", DueAt: due})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Handle(ctx, events.SQSMessage{MessageId: "m-1", ReceiptHandle: "h", Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if left := lease.Sub(clk.Now()); left < 14*time.Second || left > 15*time.Second {
+		t.Fatalf("lease until %s, %v after the consumer's now (%s); want the 10 s left of the invocation and 5 s more", lease, left, clk.Now())
+	}
+}

@@ -265,7 +265,7 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	// The deadline is the invocation's, on Lambda's clock (the wall clock),
 	// as are the contexts made from it below. What is left of it becomes a
 	// budget on the run's own clock.
-	deadline, ok := ctx.Deadline()
+	deadline, ok := ctx.Deadline() // wall clock: see above
 	if !ok {
 		deadline = time.Now().Add(c.MaxRun) // wall clock: a context deadline
 	}

@@ -152,9 +152,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The work stops half the margin before the function's deadline, so
 	// that the answer (a 503 for what was cut off) is written before
 	// Lambda ends the invocation, which the caller would see as a bare 502.
+	// wall clock: the deadline is the invocation's, on Lambda's clock.
 	if dl, ok := r.Context().Deadline(); ok {
-		// wall clock: the deadline is the invocation's, on Lambda's clock
-		ctx, cancel := context.WithDeadline(r.Context(), dl.Add(-h.cfg.Margin/2))
+		ctx, cancel := context.WithDeadline(r.Context(), dl.Add(-h.cfg.Margin/2)) // wall clock: as above
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
@@ -646,6 +646,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	stop := time.Time{}
+	// wall clock: the deadline is the invocation's, on Lambda's clock
 	if dl, ok := ctx.Deadline(); ok {
 		stop = dl.Add(-h.cfg.Margin / 2) // ServeHTTP took the other half
 	}

@@ -280,7 +280,7 @@ type SESTemplates struct {
 	// intake (a warm Lambda instance) sees a template deployed, changed or
 	// removed after it asked within this long. Default 5 minutes.
 	Remember time.Duration
-	// Now tells the time. Default time.Now.
+	// Now tells the time. Default clock.Real{}.Now.
 	Now func() time.Time
 
 	mu    sync.Mutex
