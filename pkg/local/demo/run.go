@@ -413,6 +413,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 			intakeOver = true
 		default:
 		}
+		ms := s.stall.capture()
 		err := s.queues(runCtx, &snap)
 		fresh := false
 		// A large run is settled once the provider has accepted every send
@@ -433,7 +434,7 @@ func (s *system) run(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 		prog.show(time.Since(s.started), snap)
-		if report := s.stall.observe(time.Now(), snap); report != "" {
+		if report := s.stall.observe(time.Now(), snap, ms); report != "" {
 			prog.note(fmt.Sprintf("%5.0fs  %s", time.Since(s.started).Seconds(), report))
 		}
 		if intakeOver && fresh && snap.dueLive == 0 && snap.queue == 0 {

@@ -33,9 +33,26 @@ type stallWatch struct {
 	last     string // the latest report, for the summary
 }
 
-// observe takes a snapshot's counts at now and returns a report to print:
-// when the run has not moved for stallAfter, and every stallAfter after.
-func (w *stallWatch) observe(now time.Time, snap snapshot) string {
+// mappingState is what the mapping holds and has left, read before the
+// queue's counts so that a batch deleted in between is not taken for lost.
+type mappingState struct {
+	pollers  []esm.PollerState
+	held     int
+	returned []esm.ReturnedRecord
+}
+
+// capture reads the mapping's state.
+func (w *stallWatch) capture() mappingState {
+	return mappingState{pollers: w.mapping.Pollers(), held: w.mapping.Held(), returned: w.mapping.Returned()}
+}
+
+// observe takes a snapshot's counts at now, and the mapping's state read
+// before them, and returns a report to print: when the run has not moved
+// for stallAfter, and every stallAfter after, unless every record in
+// flight is one an invocation left to its visibility and due back later
+// (a killed batch in a chaos run): that wait is kept for the summary, not
+// printed.
+func (w *stallWatch) observe(now time.Time, snap snapshot, ms mappingState) string {
 	if w.moved.IsZero() || snap.accepted != w.accepted || snap.work != w.work {
 		w.accepted, w.work, w.moved = snap.accepted, snap.work, now
 		return ""
@@ -48,7 +65,11 @@ func (w *stallWatch) observe(now time.Time, snap snapshot) string {
 	if w.warnings != nil {
 		lines = w.warnings()
 	}
-	w.last = w.report(now, snap.work, w.mapping.Pollers(), w.mapping.Held(), w.mapping.Returned(), lines)
+	var expected bool
+	w.last, expected = w.report(now, snap.work, ms.pollers, ms.held, ms.returned, lines)
+	if expected {
+		return ""
+	}
 	return w.last
 }
 
@@ -69,8 +90,11 @@ func (w *stallWatch) name(invoker int) string {
 
 // report says where a stalled run stands: the queue's counts, each poller's
 // phase, the records invocations left to their visibility timeout within
-// the last one, the mapping's warnings, and the likely cause.
-func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.PollerState, held int, returned []esm.ReturnedRecord, warnings []string) string {
+// the last one, the mapping's warnings, and the likely cause; expected is
+// whether the run is only waiting for records an invocation left, all due
+// back later.
+func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.PollerState, held int, returned []esm.ReturnedRecord,
+	warnings []string) (text string, expected bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stall: nothing sent and the work queue unchanged for %v: %d visible, %d in flight, %d delayed; the mapping holds %d.",
 		now.Sub(w.moved).Round(time.Second), work.Visible, work.InFlight, work.Delayed, held)
@@ -95,7 +119,7 @@ func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.Poll
 	// visibility timeout: in flight, held by no poller, explained.
 	type group struct {
 		invoker int
-		whole   bool
+		why     esm.ReturnReason
 	}
 	var order []group
 	byGroup := map[group][]esm.ReturnedRecord{}
@@ -103,27 +127,25 @@ func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.Poll
 		if now.Sub(r.At) > w.visibility {
 			continue // moved to the DLQ by maxReceiveCount, or lost
 		}
-		g := group{r.Invoker, r.WholeBatch}
+		g := group{r.Invoker, r.Why}
 		if _, ok := byGroup[g]; !ok {
 			order = append(order, g)
 		}
 		byGroup[g] = append(byGroup[g], r)
 	}
-	explained := 0
+	explained, dueLater := 0, true
 	for _, g := range order {
 		rs := byGroup[g]
 		explained += len(rs)
-		how := "reported as batch item failures (back when the visibility the consumer set runs out; unchanged, after the visibility timeout)"
-		if g.whole {
-			how = "of batches that failed as a whole (back after the visibility timeout)"
-		}
+		dueLater = dueLater && rs[0].At.Add(w.visibility).After(now)
 		fmt.Fprintf(&b, " %s left %d records to their visibility, %s, from %s (first %s, back by %s);",
-			w.name(g.invoker), len(rs), how, rs[0].At.Format("15:04:05.000"), rs[0].MessageID, rs[0].At.Add(w.visibility).Format("15:04:05"))
+			w.name(g.invoker), len(rs), g.why, rs[0].At.Format("15:04:05.000"), rs[0].MessageID, rs[0].At.Add(w.visibility).Format("15:04:05"))
 	}
 	if len(warnings) > 0 {
 		fmt.Fprintf(&b, " the mapping's warnings so far, by kind: %v.", warnings)
 	}
 	unexplained := work.InFlight - held - explained
+	expected = len(stuck) == 0 && unexplained <= 0 && work.Visible == 0 && explained > 0 && dueLater
 	switch {
 	case len(stuck) > 0:
 		fmt.Fprintf(&b, " Cause: %s has not answered an invocation within the function's timeout (%v).", strings.Join(stuck, ", "), w.timeout)
@@ -135,5 +157,5 @@ func (w *stallWatch) report(now time.Time, work status.Depth, pollers []esm.Poll
 	case work.Visible > 0:
 		fmt.Fprintf(&b, " Cause: %d messages visible that the %d instances receiving were not given.", work.Visible, receiving)
 	}
-	return b.String()
+	return b.String(), expected
 }

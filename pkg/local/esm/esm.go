@@ -68,6 +68,10 @@ const (
 	// an invocation's answer before it ends it itself: the function's own
 	// runtime (the emulator) answers a timed-out invocation at the timeout.
 	InvokeGrace = 2 * time.Second
+	// receiveGrace is how long past its wait a receive may take before the
+	// mapping gives it up (its records, if the queue handed it any, come
+	// back after their visibility timeout).
+	receiveGrace = 10 * time.Second
 )
 
 // Config configures a Mapping.
@@ -341,7 +345,10 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 			time.Since(started).Round(time.Millisecond), m.cfg.FunctionTimeout, ierr)
 		m.markRecycle(i)
 	case ierr != nil:
+		// The emulator did not answer as it does (a function error is a
+		// payload): it may still be running the invocation.
 		res.BatchError = fmt.Errorf("invocation failed: %w", ierr)
+		m.markRecycle(i)
 	default:
 		keep, res.BatchError = Acknowledged(ev, resp)
 	}
@@ -360,7 +367,11 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 		}
 	}
 	m.stats.returned.Add(int64(len(res.Failed)))
-	m.noteReturned(i, res.Failed, res.BatchError != nil)
+	why := ItemFailure
+	if res.BatchError != nil {
+		why = BatchFailed
+	}
+	m.noteReturned(i, res.Failed, why)
 	if len(keep) > 0 {
 		kept := make([]string, len(keep))
 		for j, r := range keep {
@@ -368,9 +379,24 @@ func (m *Mapping) poll(ctx context.Context, i int, inv Invoker) (Result, error) 
 		}
 		m.enter(i, Deleting, kept)
 	}
-	n, err := m.delete(work, keep)
-	res.Deleted = n
-	m.stats.deleted.Add(int64(n))
+	gone, err := m.delete(work, keep)
+	res.Deleted = len(gone)
+	m.stats.deleted.Add(int64(len(gone)))
+	m.forget(gone)
+	if len(gone) < len(keep) {
+		// What was not deleted comes back after its visibility timeout.
+		left := make([]string, 0, len(keep)-len(gone))
+		done := map[string]bool{}
+		for _, id := range gone {
+			done[id] = true
+		}
+		for _, r := range keep {
+			if !done[r.MessageId] {
+				left = append(left, r.MessageId)
+			}
+		}
+		m.noteReturned(i, left, DeleteFailed)
+	}
 	return res, err
 }
 
@@ -436,14 +462,17 @@ func (m *Mapping) gather(ctx context.Context, i int) ([]types.Message, error) {
 		// A receive is not cancelled when ctx ends: cancelled after the
 		// queue handed it records, its answer would be lost and the records
 		// hidden for a visibility timeout. It ends within its wait, and a
-		// batch received is invoked, as Lambda drains a disabled mapping.
-		out, err := m.cfg.Queue.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
+		// batch received is invoked, as Lambda drains a disabled mapping;
+		// one the queue never answers is given up receiveGrace later.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait.Truncate(time.Second)+receiveGrace)
+		out, err := m.cfg.Queue.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(m.cfg.QueueURL),
 			MaxNumberOfMessages:         int32(min(10, m.cfg.BatchSize-len(msgs))),
 			WaitTimeSeconds:             int32(wait / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		}, func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+		cancel()
 		m.stats.receives.Add(1)
 		if err != nil {
 			return msgs, fmt.Errorf("esm: receive (holding %d records): %w", len(msgs), err)
@@ -509,19 +538,54 @@ type ReturnedRecord struct {
 	Invoker int
 	// At is when the invocation answered.
 	At time.Time
-	// WholeBatch is whether the batch failed as a whole; otherwise the
-	// function reported the record in batchItemFailures, and the
-	// visibility is whatever it set.
-	WholeBatch bool
+	// Why is why the mapping left it.
+	Why ReturnReason
 }
 
-// noteReturned records the records an invocation left to their visibility.
-func (m *Mapping) noteReturned(i int, ids []string, whole bool) {
+// ReturnReason is why the mapping left a record to its visibility timeout.
+type ReturnReason string
+
+// Why records are left to their visibility timeout.
+const (
+	// ItemFailure: the function reported it in batchItemFailures; the
+	// visibility is whatever the function set (unchanged: the queue's).
+	ItemFailure ReturnReason = "reported as a batch item failure"
+	// BatchFailed: the invocation failed as a whole.
+	BatchFailed ReturnReason = "of a batch that failed as a whole"
+	// DeleteFailed: it succeeded, and its delete failed.
+	DeleteFailed ReturnReason = "whose delete failed"
+)
+
+// returnedFor is how long a returned record is remembered: longer than
+// SQS's largest visibility timeout, after which it is in the DLQ or lost.
+const returnedFor = 12*time.Hour + time.Minute
+
+// noteReturned records the records an invocation left to their visibility,
+// and forgets the ones left longer ago than returnedFor.
+func (m *Mapping) noteReturned(i int, ids []string, why ReturnReason) {
+	if len(ids) == 0 {
+		return
+	}
 	m.seenMu.Lock()
 	defer m.seenMu.Unlock()
 	now := time.Now()
+	for id, r := range m.returned {
+		if now.Sub(r.At) > returnedFor {
+			delete(m.returned, id)
+		}
+	}
 	for _, id := range ids {
-		m.returned[id] = ReturnedRecord{MessageID: id, Invoker: i, At: now, WholeBatch: whole}
+		m.returned[id] = ReturnedRecord{MessageID: id, Invoker: i, At: now, Why: why}
+	}
+}
+
+// forget drops what the mapping keeps of deleted records.
+func (m *Mapping) forget(ids []string) {
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	for _, id := range ids {
+		delete(m.seen, id)
+		delete(m.returned, id)
 	}
 }
 
@@ -554,8 +618,9 @@ func (m *Mapping) held(i, n int) {
 	m.pollers[i].Received = n
 }
 
-func (m *Mapping) delete(ctx context.Context, records []events.SQSMessage) (int, error) {
-	deleted := 0
+// delete deletes records and returns the message ids it deleted.
+func (m *Mapping) delete(ctx context.Context, records []events.SQSMessage) ([]string, error) {
+	var deleted []string
 	for start := 0; start < len(records); start += 10 {
 		chunk := records[start:min(start+10, len(records))]
 		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
@@ -567,7 +632,11 @@ func (m *Mapping) delete(ctx context.Context, records []events.SQSMessage) (int,
 		if err != nil {
 			return deleted, fmt.Errorf("esm: delete: %w", err)
 		}
-		deleted += len(out.Successful)
+		for _, ok := range out.Successful {
+			if j, err := strconv.Atoi(aws.ToString(ok.Id)); err == nil && j >= 0 && j < len(chunk) {
+				deleted = append(deleted, chunk[j].MessageId)
+			}
+		}
 		if len(out.Failed) > 0 {
 			f := out.Failed[0]
 			return deleted, fmt.Errorf("esm: delete refused for %d records (first: %s %s)", len(out.Failed), aws.ToString(f.Code), aws.ToString(f.Message))

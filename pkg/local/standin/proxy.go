@@ -148,11 +148,14 @@ func NewProxy(target string) (*Proxy, error) {
 	return p, nil
 }
 
-// Transport is an HTTP transport for talking to the stand-ins. fauxqs (a
-// Node server) closes a keep-alive connection after 5 s idle; a request
-// sent on one just as it closes can fail after the server took it, and a
-// receive lost that way hides its messages for the visibility timeout. So
-// idle connections are dropped after 4 s, before the server drops them.
+// Transport is an HTTP transport for talking to the stand-ins. A Node
+// server closes an idle keep-alive connection on its own timer (fauxqs
+// 2.4.1 says 72 s in its Keep-Alive header; earlier versions closed after
+// 5 s), and the SDK's default transport keeps idle connections 90 s: a
+// request sent on one just as the server closes it can fail after the
+// server took it, and a receive lost that way hides its messages for the
+// visibility timeout. So idle connections are dropped after 4 s, before
+// any server drops them.
 func Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	KeepIdleShort(t)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -38,6 +39,9 @@ func AWSConfig(t testing.TB) aws.Config {
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRetryMaxAttempts(5),
+		// Idle connections close before the stand-ins close them, as the
+		// local system's own clients do (standin.KeepIdleShort).
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(standin.KeepIdleShort)),
 		config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")),
 	)
