@@ -264,8 +264,13 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	return result, nil
 }
 
+// deliveryCreator is what seed needs of the ledger.
+type deliveryCreator interface {
+	Create(ctx context.Context, d ledger.Delivery) error
+}
+
 // seed writes a queued delivery for each valid message of ev.
-func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.DeliveryKey, error) {
+func seed(ctx context.Context, l deliveryCreator, ev events.SQSEvent) ([]message.DeliveryKey, error) {
 	var keys []message.DeliveryKey
 	seen := map[message.DeliveryKey]bool{}
 	for i, r := range ev.Records {
@@ -274,10 +279,16 @@ func seed(ctx context.Context, l *ledger.Ledger, ev events.SQSEvent) ([]message.
 			continue // poison bodies are the point of some events
 		}
 		seen[m.Key()] = true
+		// The delivery lives a day past the later of now and its due time
+		// (wall clock: the function under the emulator runs on it), so an
+		// event dated ahead seeds too: the consumer defers it.
+		expires := time.Now().Add(24 * time.Hour)
+		if m.DueAt.After(expires.Add(-24 * time.Hour)) {
+			expires = m.DueAt.Add(24 * time.Hour)
+		}
 		d := ledger.Delivery{ReminderID: m.ReminderID, Channel: m.Channel, Provider: m.Provider, Status: ledger.StatusQueued,
 			RecipientRef: fmt.Sprintf("local/contact-%d", i+1), TemplateRef: "local-template",
-			// wall clock: the function under the emulator runs on it
-			DueAt: m.DueAt, ExpiresAt: time.Now().Add(24 * time.Hour)}
+			DueAt: m.DueAt, ExpiresAt: expires}
 		if m.Provider == provider.NameSES {
 			// An e-mail: an address, a template from templates/email, and
 			// the data it renders.

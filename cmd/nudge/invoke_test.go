@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/message"
 )
 
 // TestEveryEventNamesItsFunction: each sample event is for the consumer or
@@ -145,5 +149,28 @@ func TestLocalInvokeRunsEverySampleEvent(t *testing.T) {
 	if _, err := invoke(context.Background(), &out, invokeOptions{event: "../../events/scheduled.json", function: "consumer"}); err == nil ||
 		!strings.Contains(err.Error(), "is an event for the enqueue function, not the consumer") {
 		t.Errorf("a schedule event for the consumer: %v", err)
+	}
+}
+
+// TestTheSeedOfAnEventDatedAheadLivesPastItsDueTime: make invoke seeds each
+// delivery an event names to live a day past the later of now and its due
+// time, so an event dated ahead of the machine's clock (a deferral to try,
+// or a machine whose clock is behind the sample events) seeds too: before,
+// it was refused for expiring before it was due.
+func TestTheSeedOfAnEventDatedAheadLivesPastItsDueTime(t *testing.T) {
+	t.Parallel()
+	led, err := ledger.NewMemory(ledger.MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := time.Now().Add(400 * 24 * time.Hour).UTC().Truncate(time.Second)
+	body, _ := message.Encode(message.Message{ReminderID: "rem-ahead", Channel: "email", Provider: "webhook", DueAt: ahead})
+	keys, err := seed(context.Background(), led, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: string(body)}}})
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("seed: %v, %v", keys, err)
+	}
+	d, err := led.Get(context.Background(), keys[0])
+	if err != nil || !d.ExpiresAt.Equal(ahead.Add(24*time.Hour)) {
+		t.Fatalf("seeded %+v, %v; want it to expire a day after %s", d.ExpiresAt, err, ahead)
 	}
 }
