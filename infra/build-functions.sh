@@ -17,9 +17,10 @@ command -v go >/dev/null 2>&1 || {
 # Only what makes the bytes: no GOFLAGS, experiments or CPU levels from
 # the caller's environment (an instrumented or different asset otherwise).
 export GOFLAGS=-mod=readonly
-# .ci/shifted-clock --all builds the local bootstraps (never the deployable
-# ones in build/) with its overlay of package time.
-if [ -n "${NUDGE_TIME_OVERLAY:-}" ] && [ "$out" != build ]; then
+# .ci/shifted-clock --all builds the emulator's bootstraps (build/local, as
+# make build-local does; never a deployable asset) with its overlay of
+# package time.
+if [ -n "${NUDGE_TIME_OVERLAY:-}" ] && [ "$out" = build/local ]; then
 	GOFLAGS="$GOFLAGS -overlay=$NUDGE_TIME_OVERLAY"
 fi
 unset GOEXPERIMENT GOARM64 GOAMD64 GOARM GO386 2>/dev/null
