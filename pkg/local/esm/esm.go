@@ -26,10 +26,11 @@ type Invoker interface {
 	Invoke(ctx context.Context, payload []byte) ([]byte, error)
 }
 
-// Recycler is an Invoker whose instance the mapping replaces after an
-// invocation it gave up on (FunctionTimeout), as Lambda replaces the
-// execution environment of an invocation that timed out: an instance still
-// busy with the old invocation must not be given a new one.
+// Recycler is an Invoker whose instance the mapping recycles after an
+// invocation that did not answer as a function does (it timed out at
+// FunctionTimeout, or the instance failed to answer at all), as Lambda
+// replaces the execution environment of an invocation that timed out: an
+// instance still busy with the old invocation must not be given a new one.
 type Recycler interface {
 	Invoker
 	// Recycle ends whatever the instance is still running, so that it can
@@ -148,7 +149,7 @@ const (
 	Invoking  Phase = "invoking"  // waiting for the function's answer
 	Deleting  Phase = "deleting"  // deleting the records that succeeded
 	Pausing   Phase = "pausing"   // after an SQS error, before trying again
-	Recycling Phase = "recycling" // replacing its instance after a timeout
+	Recycling Phase = "recycling" // recycling its instance after an invocation that did not answer
 )
 
 // PollerState is what one poller, the one of an Invoker, is doing.
