@@ -321,6 +321,9 @@ func cancelCmd(args []string, stdout, stderr io.Writer) int {
 	code := 0
 	for _, r := range res {
 		switch {
+		case r.Unended > 0:
+			fmt.Fprintf(stdout, "%s: cancelled, but attempt %d may have been sent: it never recorded its end; check the provider's record (nudge reminder show %s)\n", r.Key, r.Unended, r.Key.ReminderID)
+			code = 1
 		case r.Cancelled:
 			fmt.Fprintf(stdout, "%s: cancelled\n", r.Key)
 		case errors.Is(r.Refused, ledger.ErrAlreadySent):

@@ -386,10 +386,29 @@ func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Mess
 	case errors.Is(err, ledger.ErrNotDue):
 		return c.deferUntil(ctx, r, msg, cur.DueAt)
 	case errors.Is(err, ledger.ErrExpired):
-		if _, err := c.cfg.Ledger.Expire(ctx, cur); err != nil && !isSettled(err) {
-			return Outcome{Err: failure.Retryable(err, 0)}
+		// cur carries the claim token of whoever holds it: the ledger never
+		// takes it for this copy's lease, and refuses while that holder may
+		// still be sending.
+		_, xerr := c.cfg.Ledger.Expire(ctx, cur)
+		var xre *ledger.RefusedError
+		switch {
+		case xerr == nil:
+			return Outcome{Transition: Expired, ExpiresAt: cur.ExpiresAt}
+		case errors.As(xerr, &xre) && errors.Is(xerr, ledger.ErrLeased):
+			// Being sent: its holder ends it. This copy comes back after
+			// the lease, to find it ended (or expire it, if the holder died).
+			wait := max(xre.Current.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second).Round(time.Second)
+			return Outcome{Transition: Leased, Next: wait, Err: failure.Retryable(xerr, wait)}
+		case errors.Is(xerr, ledger.ErrNotExpired):
+			// Rescheduled since the claim read it: the next receive claims
+			// it at its new time (or defers until then).
+			return Outcome{Err: failure.Retryable(xerr, time.Second)}
+		case errors.As(xerr, &xre) && xre.Current.Status == ledger.StatusExpired:
+			return Outcome{Transition: Expired, ExpiresAt: xre.Current.ExpiresAt}
+		case errors.As(xerr, &xre) && xre.Current.Status.Terminal():
+			return Outcome{Transition: Duplicate, Status: xre.Current.Status}
 		}
-		return Outcome{Transition: Expired, ExpiresAt: cur.ExpiresAt}
+		return Outcome{Err: failure.Retryable(xerr, 0)}
 	case errors.Is(err, ledger.ErrLeased):
 		wait := max(cur.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second).Round(time.Second)
 		return Outcome{Transition: Leased, Next: wait, Err: failure.Retryable(err, wait)}

@@ -270,3 +270,33 @@ func TestALeaseUnderADeadlineCountsFromTheConsumersClock(t *testing.T) {
 		t.Fatalf("lease until %s, %v after the consumer's now (%s); want the 10 s left of the invocation and 5 s more", lease, left, clk.Now())
 	}
 }
+
+// TestALateCopyNeverExpiresADeliveryBeingSent: a copy of a delivery's
+// message arrives after expiresAt while another consumer, which claimed it
+// in time, is still sending it. The copy's refused claim carries that
+// consumer's token; the copy must not expire the delivery under it, so that
+// the holder's Complete records the send that reached the recipient.
+func TestALateCopyNeverExpiresADeliveryBeingSent(t *testing.T) {
+	f := newFast(t, nil)
+	now := f.clk.Now()
+	key := message.DeliveryKey{ReminderID: "rem-held", Channel: "email", Provider: "webhook"}
+	if err := f.l.Create(context.Background(), ledger.Delivery{ReminderID: key.ReminderID, Channel: key.Channel, Provider: key.Provider,
+		DueAt: now, ExpiresAt: now.Add(30 * time.Second), Status: ledger.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := f.l.Claim(context.Background(), ledger.Claim{Key: key, Token: "holder", LeaseUntil: now.Add(time.Minute), DueBy: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(40 * time.Second) // past expiresAt; the holder's send is under way
+	err = f.handle(key.ReminderID, "webhook", now, "2", nil)
+	if got := after(err); got != 21*time.Second || f.sends != 0 {
+		t.Fatalf("the late copy: retry after %v (%v), sends %d; want 21s (the lease's end) and no send", got, err, f.sends)
+	}
+	if d, _ := f.l.Get(context.Background(), key); d.Status != ledger.StatusSending {
+		t.Fatalf("the late copy left %q, want the holder's sending", d.Status)
+	}
+	if d, err := f.l.Complete(context.Background(), held, "accepted"); err != nil || d.Status != ledger.StatusSent {
+		t.Fatalf("the holder's complete: %+v, %v", d, err)
+	}
+}

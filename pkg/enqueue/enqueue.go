@@ -484,13 +484,20 @@ func (r *run) handBack(ctx context.Context, failed []ledger.IndexEntry) {
 }
 
 func (r *run) expire(ctx context.Context, d ledger.Delivery) {
-	_, err := r.e.cfg.Ledger.Expire(ctx, d)
+	// d is as read: its claim token, if any, is the holder's, which the
+	// ledger never takes for this run's.
+	got, err := r.e.cfg.Ledger.Expire(ctx, d)
 	switch {
 	case err == nil:
 		r.add(func(rep *Report) { rep.Expired++ })
-		r.e.cfg.Logger.Info("transition", "deliveryKey", d.Key().String(), "outcome", "expired", "expiresAt", ledger.Format(d.ExpiresAt))
-	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished), errors.Is(err, ledger.ErrLeased):
-		// Ended meanwhile, or a consumer holds it and will expire it itself.
+		attrs := []any{"deliveryKey", d.Key().String(), "outcome", "expired", "expiresAt", ledger.Format(got.ExpiresAt)}
+		if n := got.EndedUnended(); n > 0 {
+			attrs = append(attrs, "unendedAttempt", n, "errorClass", "ambiguous")
+		}
+		r.e.cfg.Logger.Info("transition", attrs...)
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished), errors.Is(err, ledger.ErrLeased), errors.Is(err, ledger.ErrNotExpired):
+		// Ended meanwhile, a consumer holds it (and ends it), or it was
+		// rescheduled since the read.
 	default:
 		r.e.cfg.Logger.Warn("cannot expire delivery", "deliveryKey", d.Key().String(), "error", err.Error())
 	}

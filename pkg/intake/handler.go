@@ -278,7 +278,9 @@ type DeliveryResult struct {
 	// Outcome is cancelled, moved or unchanged when the call did what was
 	// asked (or it was already so); finished for a delivery that ended
 	// (cancelled, expired) and stays so; sent, in-flight or (for a
-	// reschedule) dead when it was refused.
+	// reschedule) dead when it was refused; unended for a delivery that is
+	// cancelled (or ended) while an attempt's outcome is unknown: that
+	// attempt may have been sent.
 	Outcome string        `json:"outcome"`
 	Status  ledger.Status `json:"status"`
 	// At is, for a refused delivery, when it was sent or last changed,
@@ -342,10 +344,12 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := Changed{ID: id}
-	var sent, inFlight []string
+	var sent, inFlight, unended []string
 	for _, c := range results {
 		d := DeliveryResult{Key: c.Key.String(), Channel: c.Key.Channel, Provider: c.Key.Provider, Status: c.Status, At: schedule.FormatOpt(c.At)}
 		switch {
+		case c.Unended > 0:
+			d.Outcome, d.At = "unended", ""
 		case c.Cancelled || c.Status == ledger.StatusCancelled:
 			d.Outcome, d.At = "cancelled", ""
 		default:
@@ -356,10 +360,12 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 			sent = append(sent, d.Key)
 		case "in-flight":
 			inFlight = append(inFlight, d.Key)
+		case "unended":
+			unended = append(unended, fmt.Sprintf("%s (attempt %d)", d.Key, c.Unended))
 		}
 		out.Deliveries = append(out.Deliveries, d)
 	}
-	if len(sent)+len(inFlight) == 0 {
+	if len(sent)+len(inFlight)+len(unended) == 0 {
 		writeJSON(w, http.StatusOK, out)
 		return
 	}
@@ -368,11 +374,19 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		detail += " already sent: " + strings.Join(sent, ", ") + "."
 	}
 	fix := "nothing can unsend a sent delivery"
+	if len(unended) > 0 {
+		detail += " cancelled, but an attempt may have been sent (it never recorded its end): " + strings.Join(unended, ", ") + "."
+		fix = "nothing more is sent; whether the unended attempt reached the recipient is in the provider's record (an operator checks it: docs/operations.md)"
+	}
 	if len(inFlight) > 0 {
 		detail += " being sent now: " + strings.Join(inFlight, ", ") + "."
 		fix = "send the DELETE again after Retry-After: a delivery in flight is then sent, or back in the calendar and cancelled"
 	}
-	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: "Some deliveries were not cancelled", Detail: detail, Fix: fix,
+	title := "Some deliveries were not cancelled"
+	if len(sent)+len(inFlight) == 0 {
+		title = "Cancelled, but a delivery may have been sent"
+	}
+	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: title, Detail: detail, Fix: fix,
 		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries, h.cfg.Store.Now())})
 }
 

@@ -294,6 +294,33 @@ func TestCancelIsIdempotentAndNamesWhatWasSentOrInFlight(t *testing.T) {
 	}
 }
 
+// TestACancelAfterAnUnendedAttemptSaysItMayHaveBeenSent: a consumer
+// claimed the delivery and died before recording an end (maybe after the
+// provider accepted); once its lease lapsed the DELETE cancels it, and
+// says, then and on every repeat, that the attempt may have gone out, as
+// does the history.
+func TestACancelAfterAnUnendedAttemptSaysItMayHaveBeenSent(t *testing.T) {
+	f := setup(t)
+	if a := f.json("PUT", "/v1/reminders/rem-unended", reminder("rem-unended")); a.status != 201 {
+		t.Fatal(a.status, string(a.body))
+	}
+	f.clk.Advance(time.Hour)
+	f.sendOne("rem-unended", false) // claimed; the consumer dies
+	f.clk.Advance(2 * time.Minute)  // its lease lapsed
+	for i := range 2 {
+		a := f.do("DELETE", "/v1/reminders/rem-unended", "", nil)
+		p := a.problem(t)
+		if a.status != 409 || len(p.Deliveries) != 1 || p.Deliveries[0].Outcome != "unended" || p.Deliveries[0].Status != ledger.StatusCancelled ||
+			!strings.Contains(p.Detail, "may have been sent") {
+			t.Fatalf("DELETE %d after an unended attempt: %d %s", i+1, a.status, a.body)
+		}
+	}
+	d, err := f.led.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-unended", Channel: "sms", Provider: "webhook"})
+	if err != nil || d.EndedUnended() != 1 || d.LastErrorClass != "ambiguous" {
+		t.Fatalf("the delivery after the cancel: %+v, %v", d, err)
+	}
+}
+
 func TestRescheduleMovesUnsentDeliveriesAndTheReminder(t *testing.T) {
 	f := setup(t)
 	if a := f.json("PUT", "/v1/reminders/rem-1", reminder("rem-1")); a.status != 201 {

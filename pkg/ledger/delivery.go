@@ -130,6 +130,45 @@ func (d Delivery) LapsedLeaseTaken() bool {
 	return d.UnendedAttempt > d.BudgetFrom && d.UnendedAttempt == d.Attempts-1
 }
 
+// unended returns the attempt of d that started and never recorded an end,
+// as d stands, with leases ending before lapsedBefore counted as lapsed; 0
+// if none: an attempt holding a lapsed lease, one the repair found so and
+// handed back to the queue (UnendedAttempt, no claim since), or a dead
+// delivery dead-lettered as ambiguous (the attempt it names may have gone
+// out). unendedCond is the same test as a DynamoDB condition.
+func (d Delivery) unended(lapsedBefore time.Time) int {
+	switch {
+	case d.Status == StatusSending && d.LeaseUntil.Before(lapsedBefore):
+		return d.Attempts
+	case (d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying) &&
+		d.UnendedAttempt > 0 && d.UnendedAttempt == d.Attempts && d.UnendedAttempt > d.BudgetFrom:
+		return d.UnendedAttempt
+	case d.Status == StatusDead && d.LastErrorClass == failure.ClassAmbiguous:
+		return max(d.Attempts, 1)
+	}
+	return 0
+}
+
+// UnendedNote is what a delivery's history says of an attempt that never
+// recorded its end when the delivery is cancelled or expired.
+func UnendedNote(attempt int) string {
+	return fmt.Sprintf("attempt %d may have been sent (it never recorded its end)", attempt)
+}
+
+// EndedUnended returns, for a delivery that was cancelled or expired while
+// an attempt's outcome was unknown, that attempt (the history's last
+// entry says so, class ambiguous); 0 otherwise. Such a delivery may have
+// reached its recipient: an operator checks the provider's record.
+func (d Delivery) EndedUnended() int {
+	if len(d.History) == 0 || (d.Status != StatusCancelled && d.Status != StatusExpired) {
+		return 0
+	}
+	if e := d.History[len(d.History)-1]; e.Status == d.Status && e.Class == failure.ClassAmbiguous {
+		return max(e.Attempt, 1)
+	}
+	return 0
+}
+
 // Masked returns d with its address masked (MaskAddress), as reports show it.
 func (d Delivery) Masked() Delivery {
 	d.Address = MaskAddress(d.Address)
@@ -199,6 +238,9 @@ var (
 	// ErrNotDead: a redrive found the delivery no longer dead (a console
 	// redrive or an earlier CLI redrive got there first).
 	ErrNotDead = errors.New("delivery is not dead")
+	// ErrNotExpired: an Expire found the delivery's expiresAt (as stored,
+	// perhaps rescheduled since it was read) still ahead.
+	ErrNotExpired = errors.New("delivery not expired")
 	// ErrInFlight: a purge found a delivery a consumer is sending now.
 	ErrInFlight = errors.New("delivery is being sent")
 )

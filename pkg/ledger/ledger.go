@@ -468,17 +468,88 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 	return l.write(ctx, u, liveRefusal)
 }
 
-// Expire records that d passed its expiresAt unsent. Like DeadLetter, d is
-// the claimed delivery or one not in flight elsewhere.
+// Expire records that the delivery d names passed its expiresAt unsent.
+// d is as the caller read it (the overdue scan's read, or a refused
+// claim's item): its claim token is never taken for a lease, so a
+// delivery that a consumer is sending now is refused with ErrLeased, and
+// only the holder's Complete or Retry ends it. The write holds only if the
+// stored expiresAt has passed: a reschedule landing after the read is
+// refused with ErrNotExpired, not recorded expired. A delivery whose last
+// attempt started and never recorded its end (UnendedAttempt) is expired
+// with that said (class ambiguous): it may have been sent.
 func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
-	now := l.cfg.Clock.Now()
-	u := l.newUpdate("expire", d.Key(), now)
-	u.set("#status", ":expired", StatusExpired)
-	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
-	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
-	u.history(d, Entry{Status: StatusExpired, Attempt: d.Attempts, Note: "expiresAt " + Format(d.ExpiresAt)})
-	u.live(d)
-	return l.write(ctx, u, liveRefusal)
+	return l.endUnsent(ctx, "expire", d.Key(), StatusExpired, "expiresAt "+Format(d.ExpiresAt),
+		func(now time.Time) time.Time { return Expiry(now, d.ExpiresAt, l.cfg.Retention) },
+		"attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled)) AND (#status <> :sending OR leaseUntil < :lapsed) AND expiresAt <= :now",
+		expireRefusal)
+}
+
+// Cancel ends a delivery that has not been sent: it becomes cancelled and
+// leaves the due index. A dead one is cancelled too, so that no redrive
+// (the CLI's or the console's) sends it after its owner cancelled it. It
+// refuses with ErrAlreadySent, ErrFinished (expired, or cancelled already),
+// or ErrLeased while a consumer holds it (the send may be under way). One
+// whose last attempt never recorded its end is cancelled with that said
+// (UnendedAttempt): that attempt may have gone out.
+func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note string) (Delivery, error) {
+	return l.endUnsent(ctx, "cancel", key, StatusCancelled, note,
+		func(now time.Time) time.Time { return Expiry(now, time.Time{}, l.cfg.Retention) },
+		"attribute_exists(PK) AND NOT (#status IN (:sent, :expired, :cancelled)) AND (#status <> :sending OR leaseUntil < :lapsed)",
+		cancelRefusal)
+}
+
+// unendedCond holds for a delivery whose last attempt started and never
+// recorded an end: Delivery.unended, as a DynamoDB condition.
+const unendedCond = "((#status = :sending AND leaseUntil < :lapsed)" +
+	" OR (#status IN (:pending, :queued, :retrying) AND unendedAttempt = attempts AND (attribute_not_exists(budgetFrom) OR unendedAttempt > budgetFrom))" +
+	" OR (#status = :dead AND lastErrorClass = :ambiguous))"
+
+// errAgain is the internal reason an end was refused that another write
+// takes: the delivery has an unended attempt (or no longer has one), and
+// is ended by the write that says so (or by the plain one).
+var errAgain = errors.New("written again")
+
+// endUnsent ends a delivery unsent (to expired or cancelled) with one
+// conditional write, cond; or, for one whose last attempt never recorded
+// its end, with a second write that records that attempt (class
+// ambiguous) in the history and lastErrorClass. refusal says why cond
+// failed from the item as it was, nil if it held but for the unended
+// attempt.
+func (l *Ledger) endUnsent(ctx context.Context, op string, key message.DeliveryKey, to Status, note string, expiry func(now time.Time) time.Time,
+	cond string, refusal func(old Delivery, now, lapsedBefore time.Time) error) (Delivery, error) {
+	unended, attempts := 0, 0
+	for range 3 {
+		now := l.cfg.Clock.Now()
+		u := l.newUpdate(op, key, now)
+		u.set("#status", ":to", to)
+		u.terminal(expiry(now))
+		u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+		e := Entry{Status: to, Note: text.Clip(note, 120)}
+		for _, s := range []Status{StatusSent, StatusDead, StatusExpired, StatusCancelled, StatusSending, StatusPending, StatusQueued, StatusRetrying} {
+			u.values[":"+string(s)] = sv(s)
+		}
+		u.values[":lapsed"], u.values[":ambiguous"] = sv(Format(u.lapsed)), sv(failure.ClassAmbiguous)
+		if unended == 0 {
+			u.cond = cond + " AND NOT " + unendedCond
+		} else {
+			e.Attempt, e.Class, e.Note = unended, failure.ClassAmbiguous, text.Clip(UnendedNote(unended)+"; "+note, 120)
+			u.set("lastErrorClass", ":ambiguous", nil)
+			u.values[":attempts"] = av(attempts)
+			u.cond = cond + " AND " + unendedCond + " AND attempts = :attempts"
+		}
+		u.history(Delivery{}, e)
+		d, err := l.write(ctx, u, func(old Delivery) error {
+			if err := refusal(old, ms(now), ms(u.lapsed)); err != nil {
+				return err
+			}
+			unended, attempts = old.unended(ms(u.lapsed)), old.Attempts
+			return errAgain
+		})
+		if !errors.Is(err, errAgain) {
+			return d, err
+		}
+	}
+	return Delivery{}, &RefusedError{Op: op, Key: key, Reason: ErrChanged}
 }
 
 // Release hands a delivery that is not yet due back to the calendar: it
@@ -503,25 +574,6 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
 	return l.write(ctx, u, releaseRefusal)
-}
-
-// Cancel ends a delivery that has not been sent: it becomes cancelled and
-// leaves the due index. A dead one is cancelled too, so that no redrive
-// (the CLI's or the console's) sends it after its owner cancelled it. It
-// refuses with ErrAlreadySent, ErrFinished (expired, or cancelled already),
-// or ErrLeased while a consumer holds it (the send may be under way).
-func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note string) (Delivery, error) {
-	now := l.cfg.Clock.Now()
-	u := l.newUpdate("cancel", key, now)
-	u.set("#status", ":cancelled", StatusCancelled)
-	u.terminal(Expiry(now, time.Time{}, l.cfg.Retention))
-	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
-	u.history(Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)})
-	u.live(Delivery{})
-	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :expired, :cancelled)) AND (#status <> :sending OR leaseUntil < :lapsed)"
-	delete(u.values, ":dead")
-	delete(u.values, ":token")
-	return l.write(ctx, u, liveRefusal)
 }
 
 // Requeue records that the enqueue handed d to the queue again because its
@@ -591,6 +643,35 @@ func liveRefusal(old Delivery) error {
 		return ErrLeased
 	}
 	return fmt.Errorf("unexpected state %q", old.Status)
+}
+
+// expireRefusal says why an Expire was refused at now, with leases ending
+// before lapsedBefore counted as lapsed; nil if only an unended attempt
+// (or its absence) stood in the way.
+func expireRefusal(old Delivery, now, lapsedBefore time.Time) error {
+	if err := cancelRefusal(old, now, lapsedBefore); err != nil {
+		return err
+	}
+	switch {
+	case old.Status == StatusDead:
+		return ErrFinished
+	case old.ExpiresAt.After(now):
+		return ErrNotExpired
+	}
+	return nil
+}
+
+// cancelRefusal says why a Cancel was refused, as expireRefusal.
+func cancelRefusal(old Delivery, _, lapsedBefore time.Time) error {
+	switch {
+	case old.Status == StatusSent:
+		return ErrAlreadySent
+	case old.Status == StatusExpired || old.Status == StatusCancelled:
+		return ErrFinished
+	case old.Status == StatusSending && !old.LeaseUntil.Before(lapsedBefore):
+		return ErrLeased
+	}
+	return nil
 }
 
 // requeueRefusal says why a Requeue was refused.

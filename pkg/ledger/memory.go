@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/text"
 )
@@ -308,11 +309,26 @@ func (m *Memory) DeadLetter(_ context.Context, held Delivery, f Failure) (Delive
 }
 
 // Expire is Ledger.Expire.
-func (m *Memory) Expire(_ context.Context, held Delivery) (Delivery, error) {
-	return m.transition("expire", held.Key(), m.live(held.ClaimToken), byOld(liveRefusal), func(d *Delivery, now time.Time) {
-		d.Status = StatusExpired
+func (m *Memory) Expire(_ context.Context, read Delivery) (Delivery, error) {
+	return m.endUnsent("expire", read.Key(), StatusExpired, "expiresAt "+Format(read.ExpiresAt), expireRefusal)
+}
+
+// endUnsent is Ledger.endUnsent: one step, in which the unended attempt
+// is read and said.
+func (m *Memory) endUnsent(op string, key message.DeliveryKey, to Status, note string, refusal func(old Delivery, now, lapsedBefore time.Time) error) (Delivery, error) {
+	return m.transition(op, key, func(d Delivery, now time.Time) bool {
+		return refusal(d, now, m.lapsedBefore(now)) == nil
+	}, func(old Delivery, now time.Time) error {
+		return refusal(old, now, m.lapsedBefore(now))
+	}, func(d *Delivery, now time.Time) {
+		e := Entry{Status: to, Note: text.Clip(note, 120)}
+		if n := d.unended(m.lapsedBefore(now)); n > 0 {
+			e.Attempt, e.Class, e.Note = n, failure.ClassAmbiguous, text.Clip(UnendedNote(n)+"; "+note, 120)
+			d.LastErrorClass = failure.ClassAmbiguous
+		}
+		d.Status = to
 		endLease(d)
-		m.history(d, held, Entry{Status: StatusExpired, Attempt: held.Attempts, Note: "expiresAt " + Format(held.ExpiresAt)}, now)
+		m.history(d, Delivery{}, e, now)
 	})
 }
 
@@ -342,14 +358,7 @@ func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.
 
 // Cancel is Ledger.Cancel.
 func (m *Memory) Cancel(_ context.Context, key message.DeliveryKey, note string) (Delivery, error) {
-	cancellable := func(d Delivery, now time.Time) bool {
-		return d.Status == StatusDead || m.live("")(d, now)
-	}
-	return m.transition("cancel", key, cancellable, byOld(liveRefusal), func(d *Delivery, now time.Time) {
-		d.Status = StatusCancelled
-		endLease(d)
-		m.history(d, Delivery{}, Entry{Status: StatusCancelled, Note: text.Clip(note, 120)}, now)
-	})
+	return m.endUnsent("cancel", key, StatusCancelled, note, cancelRefusal)
 }
 
 // Requeue is Ledger.Requeue.

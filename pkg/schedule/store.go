@@ -287,6 +287,11 @@ type CancelResult struct {
 	// At is, for a refused delivery, when it was sent or last changed, and
 	// for one in flight, when its lease ends.
 	At time.Time
+	// Unended, if above 0, is an attempt of the cancelled delivery that
+	// started and never recorded its end (its consumer died, maybe after
+	// the provider accepted): it may have been sent, and an operator
+	// checks the provider's record. The ledger's history says so too.
+	Unended int
 }
 
 // ErrNoReminder is Cancel's answer for an id with no deliveries.
@@ -325,12 +330,12 @@ func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, er
 	for _, dd := range stored.Deliveries {
 		k := dd.Key()
 		d, err := s.cfg.Ledger.Cancel(ctx, k, note)
-		res := CancelResult{Key: k, Cancelled: err == nil, Status: d.Status}
+		res := CancelResult{Key: k, Cancelled: err == nil, Status: d.Status, Unended: d.EndedUnended()}
 		var re *ledger.RefusedError
 		switch {
 		case err == nil:
 		case errors.As(err, &re):
-			res.Refused, res.Status, res.At = re.Reason, re.Current.Status, re.Current.UpdatedAt
+			res.Refused, res.Status, res.At, res.Unended = re.Reason, re.Current.Status, re.Current.UpdatedAt, re.Current.EndedUnended()
 			if re.Current.Status == ledger.StatusSent {
 				res.At = re.Current.SentAt
 			}
