@@ -321,6 +321,34 @@ func TestACancelAfterAnUnendedAttemptSaysItMayHaveBeenSent(t *testing.T) {
 	}
 }
 
+// TestARefusedRescheduleChangesNothing: a reschedule of a reminder whose
+// every delivery was sent is refused, and leaves the reminder as it was:
+// GET shows the old dueAt, and its creator's PUT retry is unchanged, not a
+// conflict on dueAt.
+func TestARefusedRescheduleChangesNothing(t *testing.T) {
+	f := setup(t)
+	if a := f.json("PUT", "/v1/reminders/rem-done", reminder("rem-done")); a.status != 201 {
+		t.Fatal(a.status, string(a.body))
+	}
+	f.clk.Advance(time.Hour)
+	f.sendOne("rem-done", true)
+	a := f.json("POST", "/v1/reminders/rem-done/reschedule", map[string]string{"dueAt": now.Add(48 * time.Hour).Format(time.RFC3339)})
+	if p := a.problem(t); a.status != 409 || p.Deliveries[0].Outcome != "sent" {
+		t.Fatalf("reschedule of a sent reminder: %d %s", a.status, a.body)
+	}
+	var doc struct {
+		Reminder struct {
+			DueAt time.Time `json:"dueAt"`
+		} `json:"reminder"`
+	}
+	if a := f.do("GET", "/v1/reminders/rem-done", "", nil); a.status != 200 || json.Unmarshal(a.body, &doc) != nil || !doc.Reminder.DueAt.Equal(now.Add(time.Hour)) {
+		t.Errorf("GET after the refused reschedule: %d %s; want the old dueAt", a.status, a.body)
+	}
+	if a := f.json("PUT", "/v1/reminders/rem-done", reminder("rem-done")); a.status != 200 {
+		t.Errorf("the creator's PUT retry after the refused reschedule: %d %s; want 200 unchanged", a.status, a.body)
+	}
+}
+
 func TestRescheduleMovesUnsentDeliveriesAndTheReminder(t *testing.T) {
 	f := setup(t)
 	if a := f.json("PUT", "/v1/reminders/rem-1", reminder("rem-1")); a.status != 201 {

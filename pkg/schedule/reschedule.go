@@ -55,6 +55,17 @@ func (r Rescheduled) Refused() bool {
 	return false
 }
 
+// stands reports whether any delivery stands at the new times: moved, or
+// already there.
+func (r Rescheduled) stands() bool {
+	for _, d := range r.Deliveries {
+		if d.Moved || d.Unchanged {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrIncomplete is Reschedule's answer for a reminder whose create has not
 // written every delivery yet (it is still running, or was cut off).
 var ErrIncomplete = errors.New("the reminder is not fully created yet")
@@ -66,7 +77,8 @@ var ErrIncomplete = errors.New("the reminder is not fully created yet")
 // one is kept as long as the moved ones); if anything changed between the
 // read and the write, it reads again. Once it has answered, no moved
 // delivery can be sent before the new dueAt. Running the same reschedule
-// again changes nothing more. It returns a *ValidationError for bad times,
+// again changes nothing more. When no delivery can move (each is sent,
+// ended or in flight), nothing is written, the reminder item included. It returns a *ValidationError for bad times,
 // an error wrapping ErrNoReminder for an unknown id, and one wrapping
 // ErrIncomplete while a create of the reminder has not written every
 // delivery.
@@ -124,6 +136,12 @@ func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string
 				plan.Kept = append(plan.Kept, d)
 			}
 			out.Deliveries = append(out.Deliveries, res)
+		}
+		if !out.stands() {
+			// Every delivery was sent, ended or is being sent: a refused
+			// reschedule changes nothing, the reminder item's times
+			// included (its creator's PUT retry still matches them).
+			return out, nil
 		}
 		err = s.cfg.Ledger.MoveReminder(ctx, plan)
 		switch {
