@@ -349,6 +349,39 @@ func TestARefusedRescheduleChangesNothing(t *testing.T) {
 	}
 }
 
+// TestEveryIDTheBatchTakesIsReachable: an id the batch (or a PUT) accepts
+// is one every route reaches: "." and ".." are path segments, which the
+// router refuses, so they are refused as ids, with the fix.
+func TestEveryIDTheBatchTakesIsReachable(t *testing.T) {
+	f := setup(t)
+	for _, id := range []string{".", "..", "...", ".a", "a.", "-", "_", "a..b"} {
+		r := reminder(id)
+		r["id"] = id
+		a := f.json("POST", "/v1/reminders", map[string]any{"reminders": []any{r}})
+		var res intake.BatchResult
+		if err := json.Unmarshal(a.body, &res); a.status != 200 || err != nil || len(res.Results) != 1 {
+			t.Fatalf("batch of %q: %d %s", id, a.status, a.body)
+		}
+		got := res.Results[0]
+		if id == "." || id == ".." {
+			if got.Status != 400 || got.Problem == nil || got.Problem.Field != "id" || !strings.Contains(got.Problem.Detail, "path segment") {
+				t.Errorf("batch of id %q: %+v; want 400 naming the id", id, got)
+			}
+			continue
+		}
+		if got.Status != 201 {
+			t.Errorf("batch of id %q: %+v", id, got)
+			continue
+		}
+		if a := f.do("GET", "/v1/reminders/"+id, "", nil); a.status != 200 {
+			t.Errorf("GET of %q, which the batch created: %d %s", id, a.status, a.body)
+		}
+		if a := f.do("DELETE", "/v1/reminders/"+id, "", nil); a.status != 200 {
+			t.Errorf("DELETE of %q, which the batch created: %d %s", id, a.status, a.body)
+		}
+	}
+}
+
 func TestRescheduleMovesUnsentDeliveriesAndTheReminder(t *testing.T) {
 	f := setup(t)
 	if a := f.json("PUT", "/v1/reminders/rem-1", reminder("rem-1")); a.status != 201 {

@@ -82,7 +82,7 @@ func ParseDeliveryKey(s string) (DeliveryKey, error) {
 
 // Validate reports the first identifier of k that breaks the contract.
 func (k DeliveryKey) Validate() error {
-	if err := checkID("reminderId", k.ReminderID, MaxReminderIDLen, isIDChar); err != nil {
+	if err := ValidReminderID(k.ReminderID); err != nil {
 		return err
 	}
 	if err := checkID("channel", k.Channel, MaxNameLen, isNameChar); err != nil {
@@ -212,6 +212,22 @@ func checkID(field, s string, max int, ok func(rune) bool) error {
 		if !ok(r) {
 			return &DecodeError{Field: field, Reason: fmt.Sprintf("%q has the character %q; allowed are %s", text.Clip(s, 43), r, allowed(field))}
 		}
+	}
+	return nil
+}
+
+// ValidReminderID is the one rule for a reminder id, which every way in
+// (the API's routes and batch, the CLI, the import) and the consumer's
+// decoding apply: 1 to MaxReminderIDLen letters, digits, '.', '_' or '-',
+// and not "." or "..", which are path segments: the API's router takes no
+// path that is not in its clean form, so no route could reach such a
+// reminder to read or cancel it.
+func ValidReminderID(id string) error {
+	if err := checkID("reminderId", id, MaxReminderIDLen, isIDChar); err != nil {
+		return err
+	}
+	if id == "." || id == ".." {
+		return &DecodeError{Field: "reminderId", Reason: fmt.Sprintf("%q is a path segment, which no route of the API can reach; use at least one letter, digit, '_' or '-'", id)}
 	}
 	return nil
 }

@@ -48,6 +48,8 @@ func TestDecodeRejects(t *testing.T) {
 		{"missing reminderId", `{"v":1,"channel":"email","provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "reminderId", "missing"},
 		{"empty reminderId", `{"v":1,"reminderId":"","channel":"email","provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "reminderId", "empty"},
 		{"colon in reminderId", `{"v":1,"reminderId":"a:b","channel":"email","provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "reminderId", "character"},
+		{"dot reminderId", `{"v":1,"reminderId":".","channel":"email","provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "reminderId", "path segment"},
+		{"dot-dot reminderId", `{"v":1,"reminderId":"..","channel":"email","provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "reminderId", "path segment"},
 		{"long reminderId", `{"v":1,"reminderId":"` + strings.Repeat("r", 129) + `","channel":"email","provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "reminderId", "limit is 128"},
 		{"numeric channel", `{"v":1,"reminderId":"rem-1","channel":7,"provider":"webhook","dueAt":"2026-11-30T09:00:00Z"}`, "channel", "want a string"},
 		{"upper-case provider", `{"v":1,"reminderId":"rem-1","channel":"email","provider":"Webhook","dueAt":"2026-11-30T09:00:00Z"}`, "provider", "character"},

@@ -211,7 +211,7 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		return &ValidationError{ID: in.ID, Field: field, Problem: problem, Fix: fix}
 	}
 	if err := (message.DeliveryKey{ReminderID: in.ID, Channel: "x", Provider: "x"}).Validate(); err != nil {
-		return Reminder{}, bad("id", describe(in.ID, err), "use 1–128 letters, digits, '.', '_' or '-'")
+		return Reminder{}, bad("id", describe(in.ID, err), "use 1–128 letters, digits, '.', '_' or '-', other than . and ..")
 	}
 	r := Reminder{ID: in.ID, AccountRef: in.AccountRef}
 	if err := checkRef(in.AccountRef, 128); err != "" {
