@@ -8,6 +8,7 @@
 //	nudge reminder show|purge ID       one reminder's deliveries and history; delete it
 //	nudge dlq list|redrive             review the DLQ; redrive a bounded batch
 //	nudge ledger retain                give items written before 2026-11-30 their reminder's TTL
+//	nudge ledger revive                dead deliveries back to the calendar (reviewed, bounded)
 //	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
 //	nudge local invoke --event FILE    run a function's bootstrap under the Lambda emulator
 //	nudge local demo [flags]           run the whole system locally and check its invariants
@@ -64,7 +65,13 @@ const usage = `usage:
       Once, for a table written before 2026-11-30: give every reminder and
       delivery item the TTL of its reminder (expiresAt + 90 days) where it has
       none or an earlier one. Never shortens a TTL; safe to run again.
-  (status, reminder and dlq take --stage NAME for the resources nudge-NAME-…,
+  nudge ledger revive --max N --reason TEXT [--reason-class C] [--older-than D] [--read N]
+                      [--after TOKEN] [--dry-run] [--yes] [--by WHO] [--json]
+      Find dead deliveries in the ledger (at most --read items read), show which would go back
+      to the calendar and why the others stay dead (expired, filtered), ask, then revive each:
+      dead → pending, its attempt budget restarted, who and why in its history. For deliveries
+      whose DLQ copy aged out; with a copy still there it is sent once all the same.
+  (status, reminder, dlq and ledger take --stage NAME for the resources nudge-NAME-…,
    or --table, --queue-url, --dlq-url; when none of these is given,
    $NUDGE_STAGE, $NUDGE_TABLE, $NUDGE_QUEUE_URL, $NUDGE_DLQ_URL (never a
    mix of flags and variables). Exit codes: 0 done, 1 failed, 2 usage,
@@ -121,7 +128,7 @@ func run(args []string, in io.Reader, out, errs io.Writer) int {
 		case "dlq":
 			return dlqCmd(args[1:], in, out, errs)
 		case "ledger":
-			return ledgerCmd(args[1:], out, errs)
+			return ledgerCmd(args[1:], in, out, errs)
 		case "-h", "-help", "--help", "help":
 			fmt.Fprint(out, usage)
 			return 0

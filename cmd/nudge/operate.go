@@ -750,10 +750,13 @@ func explain(err error, table, workURL, dlqURL string) (string, int) {
 
 // ---- nudge ledger retain ----
 
-func ledgerCmd(args []string, out, errs io.Writer) int {
+func ledgerCmd(args []string, in io.Reader, out, errs io.Writer) int {
 	if len(args) > 0 && isHelp(args[0]) {
 		group(out, "nudge ledger")
 		return exitOK
+	}
+	if len(args) > 0 && args[0] == "revive" {
+		return ledgerRevive(args[1:], in, out, errs)
 	}
 	if len(args) == 0 || args[0] != "retain" {
 		group(errs, "nudge ledger")

@@ -136,7 +136,7 @@ func (f *opsFixture) run(stdin string, args ...string) (int, string, string) {
 	case "dlq":
 		code = dlqCmd(withStage[1:], strings.NewReader(stdin), &out, &errs)
 	case "ledger":
-		code = ledgerCmd(withStage[1:], &out, &errs)
+		code = ledgerCmd(withStage[1:], strings.NewReader(stdin), &out, &errs)
 	}
 	return code, out.String(), errs.String()
 }

@@ -31,4 +31,14 @@
 // MoveAll is the console's mechanism (StartMessageMoveTask) for moving the
 // whole DLQ at once; it does not mark the ledger, and the consumer claims a
 // dead delivery directly (dead → sending), which the ledger allows.
+//
+// A Reviver is the way back for a dead delivery whose DLQ copy has aged out
+// (the DLQ keeps a message 14 days): nudge ledger revive. Plan reads the
+// ledger's dead deliveries (a bounded, paged scan), chooses up to Max that
+// match the filters and have not expired, and says why it left the others;
+// Apply revives each with one conditional write (still dead as read),
+// recorded with who and why: the delivery is pending again, in the due
+// index ahead of the enqueue, its attempt budget restarted. A DLQ copy
+// still there, redriven afterwards, is claimed as any copy of a live
+// delivery is, so the delivery is sent once (ledger.Ledger.Revive).
 package redrive

@@ -83,6 +83,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"ConcurrentClaimsHaveOneWinner", testConcurrentClaimsHaveOneWinner},
 		{"DueAndExpiryBoundaries", testDueAndExpiryBoundaries},
 		{"ExpireWaitsForAForeignLease", testExpireWaitsForAForeignLease},
+		{"ExpireNeverTakesTheHoldersLease", testExpireNeverTakesTheHoldersLease},
+		{"ExpireNeedsTheStoredExpiryPassed", testExpireNeedsTheStoredExpiryPassed},
+		{"AnEndAfterAnUnendedAttemptSaysItMayHaveBeenSent", testAnEndAfterAnUnendedAttemptSaysItMayHaveBeenSent},
 		{"CancelEndsAnUnsentDeliveryOnly", testCancelEndsAnUnsentDeliveryOnly},
 		{"RequeueNeedsTheDeliveryAsRead", testRequeueNeedsTheDeliveryAsRead},
 		{"RepairsCountUntilAClaim", testRepairsCountUntilAClaim},
@@ -102,6 +105,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AccountListsItsRemindersLatestDueFirst", testAccountListsItsRemindersLatestDueFirst},
 		{"CancelEndsADeadDeliveryToo", testCancelEndsADeadDeliveryToo},
 		{"AMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead", testAMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead},
+		{"ReviveFromTheLedger", testReviveFromTheLedger},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -513,21 +517,148 @@ func testDueAndExpiryBoundaries(t *testing.T, b bundle) {
 
 func testExpireWaitsForAForeignLease(t *testing.T, b bundle) {
 	ctx := context.Background()
-	d := b.create(t, "rem-lease")
+	d := b.createExpiring(t, "rem-lease", t0.Add(30*time.Second))
 	c, err := b.claim("mine", d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := c
 	other.ClaimToken = "theirs"
+	b.clk.Advance(40 * time.Second) // expired, and the lease still runs
 	_, err = b.l.Expire(ctx, other)
 	refusal(t, err, ledger.ErrLeased)
 	_, err = b.l.Retry(ctx, other, ledger.Failure{Class: "server", Message: "x", NextAttemptAt: t0})
 	refusal(t, err, ledger.ErrLeaseLost)
-	b.clk.Advance(61 * time.Second) // the lease lapsed
+	b.clk.Advance(21 * time.Second) // the lease lapsed
 	if got, err := b.l.Expire(ctx, other); err != nil || got.Status != ledger.StatusExpired {
 		t.Fatalf("expire after the lease: %+v, %v", got, err)
 	}
+}
+
+// testExpireNeverTakesTheHoldersLease: a delivery read from the table
+// while a consumer sends it carries that consumer's claim token; an
+// Expire given it (the overdue scan's read, a late copy's refused claim)
+// must not end the send in flight, whose Complete then records it sent.
+func testExpireNeverTakesTheHoldersLease(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.createExpiring(t, "rem-expire-held", t0.Add(30*time.Second))
+	c, err := b.claim("holder", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(40 * time.Second) // past expiresAt, the lease still runs
+	read, err := b.l.Get(ctx, d.Key())
+	if err != nil || read.ClaimToken != "holder" {
+		t.Fatalf("read = %+v, %v", read, err)
+	}
+	_, err = b.l.Expire(ctx, read)
+	refusal(t, err, ledger.ErrLeased)
+	sent, err := b.l.Complete(ctx, c, "provider-receipt")
+	if err != nil || sent.Status != ledger.StatusSent {
+		t.Fatalf("the holder's complete after the refused expire: %+v, %v", sent, err)
+	}
+}
+
+// testExpireNeedsTheStoredExpiryPassed: an Expire given a delivery whose
+// expiresAt, as stored, is still ahead (a reschedule landed after the
+// read) is refused; nothing is recorded expired that can still be sent.
+func testExpireNeedsTheStoredExpiryPassed(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.createExpiring(t, "rem-expire-ahead", t0.Add(time.Hour))
+	read, err := b.l.Get(ctx, d.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read.ExpiresAt = t0.Add(-time.Minute) // as a read before the reschedule saw it
+	_, err = b.l.Expire(ctx, read)
+	re := refusal(t, err, ledger.ErrNotExpired)
+	if re.Current.Status != ledger.StatusQueued {
+		t.Errorf("the refused expire left %q, want queued", re.Current.Status)
+	}
+	b.clk.Advance(time.Hour) // now == expiresAt: expired
+	if got, err := b.l.Expire(ctx, read); err != nil || got.Status != ledger.StatusExpired || got.EndedUnended() != 0 {
+		t.Fatalf("expire at expiresAt: %+v, %v", got, err)
+	}
+}
+
+// testAnEndAfterAnUnendedAttemptSaysItMayHaveBeenSent: a delivery
+// cancelled or expired while its last attempt never recorded an end (a
+// lapsed lease, a repair that handed it back, an ambiguous dead-lettering)
+// ends with that attempt named, class ambiguous, in its history and
+// lastErrorClass; one whose attempts all ended ends plainly.
+func testAnEndAfterAnUnendedAttemptSaysItMayHaveBeenSent(t *testing.T, b bundle) {
+	ctx := context.Background()
+	says := func(what string, d ledger.Delivery, err error, status ledger.Status, attempt int) {
+		t.Helper()
+		if err != nil || d.Status != status {
+			t.Fatalf("%s: %+v, %v", what, d, err)
+		}
+		if got := d.EndedUnended(); got != attempt {
+			t.Errorf("%s: EndedUnended = %d, want %d (history %+v)", what, got, attempt, d.History)
+		}
+		if wantClass := attempt > 0; (d.LastErrorClass == "ambiguous") != wantClass {
+			t.Errorf("%s: lastErrorClass %q", what, d.LastErrorClass)
+		}
+		if last := d.History[len(d.History)-1]; attempt > 0 && !strings.Contains(last.Note, "may have been sent") {
+			t.Errorf("%s: the history's last entry %+v does not say so", what, last)
+		}
+	}
+	// A lapsed lease, cancelled.
+	lapsed := b.create(t, "rem-unended-1")
+	if _, err := b.claim("tok", lapsed); err != nil {
+		t.Fatal(err)
+	}
+	ended := b.create(t, "rem-unended-2")
+	c, err := b.claim("tok", ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Retry(ctx, c, ledger.Failure{Class: "server", Message: "500", NextAttemptAt: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	repaired := b.create(t, "rem-unended-3")
+	if _, err := b.claim("tok", repaired); err != nil {
+		t.Fatal(err)
+	}
+	expiring := b.createExpiring(t, "rem-unended-4", t0.Add(90*time.Second))
+	if _, err := b.claim("tok", expiring); err != nil {
+		t.Fatal(err)
+	}
+	plain := b.create(t, "rem-unended-5")
+	b.clk.Advance(2 * time.Minute) // every lease lapsed
+	got, err := b.l.Cancel(ctx, lapsed.Key(), "by owner")
+	says("a lapsed lease, cancelled", got, err, ledger.StatusCancelled, 1)
+	got, err = b.l.Cancel(ctx, ended.Key(), "by owner")
+	says("an ended attempt, cancelled", got, err, ledger.StatusCancelled, 0)
+	read, err := b.l.Get(ctx, repaired.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Requeue(ctx, read, "repair 1: lease lapsed"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = b.l.Cancel(ctx, repaired.Key(), "by owner")
+	says("handed back by the repair, cancelled", got, err, ledger.StatusCancelled, 1)
+	read, err = b.l.Get(ctx, expiring.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = b.l.Expire(ctx, read)
+	says("a lapsed lease, expired", got, err, ledger.StatusExpired, 1)
+	got, err = b.l.Cancel(ctx, plain.Key(), "by owner")
+	says("never claimed, cancelled", got, err, ledger.StatusCancelled, 0)
+	// Dead-lettered as ambiguous (the claim after the lapsed lease), then
+	// cancelled.
+	amb := b.create(t, "rem-unended-6")
+	c, err = b.claim("tok", amb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: "ambiguous", Message: "may have been sent"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = b.l.Cancel(ctx, amb.Key(), "by owner")
+	says("dead as ambiguous, cancelled", got, err, ledger.StatusCancelled, 1)
 }
 
 // testNoDeliveryExpiresBeforeItsReminder: a delivery item is kept 90 days
