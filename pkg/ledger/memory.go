@@ -443,6 +443,9 @@ func (m *Memory) DueBy(_ context.Context, shard int, by time.Time, page func([]I
 
 // CreateReminder is Ledger.CreateReminder.
 func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, error) {
+	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
+		return Reminder{}, false, err
+	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	if stored, ok := m.t.reminders[r.ID]; ok {

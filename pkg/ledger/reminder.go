@@ -66,6 +66,9 @@ type reminderItem struct {
 // then it returns the stored one, and exists true, for the caller to
 // compare. Its deliveries are written by Create, one by one, after it.
 func (l *Ledger) CreateReminder(ctx context.Context, r Reminder) (stored Reminder, exists bool, err error) {
+	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
+		return Reminder{}, false, err
+	}
 	av, err := attributevalue.MarshalMap(reminderItem{
 		PK: PartitionKey(r.ID), SK: reminderSK, Reminder: r,
 		DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),

@@ -285,6 +285,15 @@ func (v Validator) times(id, dueAt, expiresAt string, window time.Duration, wind
 	} else if r.ExpiresAt, err = parseTime(in.ExpiresAt); err != nil {
 		return time.Time{}, time.Time{}, bad("expiresAt", describeTime(in.ExpiresAt, err), "write an RFC 3339 time with a zone, like 2026-12-02T09:00:00Z, or leave it out for dueAt + "+window.String())
 	}
+	for _, t := range []struct {
+		field string
+		at    time.Time
+	}{{"dueAt", r.DueAt}, {"expiresAt", r.ExpiresAt}} {
+		if t.at.Before(ledger.Earliest) {
+			return time.Time{}, time.Time{}, bad(t.field, fmt.Sprintf("%s is before %s; no reminder is due that early", ledger.Format(t.at), ledger.Format(ledger.Earliest)),
+				"check the time: a zero or year-1 time is an unset one; write an RFC 3339 time like 2026-12-01T09:00:00Z")
+		}
+	}
 	if !r.ExpiresAt.After(r.DueAt) {
 		return time.Time{}, time.Time{}, bad("expiresAt", fmt.Sprintf("%s is not after dueAt %s", ledger.Format(r.ExpiresAt), ledger.Format(r.DueAt)), "set expiresAt later than dueAt, or leave it out")
 	}

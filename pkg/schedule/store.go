@@ -314,8 +314,16 @@ func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, er
 	var out []CancelResult
 	for _, k := range missing(stored) {
 		d := *k
+		due, exp := stored.Reminder.DueAt, stored.Reminder.ExpiresAt
+		if due.Before(ledger.Earliest) || !exp.After(due) {
+			// A reminder item with times no delivery can have (written
+			// before they were refused): its tombstone is dated now, so
+			// that the cancel still finishes it.
+			due = s.cfg.Clock.Now()
+			exp = due.Add(time.Millisecond)
+		}
 		err := s.cfg.Ledger.Create(ctx, ledger.Delivery{ReminderID: id, Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef,
-			TemplateRef: d.TemplateRef, DueAt: stored.Reminder.DueAt, ExpiresAt: stored.Reminder.ExpiresAt, Status: ledger.StatusCancelled})
+			TemplateRef: d.TemplateRef, DueAt: due, ExpiresAt: exp, Status: ledger.StatusCancelled})
 		key := stored.Reminder.Key(d)
 		switch {
 		case err == nil:

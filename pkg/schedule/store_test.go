@@ -440,3 +440,57 @@ func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
 		t.Fatalf("reschedule of a dead delivery: %+v, %v", res, err)
 	}
 }
+
+// TestATimeAtTheStartOfYearOneLeavesNoOrphan: "0001-01-01T00:00:00.0004Z"
+// truncates to Go's zero time; it is refused at validation, the ledger
+// refuses a reminder item with such times, and a cancel finishes one
+// written before they were refused.
+func TestATimeAtTheStartOfYearOneLeavesNoOrphan(t *testing.T) {
+	b := setup(t)
+	_, err := b.store.Validator().ParseJSON([]byte(`{"id":"rem-y1","accountRef":"a","dueAt":"0001-01-01T00:00:00.0004Z","expiresAt":"2026-12-02T00:00:00Z",
+		"deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"r","templateRef":"t"}]}`))
+	var ve *schedule.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "dueAt" || !strings.Contains(ve.Problem, "before 2000") {
+		t.Fatalf("a year-1 dueAt: %v; want a validation error naming dueAt", err)
+	}
+	if _, _, err := b.ledger.CreateReminder(b.ctx, ledger.Reminder{ID: "rem-y1", AccountRef: "a", ExpiresAt: now.Add(time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}); err == nil {
+		t.Fatal("the ledger wrote a reminder item due at the zero time")
+	}
+	if st, _ := b.ledger.ReadReminder(b.ctx, "rem-y1"); !st.Empty() {
+		t.Fatalf("an item was left: %+v", st)
+	}
+	// One written before (read here with year-1 times over an item written
+	// with sane ones, its create cut off before any delivery): the cancel
+	// writes its tombstone and answers.
+	if _, _, err := b.ledger.CreateReminder(b.ctx, ledger.Reminder{ID: "rem-y1", AccountRef: "a", DueAt: now, ExpiresAt: now.Add(time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := &legacyLedger{bundleLedger: b.ledger, r: ledger.Reminder{ID: "rem-y1", AccountRef: "a", ExpiresAt: now.Add(time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}}
+	st, err := schedule.New(schedule.Config{Ledger: legacy, Clock: b.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Cancel(b.ctx, "rem-y1", "by owner")
+	if err != nil || len(res) != 1 || !res[0].Cancelled {
+		t.Fatalf("cancel of a year-1 reminder item: %+v, %v", res, err)
+	}
+}
+
+// legacyLedger reads a reminder item as an older version wrote it, with
+// the deliveries the ledger has.
+type legacyLedger struct {
+	bundleLedger
+	r ledger.Reminder
+}
+
+func (l *legacyLedger) ReadReminder(ctx context.Context, id string) (ledger.Stored, error) {
+	s, err := l.bundleLedger.ReadReminder(ctx, id)
+	if id == l.r.ID {
+		r := l.r
+		s.Reminder = &r
+	}
+	return s, err
+}
