@@ -79,3 +79,66 @@ func TestBadImportRows(t *testing.T) {
 		}
 	}
 }
+
+// TestReferencesHoldNoAddressesAndValuesNoFormatCharacters: a recipientRef
+// or accountRef holding an e-mail address or a telephone number is
+// refused (they spread to the reminder item, the account index, queue
+// messages, SNS and webhook bodies and conflict errors), with a fix that
+// names the address field for SES; a metadata value holding a bidirectional
+// override or another invisible format character is refused (it can spoof
+// a subject in e-mail sent from the stage's domain). Plain references,
+// customer numbers and emoji stay accepted.
+func TestReferencesHoldNoAddressesAndValuesNoFormatCharacters(t *testing.T) {
+	t.Parallel()
+	v := schedule.Validator{Now: func() time.Time { return time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) }}
+	in := func(account, recipient, meta string) schedule.Input {
+		return schedule.Input{ID: "rem-pii", AccountRef: account, DueAt: "2026-12-01T09:00:00Z",
+			Deliveries: []schedule.DeliveryInput{{Channel: "sms", Provider: "webhook", RecipientRef: recipient, TemplateRef: "renewal"}},
+			Metadata:   map[string]string{"plan": meta}}
+	}
+	for _, tc := range []struct {
+		name, account, recipient, meta string
+		field, want                    string // "" for accepted
+	}{
+		{"plain", "acct-1042", "acct-1/contact-77", "gold", "", ""},
+		{"a customer number", "10428812344", "5551234567", "gold", "", ""},
+		{"a tenant handle with @", "acct@tenant", "contact@crm", "gold", "", ""},
+		{"emoji with a joiner", "acct-1", "contact-1", "👨\u200d👩\u200d👧 family plan", "", ""},
+		{"an e-mail in recipientRef", "acct-1", "jane.doe@example.com", "gold", "deliveries[0].recipientRef", "e-mail address"},
+		{"an e-mail inside recipientRef", "acct-1", "acct-1/jane@example.co.uk", "gold", "deliveries[0].recipientRef", "e-mail address"},
+		{"an e-mail in accountRef", "billing@example.org", "contact-1", "gold", "accountRef", "e-mail address"},
+		{"a phone in recipientRef", "acct-1", "+44 20 7946 0958", "gold", "deliveries[0].recipientRef", "telephone number"},
+		{"a compact phone", "acct-1", "+15551234567", "gold", "deliveries[0].recipientRef", "telephone number"},
+		{"a phone in accountRef", "+1 (555) 123-4567", "contact-1", "gold", "accountRef", "telephone number"},
+		{"a tel: URI", "acct-1", "tel:5551234567", "gold", "deliveries[0].recipientRef", "tel: URI"},
+		{"a mailto: URI", "acct-1", "MAILTO:jane", "gold", "deliveries[0].recipientRef", "mailto: URI"},
+		{"a right-to-left override in metadata", "acct-1", "contact-1", "Invoice \u202egnp.exe", "metadata.plan", "U+202E"},
+		{"a zero-width space in metadata", "acct-1", "contact-1", "pay\u200bpal", "metadata.plan", "U+200B"},
+		{"a byte-order mark in metadata", "acct-1", "contact-1", "\ufeffgold", "metadata.plan", "U+FEFF"},
+		{"an isolate in a reference", "acct-1", "contact\u2066-1", "gold", "deliveries[0].recipientRef", "U+2066"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Validate(in(tc.account, tc.recipient, tc.meta))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ve *schedule.ValidationError
+			if !errors.As(err, &ve) || ve.Field != tc.field || !strings.Contains(ve.Problem, tc.want) {
+				t.Fatalf("error %v; want field %s saying %q", err, tc.field, tc.want)
+			}
+			if strings.Contains(err.Error(), "jane") || strings.Contains(err.Error(), "7946") {
+				t.Errorf("the error quotes the personal data: %v", err)
+			}
+		})
+	}
+	// For SES the fix names the address field.
+	_, err := v.Validate(schedule.Input{ID: "rem-pii", AccountRef: "acct-1", DueAt: "2026-12-01T09:00:00Z",
+		Deliveries: []schedule.DeliveryInput{{Channel: "email", Provider: "ses", RecipientRef: "jane@example.com", Address: "jane@example.com", TemplateRef: "renewal"}}})
+	var ve *schedule.ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(ve.Fix, "address field") {
+		t.Errorf("an SES recipientRef holding the address: %v; want a fix naming the address field", err)
+	}
+}

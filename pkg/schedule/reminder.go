@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -217,6 +218,9 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	if err := checkRef(in.AccountRef, 128); err != "" {
 		return Reminder{}, bad("accountRef", err, "give the account's reference (not its name), up to 128 characters")
 	}
+	if p := personalData(in.AccountRef); p != "" {
+		return Reminder{}, bad("accountRef", p, "give the account's reference (its id in your system), not an address or number")
+	}
 	var err error
 	if r.DueAt, r.ExpiresAt, err = v.times(in.ID, in.DueAt, in.ExpiresAt, v.Lateness, "the default lateness", "a shorter lateness (--lateness)"); err != nil {
 		return Reminder{}, err
@@ -242,6 +246,13 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		seen[d.Channel+"#"+d.Provider] = true
 		if p := checkRef(d.RecipientRef, MaxRefLen); p != "" {
 			return Reminder{}, bad(f+"recipientRef", p, "give a reference the provider resolves (not the address itself), up to 256 characters")
+		}
+		if p := personalData(d.RecipientRef); p != "" {
+			fix := "give a reference your receiver resolves (a contact id), not the address itself"
+			if d.Provider == provider.NameSES {
+				fix = "give the address in the address field, and a reference (a contact id) here"
+			}
+			return Reminder{}, bad(f+"recipientRef", p, fix)
 		}
 		if p := checkRef(d.TemplateRef, 128); p != "" {
 			return Reminder{}, bad(f+"templateRef", p, "give the template's reference, up to 128 characters")
@@ -382,6 +393,41 @@ func describe(s string, err error) string {
 	return fmt.Sprintf("%q is not allowed", text.Clip(s, 43))
 }
 
+// emailLike finds an e-mail address anywhere in a value; phoneLike a
+// telephone number in its international form (+ and 7 to 15 digits, with
+// the usual separators).
+var (
+	emailLike = regexp.MustCompile(`[^\s@/:;,<>()\[\]"']+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
+	phoneLike = regexp.MustCompile(`\+[\s(]*\d([\s().-]*\d){6,14}`)
+)
+
+// personalData says how a reference holds an address or a telephone
+// number, or "". References spread where addresses must not: the reminder
+// item, the account index, queue messages, SNS and webhook bodies, logs and
+// conflict errors. A plain number (a customer number) is a reference.
+func personalData(s string) string {
+	lower := strings.ToLower(s)
+	for _, scheme := range []string{"mailto:", "tel:", "sms:", "callto:"} {
+		if strings.Contains(lower, scheme) {
+			return "holds a " + strings.TrimSuffix(scheme, ":") + ": URI, which is personal data"
+		}
+	}
+	switch {
+	case emailLike.MatchString(s):
+		return "holds an e-mail address, which is personal data"
+	case phoneLike.MatchString(s):
+		return "holds a telephone number (+ and digits), which is personal data"
+	}
+	return ""
+}
+
+// formatChar reports whether r is an invisible format character (Unicode
+// category Cf: bidirectional overrides and isolates, zero-width spaces, the
+// byte-order mark), which lets a value display as other text than it is (a
+// subject line spoofed in e-mail sent from the stage's domain). The
+// zero-width joiner is allowed: emoji sequences need it.
+func formatChar(r rune) bool { return unicode.Is(unicode.Cf, r) && r != '\u200d' }
+
 // checkRef returns what is wrong with a reference, or "".
 func checkRef(s string, max int) string {
 	switch {
@@ -393,6 +439,9 @@ func checkRef(s string, max int) string {
 		return "is not valid UTF-8"
 	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) >= 0:
 		return "contains a control character"
+	case strings.IndexFunc(s, formatChar) >= 0:
+		r := []rune(s)[len([]rune(s[:strings.IndexFunc(s, formatChar)]))]
+		return fmt.Sprintf("contains the invisible format character U+%04X, which can make text display as other text", r)
 	}
 	return ""
 }
