@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -15,7 +17,9 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // roleStatements are the statements of every policy attached to the role
@@ -234,6 +238,14 @@ func TestTheIntake(t *testing.T) {
 					t.Errorf("alarm %s: %s; want the intake's %s summed per minute, > 0 in 1 of 5", name, asJSON(a), metric)
 				}
 			}
+			// The intake's own 500s and 503s complete the invocation, so
+			// Errors never counts them: its EMF count of 5xx answers does.
+			a := props(tp.one(t, "AWS::CloudWatch::Alarm", "AlarmName", "nudge-"+s.Name+"-intake-5xx"))
+			if a["MetricName"] != intake.MetricAnswered5xx || a["Namespace"] != "Nudge" || asJSON(a["Dimensions"]) != `[{"Name":"Function","Value":"intake"}]` ||
+				num64(t, a["Threshold"]) != 0 || num64(t, a["EvaluationPeriods"]) != 5 || num64(t, a["DatapointsToAlarm"]) != 1 || num64(t, a["Period"]) != 60 ||
+				a["Statistic"] != "Sum" || a["ComparisonOperator"] != "GreaterThanThreshold" {
+				t.Errorf("alarm intake-5xx: %s; want Nudge/%s of Function intake summed per minute, > 0 in 1 of 5", asJSON(a), intake.MetricAnswered5xx)
+			}
 		})
 	}
 }
@@ -258,10 +270,28 @@ func TestTheIntakeReadsTemplatesOnlyWhenSESRuns(t *testing.T) {
 	if len(ses) != 1 || !strings.HasPrefix(ses[0], "ses:GetEmailTemplate on ") || !strings.Contains(ses[0], ":template/"+s.SESTemplatePrefix()+`*"`) {
 		t.Errorf("the intake's SES grants: %v; want ses:GetEmailTemplate on template/%s* alone", ses, s.SESTemplatePrefix())
 	}
-	fn := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-intake"))
+	fnRes := tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-intake")
+	fn := props(fnRes)
 	env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if env["NUDGE_SES_TEMPLATE_PREFIX"] != s.SESTemplatePrefix() || env["NUDGE_PROVIDERS"] != "webhook,ses,sns" {
 		t.Errorf("the intake's environment %v", env)
+	}
+	// The templates it deploys, and the variables each renders, so that
+	// the intake knows them without asking SES; its configuration changes
+	// only once SES has them.
+	templates, err := provider.ReadEmailTemplates(os.DirFS(filepath.Join("..", "templates", "email")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := provider.CatalogOf(templates).String(); env["NUDGE_SES_TEMPLATES"] != want {
+		t.Errorf("the intake's NUDGE_SES_TEMPLATES = %v; want %s", env["NUDGE_SES_TEMPLATES"], want)
+	}
+	for _, tpl := range n.EmailTemplates {
+		var id string
+		must(t, func() { id = *n.Stack.GetLogicalId(tpl) })
+		if !strings.Contains(asJSON(fnRes["DependsOn"]), `"`+id+`"`) {
+			t.Errorf("the intake does not depend on template %s: DependsOn %v", id, fnRes["DependsOn"])
+		}
 	}
 	if msgs := nagFindings(t, n); len(msgs) > 0 {
 		t.Fatalf("%d cdk-nag findings:\n%s", len(msgs), strings.Join(msgs, "\n"))

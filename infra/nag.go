@@ -21,7 +21,7 @@ func applyNag(n *NudgeStack) {
 		why := "SES names a send's template at send time; the grant covers the stage's own templates (its nudge-<stage>- prefix, the templates/email folder the stack deploys), so that adding a template needs no policy change, and nothing else."
 		suppress(n.Consumer.Role(), "AwsSolutions-IAM5", why, prefix)
 		suppress(n.Operator, "AwsSolutions-IAM5", "The intake checks that a delivery's template is deployed (ses:GetEmailTemplate): "+why, prefix)
-		suppress(n.Intake.Role(), "AwsSolutions-IAM5", "The HTTP intake checks that a delivery's template is deployed (ses:GetEmailTemplate): "+why, prefix)
+		suppress(n.Intake.Role(), "AwsSolutions-IAM5", "The HTTP intake knows the stack's templates from its environment and asks SES about another name at most once a minute (ses:GetEmailTemplate): "+why, prefix)
 	}
 	for _, c := range *n.Stack.Node().Children() {
 		if id := *c.Node().Id(); strings.HasPrefix(id, "SchedulerRoleForTarget") {

@@ -62,6 +62,7 @@ func TestTheProvidersResources(t *testing.T) {
 		t.Error("the configuration set publishes no sending events")
 	}
 	props(tp.one(t, "AWS::Logs::LogGroup", "LogGroupName", "/nudge/"+s.Name+"/email-events"))
+	checkEmailEventsPolicy(t, s, tp)
 	for _, r := range tp.resources("AWS::Events::Rule") {
 		b, _ := json.Marshal(props(r))
 		if !strings.Contains(string(b), "aws.ses") {
@@ -176,5 +177,60 @@ func TestProviderSettingsFromContext(t *testing.T) {
 		if _, err := StageFromContext(func(k string) any { return bad[k] }); err == nil {
 			t.Errorf("context %v accepted", bad)
 		}
+	}
+}
+
+// checkEmailEventsPolicy: the e-mail events log group's resource policy
+// lets EventBridge alone (events.amazonaws.com, no other principal) create
+// streams, and only the stack's own rule (aws:SourceArn) put events.
+func checkEmailEventsPolicy(t *testing.T, s deployment.Stage, tp template) {
+	t.Helper()
+	policy := props(tp.one(t, "AWS::Logs::ResourcePolicy", "PolicyName", "nudge-"+s.Name+"-email-events"))
+	sub, ok := policy["PolicyDocument"].(map[string]any)["Fn::Sub"].([]any)
+	if !ok || len(sub) != 2 {
+		t.Fatalf("the e-mail events policy is not an Fn::Sub of the document and its ARNs: %s", asJSON(policy))
+	}
+	var doc struct {
+		Statement []struct {
+			Principal map[string]any
+			Action    any
+			Resource  string
+			Condition map[string]map[string]string
+		}
+	}
+	if err := json.Unmarshal([]byte(sub[0].(string)), &doc); err != nil {
+		t.Fatalf("the e-mail events policy: %v: %s", err, sub[0])
+	}
+	var ruleID string
+	for id, r := range tp.resources("AWS::Events::Rule") {
+		if strings.Contains(asJSON(props(r)), "aws.ses") {
+			ruleID = id
+		}
+	}
+	vars := asJSON(sub[1])
+	if !strings.Contains(vars, `"RuleArn":{"Fn::GetAtt":["`+ruleID+`","Arn"]}`) || !strings.Contains(vars, `"Arn":{"Fn::GetAtt":["EmailEvents`) {
+		t.Errorf("the policy's ${RuleArn} is not the e-mail events rule %s, or ${Arn} not the log group: %s", ruleID, vars)
+	}
+	puts := 0
+	for _, st := range doc.Statement {
+		if asJSON(st.Principal) != `{"Service":"events.amazonaws.com"}` {
+			t.Errorf("the e-mail events policy names %s; want events.amazonaws.com alone", asJSON(st.Principal))
+		}
+		if st.Resource != "${Arn}" {
+			t.Errorf("the e-mail events policy grants on %s; want the log group", st.Resource)
+		}
+		switch asJSON(st.Action) {
+		case `"logs:CreateLogStream"`:
+		case `"logs:PutLogEvents"`:
+			puts++
+			if st.Condition["ArnEquals"]["aws:SourceArn"] != "${RuleArn}" {
+				t.Errorf("logs:PutLogEvents is allowed to any source: %s; want aws:SourceArn = the stack's rule", asJSON(st.Condition))
+			}
+		default:
+			t.Errorf("the e-mail events policy allows %s", asJSON(st.Action))
+		}
+	}
+	if puts != 1 {
+		t.Errorf("%d statements allow logs:PutLogEvents; want 1", puts)
 	}
 }

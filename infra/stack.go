@@ -31,6 +31,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
@@ -158,6 +159,11 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		n.newDeliveryTopic(s)
 		res.SNSTopicARN = *n.DeliveryTopic.TopicArn()
 	}
+	var templates []provider.EmailTemplate
+	if s.Runs(provider.NameSES) {
+		templates = readEmailTemplates(s, props.templatesDir())
+		res.EmailTemplates = provider.CatalogOf(templates)
+	}
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
 	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
 	n.intake(s, props.BuildDir, res, removal)
@@ -216,7 +222,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 
 	n.Operator = operatorPolicy(stack, n, s)
 	if s.Runs(provider.NameSES) {
-		n.email(s, props.templatesDir())
+		n.email(s, templates)
 	}
 	n.alarms(s)
 	n.dashboard(s)
@@ -320,12 +326,16 @@ func (n *NudgeStack) intake(s deployment.Stage, buildDir string, res deployment.
 	n.IntakeURL = n.Intake.AddFunctionUrl(&awslambda.FunctionUrlOptions{
 		AuthType: awslambda.FunctionUrlAuthType_AWS_IAM, InvokeMode: awslambda.InvokeMode_BUFFERED,
 	})
-	// Create, read, reschedule, list and cancel reminders: reads and
-	// conditional writes, in transactions too (ConditionCheckItem), never
-	// a scan or a delete; Query on each index (the due index, and the
-	// account index that lists an account's reminders).
-	n.Intake.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
-		"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn()))
+	// Create, read, reschedule, list and cancel reminders: reads anywhere
+	// in the table (the shard registry, a shard's cursor for a reminder's
+	// hand-off), conditional writes, in transactions too
+	// (ConditionCheckItem), only in reminders' partitions (REM#…: the
+	// reminder item and its deliveries), never the enqueue's cursors
+	// (CURSOR#…) or the shard registry (NUDGE), whose count the intake
+	// reads; never a scan or a delete; Query on each index (the due index,
+	// and the account index that lists an account's reminders).
+	n.Intake.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
+	n.Intake.AddToRolePolicy(reminderWrites([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn()))
 	var indexes []*string
 	for _, name := range n.TableIndexes {
 		indexes = append(indexes, n.indexARN(name))
@@ -413,9 +423,7 @@ func retention(days int) awslogs.RetentionDays {
 // the enqueue's cursors or the shard registry.
 func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsiam.ManagedPolicy {
 	indexARN := n.indexARN(ledger.IndexName)
-	writes := allow([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, n.Table.TableArn())
-	writes.AddCondition(str("ForAllValues:StringLike"), map[string]any{"dynamodb:LeadingKeys": []string{ledger.PartitionKey("*")}})
-	writes.AddCondition(str("Null"), map[string]any{"dynamodb:LeadingKeys": "false"})
+	writes := reminderWrites([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, n.Table.TableArn())
 	return awsiam.NewManagedPolicy(stack, str("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: str("nudge-" + s.Name + "-operator"),
 		Description:       str("Nudge operator commands: schedule, import, cancel, status, reminder show/purge, dlq list/redrive, ledger retain"),
@@ -428,6 +436,19 @@ func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsia
 			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"}, n.WorkQueue.QueueArn()),
 		},
 	})
+}
+
+// reminderWrites allows actions on items of reminders' partitions only
+// (PK REM#…, ledger.PartitionKey: a reminder item and its delivery items
+// share it), and on no item of another partition: not the enqueue's
+// cursors (CURSOR#…) nor the shard registry (NUDGE). The Null condition
+// refuses a request that names no key, which ForAllValues alone would let
+// through.
+func reminderWrites(actions []string, table *string) awsiam.PolicyStatement {
+	st := allow(actions, table)
+	st.AddCondition(str("ForAllValues:StringLike"), map[string]any{"dynamodb:LeadingKeys": []string{ledger.PartitionKey("*")}})
+	st.AddCondition(str("Null"), map[string]any{"dynamodb:LeadingKeys": "false"})
+	return st
 }
 
 func allow(actions []string, resources ...*string) awsiam.PolicyStatement {
@@ -525,11 +546,11 @@ func (n *NudgeStack) newDeliveryTopic(s deployment.Stage) {
 	awscdk.NewCfnOutput(n.Stack, str("DeliveryTopicArn"), &awscdk.CfnOutputProps{Value: n.DeliveryTopic.TopicArn()})
 }
 
-// email deploys the SES side of the ses provider: the templates from the
-// repository, a configuration set that suppresses addresses that bounced
-// or complained, and the consumer's permission to send as the stage's
-// identity, with those templates, through that set, and nothing else.
-func (n *NudgeStack) email(s deployment.Stage, dir string) {
+// readEmailTemplates reads the templates the stage deploys from dir, and
+// stops the synthesis on one SES cannot take, or on more than the intake's
+// environment can list (provider.TemplateCatalog.CheckSize): Lambda would
+// refuse that environment at deploy time, after other changes had begun.
+func readEmailTemplates(s deployment.Stage, dir string) []provider.EmailTemplate {
 	templates, err := provider.ReadEmailTemplates(os.DirFS(dir))
 	if err != nil {
 		panic(err)
@@ -537,11 +558,24 @@ func (n *NudgeStack) email(s deployment.Stage, dir string) {
 	if len(templates) == 0 {
 		panic(fmt.Errorf("the stage runs ses, but %s holds no template: add one (templates/email/README.md)", dir))
 	}
-	n.TemplatePrefix = s.SESTemplatePrefix()
 	for _, t := range templates {
 		if name := s.SESTemplatePrefix() + t.Name; len(name) > provider.MaxTemplateName {
 			panic(fmt.Errorf("template %s is named %s in stage %q: %d characters, over SES's %d; shorten the folder's name", t.Name, name, s.Name, len(name), provider.MaxTemplateName))
 		}
+	}
+	if err := provider.CatalogOf(templates).CheckSize(); err != nil {
+		panic(err)
+	}
+	return templates
+}
+
+// email deploys the SES side of the ses provider: the templates from the
+// repository, a configuration set that suppresses addresses that bounced
+// or complained, and the consumer's permission to send as the stage's
+// identity, with those templates, through that set, and nothing else.
+func (n *NudgeStack) email(s deployment.Stage, templates []provider.EmailTemplate) {
+	n.TemplatePrefix = s.SESTemplatePrefix()
+	for _, t := range templates {
 		tpl := &awsses.CfnTemplate_TemplateProperty{TemplateName: str(s.SESTemplatePrefix() + t.Name), SubjectPart: str(t.Subject)}
 		if t.HTML != "" {
 			tpl.HtmlPart = str(t.HTML)
@@ -550,6 +584,9 @@ func (n *NudgeStack) email(s deployment.Stage, dir string) {
 			tpl.TextPart = str(t.Text)
 		}
 		n.EmailTemplates = append(n.EmailTemplates, awsses.NewCfnTemplate(n.Stack, str("EmailTemplate-"+t.Name), &awsses.CfnTemplateProps{Template: tpl}))
+		// The intake's list names the templates (NUDGE_SES_TEMPLATES): its
+		// configuration changes after SES has them, never before.
+		n.Intake.Node().AddDependency(n.EmailTemplates[len(n.EmailTemplates)-1])
 	}
 	set := awsses.NewConfigurationSet(n.Stack, str("EmailConfigurationSet"), &awsses.ConfigurationSetProps{
 		ConfigurationSetName: str(s.SESConfigurationSet()),
@@ -564,7 +601,9 @@ func (n *NudgeStack) email(s deployment.Stage, dir string) {
 	n.Consumer.AddToRolePolicy(allow([]string{"ses:SendEmail", "ses:SendTemplatedEmail"},
 		arn("identity", s.SESIdentityName()), arn("configuration-set", *set.ConfigurationSetName()), arn("template", s.SESTemplatePrefix()+"*")))
 	n.Operator.AddStatements(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
-	// The intake checks a delivery's template is deployed, as the CLI does.
+	// The intake knows the stack's templates from its environment; it asks
+	// SES about another name (one created outside the stack) at most once a
+	// minute (provider.DeployedTemplates).
 	n.Intake.AddToRolePolicy(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
 }
 
@@ -588,16 +627,7 @@ func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet
 		LogGroupName: str("/nudge/" + s.Name + "/email-events"), Retention: retention(s.LogRetentionDays), RemovalPolicy: removal,
 	})
 	n.EmailEvents = logs
-	// EventBridge writes to the log group under this resource policy.
-	policy, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []map[string]any{{
-		"Effect": "Allow", "Principal": map[string]any{"Service": []string{"events.amazonaws.com", "delivery.logs.amazonaws.com"}},
-		"Action": []string{"logs:CreateLogStream", "logs:PutLogEvents"}, "Resource": "LOG_GROUP_ARN",
-	}}})
-	awslogs.NewCfnResourcePolicy(n.Stack, str("EmailEventsPolicy"), &awslogs.CfnResourcePolicyProps{
-		PolicyName:     str("nudge-" + s.Name + "-email-events"),
-		PolicyDocument: awscdk.Fn_Sub(str(strings.Replace(string(policy), `"LOG_GROUP_ARN"`, `"${Arn}"`, 1)), &map[string]*string{"Arn": logs.LogGroupArn()}),
-	})
-	awsevents.NewCfnRule(n.Stack, str("EmailEventsRule"), &awsevents.CfnRuleProps{
+	rule := awsevents.NewCfnRule(n.Stack, str("EmailEventsRule"), &awsevents.CfnRuleProps{
 		Description: str("Nudge " + s.Name + ": SES sending events of the configuration set, one line each, without addresses"),
 		EventPattern: map[string]any{"source": []string{"aws.ses"},
 			"detail": map[string]any{"mail": map[string]any{"tags": map[string]any{"ses:configuration-set": []string{s.SESConfigurationSet()}}}}},
@@ -615,6 +645,28 @@ func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet
 				InputTemplate: str(`{"timestamp": <time>, "message": "<type> messageId=<id> reminder=<reminder> attempt=<attempt> bounce=<bounce>"}`),
 			},
 		}},
+	})
+	// EventBridge writes to the log group under this resource policy, as
+	// events.amazonaws.com (delivery.logs.amazonaws.com, which AWS's sample
+	// also names, is the service of vended logs, not EventBridge's). Only
+	// this rule may put events: aws:SourceArn is the rule's ARN, which names
+	// this account too, so an aws:SourceAccount beside it would add nothing
+	// but the risk of a key EventBridge's request may lack. EventBridge's
+	// CreateLogStream carries no source, so that statement cannot take the
+	// condition (AWS's serverless-patterns sample split its policy for
+	// this); a stream anyone else created receives no event.
+	policy, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []map[string]any{{
+		"Sid": "EventBridgeCreatesStreams", "Effect": "Allow", "Principal": map[string]any{"Service": "events.amazonaws.com"},
+		"Action": "logs:CreateLogStream", "Resource": "LOG_GROUP_ARN",
+	}, {
+		"Sid": "TheRulePutsEvents", "Effect": "Allow", "Principal": map[string]any{"Service": "events.amazonaws.com"},
+		"Action": "logs:PutLogEvents", "Resource": "LOG_GROUP_ARN",
+		"Condition": map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": "RULE_ARN"}},
+	}}})
+	doc := strings.NewReplacer(`"LOG_GROUP_ARN"`, `"${Arn}"`, `"RULE_ARN"`, `"${RuleArn}"`).Replace(string(policy))
+	awslogs.NewCfnResourcePolicy(n.Stack, str("EmailEventsPolicy"), &awslogs.CfnResourcePolicyProps{
+		PolicyName:     str("nudge-" + s.Name + "-email-events"),
+		PolicyDocument: awscdk.Fn_Sub(str(doc), &map[string]*string{"Arn": logs.LogGroupArn(), "RuleArn": rule.AttrArn()}),
 	})
 }
 
@@ -692,11 +744,16 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	add("consumer-throttles", "The consumer function was throttled.", n.Consumer.MetricThrottles(sum), 0, 3, 0, notBreaching)
 	add("enqueue-errors", "The enqueue function failed runs: hand-offs wait.", n.Enqueue.MetricErrors(sum), 0, 3, 0, notBreaching)
 	add("enqueue-throttles", "The enqueue function was throttled.", n.Enqueue.MetricThrottles(sum), 0, 3, 0, notBreaching)
-	// The intake answers a bad request with a 4xx itself: an error is an
-	// unexpected failure (a 5xx, a crash, a timeout), and a throttle a
-	// caller refused with 429. Either reaches a caller, so one in a
-	// 5-minute window is enough.
-	add("intake-errors", "The HTTP intake failed requests (callers got a 5xx): an unexpected error, since it answers bad requests with a 4xx itself.",
+	// The intake answers a bad request with a 4xx, and its own failures
+	// (an unexpected error, a panic, DynamoDB throttling, the deadline)
+	// with a 500 or 503, itself: the invocation succeeds, and Lambda's
+	// Errors never counts them. Its Answered5xx does (pkg/intake); Errors
+	// is left with what the function cannot answer (a crash, a timeout, a
+	// failed start), and a throttle is a caller refused with 429. Each
+	// reaches a caller, so one in a 5-minute window is enough.
+	add("intake-5xx", "The HTTP intake answered requests with a 5xx: a 500 (an unexpected error or a panic: a permission, a bug) or a 503 (DynamoDB throttling, the deadline, a stage the enqueue has not run on yet).",
+		nudgeMetric("intake", intake.MetricAnswered5xx, "Sum"), 0, 5, 1, notBreaching)
+	add("intake-errors", "HTTP intake invocations failed without an answer (callers got a bare 502): a crash, a timeout, or a failed start.",
 		n.Intake.MetricErrors(sum), 0, 5, 1, notBreaching)
 	add("intake-throttles", "The HTTP intake refused requests with 429: its instances (reserved concurrency) or the account's concurrency are used up.",
 		n.Intake.MetricThrottles(sum), 0, 5, 1, notBreaching)
@@ -749,7 +806,8 @@ func (n *NudgeStack) dashboard(s deployment.Stage) {
 	)
 	sum := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum")}
 	d.AddWidgets(awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: str("HTTP intake"), Width: num(8),
-		Left:  &[]awscloudwatch.IMetric{n.Intake.MetricInvocations(sum), n.Intake.MetricErrors(sum), n.Intake.MetricThrottles(sum)},
+		Left: &[]awscloudwatch.IMetric{n.Intake.MetricInvocations(sum), nudgeMetric("intake", intake.MetricAnswered5xx, "Sum"), n.Intake.MetricErrors(sum),
+			n.Intake.MetricThrottles(sum)},
 		Right: &[]awscloudwatch.IMetric{n.Intake.MetricDuration(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("p99")})},
 	}))
 }

@@ -284,7 +284,7 @@ func TestInvariants(t *testing.T) {
 				}
 			}
 			for _, want := range []string{"expired", "consumer-duration", "unstarted", "publish-failed", "dynamodb-throttles", "ticks-lost", "overdue-pending", "dlq-not-empty",
-				"consumer-errors", "enqueue-errors", "intake-errors", "consumer-throttles", "enqueue-throttles", "intake-throttles"} {
+				"consumer-errors", "enqueue-errors", "intake-errors", "intake-5xx", "consumer-throttles", "enqueue-throttles", "intake-throttles"} {
 				if !names[want] {
 					t.Errorf("no %s alarm", want)
 				}
@@ -326,6 +326,31 @@ func TestInvariants(t *testing.T) {
 				if !strings.Contains(cond, "ForAllValues:StringLike:map[dynamodb:LeadingKeys:[REM#*]]") || !strings.Contains(cond, "Null:map[dynamodb:LeadingKeys:false]") {
 					t.Errorf("the operator policy's writes %s are not limited to the REM# partitions: %s", acts, cond)
 				}
+			}
+			// The intake's table writes too: a bug in it cannot move the
+			// enqueue's cursors or the shard registry, which it only reads.
+			var intakeRole string
+			for id, r := range tp.resources("AWS::IAM::Role") {
+				if props(r)["Description"] == "Nudge intake function" {
+					intakeRole = id
+				}
+			}
+			writes := 0
+			for _, st := range roleStatements(tp, intakeRole) {
+				acts := strings.Join(statementActions(st), " ")
+				cond := fmt.Sprint(st["Condition"])
+				limited := strings.Contains(cond, "ForAllValues:StringLike:map[dynamodb:LeadingKeys:[REM#*]]") && strings.Contains(cond, "Null:map[dynamodb:LeadingKeys:false]")
+				for _, w := range []string{"PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem", "BatchWriteItem"} {
+					if strings.Contains(acts, w) {
+						writes++
+						if !limited {
+							t.Errorf("the intake's %s is not limited to the REM# partitions: %s", acts, cond)
+						}
+					}
+				}
+			}
+			if writes == 0 {
+				t.Errorf("found no table write of the intake's role %q", intakeRole)
 			}
 			if res := fmt.Sprint(op["PolicyDocument"]); strings.Contains(res, "Resource:*") {
 				t.Errorf("the operator policy grants on every resource: %s", res)

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -40,17 +41,22 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table, Shards: s.Shards})
+	// The shard count is the registry's, which the enqueue records: the
+	// intake may not write the registry (its role writes REM# partitions
+	// only), nor spread deliveries over a count the enqueue does not read.
+	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table, ShardsFromRegistry: true})
 	if err != nil {
 		return nil, err
 	}
 	sc := schedule.Config{Ledger: led, Providers: s.Providers, SESTemplatePrefix: s.SESTemplatePrefix, Lateness: s.Lateness, MaxAhead: s.MaxAhead}
 	if slices.Contains(s.Providers, provider.NameSES) {
-		sc.Templates = &provider.SESTemplates{Client: sesv2.NewFromConfig(cfg), Prefix: s.SESTemplatePrefix}
+		// The stack's templates are known from its list; SES is asked about
+		// another name at most once a minute.
+		sc.Templates = &provider.DeployedTemplates{Catalog: s.SESTemplates, SES: sesv2.NewFromConfig(cfg), Prefix: s.SESTemplatePrefix}
 	}
 	store, err := schedule.New(sc)
 	if err != nil {
 		return nil, err
 	}
-	return intake.New(intake.Config{Store: store, Logger: log})
+	return intake.New(intake.Config{Store: store, Logger: log, Metrics: metrics.New(map[string]string{"Function": "intake"})})
 }

@@ -282,6 +282,9 @@ type Resources struct {
 	WebhookURL, WebhookSecretID, WebhookSecret string
 	// SNSTopicARN is the topic the sns provider publishes to.
 	SNSTopicARN string
+	// EmailTemplates are the SES templates the stage deploys (with ses),
+	// and the variables each renders: the intake's NUDGE_SES_TEMPLATES.
+	EmailTemplates provider.TemplateCatalog
 }
 
 // ConsumerEnv is the consumer function's environment (see
@@ -337,15 +340,17 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 
 // IntakeEnv is the HTTP intake function's environment (see
 // intake.Settings): the table, and what the stage runs, so that it refuses
-// at the door what the stage cannot send.
+// at the door what the stage cannot send; with ses, the templates it
+// deploys (r.EmailTemplates), so that the intake knows them without asking
+// SES. No shard count: the intake reads the table's registry.
 func (s Stage) IntakeEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE":     r.Table,
-		"NUDGE_SHARDS":    strconv.Itoa(s.Shards),
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
 	}
 	if s.Runs(provider.NameSES) {
 		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
+		env["NUDGE_SES_TEMPLATES"] = r.EmailTemplates.String()
 	}
 	return env
 }

@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/intake"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 func TestStagesAreValid(t *testing.T) {
@@ -111,13 +113,18 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 		t.Fatalf("enqueue settings %+v, %v", e, err)
 	}
 	i, err := intake.SettingsFromEnv(getenv(s.IntakeEnv(r)))
-	if err != nil || i.Table != "t" || i.Shards != s.Shards || !slices.Equal(i.Providers, s.Providers) || i.SESTemplatePrefix != "" {
+	if err != nil || i.Table != "t" || !slices.Equal(i.Providers, s.Providers) || i.SESTemplatePrefix != "" || i.SESTemplates != nil {
 		t.Fatalf("intake settings %+v, %v", i, err)
 	}
 	ses := deployment.Dev()
 	ses.Providers, ses.SESFrom = []string{"webhook", "ses"}, "reminders@mail.example.com"
-	if i, err := intake.SettingsFromEnv(getenv(ses.IntakeEnv(r))); err != nil || i.SESTemplatePrefix != ses.SESTemplatePrefix() || !slices.Equal(i.Providers, ses.Providers) {
-		t.Fatalf("intake settings of a stage running ses %+v, %v", i, err)
+	r.EmailTemplates = provider.TemplateCatalog{"renewal-notice": {"plan", "renewsOn"}, "plain": {}}
+	if i, err := intake.SettingsFromEnv(getenv(ses.IntakeEnv(r))); err != nil || i.SESTemplatePrefix != ses.SESTemplatePrefix() || !slices.Equal(i.Providers, ses.Providers) ||
+		!reflect.DeepEqual(i.SESTemplates, r.EmailTemplates) {
+		t.Fatalf("intake settings of a stage running ses %+v, %v; want the templates %v", i, err, r.EmailTemplates)
+	}
+	if _, ok := s.IntakeEnv(r)["NUDGE_SHARDS"]; ok {
+		t.Error("the intake is given a shard count; it reads the table's registry")
 	}
 	if got := deployment.EnvList(map[string]string{"B": "2", "A": "1"}); strings.Join(got, " ") != "A=1 B=2" {
 		t.Fatalf("EnvList = %v", got)
@@ -163,12 +170,19 @@ func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
 		{"enqueue: missing table", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_TABLE", "")); return err }, "NUDGE_TABLE is not set"},
 		{"enqueue: missing queue", func() error { _, err := enqueue.SettingsFromEnv(with(eenv, "NUDGE_QUEUE_URL", "")); return err }, "NUDGE_QUEUE_URL is not set"},
 		{"intake: missing table", func() error { _, err := intake.SettingsFromEnv(with(ienv, "NUDGE_TABLE", "")); return err }, "NUDGE_TABLE is not set"},
-		{"intake: zero shards", func() error { _, err := intake.SettingsFromEnv(with(ienv, "NUDGE_SHARDS", "0")); return err }, "NUDGE_SHARDS"},
+		{"intake: ses without its templates", func() error {
+			_, err := intake.SettingsFromEnv(with(ienv, "NUDGE_PROVIDERS", "webhook,ses"))
+			return err
+		}, "NUDGE_SES_TEMPLATES is not set"},
+		{"intake: an unreadable template list", func() error {
+			_, err := intake.SettingsFromEnv(with(ienv, "NUDGE_PROVIDERS", "webhook,ses", "NUDGE_SES_TEMPLATES", "renewal-notice"))
+			return err
+		}, "NUDGE_SES_TEMPLATES is not the stack's template list"},
 		{"intake: unknown provider", func() error {
 			_, err := intake.SettingsFromEnv(with(ienv, "NUDGE_PROVIDERS", "webhook,pigeon"))
 			return err
 		}, `"pigeon"`},
-		{"stage: the intake's reading of its environment", func() error { s := deployment.Dev(); s.Shards = 1001; return s.Validate() }, "intake: NUDGE_SHARDS"},
+		{"stage: the intake's reading of its environment", func() error { s := deployment.Dev(); s.Providers = []string{"pigeon"}; return s.Validate() }, "intake: NUDGE_PROVIDERS"},
 		{"stage: zero shards", func() error { s := deployment.Dev(); s.Shards = 0; return s.Validate() }, "0 shards; use 1 to 1000"},
 		{"stage: consumer timeout not above the provider's", func() error {
 			s := deployment.Dev()

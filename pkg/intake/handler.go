@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -65,6 +66,13 @@ type Config struct {
 	// the handler stops starting work and answers: what is not done is
 	// answered 503, to be sent again (every call is idempotent). Default 1s.
 	Margin time.Duration
+	// Metrics, if set, counts every answer by status class and route
+	// (MetricAnswered5xx and its siblings), written to MetricsOut after each
+	// request: one EMF line. Default: nothing counted.
+	Metrics AnswerCounter
+	// MetricsOut receives Metrics' lines. Default os.Stdout, where Lambda
+	// sends them to CloudWatch.
+	MetricsOut io.Writer
 }
 
 // Handler serves the API. It is safe for concurrent use.
@@ -93,6 +101,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Margin == 0 {
 		cfg.Margin = time.Second
+	}
+	if cfg.MetricsOut == nil {
+		cfg.MetricsOut = os.Stdout
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
 	for _, rt := range h.routes() {
@@ -127,10 +138,12 @@ func (h *Handler) Routes() []Route {
 }
 
 // ServeHTTP answers one request: a route's, or a problem (404 for a path
-// the API does not have, 405 for a method a path does not take).
+// the API does not have, 405 for a method a path does not take). Every
+// answer is counted (Config.Metrics), by its status class and its route.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now() // wall clock: the request's duration, as measured, for its log line
 	rec := &statusWriter{ResponseWriter: w}
+	route := RouteUnrouted
 	defer func() {
 		if p := recover(); p != nil {
 			h.cfg.Logger.Error("intake: panic", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path, "requestId", requestID(r))
@@ -141,14 +154,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// wall clock: how long the request took, as measured
 		h.cfg.Logger.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "ms", time.Since(start).Milliseconds(),
 			"caller", Caller(r.Context()), "requestId", requestID(r))
+		h.count(r, route, rec.status)
 	}()
 	// A path that is not in its clean form ("//", "/./", "/../") is no
 	// route: the mux would redirect (a 307 with an HTML body), and a
 	// caller would find the reminder at another path than it asked for.
-	if _, pattern := h.mux.Handler(r); pattern == "" || path.Clean(r.URL.Path) != r.URL.Path {
+	_, pattern := h.mux.Handler(r)
+	if pattern == "" || path.Clean(r.URL.Path) != r.URL.Path {
 		h.notRouted(rec, r)
 		return
 	}
+	route = pattern
 	// The work stops half the margin before the function's deadline, so
 	// that the answer (a 503 for what was cut off) is written before
 	// Lambda ends the invocation, which the caller would see as a bare 502.
@@ -610,6 +626,13 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the request ran out of time",
 			Fix: "send it again: every call is idempotent", retryAfter: 1}
+	case errors.Is(err, ledger.ErrNoShardCount):
+		// A fresh stage, before the enqueue's first run (a minute after the
+		// first deploy) recorded the shard count the intake places
+		// deliveries by. What was written stays; a repeat completes it.
+		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable,
+			Detail: "the stage is not ready: the table has no shard count yet, which the enqueue records on its first run, within a minute of the stack's first deploy",
+			Fix:    "send the request again after Retry-After (every call is idempotent); if this lasts, the enqueue is not running: see docs/operations.md#intake-5xx", retryAfter: 60}
 	case errors.As(err, &api) && throttled(api.ErrorCode()):
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the table is throttling writes (" + api.ErrorCode() + ")",
 			Fix: "send it again after Retry-After, with backoff: every call is idempotent", retryAfter: 2}

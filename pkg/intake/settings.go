@@ -13,13 +13,19 @@ import (
 
 // Settings are the intake function's deployment settings, read from its
 // environment. The CDK stack and the local runner set the same variables.
+// There is no shard count: the intake takes it from the table's registry,
+// which the enqueue writes (ledger.Config.ShardsFromRegistry), and may not
+// write the registry itself.
 type Settings struct {
 	Table             string        // NUDGE_TABLE: the ledger table. Required.
-	Shards            int           // NUDGE_SHARDS: due index shards (the table's registry wins once recorded). Default 8.
 	Providers         []string      // NUDGE_PROVIDERS: the providers the stage runs; others are refused. Default all.
 	SESTemplatePrefix string        // NUDGE_SES_TEMPLATE_PREFIX: the stage's SES template prefix. Optional.
 	Lateness          time.Duration // NUDGE_LATENESS: the default expiresAt − dueAt. Default 24h.
 	MaxAhead          time.Duration // NUDGE_MAX_AHEAD: how far ahead dueAt and expiresAt may be. Default 5 years.
+	// SESTemplates (NUDGE_SES_TEMPLATES) are the SES templates the stack
+	// deployed and the variables each renders (provider.TemplateCatalog's
+	// JSON). Required when Providers names ses.
+	SESTemplates provider.TemplateCatalog
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -27,7 +33,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "intake"}
 	s := Settings{
 		Table:             r.Required("NUDGE_TABLE"),
-		Shards:            r.Int("NUDGE_SHARDS", 8),
 		SESTemplatePrefix: getenv("NUDGE_SES_TEMPLATE_PREFIX"),
 		Lateness:          r.Duration("NUDGE_LATENESS", 24*time.Hour),
 		MaxAhead:          r.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead),
@@ -45,8 +50,14 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			return s, fmt.Errorf("intake: NUDGE_PROVIDERS names %q; the providers are %s", p, strings.Join(provider.Names, ", "))
 		}
 	}
-	if s.Shards < 1 || s.Shards > 1000 {
-		return s, fmt.Errorf("intake: NUDGE_SHARDS is %d; use 1 to 1000", s.Shards)
+	if raw := getenv("NUDGE_SES_TEMPLATES"); raw != "" {
+		c, err := provider.ParseTemplateCatalog(raw)
+		if err != nil {
+			return s, fmt.Errorf("intake: NUDGE_SES_TEMPLATES is %v; the stack sets it from templates/email", err)
+		}
+		s.SESTemplates = c
+	} else if slices.Contains(s.Providers, provider.NameSES) {
+		return s, fmt.Errorf("intake: NUDGE_PROVIDERS names ses, but NUDGE_SES_TEMPLATES is not set: the stack sets it to the templates it deploys (templates/email); deploy the stack again")
 	}
 	return s, nil
 }

@@ -77,3 +77,18 @@ func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q qu
 	}
 	return p, nil
 }
+
+// RecordShards records the stage's shard count in the table's registry, as
+// the enqueue does on its first run: the intake and the operator CLI take
+// their count from there and, until one is recorded, refuse to place a
+// delivery (ledger.ErrNoShardCount). A larger count already recorded stays.
+func RecordShards(ctx context.Context, s deployment.Stage, db ledger.API) error {
+	l, err := ledger.New(db, ledger.Config{Table: s.TableName(), Shards: s.Shards})
+	if err != nil {
+		return err
+	}
+	if _, err := l.StoredShards(ctx); err != nil {
+		return fmt.Errorf("local: record the shard count: %w", err)
+	}
+	return nil
+}

@@ -75,7 +75,9 @@ type System struct {
 }
 
 // Start installs what is missing, starts the stand-ins unless cfg names
-// running ones, provisions the stage's resources, and starts the provider.
+// running ones, provisions the stage's resources (and records the stage's
+// shard count in the table, as the enqueue's first run does in AWS, so that
+// the intake can place deliveries at once), and starts the provider.
 func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	s = &System{Stage: cfg.Stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint}
 	defer func() {
@@ -109,6 +111,9 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	if s.Resources, err = Provision(ctx, s.Stage, s.DB, s.SQS); err != nil {
 		return s, err
 	}
+	if err = RecordShards(ctx, s.Stage, s.DB); err != nil {
+		return s, err
+	}
 	if s.SES, s.SNS, err = ProviderClients(ctx, s.SESEndpoint, s.SQSEndpoint, nil); err != nil {
 		return s, err
 	}
@@ -120,6 +125,9 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 			}
 		}
 		if s.Templates, err = ProvisionEmail(ctx, s.Stage, s.SES, dir); err != nil {
+			return s, err
+		}
+		if err = provider.CatalogOf(s.Templates).CheckSize(); err != nil { // as the stack refuses it
 			return s, err
 		}
 	}
@@ -212,6 +220,7 @@ func (s *System) Endpoints() Endpoints {
 // Each variable appears once: the emulator keeps the first of duplicates.
 func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides ...string) ([]string, error) {
 	res := s.Resources.Resources(s.WebhookURL, WebhookSecret)
+	res.EmailTemplates = provider.CatalogOf(s.Templates)
 	var env map[string]string
 	var memory int
 	switch fn {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // TestIntakeEnvIsTheStacks: the intake gets the stage's intake settings,
@@ -21,7 +22,6 @@ func TestIntakeEnvIsTheStacks(t *testing.T) {
 	}
 	for _, want := range []string{
 		"NUDGE_TABLE=nudge-dev-ledger",
-		"NUDGE_SHARDS=8",
 		"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1",
 		"AWS_LAMBDA_FUNCTION_NAME=nudge-dev-intake",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
@@ -30,6 +30,23 @@ func TestIntakeEnvIsTheStacks(t *testing.T) {
 		if !slices.Contains(env, want) {
 			t.Errorf("the intake's environment has no %s:\n%s", want, strings.Join(env, "\n"))
 		}
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "NUDGE_SHARDS=") {
+			t.Errorf("the intake is given %s; it reads the table's registry, as in the stack", kv)
+		}
+	}
+	// With ses, the templates the system created in the SES stand-in, as
+	// the stack passes those it deploys.
+	ses := *s
+	ses.Stage.Providers, ses.Stage.SESFrom = []string{"webhook", "ses"}, "reminders@nudge.local"
+	ses.Templates = []provider.EmailTemplate{{Name: "renewal-notice", Subject: "{{plan}} renews", Text: "On {{renewsOn}}."}}
+	env, err = ses.Env("intake", local.Endpoints{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `NUDGE_SES_TEMPLATES={"renewal-notice":["plan","renewsOn"]}`; !slices.Contains(env, want) {
+		t.Errorf("the intake's environment has no %s:\n%s", want, strings.Join(env, "\n"))
 	}
 	if _, err := s.Env("intakes", local.Endpoints{}, 0); err == nil || !strings.Contains(err.Error(), "intake") {
 		t.Errorf("an unknown function: %v; want an error naming the functions", err)

@@ -266,11 +266,14 @@ type SESTemplateAPI interface {
 
 var _ SESTemplateAPI = (*sesv2.Client)(nil)
 
-// SESTemplates tells the intake whether a templateRef names a deployed SES
-// template and which data it needs (schedule.Templates), asking SES once
-// per template for Remember (SES throttles its template reads to about one
-// a second: an import of thousands of reminders makes one call per
-// template, found or not).
+// SESTemplates tells whether a templateRef names a deployed SES template
+// and which data it needs (schedule.Templates), asking SES once per
+// template for Remember (SES throttles its template reads to about one a
+// second: an import of thousands of reminders makes one call per template,
+// found or not). It suits one short-lived process, such as the operator
+// CLI's import; the intake, whose warm instances would each ask for every
+// name a caller gives, uses DeployedTemplates, which knows the stack's
+// templates without a call.
 type SESTemplates struct {
 	// Client reads templates. Required.
 	Client SESTemplateAPI
@@ -285,6 +288,23 @@ type SESTemplates struct {
 
 	mu    sync.Mutex
 	known map[string]templateAnswer
+}
+
+// readTemplate asks SES for the template name: the variables it renders,
+// or false if SES has no template of that name.
+func readTemplate(ctx context.Context, c SESTemplateAPI, name string) ([]string, bool, error) {
+	out, err := c.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(name)})
+	switch a, answered := answerOf(err); {
+	case err == nil:
+		var tpl EmailTemplate
+		if c := out.TemplateContent; c != nil {
+			tpl = EmailTemplate{Name: name, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
+		}
+		return tpl.Variables(), true, nil
+	case answered && (a.code == "NotFoundException" || a.status == 404):
+		return nil, false, nil
+	}
+	return nil, false, err
 }
 
 type templateAnswer struct {
@@ -307,19 +327,11 @@ func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]str
 	if known && now().Sub(ans.at) < remember {
 		return ans.vars, ans.exists, nil
 	}
-	out, err := t.Client.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(t.Prefix + ref)})
-	switch a, answered := answerOf(err); {
-	case err == nil:
-		var tpl EmailTemplate
-		if c := out.TemplateContent; c != nil {
-			tpl = EmailTemplate{Name: ref, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
-		}
-		ans = templateAnswer{vars: tpl.Variables(), exists: true, at: now()}
-	case answered && (a.code == "NotFoundException" || a.status == 404):
-		ans = templateAnswer{at: now()}
-	default:
+	vars, exists, err := readTemplate(ctx, t.Client, t.Prefix+ref)
+	if err != nil {
 		return nil, false, err // not remembered: the next reminder asks again
 	}
+	ans = templateAnswer{vars: vars, exists: exists, at: now()}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.known == nil {
