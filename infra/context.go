@@ -61,6 +61,7 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	enqueueReservedConcurrency    instances reserved for the enqueue (0: none)
 //	intakeMemory      MB          intakeTimeout   seconds (the HTTP intake)
 //	intakeReservedConcurrency     the most intake instances at once (0: no cap)
+//	intakeFullAccess  IAM role and user ARNs (comma-separated) that act on every reminder through the API
 //	retainData        true | false (the removal policy)
 //	providers         webhook,ses,sns (a comma-separated subset; default webhook)
 //	sesFrom           the sender address   sesIdentity  its verified identity (default: its domain)
@@ -131,6 +132,14 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		for _, p := range strings.Split(v, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				s.Providers = append(s.Providers, p)
+			}
+		}
+	}
+	if v, ok := str("intakeFullAccess"); ok {
+		s.IntakeFullAccess = nil
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				s.IntakeFullAccess = append(s.IntakeFullAccess, a)
 			}
 		}
 	}

@@ -58,5 +58,6 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return intake.New(intake.Config{Store: store, Logger: log, Metrics: metrics.New(map[string]string{"Function": "intake"})})
+	return intake.New(intake.Config{Store: store, Logger: log, Metrics: metrics.New(map[string]string{"Function": "intake"}),
+		FullAccess: s.FullAccessPrincipals})
 }

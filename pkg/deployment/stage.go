@@ -35,6 +35,11 @@ type Stage struct {
 	IntakeMemoryMB            int
 	IntakeTimeout             time.Duration
 	IntakeReservedConcurrency int
+	// IntakeFullAccess are the IAM role and user ARNs that act on every
+	// reminder through the intake, whoever created it (operators, support
+	// tools): the intake's NUDGE_FULL_ACCESS_PRINCIPALS. Every other caller
+	// acts on the reminders it created alone. Default none.
+	IntakeFullAccess []string
 
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
 	// event source mapping.
@@ -351,6 +356,9 @@ func (s Stage) IntakeEnv(r Resources) map[string]string {
 	if s.Runs(provider.NameSES) {
 		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
 		env["NUDGE_SES_TEMPLATES"] = r.EmailTemplates.String()
+	}
+	if len(s.IntakeFullAccess) > 0 {
+		env[intake.FullAccessSetting] = strings.Join(s.IntakeFullAccess, ",")
 	}
 	return env
 }

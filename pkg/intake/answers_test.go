@@ -25,7 +25,7 @@ import (
 // DynamoDB's throttling (a 503).
 type failingStore struct{ *schedule.Store }
 
-func (s failingStore) Create(ctx context.Context, r schedule.Reminder) (schedule.Outcome, error) {
+func (s failingStore) CreateAs(ctx context.Context, c schedule.Caller, r schedule.Reminder) (schedule.Outcome, error) {
 	switch r.ID {
 	case "boom":
 		return "", errors.New("AccessDeniedException: not authorized to perform dynamodb:PutItem")
@@ -34,7 +34,7 @@ func (s failingStore) Create(ctx context.Context, r schedule.Reminder) (schedule
 	case "busy":
 		return "", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}
 	}
-	return s.Store.Create(ctx, r)
+	return s.Store.CreateAs(ctx, c, r)
 }
 
 // emf is what one EMF line says: its metric, value, route and the

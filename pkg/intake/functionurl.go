@@ -19,15 +19,29 @@ type ctxKey int
 const (
 	callerKey ctxKey = iota
 	requestIDKey
+	callerARNKey
 )
 
 // Caller is the caller's identity as the function URL authenticated it
-// (its IAM ARN), or "unknown" outside a function URL.
+// (its IAM role or user, as principal records it: an assumed role without
+// its session name, an e-mail-like name masked), or "unknown" outside a
+// function URL. It is what the request's log line names, and what the
+// reminders the caller creates record as their creator.
 func Caller(ctx context.Context) string {
 	if c, ok := ctx.Value(callerKey).(string); ok && c != "" {
 		return c
 	}
 	return "unknown"
+}
+
+// callerARN is the caller's role or user ARN unmasked (an assumed role's
+// without its session name), for matching the full-access principals
+// only: it is never logged or stored. Outside a function URL, Caller.
+func callerARN(ctx context.Context) string {
+	if c, ok := ctx.Value(callerARNKey).(string); ok && c != "" {
+		return c
+	}
+	return Caller(ctx)
 }
 
 func requestID(r *http.Request) string {
@@ -52,14 +66,15 @@ func FunctionURL(h http.Handler, log *slog.Logger) func(context.Context, events.
 		log = slog.New(slog.DiscardHandler)
 	}
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-		caller := ""
+		caller, arn := "", ""
 		if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
-			caller = principal(a.IAM.UserARN)
+			arn = withoutSession(a.IAM.UserARN)
+			caller = principal(a.IAM.UserARN, a.IAM.UserID)
 			if caller == "" {
 				caller = a.IAM.AccountID
 			}
 		}
-		ctx = WithCaller(ctx, caller, ev.RequestContext.RequestID)
+		ctx = context.WithValue(WithCaller(ctx, caller, ev.RequestContext.RequestID), callerARNKey, arn)
 		req, err := toRequest(ctx, ev)
 		if err != nil {
 			log.Warn("intake: unreadable event", "error", err.Error(), "requestId", ev.RequestContext.RequestID)
@@ -135,10 +150,8 @@ func problemResponse(p *Problem) events.LambdaFunctionURLResponse {
 	return toResponse(rec)
 }
 
-// principal is the caller's role or user, as logs and histories keep it:
-// an assumed role's session name is left out (an SSO session is often a
-// person's e-mail address).
-func principal(arn string) string {
+// withoutSession is arn without an assumed role's session name.
+func withoutSession(arn string) string {
 	if rest, ok := strings.CutPrefix(arn, "arn:"); ok {
 		if i := strings.Index(rest, ":assumed-role/"); i >= 0 {
 			role := rest[i+len(":assumed-role/"):]

@@ -22,15 +22,16 @@ import (
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
-// Store is the intake the API serves: *schedule.Store.
+// Store is the intake the API serves: *schedule.Store, through its
+// caller's door (each request as its caller: docs/api.md#who-sees-what).
 type Store interface {
 	Validator() schedule.Validator
-	Create(ctx context.Context, r schedule.Reminder) (schedule.Outcome, error)
-	Show(ctx context.Context, id string) (schedule.View, error)
+	CreateAs(ctx context.Context, c schedule.Caller, r schedule.Reminder) (schedule.Outcome, error)
+	ShowAs(ctx context.Context, c schedule.Caller, id string) (schedule.View, error)
 	Document(ctx context.Context, v schedule.View, reveal bool) (schedule.Document, error)
-	Cancel(ctx context.Context, id, note string) ([]schedule.CancelResult, error)
-	Reschedule(ctx context.Context, id string, to schedule.Times, note string) (schedule.Rescheduled, error)
-	List(ctx context.Context, account string, limit int, next string) (schedule.ListPage, error)
+	CancelAs(ctx context.Context, c schedule.Caller, id, note string) ([]schedule.CancelResult, error)
+	RescheduleAs(ctx context.Context, c schedule.Caller, id string, to schedule.Times, note string) (schedule.Rescheduled, error)
+	ListAs(ctx context.Context, c schedule.Caller, account string, limit int, next string) (schedule.ListPage, error)
 	// Now is the time on the store's clock, which its leases and times
 	// count from.
 	Now() time.Time
@@ -73,12 +74,17 @@ type Config struct {
 	// MetricsOut receives Metrics' lines. Default os.Stdout, where Lambda
 	// sends them to CloudWatch.
 	MetricsOut io.Writer
+	// FullAccess are the IAM role and user ARNs that act on every
+	// reminder, whoever created it (NUDGE_FULL_ACCESS_PRINCIPALS); every
+	// other caller acts on its own alone. Default none.
+	FullAccess []string
 }
 
 // Handler serves the API. It is safe for concurrent use.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg  Config
+	mux  *http.ServeMux
+	full fullAccess
 }
 
 // Route is one route the handler serves: a method and a path pattern in
@@ -105,7 +111,11 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MetricsOut == nil {
 		cfg.MetricsOut = os.Stdout
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	full, err := newFullAccess(cfg.FullAccess)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), full: full}
 	for _, rt := range h.routes() {
 		h.mux.HandleFunc(rt.Method+" "+rt.Path, rt.serve)
 	}
@@ -251,7 +261,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	outcome, err := h.cfg.Store.Create(r.Context(), rem)
+	outcome, err := h.cfg.Store.CreateAs(r.Context(), h.caller(r), rem)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -273,7 +283,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	v, err := h.cfg.Store.Show(r.Context(), r.PathValue("id"))
+	v, err := h.cfg.Store.ShowAs(r.Context(), h.caller(r), r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -354,7 +364,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	results, err := h.cfg.Store.Cancel(r.Context(), id, "cancelled through the API by "+Caller(r.Context()))
+	results, err := h.cfg.Store.CancelAs(r.Context(), h.caller(r), id, "cancelled through the API by "+Caller(r.Context()))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -377,7 +387,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		case "in-flight":
 			inFlight = append(inFlight, d.Key)
 		case "unended":
-			unended = append(unended, fmt.Sprintf("%s (attempt %d)", d.Key, c.Unended))
+			unended = append(unended, fmt.Sprintf("%s (%s; attempt %d)", d.Key, c.Status, c.Unended))
 		}
 		out.Deliveries = append(out.Deliveries, d)
 	}
@@ -391,7 +401,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	fix := "nothing can unsend a sent delivery"
 	if len(unended) > 0 {
-		detail += " cancelled, but an attempt may have been sent (it never recorded its end): " + strings.Join(unended, ", ") + "."
+		detail += " ended unsent, but an attempt may have been sent (it never recorded its end): " + strings.Join(unended, ", ") + "."
 		fix = "nothing more is sent; whether the unended attempt reached the recipient is in the provider's record (an operator checks it: docs/operations.md)"
 	}
 	if len(inFlight) > 0 {
@@ -400,7 +410,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	title := "Some deliveries were not cancelled"
 	if len(sent)+len(inFlight) == 0 {
-		title = "Cancelled, but a delivery may have been sent"
+		title = "Ended, but a delivery may have been sent"
 	}
 	writeProblem(w, r, &Problem{Type: ProblemRefused, Status: http.StatusConflict, Title: title, Detail: detail, Fix: fix,
 		Deliveries: out.Deliveries, retryAfter: retryAfter(out.Deliveries, h.cfg.Store.Now())})
@@ -422,7 +432,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, withID(err, id))
 		return
 	}
-	res, err := h.cfg.Store.Reschedule(r.Context(), id, to, "through the API by "+Caller(r.Context()))
+	res, err := h.cfg.Store.RescheduleAs(r.Context(), h.caller(r), id, to, "through the API by "+Caller(r.Context()))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -519,7 +529,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &schedule.ValidationError{Field: "account", Problem: "is missing", Fix: "give the account's reference: GET /v1/reminders?account=acct-1"})
 		return
 	}
-	page, err := h.cfg.Store.List(r.Context(), q.Get("account"), limit, q.Get("next"))
+	page, err := h.cfg.Store.ListAs(r.Context(), h.caller(r), q.Get("account"), limit, q.Get("next"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -611,6 +621,12 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 	switch {
 	case errors.As(err, &ve):
 		return &Problem{Type: ProblemInvalid, Status: http.StatusBadRequest, Title: "Invalid reminder", Detail: clip(ve.Error()), Field: clip(ve.Field), Fix: ve.Fix}
+	case errors.Is(err, schedule.ErrTaken):
+		// Another caller's reminder has the id: the same answer whatever
+		// it holds, naming no field and quoting nothing of it.
+		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The id is taken",
+			Detail: "the id is taken by a reminder this caller cannot see",
+			Fix:    "give the reminder another id: ids are the caller's idempotency keys, and this one is another's"}
 	case errors.As(err, &ce):
 		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "A different reminder has this id", Detail: ce.Error(), Field: ce.Field,
 			Fix: "give the changed reminder a new id, reschedule it (POST /v1/reminders/" + ce.ID + "/reschedule), or cancel the old one first"}
@@ -751,7 +767,7 @@ func (h *Handler) createOne(ctx context.Context, r *http.Request, rem schedule.R
 			res.ID = rem.ID
 		}
 	}()
-	outcome, err := h.cfg.Store.Create(ctx, rem)
+	outcome, err := h.cfg.Store.CreateAs(ctx, h.caller(r), rem)
 	if err != nil {
 		*res = h.itemProblem(r, err)
 		res.ID = rem.ID

@@ -580,10 +580,10 @@ type slowStore struct {
 	pause time.Duration
 }
 
-func (s slowStore) Create(ctx context.Context, r schedule.Reminder) (schedule.Outcome, error) {
+func (s slowStore) CreateAs(ctx context.Context, c schedule.Caller, r schedule.Reminder) (schedule.Outcome, error) {
 	select {
 	case <-time.After(s.pause):
-		return s.Store.Create(ctx, r)
+		return s.Store.CreateAs(ctx, c, r)
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
@@ -649,6 +649,7 @@ func TestABatchAnswersBeforeTheFunctionsDeadline(t *testing.T) {
 func TestRescheduleAndCancelOfAPartlyWrittenReminder(t *testing.T) {
 	f := setup(t)
 	r := ledger.Reminder{ID: "rem-half", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
+		CreatedBy: intake.Caller(context.Background()), // the fixture's caller: its requests carry none
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c", TemplateRef: "t"},
 			{Channel: "email", Provider: "webhook", RecipientRef: "c", TemplateRef: "t"}}}
 	ctx := context.Background()

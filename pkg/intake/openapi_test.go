@@ -36,19 +36,19 @@ type exchange struct {
 // downStore is an intake whose table never answers in time.
 type downStore struct{ intake.Store }
 
-func (downStore) Create(context.Context, schedule.Reminder) (schedule.Outcome, error) {
+func (downStore) CreateAs(context.Context, schedule.Caller, schedule.Reminder) (schedule.Outcome, error) {
 	return "", context.DeadlineExceeded
 }
-func (downStore) Show(context.Context, string) (schedule.View, error) {
+func (downStore) ShowAs(context.Context, schedule.Caller, string) (schedule.View, error) {
 	return schedule.View{}, context.DeadlineExceeded
 }
-func (downStore) Cancel(context.Context, string, string) ([]schedule.CancelResult, error) {
+func (downStore) CancelAs(context.Context, schedule.Caller, string, string) ([]schedule.CancelResult, error) {
 	return nil, context.DeadlineExceeded
 }
-func (downStore) Reschedule(context.Context, string, schedule.Times, string) (schedule.Rescheduled, error) {
+func (downStore) RescheduleAs(context.Context, schedule.Caller, string, schedule.Times, string) (schedule.Rescheduled, error) {
 	return schedule.Rescheduled{}, context.DeadlineExceeded
 }
-func (downStore) List(context.Context, string, int, string) (schedule.ListPage, error) {
+func (downStore) ListAs(context.Context, schedule.Caller, string, int, string) (schedule.ListPage, error) {
 	return schedule.ListPage{}, context.DeadlineExceeded
 }
 

@@ -26,6 +26,11 @@ type Settings struct {
 	// deployed and the variables each renders (provider.TemplateCatalog's
 	// JSON). Required when Providers names ses.
 	SESTemplates provider.TemplateCatalog
+	// FullAccessPrincipals (NUDGE_FULL_ACCESS_PRINCIPALS, comma-separated)
+	// are the IAM role and user ARNs that act on every reminder through the
+	// API, whoever created it: operators' and support tools' roles. Every
+	// other caller acts on the reminders it created alone. Default none.
+	FullAccessPrincipals []string
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -45,6 +50,11 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if err := r.Err(); err != nil {
 		return s, err
 	}
+	fa, err := parseFullAccess(getenv(FullAccessSetting))
+	if err != nil {
+		return s, err
+	}
+	s.FullAccessPrincipals = fa
 	for _, p := range s.Providers {
 		if !slices.Contains(provider.Names, p) {
 			return s, fmt.Errorf("intake: NUDGE_PROVIDERS names %q; the providers are %s", p, strings.Join(provider.Names, ", "))

@@ -95,7 +95,7 @@ func (m *Memory) ListAccount(_ context.Context, account string, limit int, next 
 	for id, r := range m.t.reminders {
 		if r.AccountRef == account {
 			r = copyReminder(r)
-			r.Metadata = nil // not projected
+			r.Metadata, r.CreatedBy = nil, "" // not projected
 			all = append(all, Listed{Reminder: r, CreatedAt: m.t.created[id]})
 		}
 	}

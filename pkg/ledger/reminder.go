@@ -25,6 +25,13 @@ type Reminder struct {
 	ExpiresAt  time.Time          `dynamodbav:"-" json:"expiresAt"`
 	Deliveries []ReminderDelivery `dynamodbav:"deliveries" json:"deliveries"`
 	Metadata   map[string]string  `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
+	// CreatedBy is the principal that created the reminder through the
+	// API (the intake's caller: an IAM role or user), which alone may act
+	// on it there, besides the stage's full-access principals. Empty for a
+	// reminder the operator's CLI created, and for one created before the
+	// intake recorded it: only full-access principals act on those through
+	// the API (docs/api.md#who-sees-what). Written once, with the item.
+	CreatedBy string `dynamodbav:"createdBy,omitempty" json:"createdBy,omitempty"`
 	// TTL is when DynamoDB may delete the reminder item, as read (zero:
 	// never, or not read).
 	TTL time.Time `dynamodbav:"-" json:"-"`

@@ -31,15 +31,29 @@ type ListPage struct {
 // List returns up to limit (1 to ledger.MaxAccountPage) of account's
 // reminders after the page token next, latest due first, each with its
 // deliveries' states: one query of the account index and one batch read
-// of the deliveries per page.
+// of the deliveries per page. It is the operator's door: every creator's
+// reminders (ListAs is the caller's).
 func (s *Store) List(ctx context.Context, account string, limit int, next string) (ListPage, error) {
+	return s.list(ctx, operator, account, limit, next)
+}
+
+func (s *Store) list(ctx context.Context, c Caller, account string, limit int, next string) (ListPage, error) {
+	if err := c.check(); err != nil {
+		return ListPage{}, err
+	}
 	if p := checkRef(account, 128); p != "" {
 		return ListPage{}, &ValidationError{Field: "account", Problem: p, Fix: "give the account's reference, as the reminders' accountRef, up to 128 characters"}
 	}
 	if limit < 1 || limit > ledger.MaxAccountPage {
 		return ListPage{}, &ValidationError{Field: "limit", Problem: fmt.Sprintf("is %d", limit), Fix: fmt.Sprintf("ask for 1 to %d reminders a page", ledger.MaxAccountPage)}
 	}
-	page, err := s.cfg.Ledger.ListAccount(ctx, account, limit, next)
+	var page ledger.AccountPage
+	var err error
+	if c.FullAccess {
+		page, err = s.cfg.Ledger.ListAccount(ctx, account, limit, next)
+	} else {
+		page, err = s.cfg.Ledger.ListAccountCreatedBy(ctx, account, c.Principal, limit, next)
+	}
 	if errors.Is(err, ledger.ErrBadPageToken) {
 		return ListPage{}, &ValidationError{Field: "next", Problem: "is not a page token this listing gave", Fix: "pass the next token of the previous page unchanged, or leave it out for the first page"}
 	}

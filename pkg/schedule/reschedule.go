@@ -81,8 +81,16 @@ var ErrIncomplete = errors.New("the reminder is not fully created yet")
 // ended or in flight), nothing is written, the reminder item included. It returns a *ValidationError for bad times,
 // an error wrapping ErrNoReminder for an unknown id, and one wrapping
 // ErrIncomplete while a create of the reminder has not written every
-// delivery.
+// delivery. It is the operator's door, onto every reminder (RescheduleAs
+// is the caller's).
 func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string) (Rescheduled, error) {
+	return s.reschedule(ctx, operator, id, to, note)
+}
+
+func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, note string) (Rescheduled, error) {
+	if err := c.check(); err != nil {
+		return Rescheduled{}, err
+	}
 	if note != "" {
 		note = ": " + note
 	}
@@ -92,7 +100,7 @@ func (s *Store) Reschedule(ctx context.Context, id string, to Times, note string
 		if err != nil {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
 		}
-		if stored.Empty() {
+		if stored.Empty() || !c.owns(stored.Reminder) {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; check the id (reminder ids are case-sensitive)", id, ErrNoReminder)
 		}
 		if stored.ReminderErr != nil {

@@ -39,11 +39,22 @@ func (v View) Timeline() []Event {
 
 // Show reads a reminder and its deliveries with a strongly consistent
 // query. It returns an error wrapping ErrNoReminder if nothing is stored
-// under id.
+// under id. It is the operator's door, onto every reminder (ShowAs is the
+// caller's).
 func (s *Store) Show(ctx context.Context, id string) (View, error) {
+	return s.show(ctx, operator, id)
+}
+
+func (s *Store) show(ctx context.Context, c Caller, id string) (View, error) {
+	if err := c.check(); err != nil {
+		return View{}, err
+	}
 	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
 	if err != nil {
 		return View{}, fmt.Errorf("schedule: show %q: %w", id, err)
+	}
+	if !stored.Empty() && !c.owns(stored.Reminder) {
+		stored = ledger.Stored{} // another's, or nobody's known: as if absent
 	}
 	if stored.ReminderErr != nil {
 		return View{}, fmt.Errorf("schedule: show %q: %w", id, stored.ReminderErr)

@@ -24,6 +24,7 @@ type Ledger interface {
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
 	MoveReminder(ctx context.Context, p ledger.MovePlan) error
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
+	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)
 	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 }
@@ -131,8 +132,17 @@ func (e *ConflictError) Error() string {
 // different one under the same id is a *ConflictError. If an earlier
 // Create stopped half-way (or another is running), this one writes what is
 // missing and says Completed: of concurrent creates of one reminder, one
-// says Created.
+// says Created. It is the operator's door: it records no creator, and
+// compares with whatever reminder holds the id (CreateAs is the caller's).
 func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
+	return s.create(ctx, operator, r)
+}
+
+func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, error) {
+	if err := c.check(); err != nil {
+		return "", err
+	}
+	r.CreatedBy = c.Principal
 	if err := s.checkTemplates(ctx, r); err != nil {
 		return "", err
 	}
@@ -141,6 +151,10 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("schedule: %w", err)
+	case exists && !c.owns(&stored):
+		// Nothing of it is compared or written: the answer is the same
+		// whatever it holds.
+		return "", fmt.Errorf("schedule: reminder %q: %w by a reminder this caller cannot see; give this reminder another id", r.ID, ErrTaken)
 	case exists:
 		if c := conflict(stored, r); c != nil {
 			return "", c
@@ -302,13 +316,21 @@ var ErrNoReminder = errors.New("no such reminder")
 // flight is refused and reported, never changed. A delivery the reminder
 // lists that no create has written yet (a create still running, or cut
 // off) is written cancelled, so that a create finishing later sends
-// nothing.
+// nothing. It is the operator's door, onto every reminder (CancelAs is
+// the caller's).
 func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, error) {
+	return s.cancel(ctx, operator, id, note)
+}
+
+func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]CancelResult, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	if stored.Empty() {
+	if stored.Empty() || !c.owns(stored.Reminder) {
 		return nil, fmt.Errorf("schedule: cancel %q: %w; check the id (nudge reminder ids are case-sensitive)", id, ErrNoReminder)
 	}
 	var out []CancelResult
@@ -342,6 +364,10 @@ func (s *Store) Cancel(ctx context.Context, id, note string) ([]CancelResult, er
 		var re *ledger.RefusedError
 		switch {
 		case err == nil:
+		case errors.Is(err, ledger.ErrChanged):
+			// It kept changing under the cancel: not cancelled, and not
+			// ended either; the caller sends the cancel again.
+			return out, fmt.Errorf("schedule: cancel %s: %w", k, err)
 		case errors.As(err, &re):
 			res.Refused, res.Status, res.At, res.Unended = re.Reason, re.Current.Status, re.Current.UpdatedAt, re.Current.EndedUnended()
 			if re.Current.Status == ledger.StatusSent {

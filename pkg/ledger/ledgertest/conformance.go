@@ -106,6 +106,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CancelEndsADeadDeliveryToo", testCancelEndsADeadDeliveryToo},
 		{"AMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead", testAMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead},
 		{"ReviveFromTheLedger", testReviveFromTheLedger},
+		{"AReminderKeepsItsCreatorAndListsByIt", testAReminderKeepsItsCreatorAndListsByIt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
