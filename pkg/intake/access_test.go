@@ -355,8 +355,9 @@ func TestAFullAccessPrincipalActsOnEvery(t *testing.T) {
 
 // TestAnUnattributedReminderIsFullAccessOnly: a reminder with no recorded
 // creator (created before creators were recorded, or by the CLI) is, to
-// every caller without full access, its own creator included, as an
-// absent one, and its id is taken; the listing leaves it out.
+// every caller without full access, its own creator included, refused
+// with 403 and the fix, never answered as absent (a cancel told "absent"
+// would leave it to be sent); its id is taken; the listing leaves it out.
 func TestAnUnattributedReminderIsFullAccessOnly(t *testing.T) {
 	f := setupCallers(t)
 	absent := f.as(billing, "GET", "/v1/reminders/rem-old", nil)
@@ -370,11 +371,19 @@ func TestAnUnattributedReminderIsFullAccessOnly(t *testing.T) {
 	if err := f.led.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if a := f.as(billing, "GET", "/v1/reminders/rem-old", nil); !sameAnswer(a, absent) {
-		t.Errorf("billing's GET of an unattributed reminder: %d %s; want the absent answer %s", a.status, a.body, absent.body)
+	if absent.status != 404 {
+		t.Fatalf("the absent answer: %d %s", absent.status, absent.body)
 	}
-	if a := f.as(billing, "DELETE", "/v1/reminders/rem-old", nil); a.status != 404 {
-		t.Errorf("billing's DELETE of an unattributed reminder: %d %s", a.status, a.body)
+	for _, m := range []string{"GET", "DELETE"} {
+		if a := f.as(billing, m, "/v1/reminders/rem-old", nil); a.status != 403 || a.problem(t).Type != intake.ProblemForbidden || !strings.Contains(a.problem(t).Fix, "intakeFullAccess") {
+			t.Errorf("billing's %s of an unattributed reminder: %d %s; want 403 with the fix", m, a.status, a.body)
+		}
+	}
+	if a := f.as(billing, "POST", "/v1/reminders/rem-old/reschedule", map[string]string{"dueAt": now.Add(2 * time.Hour).Format(time.RFC3339)}); a.status != 403 {
+		t.Errorf("billing's reschedule of an unattributed reminder: %d %s", a.status, a.body)
+	}
+	if got, _ := f.led.Get(ctx, d.Key()); got.Status != ledger.StatusPending {
+		t.Errorf("the refused calls changed the delivery: %q", got.Status)
 	}
 	body := map[string]any{"accountRef": "acct-1", "dueAt": r.DueAt.Format(time.RFC3339), "expiresAt": r.ExpiresAt.Format(time.RFC3339),
 		"deliveries": []map[string]string{{"channel": "sms", "provider": "webhook", "recipientRef": "contact-2", "templateRef": "renewal"}}}

@@ -621,6 +621,10 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 	switch {
 	case errors.As(err, &ve):
 		return &Problem{Type: ProblemInvalid, Status: http.StatusBadRequest, Title: "Invalid reminder", Detail: clip(ve.Error()), Field: clip(ve.Field), Fix: ve.Fix}
+	case errors.Is(err, schedule.ErrUnattributed):
+		return &Problem{Type: ProblemForbidden, Status: http.StatusForbidden, Title: "The reminder has no recorded creator",
+			Detail: "the reminder was created before the intake recorded creators (or by the operator CLI), so only a full-access principal may act on it through the API; it is not absent, and stays scheduled",
+			Fix:    "act on it as one of the stage's full-access principals (intakeFullAccess), or ask an operator (nudge cancel ID, nudge reschedule ID)"}
 	case errors.Is(err, schedule.ErrTaken):
 		// Another caller's reminder has the id: the same answer whatever
 		// it holds, naming no field and quoting nothing of it.

@@ -189,8 +189,17 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		}
 	}
 
+	// A reminder with no recorded creator, as written before creators were.
+	legacy := ledger.Reminder{ID: "rem-legacy", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c-1", TemplateRef: "t"}}}
+	if _, _, err := f.led.CreateReminder(context.Background(), legacy); err != nil {
+		t.Fatal(err)
+	}
 	big := bytes.Repeat([]byte("a"), 9000)
 	for _, ex := range []exchange{
+		{name: "read an unattributed one", method: "GET", path: "/v1/reminders/rem-legacy", status: 403},
+		{name: "reschedule an unattributed one", method: "POST", path: "/v1/reminders/rem-legacy/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + due + `"}`), status: 403},
+		{name: "cancel an unattributed one", method: "DELETE", path: "/v1/reminders/rem-legacy", status: 403},
 		{name: "create", method: "PUT", path: "/v1/reminders/rem-1", contentType: "application/json", body: mk(""), status: 201},
 		{name: "create again", method: "PUT", path: "/v1/reminders/rem-1", contentType: "application/json", body: mk(""), status: 200},
 		{name: "create a different one", method: "PUT", path: "/v1/reminders/rem-1", contentType: "application/json", body: mk(`,"metadata":{"a":"b"}`), status: 409},

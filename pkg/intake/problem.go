@@ -32,6 +32,7 @@ type Problem struct {
 const (
 	ProblemInvalid     = "urn:nudge:problem:invalid-request"
 	ProblemNotFound    = "urn:nudge:problem:not-found"
+	ProblemForbidden   = "urn:nudge:problem:forbidden"
 	ProblemConflict    = "urn:nudge:problem:conflict"
 	ProblemRefused     = "urn:nudge:problem:deliveries-refused"
 	ProblemTooLarge    = "urn:nudge:problem:too-large"

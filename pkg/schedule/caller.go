@@ -55,6 +55,28 @@ func (c Caller) check() error {
 	return nil
 }
 
+// ErrUnattributed is the answer, through the caller's door, for a
+// reminder with no recorded creator (created before the intake recorded
+// creators, or by the CLI) to a caller without full access. It is not
+// ErrNoReminder: a caller told "absent" when it cancels its own old
+// reminder would believe nothing is scheduled, and it would be sent. The
+// id's existence is all it tells, which a create of the id tells anyway.
+var ErrUnattributed = errors.New("the reminder has no recorded creator")
+
+// access says whether the caller may see and change the stored reminder:
+// nil, ErrNoReminder (absent, or another caller's), or ErrUnattributed.
+func (c Caller) access(stored ledger.Stored) error {
+	switch {
+	case stored.Empty():
+		return ErrNoReminder
+	case c.owns(stored.Reminder):
+		return nil
+	case stored.Reminder != nil && stored.Reminder.CreatedBy == "":
+		return ErrUnattributed
+	}
+	return ErrNoReminder
+}
+
 // owns reports whether the caller may see and change reminder r (nil: no
 // reminder item, or an unreadable one).
 func (c Caller) owns(r *Reminder) bool {

@@ -75,8 +75,8 @@ func TestTheCallersDoorIsScopedAndTheOperatorsIsNot(t *testing.T) {
 	if p, err := store.List(ctx, "acct-1", 10, ""); err != nil || len(p.Reminders) != 2 {
 		t.Errorf("the operator's listing: %d, %v; want both", len(p.Reminders), err)
 	}
-	if _, err := store.ShowAs(ctx, billing, "rem-cli"); !errors.Is(err, schedule.ErrNoReminder) {
-		t.Errorf("billing's show of the CLI's reminder: %v; want ErrNoReminder", err)
+	if _, err := store.ShowAs(ctx, billing, "rem-cli"); !errors.Is(err, schedule.ErrUnattributed) {
+		t.Errorf("billing's show of the CLI's reminder: %v; want ErrUnattributed (not absent: it stays scheduled)", err)
 	}
 	if _, err := store.Reschedule(ctx, "rem-1", schedule.Times{DueAt: at.Add(3 * time.Hour).Format(time.RFC3339)}, "ops"); err != nil {
 		t.Errorf("the operator's reschedule of billing's: %v", err)

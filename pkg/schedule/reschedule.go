@@ -100,7 +100,9 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		if err != nil {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
 		}
-		if stored.Empty() || !c.owns(stored.Reminder) {
+		if err := c.access(stored); errors.Is(err, ErrUnattributed) {
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
+		} else if err != nil {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; check the id (reminder ids are case-sensitive)", id, ErrNoReminder)
 		}
 		if stored.ReminderErr != nil {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -53,8 +54,10 @@ func (s *Store) show(ctx context.Context, c Caller, id string) (View, error) {
 	if err != nil {
 		return View{}, fmt.Errorf("schedule: show %q: %w", id, err)
 	}
-	if !stored.Empty() && !c.owns(stored.Reminder) {
-		stored = ledger.Stored{} // another's, or nobody's known: as if absent
+	if err := c.access(stored); errors.Is(err, ErrUnattributed) {
+		return View{}, fmt.Errorf("schedule: show %q: %w", id, err)
+	} else if err != nil {
+		stored = ledger.Stored{} // another's: as if absent
 	}
 	if stored.ReminderErr != nil {
 		return View{}, fmt.Errorf("schedule: show %q: %w", id, stored.ReminderErr)

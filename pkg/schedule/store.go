@@ -330,7 +330,9 @@ func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]Cancel
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
 	}
-	if stored.Empty() || !c.owns(stored.Reminder) {
+	if err := c.access(stored); errors.Is(err, ErrUnattributed) {
+		return nil, fmt.Errorf("schedule: cancel %q: %w", id, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("schedule: cancel %q: %w; check the id (nudge reminder ids are case-sensitive)", id, ErrNoReminder)
 	}
 	var out []CancelResult
