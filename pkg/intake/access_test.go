@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -42,23 +41,15 @@ type callerFixture struct {
 func setupCallers(t *testing.T) *callerFixture {
 	t.Helper()
 	clk := clock.NewFake(now)
-	led, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
+	led := memoryLedger(t, clk)
+	store := newStore(t, schedule.Config{Ledger: led, Clock: clk})
+	h := newHandler(t, intake.Config{Store: store, FullAccess: []string{"arn:aws:iam::123456789012:role/tools/Support"}})
+	asCaller := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(intake.WithCaller(r.Context(), r.Header.Get("X-Test-Caller"), "req-1")))
+		})
 	}
-	store, err := schedule.New(schedule.Config{Ledger: led, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := intake.New(intake.Config{Store: store, FullAccess: []string{"arn:aws:iam::123456789012:role/tools/Support"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(intake.WithCaller(r.Context(), r.Header.Get("X-Test-Caller"), "req-1")))
-	}))
-	t.Cleanup(srv.Close)
-	return &callerFixture{fixture: &fixture{t: t, clk: clk, led: led, h: h, srv: srv}, store: store}
+	return &callerFixture{fixture: serve(t, clk, led, h, asCaller), store: store}
 }
 
 func (f *callerFixture) as(caller, method, path string, v any) answer {

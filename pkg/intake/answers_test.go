@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -98,22 +97,10 @@ func (l *lockedBuffer) lines(t *testing.T) []emf {
 // pattern, never by the path or an id.
 func TestEveryAnswerIsCountedByStatusClassAndRoute(t *testing.T) {
 	clk := clock.NewFake(now)
-	led, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := schedule.New(schedule.Config{Ledger: led, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	led := memoryLedger(t, clk)
+	store := newStore(t, schedule.Config{Ledger: led, Clock: clk})
 	out := &lockedBuffer{}
-	h, err := intake.New(intake.Config{Store: failingStore{store}, Metrics: metrics.New(map[string]string{"Function": "intake"}), MetricsOut: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	f := &fixture{t: t, clk: clk, led: led, h: h, srv: srv}
+	f := serve(t, clk, led, newHandler(t, intake.Config{Store: failingStore{store}, Metrics: metrics.New(map[string]string{"Function": "intake"}), MetricsOut: out}), nil)
 
 	for id, want := range map[string]int{"rem-1": 201, "boom": 500, "crash": 500, "busy": 503} {
 		if a := f.json("PUT", "/v1/reminders/"+id, reminder(id)); a.status != want {
@@ -171,17 +158,7 @@ func TestAFreshStageAnswers503UntilTheEnqueueRecordsTheShardCount(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: intakeLedger, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := intake.New(intake.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	f := &fixture{t: t, clk: clk, led: intakeLedger, h: h, srv: srv}
+	f := serve(t, clk, intakeLedger, newHandler(t, intake.Config{Store: newStore(t, schedule.Config{Ledger: intakeLedger, Clock: clk})}), nil)
 
 	a := f.json("PUT", "/v1/reminders/rem-1", reminder("rem-1"))
 	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") != "60" {

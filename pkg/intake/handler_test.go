@@ -38,19 +38,47 @@ type fixture struct {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	clk := clock.NewFake(now)
+	led := memoryLedger(t, clk)
+	return serve(t, clk, led, newHandler(t, intake.Config{Store: newStore(t, schedule.Config{Ledger: led, Clock: clk})}), nil)
+}
+
+// memoryLedger is an empty in-memory ledger of two shards on clk.
+func memoryLedger(t *testing.T, clk *clock.Fake) *ledger.Memory {
+	t.Helper()
 	led, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: led, Clock: clk})
+	return led
+}
+
+func newStore(t *testing.T, cfg schedule.Config) *schedule.Store {
+	t.Helper()
+	store, err := schedule.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := intake.New(intake.Config{Store: store})
+	return store
+}
+
+func newHandler(t *testing.T, cfg intake.Config) *intake.Handler {
+	t.Helper()
+	h, err := intake.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	return h
+}
+
+// serve is the fixture of h over led behind a real HTTP server, through
+// wrap if it is set (one that sets the caller).
+func serve(t *testing.T, clk *clock.Fake, led *ledger.Memory, h *intake.Handler, wrap func(http.Handler) http.Handler) *fixture {
+	t.Helper()
+	var front http.Handler = h
+	if wrap != nil {
+		front = wrap(h)
+	}
+	srv := httptest.NewServer(front)
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, clk: clk, led: led, h: h, srv: srv}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -13,7 +12,6 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/intake"
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -33,23 +31,11 @@ func (n *noTemplates) GetEmailTemplate(context.Context, *sesv2.GetEmailTemplateI
 // create of the stage. Each unknown one is refused, naming the field.
 func TestABatchOfUnknownTemplatesMakesOneSESCall(t *testing.T) {
 	clk := clock.NewFake(now)
-	led, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk, Shards: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	led := memoryLedger(t, clk)
 	ses := &noTemplates{}
 	templates := &provider.DeployedTemplates{Catalog: provider.TemplateCatalog{"renewal": {"plan"}}, SES: ses, Prefix: "nudge-dev-", Clock: clk}
-	store, err := schedule.New(schedule.Config{Ledger: led, Clock: clk, Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-", Templates: templates})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := intake.New(intake.Config{Store: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	f := &fixture{t: t, clk: clk, led: led, h: h, srv: srv}
+	store := newStore(t, schedule.Config{Ledger: led, Clock: clk, Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-", Templates: templates})
+	f := serve(t, clk, led, newHandler(t, intake.Config{Store: store}), nil)
 
 	email := func(id, template string) map[string]any {
 		r := reminder(id)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -120,33 +118,19 @@ func (l *Ledger) creators(ctx context.Context, ids []string) (map[string]string,
 	for _, id := range ids {
 		req.Keys = append(req.Keys, map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(reminderSK)})
 	}
-	for attempt := 0; len(req.Keys) > 0; attempt++ {
-		if attempt > 0 {
-			select {
-			// wall clock: a pause for DynamoDB to recover, which must pass under a stopped test clock too
-			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+	err := l.batchGet(ctx, req, "reminder items", func(it map[string]types.AttributeValue) error {
+		pk, _ := it[attrPK].(*types.AttributeValueMemberS)
+		by, _ := it[attrCreatedBy].(*types.AttributeValueMemberS)
+		if pk == nil || by == nil {
+			return nil
 		}
-		if attempt == 8 {
-			return nil, fmt.Errorf("ledger: %d reminder items stayed unprocessed after %d reads; DynamoDB is throttling", len(req.Keys), attempt)
+		if id, ok := strings.CutPrefix(pk.Value, PartitionKey("")); ok {
+			out[id] = by.Value
 		}
-		res, err := l.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{l.cfg.Table: *req}})
-		if err != nil {
-			return nil, fmt.Errorf("ledger: read the creators of %d reminders: %w", len(req.Keys), err)
-		}
-		for _, it := range res.Responses[l.cfg.Table] {
-			pk, _ := it[attrPK].(*types.AttributeValueMemberS)
-			by, _ := it[attrCreatedBy].(*types.AttributeValueMemberS)
-			if pk == nil || by == nil {
-				continue
-			}
-			if id, ok := strings.CutPrefix(pk.Value, PartitionKey("")); ok {
-				out[id] = by.Value
-			}
-		}
-		req.Keys = res.UnprocessedKeys[l.cfg.Table].Keys
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

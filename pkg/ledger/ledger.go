@@ -291,32 +291,48 @@ func (l *Ledger) GetMany(ctx context.Context, keys []message.DeliveryKey) (map[m
 	for _, k := range keys {
 		req.Keys = append(req.Keys, keyAttrs(k))
 	}
+	err := l.batchGet(ctx, req, "deliveries", func(it map[string]types.AttributeValue) error {
+		d, err := fromItem(it)
+		if err != nil {
+			return err
+		}
+		out[d.Key()] = d
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchGet reads the items req names, in one BatchGetItem and more for
+// the keys DynamoDB leaves unprocessed (eight reads at most, with a
+// growing pause between), handing each item to each; what names the items
+// in errors ("deliveries").
+func (l *Ledger) batchGet(ctx context.Context, req *types.KeysAndAttributes, what string, each func(map[string]types.AttributeValue) error) error {
 	for attempt := 0; len(req.Keys) > 0; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-time.After(time.Duration(attempt*attempt) * 50 * time.Millisecond): // wall clock: a pause for DynamoDB to recover, which must pass under a stopped test clock too
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 		}
 		if attempt == 8 {
-			return nil, fmt.Errorf("ledger: %d deliveries stayed unprocessed after %d reads; DynamoDB is throttling", len(req.Keys), attempt)
+			return fmt.Errorf("ledger: %d %s stayed unprocessed after %d reads; DynamoDB is throttling", len(req.Keys), what, attempt)
 		}
 		res, err := l.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{l.cfg.Table: *req}})
 		if err != nil {
-			return nil, fmt.Errorf("ledger: get %d deliveries: %w", len(req.Keys), err)
+			return fmt.Errorf("ledger: get %d %s: %w", len(req.Keys), what, err)
 		}
 		for _, it := range res.Responses[l.cfg.Table] {
-			d, err := fromItem(it)
-			if err != nil {
-				return nil, err
+			if err := each(it); err != nil {
+				return err
 			}
-			out[d.Key()] = d
 		}
-		next := res.UnprocessedKeys[l.cfg.Table]
-		req.Keys = next.Keys
+		req.Keys = res.UnprocessedKeys[l.cfg.Table].Keys
 	}
-	return out, nil
+	return nil
 }
 
 // Claim is a request to start a delivery attempt.
