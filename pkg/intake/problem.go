@@ -1,9 +1,16 @@
 package intake
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 // Problem is an RFC 9457 problem details object, with Nudge's extension
@@ -69,4 +76,65 @@ func writeJSONAs(w http.ResponseWriter, status int, contentType string, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// fail answers err as a problem.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(w, r, h.problemFor(r, err))
+}
+
+func (h *Handler) problemFor(r *http.Request, err error) *Problem {
+	var ve *schedule.ValidationError
+	var ce *schedule.ConflictError
+	var api smithy.APIError
+	switch {
+	case errors.As(err, &ve):
+		return &Problem{Type: ProblemInvalid, Status: http.StatusBadRequest, Title: "Invalid reminder", Detail: clip(ve.Error()), Field: clip(ve.Field), Fix: ve.Fix}
+	case errors.Is(err, schedule.ErrUnattributed):
+		return &Problem{Type: ProblemForbidden, Status: http.StatusForbidden, Title: "The reminder has no recorded creator",
+			Detail: "the reminder was created before the intake recorded creators (or by the operator CLI), so only a full-access principal may act on it through the API; it is not absent, and stays scheduled",
+			Fix:    "act on it as one of the stage's full-access principals (intakeFullAccess), or ask an operator (nudge cancel ID, nudge reschedule ID)"}
+	case errors.Is(err, schedule.ErrTaken):
+		// Another caller's reminder has the id: the same answer whatever
+		// it holds, naming no field and quoting nothing of it.
+		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The id is taken",
+			Detail: "the id is taken by a reminder this caller cannot see",
+			Fix:    "give the reminder another id: ids are the caller's idempotency keys, and this one is another's"}
+	case errors.As(err, &ce):
+		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "A different reminder has this id", Detail: ce.Error(), Field: ce.Field,
+			Fix: "give the changed reminder a new id, reschedule it (POST /v1/reminders/" + ce.ID + "/reschedule), or cancel the old one first"}
+	case errors.Is(err, schedule.ErrIncomplete):
+		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The reminder is not fully created", Detail: clip(err.Error()),
+			Fix: "send its PUT again with the same body to finish it, then reschedule"}
+	case errors.Is(err, ledger.ErrChanged):
+		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the reminder kept changing while it was moved (a send, a cancel or another reschedule)",
+			Fix: "send the request again: every call is idempotent", retryAfter: 1}
+	case errors.Is(err, schedule.ErrNoReminder):
+		return &Problem{Type: ProblemNotFound, Status: http.StatusNotFound, Title: "No such reminder", Detail: "no reminder has id " + strconv.Quote(clip(r.PathValue("id"))),
+			Fix: "check the id: reminder ids are case-sensitive"}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the request ran out of time",
+			Fix: "send it again: every call is idempotent", retryAfter: 1}
+	case errors.Is(err, ledger.ErrNoShardCount):
+		// A fresh stage, before the enqueue's first run (a minute after the
+		// first deploy) recorded the shard count the intake places
+		// deliveries by. What was written stays; a repeat completes it.
+		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable,
+			Detail: "the stage is not ready: the table has no shard count yet, which the enqueue records on its first run, within a minute of the stack's first deploy",
+			Fix:    "send the request again after Retry-After (every call is idempotent); if this lasts, the enqueue is not running: see docs/operations.md#intake-5xx", retryAfter: 60}
+	case errors.As(err, &api) && throttled(api.ErrorCode()):
+		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the table is throttling writes (" + api.ErrorCode() + ")",
+			Fix: "send it again after Retry-After, with backoff: every call is idempotent", retryAfter: 2}
+	}
+	h.cfg.Logger.Error("intake: unexpected error", "error", err.Error(), "method", r.Method, "path", r.URL.Path, "requestId", requestID(r))
+	return &Problem{Type: ProblemInternal, Status: http.StatusInternalServerError,
+		Detail: "the intake failed unexpectedly; what was written stays written. Send the request again (every call is idempotent); if it fails again, report the instance id"}
+}
+
+func throttled(code string) bool {
+	switch code {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "LimitExceededException":
+		return true
+	}
+	return false
 }
