@@ -114,6 +114,19 @@ var (
 	retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 )
 
+// IsThrottleCode reports whether code, an AWS API error code (a
+// smithy.APIError's ErrorCode), says the service is throttling its caller.
+// The codes are the AWS SDK's (retry.DefaultThrottleErrorCodes), the ones
+// the AWS classifier answers ClassThrottled: among them DynamoDB's
+// ProvisionedThroughputExceededException and RequestLimitExceeded, and
+// ThrottlingException, TooManyRequestsException and LimitExceededException.
+// Codes are case-sensitive. It is for code that answers throttling itself
+// (the intake's 503) rather than through a Chain.
+func IsThrottleCode(code string) bool {
+	_, ok := retry.DefaultThrottleErrorCodes[code]
+	return ok
+}
+
 // AWS recognises AWS SDK errors: throttling and 5xx are retried, and so is
 // any other API error (a missing table or a denied permission is fixed by an
 // operator, not by dead-lettering the reminder).

@@ -88,3 +88,31 @@ func TestChainFirstDefiniteAnswerWins(t *testing.T) {
 		t.Fatalf("asked %v, want [a b]", asked)
 	}
 }
+
+// TestIsThrottleCode: every code the AWS SDK counts as throttling, and every
+// code the intake answered 503 for before it asked this package, is a
+// throttle, and the AWS classifier answers it ClassThrottled; other codes
+// are not.
+func TestIsThrottleCode(t *testing.T) {
+	t.Parallel()
+	throttles := []string{
+		// The intake's own list, before it asked IsThrottleCode.
+		"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "LimitExceededException",
+		// The rest of aws-sdk-go-v2's retry.DefaultThrottleErrorCodes.
+		"Throttling", "ThrottledException", "RequestThrottledException", "TransactionInProgressException", "BandwidthLimitExceeded",
+		"RequestThrottled", "SlowDown", "PriorRequestNotComplete", "EC2ThrottledException",
+	}
+	for _, code := range throttles {
+		if !IsThrottleCode(code) {
+			t.Errorf("IsThrottleCode(%q) = false; want true", code)
+		}
+		if got := Default.Classify(awsStatus(400, code)); got.Class != ClassThrottled {
+			t.Errorf("%s is classified %+v; want class %s", code, got, ClassThrottled)
+		}
+	}
+	for _, code := range []string{"ResourceNotFoundException", "ConditionalCheckFailedException", "AccessDeniedException", "throttlingexception", ""} {
+		if IsThrottleCode(code) {
+			t.Errorf("IsThrottleCode(%q) = true; want false", code)
+		}
+	}
+}
