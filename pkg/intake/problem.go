@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -122,19 +123,11 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable,
 			Detail: "the stage is not ready: the table has no shard count yet, which the enqueue records on its first run, within a minute of the stack's first deploy",
 			Fix:    "send the request again after Retry-After (every call is idempotent); if this lasts, the enqueue is not running: see docs/operations.md#intake-5xx", retryAfter: 60}
-	case errors.As(err, &api) && throttled(api.ErrorCode()):
+	case errors.As(err, &api) && failure.IsThrottleCode(api.ErrorCode()):
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the table is throttling writes (" + api.ErrorCode() + ")",
 			Fix: "send it again after Retry-After, with backoff: every call is idempotent", retryAfter: 2}
 	}
 	h.cfg.Logger.Error("intake: unexpected error", "error", err.Error(), "method", r.Method, "path", r.URL.Path, "requestId", requestID(r))
 	return &Problem{Type: ProblemInternal, Status: http.StatusInternalServerError,
 		Detail: "the intake failed unexpectedly; what was written stays written. Send the request again (every call is idempotent); if it fails again, report the instance id"}
-}
-
-func throttled(code string) bool {
-	switch code {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "LimitExceededException":
-		return true
-	}
-	return false
 }
