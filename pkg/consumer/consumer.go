@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/deadletter"
+	"github.com/nudgehq/nudge/pkg/envelope"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/heartbeat"
 	"github.com/nudgehq/nudge/pkg/ledger"
@@ -27,9 +25,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/ratelimit"
 	"github.com/nudgehq/nudge/pkg/retry"
 )
-
-// MaxDelaySeconds is the longest delay SQS gives a message at send time.
-const MaxDelaySeconds = 900
 
 // Ledger is the part of the delivery ledger the consumer uses.
 type Ledger interface {
@@ -510,10 +505,8 @@ func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) 
 	}
 	// The copy keeps the message's attributes: a message back from the DLQ
 	// carries the dead letter's, which let its claim revive the delivery.
-	if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(c.cfg.QueueURL), MessageBody: aws.String(r.rec.Body), DelaySeconds: min(secs, MaxDelaySeconds),
-		MessageAttributes: attributesOf(r.rec),
-	}); err != nil {
+	env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: r.rec.Body, Delay: wait, Attributes: envelope.Kept(r.rec.MessageAttributes)})
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
 		return Outcome{Err: failure.Retryable(err, 0)}, false
 	}
 	return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish", Reason: "rate limit"}, false
@@ -533,25 +526,6 @@ func reviveAttempts(rec events.SQSMessage) int {
 	return n
 }
 
-// attributesOf returns rec's message attributes as SendMessage takes them.
-func attributesOf(rec events.SQSMessage) map[string]sqstypes.MessageAttributeValue {
-	if len(rec.MessageAttributes) == 0 {
-		return nil
-	}
-	out := make(map[string]sqstypes.MessageAttributeValue, len(rec.MessageAttributes))
-	for k, a := range rec.MessageAttributes {
-		v := sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
-		if v.StringValue == nil && v.BinaryValue == nil {
-			continue // SQS refuses an attribute without a value
-		}
-		if a.DataType == "" {
-			v.DataType = aws.String("String")
-		}
-		out[k] = v
-	}
-	return out
-}
-
 // deadLetter sends the original body to the DLQ with the reason, then
 // records it in the ledger (when d is known), and acknowledges. If either
 // step fails, the record is retried: nothing is lost, at worst the DLQ gets
@@ -565,16 +539,10 @@ func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery
 	if body == "" {
 		body = "(empty body)" // SQS refuses empty bodies
 	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(c.cfg.DLQURL), MessageBody: aws.String(body), MessageAttributes: letter.Attributes()}
-	if strings.HasSuffix(c.cfg.DLQURL, ".fifo") { // a FIFO queue's DLQ is FIFO too
-		group := r.rec.Attributes["MessageGroupId"]
-		if group == "" {
-			group = "nudge-dead-letters"
-		}
-		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(r.rec.MessageId)
-	}
-	if _, err := c.cfg.Queue.SendMessage(ctx, in); err != nil {
+	// A FIFO queue's DLQ is FIFO too: the letter keeps the record's group.
+	env := envelope.Build(envelope.Spec{Kind: envelope.KindOf(c.cfg.DLQURL), Body: body, Attributes: letter.Attributes(),
+		Dedup: envelope.ForDeadLetter(r.rec.Attributes["MessageGroupId"], r.rec.MessageId)})
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.DLQURL)); err != nil {
 		r.log.Error("could not dead-letter; the message stays on the work queue", "errorClass", class, "error", err.Error())
 		return Outcome{Err: failure.Retryable(err, 0)}
 	}
@@ -600,19 +568,18 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 		return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "visibility",
 			Err: failure.Retryable(errors.New("not yet due"), time.Duration(ceilSeconds(wait))*time.Second)}
 	}
-	if wait <= MaxDelaySeconds*time.Second {
-		secs := ceilSeconds(wait)
+	if wait <= envelope.MaxDelaySeconds*time.Second {
 		msg.DueAt = dueAt
 		body, err := message.Encode(msg)
 		if err != nil {
 			return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
 		}
-		if _, err := c.cfg.Queue.SendMessage(ctx, &sqs.SendMessageInput{
-			QueueUrl: aws.String(c.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: secs,
-		}); err != nil {
+		// Standard: a FIFO message waits by its visibility (above) up to 12 h.
+		env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: string(body), Delay: wait})
+		if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
 			return Outcome{Err: failure.Retryable(err, 0)}
 		}
-		return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish"}
+		return Outcome{Transition: Deferred, Next: time.Duration(env.DelaySeconds) * time.Second, Via: "republish"}
 	}
 	_, err := c.cfg.Ledger.Release(ctx, msg.Key(), dueAt, "released: due "+ledger.Format(dueAt))
 	switch {

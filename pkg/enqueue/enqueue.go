@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/envelope"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/metrics"
@@ -118,8 +118,8 @@ type Config struct {
 
 // Enqueuer hands due deliveries from the calendar to the queue.
 type Enqueuer struct {
-	cfg  Config
-	fifo bool
+	cfg   Config
+	queue envelope.Kind
 	// staged is set once the stage's facts are recorded.
 	staged atomic.Bool
 }
@@ -175,7 +175,7 @@ func New(cfg Config) (*Enqueuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Enqueuer{cfg: cfg, fifo: strings.HasSuffix(cfg.QueueURL, ".fifo")}, nil
+	return &Enqueuer{cfg: cfg, queue: envelope.KindOf(cfg.QueueURL)}, nil
 }
 
 // Report is what one run did.

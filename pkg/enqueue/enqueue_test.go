@@ -26,6 +26,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/enqueue"
+	"github.com/nudgehq/nudge/pkg/envelope"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
@@ -39,6 +40,8 @@ type published struct {
 	Key   message.DeliveryKey
 	Delay int32
 	At    time.Time
+	// Group and DedupID are the FIFO message group and deduplication id.
+	Group, DedupID string
 }
 
 // recorder records what went out, and publishes it through the real queue
@@ -73,7 +76,8 @@ func (r *recorder) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 			continue
 		}
 		r.mu.Lock()
-		r.sent = append(r.sent, published{Key: m.Key(), Delay: e.DelaySeconds, At: r.clk.Now()})
+		r.sent = append(r.sent, published{Key: m.Key(), Delay: e.DelaySeconds, At: r.clk.Now(),
+			Group: aws.ToString(e.MessageGroupId), DedupID: aws.ToString(e.MessageDeduplicationId)})
 		r.mu.Unlock()
 		pass = append(pass, e)
 		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
@@ -252,6 +256,25 @@ func keysOf(ps []published) map[message.DeliveryKey]int {
 		m[p.Key]++
 	}
 	return m
+}
+
+// TestFIFOHandOffIsGroupedAndDeduplicatedNotDelayed: on a FIFO queue a
+// hand-off carries no delay (the consumer defers an early one with its
+// visibility), the reminder as its group, and as deduplication id the
+// SHA-256 of "key#publishAt" (here computed with sha256sum).
+func TestFIFOHandOffIsGroupedAndDeduplicatedNotDelayed(t *testing.T) {
+	b := setup(t, 1)
+	e := b.enqueuer(t, func(c *enqueue.Config) { c.QueueURL += ".fifo" })
+	k := b.schedule(t, "rem-fifo", t0.Add(10*time.Minute))
+	if at := b.status(t, k).Index.PublishAt; !at.Equal(t0) {
+		t.Fatalf("publish time %s, want %s (written at t0, due within the lookahead)", at, t0)
+	}
+	b.clk.Advance(time.Minute)
+	b.run(t, e)
+	want := published{Key: k, At: b.clk.Now(), Group: "rem-fifo", DedupID: "69ba9f58ddef98726437b91724dfeeb14d53145979911112e4bd6fa6c75a9a42"}
+	if got := b.pub.take(); len(got) != 1 || got[0] != want {
+		t.Fatalf("published %+v, want %+v", got, want)
+	}
 }
 
 func TestDueBoundariesLookaheadAndDelay(t *testing.T) {
@@ -739,7 +762,7 @@ func TestDelayIsCountedFromEachBatchNotTheRunStart(t *testing.T) {
 	seen := map[int32]bool{}
 	for _, p := range got {
 		sentAt := p.At.Add(-10 * time.Second) // when the batch was built
-		if want := enqueue.DelaySeconds(due, sentAt); p.Delay != want {
+		if want := envelope.DelaySeconds(due.Sub(sentAt)); p.Delay != want {
 			t.Fatalf("%s published at %s with delay %ds, want %ds", p.Key, sentAt.Format(time.TimeOnly), p.Delay, want)
 		}
 		seen[p.Delay] = true

@@ -73,24 +73,6 @@ func TestDecodeTickShapes(t *testing.T) {
 	}
 }
 
-func TestDelaySeconds(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		due  time.Duration
-		want int32
-	}{{-time.Hour, 0}, {0, 0}, {time.Millisecond, 1}, {10 * time.Minute, 600}, {899500 * time.Millisecond, 900}, {20 * time.Minute, 900}} {
-		if got := enqueue.DelaySeconds(now.Add(tc.due), now); got != tc.want {
-			t.Errorf("due in %v: delay %d, want %d", tc.due, got, tc.want)
-		}
-	}
-	// Far ahead: the difference saturates at the largest Duration, which
-	// rounding up would overflow.
-	if got := enqueue.DelaySeconds(time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC), now); got != 900 {
-		t.Errorf("due in 2500: delay %d, want 900", got)
-	}
-}
-
 func TestReportIsWrittenInSeconds(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal(enqueue.Report{Enqueued: 3, OldestOverdue: 90 * time.Second, Lag: 1500 * time.Millisecond, Caught: true})

@@ -2,8 +2,6 @@ package enqueue
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"sync"
 	"time"
@@ -12,25 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/pkg/envelope"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 )
-
-// MaxDelaySeconds is the longest delay SQS gives a message at send time.
-const MaxDelaySeconds = 900
-
-// DelaySeconds is the delay that makes a message published at now
-// visible when dueAt comes: 0 to 900, rounded up.
-func DelaySeconds(dueAt, now time.Time) int32 {
-	d := dueAt.Sub(now)
-	switch {
-	case d <= 0:
-		return 0
-	case d >= MaxDelaySeconds*time.Second: // and no overflow for a due time centuries ahead
-		return MaxDelaySeconds
-	}
-	return int32((d + time.Second - 1) / time.Second)
-}
 
 // publish sends one id-only message per entry with SendMessageBatch, ten
 // at a time, batches in parallel, each delayed from the moment its batch is
@@ -118,21 +101,13 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 }
 
 // entry is the message for one index entry: the contract of pkg/message,
-// delayed until due. FIFO queues take no per-message delay (the consumer
-// defers an early FIFO message with its visibility); they group by
-// reminder and deduplicate by delivery and publish time.
+// delayed until due on a standard queue; on a FIFO queue grouped by reminder
+// and deduplicated by delivery and publish time (envelope.ForHandOff).
 func (e *Enqueuer) entry(id string, en ledger.IndexEntry, now time.Time) (types.SendMessageBatchRequestEntry, error) {
 	body, err := message.Encode(message.Message{V: message.Version, ReminderID: en.Key.ReminderID, Channel: en.Key.Channel, Provider: en.Key.Provider, DueAt: en.DueAt})
 	if err != nil {
 		return types.SendMessageBatchRequestEntry{}, err
 	}
-	out := types.SendMessageBatchRequestEntry{Id: aws.String(id), MessageBody: aws.String(string(body))}
-	if e.fifo {
-		sum := sha256.Sum256([]byte(en.Key.String() + "#" + ledger.Format(en.PublishAt)))
-		out.MessageGroupId = aws.String(en.Key.ReminderID)
-		out.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
-		return out, nil
-	}
-	out.DelaySeconds = DelaySeconds(en.DueAt, now)
-	return out, nil
+	env := envelope.Build(envelope.Spec{Kind: e.queue, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
+	return env.Entry(id), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/deadletter"
+	"github.com/nudgehq/nudge/pkg/envelope"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
@@ -542,17 +543,9 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 			return o
 		}
 	}
-	attrs := deadletter.Redriven(l.attrs, r.cfg.By)
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.cfg.TargetURL), MessageBody: aws.String(l.body), MessageAttributes: attrs}
-	if strings.HasSuffix(r.cfg.TargetURL, ".fifo") {
-		group := l.group
-		if group == "" {
-			group = "nudge-redrive"
-		}
-		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(l.MessageID + "-redrive-" + strconv.Itoa(l.Redrives+1))
-	}
-	out, err := r.cfg.Queue.SendMessage(ctx, in)
+	env := envelope.Build(envelope.Spec{Kind: envelope.KindOf(r.cfg.TargetURL), Body: l.body, Attributes: deadletter.Redriven(l.attrs, r.cfg.By),
+		Dedup: envelope.ForRedrive(l.group, l.MessageID, l.Redrives+1)})
+	out, err := r.cfg.Queue.SendMessage(ctx, env.Send(r.cfg.TargetURL))
 	if err != nil {
 		o.Problem = "could not send to " + l.Destination + ": " + err.Error() + "; the message stays in the DLQ"
 		if o.Marked {
