@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // StagesFromContext returns the stages to define. With the "stage" key
@@ -63,11 +64,11 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	intakeReservedConcurrency     the most intake instances at once (0: no cap)
 //	intakeFullAccess  IAM role and user ARNs (comma-separated) that act on every reminder through the API
 //	retainData        true | false (the removal policy)
-//	providers         webhook,ses,sns (a comma-separated subset; default webhook)
-//	sesFrom           the sender address   sesIdentity  its verified identity (default: its domain)
-//	sesRate           SES sends per second for the stage (default 14; 0: no limit)
-//	snsTopicArn       an existing topic for the sns provider (default: the stack creates one)
-//	webhookAmbiguous, sesAmbiguous, snsAmbiguous   retry | review
+//	providers         a comma-separated subset of the registry's providers (default its first)
+//	<provider>Rate    sends per second for the stage (default: its contract's; 0: no limit)
+//	<provider>Ambiguous   retry | review (default: its contract's)
+//	and each provider's own settings, as its driver declares them (provider.Driver.Settings;
+//	docs/infrastructure.md lists them)
 //
 // A key prefixed with a stage's name and a colon applies to that stage
 // alone and wins over the plain key, which applies to every stage the app
@@ -143,24 +144,32 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 			}
 		}
 	}
-	for key, dst := range map[string]*string{"sesFrom": &s.SESFrom, "sesIdentity": &s.SESIdentity, "snsTopicArn": &s.SNSTopicArn} {
-		if v, ok := str(key); ok {
-			*dst = v
+	// Each provider's own settings, rate and ambiguous policy, as its
+	// driver declares them.
+	for _, d := range registry.All() {
+		for _, set := range d.Settings {
+			if v, ok := str(set.Key); ok {
+				if s.ProviderSettings == nil {
+					s.ProviderSettings = map[string]string{}
+				}
+				s.ProviderSettings[set.Key] = v
+			}
 		}
-	}
-	if v, ok := str("sesRate"); ok {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return s, fmt.Errorf("context sesRate=%q is not a number of sends per second", v)
+		if v, ok := str(d.Name + "Rate"); ok {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return s, fmt.Errorf("context %sRate=%q is not a number of sends per second", d.Name, v)
+			}
+			if s.Rates == nil {
+				s.Rates = map[string]float64{}
+			}
+			s.Rates[d.Name] = r
 		}
-		s.SESRate = r
-	}
-	for _, p := range []string{"webhook", "ses", "sns"} {
-		if v, ok := str(p + "Ambiguous"); ok {
+		if v, ok := str(d.Name + "Ambiguous"); ok {
 			if s.Ambiguous == nil {
 				s.Ambiguous = map[string]string{}
 			}
-			s.Ambiguous[p] = v
+			s.Ambiguous[d.Name] = v
 		}
 	}
 	if v, ok := str("retainData"); ok {

@@ -19,7 +19,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
 )
 
 // roleStatements are the statements of every policy attached to the role
@@ -259,31 +259,31 @@ func TestTheIntakeReadsTemplatesOnlyWhenSESRuns(t *testing.T) {
 	tp := toJSON(t, tpl)
 	var roleID string
 	must(t, func() { roleID = *n.Stack.GetLogicalId(n.Intake.Role().Node().DefaultChild().(awscdk.CfnElement)) })
-	var ses []string
+	var grants []string
 	for _, st := range roleStatements(tp, roleID) {
 		for _, a := range statementActions(st) {
 			if strings.HasPrefix(a, "ses:") {
-				ses = append(ses, a+" on "+asJSON(st["Resource"]))
+				grants = append(grants, a+" on "+asJSON(st["Resource"]))
 			}
 		}
 	}
-	if len(ses) != 1 || !strings.HasPrefix(ses[0], "ses:GetEmailTemplate on ") || !strings.Contains(ses[0], ":template/"+s.SESTemplatePrefix()+`*"`) {
-		t.Errorf("the intake's SES grants: %v; want ses:GetEmailTemplate on template/%s* alone", ses, s.SESTemplatePrefix())
+	if len(grants) != 1 || !strings.HasPrefix(grants[0], "ses:GetEmailTemplate on ") || !strings.Contains(grants[0], ":template/"+ses.TemplatePrefix(s.Name)+`*"`) {
+		t.Errorf("the intake's SES grants: %v; want ses:GetEmailTemplate on template/%s* alone", grants, ses.TemplatePrefix(s.Name))
 	}
 	fnRes := tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-intake")
 	fn := props(fnRes)
 	env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
-	if env["NUDGE_SES_TEMPLATE_PREFIX"] != s.SESTemplatePrefix() || env["NUDGE_PROVIDERS"] != "webhook,ses,sns" {
+	if env["NUDGE_SES_TEMPLATE_PREFIX"] != ses.TemplatePrefix(s.Name) || env["NUDGE_PROVIDERS"] != "webhook,ses,sns" {
 		t.Errorf("the intake's environment %v", env)
 	}
 	// The templates it deploys, and the variables each renders, so that
 	// the intake knows them without asking SES; its configuration changes
 	// only once SES has them.
-	templates, err := provider.ReadEmailTemplates(os.DirFS(filepath.Join("..", "templates", "email")))
+	templates, err := ses.ReadTemplates(os.DirFS(filepath.Join("..", "templates", "email")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := provider.CatalogOf(templates).String(); env["NUDGE_SES_TEMPLATES"] != want {
+	if want := ses.CatalogOf(templates).String(); env["NUDGE_SES_TEMPLATES"] != want {
 		t.Errorf("the intake's NUDGE_SES_TEMPLATES = %v; want %s", env["NUDGE_SES_TEMPLATES"], want)
 	}
 	for _, tpl := range n.EmailTemplates {

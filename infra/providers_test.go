@@ -7,16 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/pkg/provider/sns"
+
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 func allProviders() deployment.Stage {
 	s := deployment.Dev()
 	s.Providers = []string{"webhook", "ses", "sns"}
-	s.SESFrom = "reminders@mail.example.com"
+	s.ProviderSettings = map[string]string{ses.SettingFrom: "reminders@mail.example.com"}
 	return s
 }
 
@@ -29,7 +31,7 @@ func TestTheProvidersResources(t *testing.T) {
 	n, tpl := synth(t, s)
 	tp := toJSON(t, tpl)
 
-	want, err := provider.ReadEmailTemplates(os.DirFS(filepath.Join("..", "templates", "email")))
+	want, err := ses.ReadTemplates(os.DirFS(filepath.Join("..", "templates", "email")))
 	if err != nil || len(want) == 0 {
 		t.Fatalf("the repository's templates: %v, %v", want, err)
 	}
@@ -40,20 +42,20 @@ func TestTheProvidersResources(t *testing.T) {
 		found := false
 		for _, r := range tp.resources("AWS::SES::Template") {
 			tplProps := props(r)["Template"].(map[string]any)
-			if tplProps["TemplateName"] == s.SESTemplatePrefix()+w.Name {
+			if tplProps["TemplateName"] == ses.TemplatePrefix(s.Name)+w.Name {
 				found = tplProps["SubjectPart"] == w.Subject && tplProps["TextPart"] == w.Text
 			}
 		}
 		if !found {
-			t.Errorf("template %s is not deployed as %s%s with its subject and text", w.Name, s.SESTemplatePrefix(), w.Name)
+			t.Errorf("template %s is not deployed as %s%s with its subject and text", w.Name, ses.TemplatePrefix(s.Name), w.Name)
 		}
 	}
-	set := props(tp.one(t, "AWS::SES::ConfigurationSet", "Name", s.SESConfigurationSet()))
+	set := props(tp.one(t, "AWS::SES::ConfigurationSet", "Name", ses.ConfigurationSet(s.Name)))
 	reasons, _ := json.Marshal(set["SuppressionOptions"])
 	if !strings.Contains(string(reasons), "BOUNCE") || !strings.Contains(string(reasons), "COMPLAINT") {
 		t.Errorf("the configuration set suppresses %s; want bounces and complaints", reasons)
 	}
-	props(tp.one(t, "AWS::SNS::Topic", "TopicName", s.SNSTopicName()))
+	props(tp.one(t, "AWS::SNS::Topic", "TopicName", sns.TopicName(s.Name)))
 
 	// SES's record of each e-mail, for the review of an ambiguous one: the
 	// set's events go to EventBridge, and a rule writes them to a log
@@ -73,7 +75,7 @@ func TestTheProvidersResources(t *testing.T) {
 				t.Errorf("the e-mail events rule copies %s, which holds addresses: %s", leak, b)
 			}
 		}
-		if !strings.Contains(string(b), provider.TagReminder) {
+		if !strings.Contains(string(b), ses.TagReminder) {
 			t.Errorf("the e-mail events rule does not keep the reminder: %s", b)
 		}
 		// EventBridge delivers nothing to a log group named by the ARN
@@ -89,8 +91,8 @@ func TestTheProvidersResources(t *testing.T) {
 
 	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
 	env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any)
-	for k, v := range map[string]string{"NUDGE_PROVIDERS": "webhook,ses,sns", "NUDGE_SES_FROM": s.SESFrom, "NUDGE_SES_CONFIGURATION_SET": s.SESConfigurationSet(),
-		"NUDGE_SES_TEMPLATE_PREFIX": s.SESTemplatePrefix(), "NUDGE_SES_RATE": "14", "NUDGE_MAX_CONCURRENCY": "5"} {
+	for k, v := range map[string]string{"NUDGE_PROVIDERS": "webhook,ses,sns", "NUDGE_SES_FROM": s.ProviderSettings[ses.SettingFrom], "NUDGE_SES_CONFIGURATION_SET": ses.ConfigurationSet(s.Name),
+		"NUDGE_SES_TEMPLATE_PREFIX": ses.TemplatePrefix(s.Name), "NUDGE_SES_RATE": "14", "NUDGE_MAX_CONCURRENCY": "5"} {
 		if env[k] != v {
 			t.Errorf("consumer %s = %v, want %s", k, env[k], v)
 		}
@@ -102,25 +104,25 @@ func TestTheProvidersResources(t *testing.T) {
 	// The consumer may send as the identity, with the stage's templates,
 	// through its configuration set, and publish to the topic: no wildcard
 	// beyond the template prefix.
-	var ses, publish string
+	var send, publish string
 	for _, p := range tp.resources("AWS::IAM::Policy") {
 		for _, st := range props(p)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			b, _ := json.Marshal(st)
 			switch {
 			case strings.Contains(string(b), "ses:SendEmail"):
-				ses = string(b)
+				send = string(b)
 			case strings.Contains(string(b), "sns:Publish"):
 				publish = string(b)
 			}
 		}
 	}
-	for _, part := range []string{"identity/mail.example.com", `configuration-set/",{"Ref":"EmailConfigurationSet`, "template/" + s.SESTemplatePrefix() + "*"} {
-		if !strings.Contains(ses, part) {
-			t.Errorf("the consumer's SES grant lacks %s: %s", part, ses)
+	for _, part := range []string{"identity/mail.example.com", `configuration-set/",{"Ref":"EmailConfigurationSet`, "template/" + ses.TemplatePrefix(s.Name) + "*"} {
+		if !strings.Contains(send, part) {
+			t.Errorf("the consumer's SES grant lacks %s: %s", part, send)
 		}
 	}
-	if strings.Contains(ses, `"Resource":"*"`) || strings.Contains(ses, "identity/*") {
-		t.Errorf("the SES grant is not scoped: %s", ses)
+	if strings.Contains(send, `"Resource":"*"`) || strings.Contains(send, "identity/*") {
+		t.Errorf("the SES grant is not scoped: %s", send)
 	}
 	if !strings.Contains(publish, "DeliveryTopic") {
 		t.Errorf("the consumer's publish grant is not on the delivery topic: %s", publish)
@@ -149,12 +151,12 @@ func TestAStageWithoutTheWebhookHasNoWebhookParameters(t *testing.T) {
 
 func TestAnExistingTopicIsUsedNotCreated(t *testing.T) {
 	s := allProviders()
-	s.SNSTopicArn = "arn:aws:sns:us-east-1:123456789012:team-senders"
+	s.ProviderSettings[sns.SettingTopicARN] = "arn:aws:sns:us-east-1:123456789012:team-senders"
 	_, tpl := synth(t, s)
 	must(t, func() { tpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(1)) }) // the alarm topic alone
 	tp := toJSON(t, tpl)
 	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
-	if env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any); env["NUDGE_SNS_TOPIC_ARN"] != s.SNSTopicArn {
+	if env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any); env["NUDGE_SNS_TOPIC_ARN"] != s.ProviderSettings[sns.SettingTopicARN] {
 		t.Errorf("NUDGE_SNS_TOPIC_ARN = %v", env["NUDGE_SNS_TOPIC_ARN"])
 	}
 }
@@ -165,7 +167,7 @@ func TestProviderSettingsFromContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.Providers, ",") != "ses,sns" || s.SESRate != 40 || s.Ambiguous["ses"] != "retry" {
+	if strings.Join(s.Providers, ",") != "ses,sns" || s.Rates["ses"] != 40 || s.ProviderSettings[ses.SettingFrom] != "a@example.com" || s.Ambiguous["ses"] != "retry" {
 		t.Fatalf("stage %+v", s)
 	}
 	for _, bad := range []map[string]any{

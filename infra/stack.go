@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
@@ -33,7 +31,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // NudgeStackProps configures a NudgeStack.
@@ -101,13 +98,6 @@ func str(s string) *string           { return jsii.String(s) }
 func num(n float64) *float64         { return jsii.Number(n) }
 func secs(n float64) awscdk.Duration { return awscdk.Duration_Seconds(num(n)) }
 
-// WebhookMissing is what a deploy of the stack id without its webhook
-// parameters says: the two to set, and the secret to create first.
-func WebhookMissing(id string) string {
-	return "Nudge needs its webhook: cdk deploy " + id + " (with the -c settings of this deploy) --parameters WebhookUrl=https://YOUR-RECEIVER --parameters WebhookSigningRef=SECRET-NAME-OR-ARN" +
-		" (create the secret first: aws secretsmanager create-secret --name nudge/webhook-signing --secret-string ...; README, Deploy). Later deploys keep both."
-}
-
 // NewNudgeStack defines the stack.
 func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps) *NudgeStack {
 	s := props.Stage
@@ -123,9 +113,16 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 
-	var webhook *webhookParams
-	if s.Runs(provider.NameWebhook) {
-		webhook = newWebhookParams(stack, id)
+	// Each provider the stage runs adds its part (provider_<name>.go), at
+	// each step below.
+	var parts []*providerParts
+	for _, p := range s.Providers {
+		parts = append(parts, providerStack[p]())
+	}
+	for _, p := range parts {
+		if p.params != nil {
+			p.params(n, id)
+		}
 	}
 
 	def := ledger.TableInput(s.TableName())
@@ -152,17 +149,11 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	})
 
 	res := deployment.Resources{Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl()}
-	if webhook != nil {
-		res.WebhookURL, res.WebhookSecretID = *webhook.url.ValueAsString(), *webhook.secretID.ValueAsString()
-	}
-	if s.Runs(provider.NameSNS) {
-		n.newDeliveryTopic(s)
-		res.SNSTopicARN = *n.DeliveryTopic.TopicArn()
-	}
-	var templates []provider.EmailTemplate
-	if s.Runs(provider.NameSES) {
-		templates = readEmailTemplates(s, props.templatesDir())
-		res.EmailTemplates = provider.CatalogOf(templates)
+	res.Providers = map[string]map[string]string{}
+	for i, p := range parts {
+		if p.resources != nil {
+			res.Providers[s.Providers[i]] = p.resources(n, s, props)
+		}
 	}
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
 	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
@@ -173,12 +164,10 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	indexARN := n.indexARN(ledger.IndexName)
 	n.Consumer.AddToRolePolicy(allow([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn(), n.DLQ.QueueArn()))
-	if webhook != nil {
-		n.Consumer.AddToRolePolicy(allow([]string{"secretsmanager:GetSecretValue"}, secretARNs(stack, webhook.secretID)...))
-		secretKeyPolicy(stack, n.Consumer, webhook.secretKey)
-	}
-	if n.DeliveryTopic != nil {
-		n.DeliveryTopic.GrantPublish(n.Consumer)
+	for _, p := range parts {
+		if p.grants != nil {
+			p.grants(n, s)
+		}
 	}
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
@@ -221,10 +210,12 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	})
 
 	n.Operator = operatorPolicy(stack, n, s)
-	if s.Runs(provider.NameSES) {
-		n.email(s, templates)
+	for _, p := range parts {
+		if p.operated != nil {
+			p.operated(n, s)
+		}
 	}
-	n.alarms(s)
+	n.alarms(s, parts)
 	n.dashboard(s)
 
 	for name, v := range map[string]*string{
@@ -455,224 +446,9 @@ func allow(actions []string, resources ...*string) awsiam.PolicyStatement {
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources})
 }
 
-// secretARNs are the resources that grant the secret whether the parameter
-// holds its name, its partial ARN or its full ARN. Secrets Manager ends a
-// secret's ARN with "-" and six random characters, so a name becomes
-// arn:…:secret:NAME-??????; an ARN is granted as given (a full one) and with
-// that suffix (a partial one, which lacks it). IAM accepts either form only
-// if the resource matches the full ARN: a partial ARN granted as given
-// would fail every read, and the consumer could not start.
-func secretARNs(stack awscdk.Stack, p awscdk.CfnParameter) []*string {
-	isARN := awscdk.NewCfnCondition(stack, str("WebhookSecretIsArn"), &awscdk.CfnConditionProps{
-		Expression: awscdk.Fn_ConditionEquals(awscdk.Fn_Select(num(0), awscdk.Fn_Split(str(":"), p.ValueAsString(), nil)), str("arn")),
-	})
-	byName := stack.FormatArn(&awscdk.ArnComponents{Service: str("secretsmanager"), Resource: str("secret"),
-		ResourceName: awscdk.Fn_Join(str(""), &[]*string{p.ValueAsString(), str("-??????")}), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
-	partial := awscdk.Fn_Join(str(""), &[]*string{p.ValueAsString(), str("-??????")})
-	return []*string{
-		awscdk.Token_AsString(awscdk.Fn_ConditionIf(isARN.LogicalId(), p.ValueAsString(), byName), nil),
-		awscdk.Token_AsString(awscdk.Fn_ConditionIf(isARN.LogicalId(), partial, byName), nil),
-	}
-}
-
-// secretKeyPolicy gives the consumer kms:Decrypt on the secret's customer
-// managed key, through Secrets Manager only, when the parameter names one.
-func secretKeyPolicy(stack awscdk.Stack, fn awslambda.Function, key awscdk.CfnParameter) {
-	hasKey := awscdk.NewCfnCondition(stack, str("WebhookSecretHasKey"), &awscdk.CfnConditionProps{
-		Expression: awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(key.ValueAsString(), str(""))),
-	})
-	decrypt := allow([]string{"kms:Decrypt"}, key.ValueAsString())
-	decrypt.AddCondition(str("StringEquals"), map[string]any{"kms:ViaService": awscdk.Fn_Join(str(""), &[]*string{str("secretsmanager."), stack.Region(), str(".amazonaws.com")})})
-	p := awsiam.NewPolicy(stack, str("ConsumerSecretKeyPolicy"), &awsiam.PolicyProps{Statements: &[]awsiam.PolicyStatement{decrypt}, Roles: &[]awsiam.IRole{fn.Role()}})
-	p.Node().DefaultChild().(awsiam.CfnPolicy).CfnOptions().SetCondition(hasKey)
-	// The consumer reads its secret when it starts: not before it may. A
-	// DependsOn cannot name a conditional resource (the template would not
-	// deploy without the key), so the function depends on a handle whose
-	// metadata refers to the policy only when it exists: CloudFormation
-	// creates the policy first then, and nothing else otherwise.
-	ready := awscdk.NewCfnWaitConditionHandle(stack, str("ConsumerSecretKeyReady"), &awscdk.CfnWaitConditionHandleProps{})
-	ready.AddMetadata(str("keyPolicy"), awscdk.Fn_ConditionIf(hasKey.LogicalId(), p.Node().DefaultChild().(awsiam.CfnPolicy).Ref(), str("none")))
-	fn.Node().AddDependency(ready)
-}
-
-// webhookParams are the webhook provider's deploy-time parameters.
-type webhookParams struct{ url, secretID, secretKey awscdk.CfnParameter }
-
-// newWebhookParams defines the webhook's parameters and the rule that stops
-// a deploy without them.
-func newWebhookParams(stack awscdk.Stack, id string) *webhookParams {
-	// Parameters: the provider, set at deploy time. Their defaults are empty
-	// so that a deploy without them stops at the rule below, with a message
-	// saying what to set, before any change, rather than with the CLI's
-	// generic "missing a value". (An update without them keeps the
-	// deployed values: the CDK CLI passes UsePreviousValue.)
-	webhookURL := awscdk.NewCfnParameter(stack, str("WebhookUrl"), &awscdk.CfnParameterProps{
-		Type: str("String"), Default: str(""), NoEcho: jsii.Bool(true), // it may hold a token
-		AllowedPattern: str("^$|^https://.+"), ConstraintDescription: str("an https:// URL"),
-		Description: str("The webhook provider's HTTPS endpoint (docs/webhook.md)"),
-	})
-	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
-		Type: str("String"), Default: str(""),
-		AllowedPattern:        str(`^$|^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
-		ConstraintDescription: str("the name, partial ARN or full ARN of a Secrets Manager secret in this account"),
-		Description:           str("Name, partial ARN or full ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
-	})
-	secretKey := awscdk.NewCfnParameter(stack, str("WebhookSigningKmsArn"), &awscdk.CfnParameterProps{
-		Type: str("String"), Default: str(""),
-		AllowedPattern:        str(`^$|^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$`),
-		ConstraintDescription: str("empty, or the ARN of a KMS key (arn:aws:kms:REGION:ACCOUNT:key/ID)"),
-		Description:           str("Only for a signing secret encrypted with a customer managed KMS key: the key's ARN (the consumer gets kms:Decrypt on it alone)"),
-	})
-
-	awscdk.NewCfnRule(stack, str("WebhookIsSet"), &awscdk.CfnRuleProps{Assertions: &[]*awscdk.CfnRuleAssertion{{
-		Assert: awscdk.Fn_ConditionAnd(
-			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(webhookURL.ValueAsString(), str(""))),
-			awscdk.Fn_ConditionNot(awscdk.Fn_ConditionEquals(secretID.ValueAsString(), str("")))),
-		AssertDescription: str(WebhookMissing(id)),
-	}}})
-	return &webhookParams{url: webhookURL, secretID: secretID, secretKey: secretKey}
-}
-
-// newDeliveryTopic is the sns provider's topic: the stage's existing one,
-// or one the stack creates.
-func (n *NudgeStack) newDeliveryTopic(s deployment.Stage) {
-	if s.SNSTopicArn != "" {
-		n.DeliveryTopic = awssns.Topic_FromTopicArn(n.Stack, str("DeliveryTopic"), str(s.SNSTopicArn))
-		return
-	}
-	n.DeliveryTopic = awssns.NewTopic(n.Stack, str("DeliveryTopic"), &awssns.TopicProps{
-		TopicName: str(s.SNSTopicName()), DisplayName: str("Nudge " + s.Name + " deliveries"), EnforceSSL: jsii.Bool(true),
-	})
-	awscdk.NewCfnOutput(n.Stack, str("DeliveryTopicArn"), &awscdk.CfnOutputProps{Value: n.DeliveryTopic.TopicArn()})
-}
-
-// readEmailTemplates reads the templates the stage deploys from dir, and
-// stops the synthesis on one SES cannot take, or on more than the intake's
-// environment can list (provider.TemplateCatalog.CheckSize): Lambda would
-// refuse that environment at deploy time, after other changes had begun.
-func readEmailTemplates(s deployment.Stage, dir string) []provider.EmailTemplate {
-	templates, err := provider.ReadEmailTemplates(os.DirFS(dir))
-	if err != nil {
-		panic(err)
-	}
-	if len(templates) == 0 {
-		panic(fmt.Errorf("the stage runs ses, but %s holds no template: add one (templates/email/README.md)", dir))
-	}
-	for _, t := range templates {
-		if name := s.SESTemplatePrefix() + t.Name; len(name) > provider.MaxTemplateName {
-			panic(fmt.Errorf("template %s is named %s in stage %q: %d characters, over SES's %d; shorten the folder's name", t.Name, name, s.Name, len(name), provider.MaxTemplateName))
-		}
-	}
-	if err := provider.CatalogOf(templates).CheckSize(); err != nil {
-		panic(err)
-	}
-	return templates
-}
-
-// email deploys the SES side of the ses provider: the templates from the
-// repository, a configuration set that suppresses addresses that bounced
-// or complained, and the consumer's permission to send as the stage's
-// identity, with those templates, through that set, and nothing else.
-func (n *NudgeStack) email(s deployment.Stage, templates []provider.EmailTemplate) {
-	n.TemplatePrefix = s.SESTemplatePrefix()
-	for _, t := range templates {
-		tpl := &awsses.CfnTemplate_TemplateProperty{TemplateName: str(s.SESTemplatePrefix() + t.Name), SubjectPart: str(t.Subject)}
-		if t.HTML != "" {
-			tpl.HtmlPart = str(t.HTML)
-		}
-		if t.Text != "" {
-			tpl.TextPart = str(t.Text)
-		}
-		n.EmailTemplates = append(n.EmailTemplates, awsses.NewCfnTemplate(n.Stack, str("EmailTemplate-"+t.Name), &awsses.CfnTemplateProps{Template: tpl}))
-		// The intake's list names the templates (NUDGE_SES_TEMPLATES): its
-		// configuration changes after SES has them, never before.
-		n.Intake.Node().AddDependency(n.EmailTemplates[len(n.EmailTemplates)-1])
-	}
-	set := awsses.NewConfigurationSet(n.Stack, str("EmailConfigurationSet"), &awsses.ConfigurationSetProps{
-		ConfigurationSetName: str(s.SESConfigurationSet()),
-		SuppressionReasons:   awsses.SuppressionReasons_BOUNCES_AND_COMPLAINTS,
-		ReputationMetrics:    jsii.Bool(true),
-		SendingEnabled:       jsii.Bool(true),
-	})
-	n.emailEvents(s, set)
-	arn := func(resource, name string) *string {
-		return n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("ses"), Resource: str(resource), ResourceName: str(name)})
-	}
-	n.Consumer.AddToRolePolicy(allow([]string{"ses:SendEmail", "ses:SendTemplatedEmail"},
-		arn("identity", s.SESIdentityName()), arn("configuration-set", *set.ConfigurationSetName()), arn("template", s.SESTemplatePrefix()+"*")))
-	n.Operator.AddStatements(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
-	// The intake knows the stack's templates from its environment; it asks
-	// SES about another name (one created outside the stack) at most once a
-	// minute (provider.DeployedTemplates).
-	n.Intake.AddToRolePolicy(allow([]string{"ses:GetEmailTemplate"}, arn("template", s.SESTemplatePrefix()+"*")))
-}
-
-// emailEvents keeps SES's record of each e-mail, which an operator reads
-// before redriving one dead-lettered as ambiguous: the configuration set
-// publishes its sending events to the default event bus, and a rule writes
-// one line per event to the log group /nudge/<stage>/email-events. The
-// line holds the event's type, SES's message id and the reminder and
-// attempt (from the send's tags), never the addresses the event carries.
-func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet) {
-	set.AddEventDestination(str("ToEventBridge"), &awsses.ConfigurationSetEventDestinationOptions{
-		Destination: awsses.EventDestination_EventBus(awsevents.EventBus_FromEventBusName(n.Stack, str("DefaultBus"), str("default"))),
-		Events: &[]awsses.EmailSendingEvent{awsses.EmailSendingEvent_SEND, awsses.EmailSendingEvent_DELIVERY, awsses.EmailSendingEvent_BOUNCE,
-			awsses.EmailSendingEvent_COMPLAINT, awsses.EmailSendingEvent_REJECT, awsses.EmailSendingEvent_RENDERING_FAILURE, awsses.EmailSendingEvent_DELIVERY_DELAY},
-	})
-	removal := awscdk.RemovalPolicy_DESTROY
-	if s.RetainData {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
-	logs := awslogs.NewLogGroup(n.Stack, str("EmailEvents"), &awslogs.LogGroupProps{
-		LogGroupName: str("/nudge/" + s.Name + "/email-events"), Retention: retention(s.LogRetentionDays), RemovalPolicy: removal,
-	})
-	n.EmailEvents = logs
-	rule := awsevents.NewCfnRule(n.Stack, str("EmailEventsRule"), &awsevents.CfnRuleProps{
-		Description: str("Nudge " + s.Name + ": SES sending events of the configuration set, one line each, without addresses"),
-		EventPattern: map[string]any{"source": []string{"aws.ses"},
-			"detail": map[string]any{"mail": map[string]any{"tags": map[string]any{"ses:configuration-set": []string{s.SESConfigurationSet()}}}}},
-		Targets: &[]*awsevents.CfnRule_TargetProperty{{
-			// The log group's ARN without the ":*" LogGroupArn ends with:
-			// EventBridge accepts that form and then delivers nothing.
-			Id: str("EmailEventsLog"), Arn: n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("logs"), Resource: str("log-group"),
-				ResourceName: logs.LogGroupName(), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME}),
-			InputTransformer: &awsevents.CfnRule_InputTransformerProperty{
-				InputPathsMap: &map[string]*string{
-					"time": str("$.time"), "type": str("$.detail.eventType"), "id": str("$.detail.mail.messageId"),
-					"reminder": str("$.detail.mail.tags." + provider.TagReminder + "[0]"), "attempt": str("$.detail.mail.tags." + provider.TagAttempt + "[0]"),
-					"bounce": str("$.detail.bounce.bounceSubType"),
-				},
-				InputTemplate: str(`{"timestamp": <time>, "message": "<type> messageId=<id> reminder=<reminder> attempt=<attempt> bounce=<bounce>"}`),
-			},
-		}},
-	})
-	// EventBridge writes to the log group under this resource policy, as
-	// events.amazonaws.com (delivery.logs.amazonaws.com, which AWS's sample
-	// also names, is the service of vended logs, not EventBridge's). Only
-	// this rule may put events: aws:SourceArn is the rule's ARN, which names
-	// this account too, so an aws:SourceAccount beside it would add nothing
-	// but the risk of a key EventBridge's request may lack. EventBridge's
-	// CreateLogStream carries no source, so that statement cannot take the
-	// condition (AWS's serverless-patterns sample split its policy for
-	// this); a stream anyone else created receives no event.
-	policy, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": []map[string]any{{
-		"Sid": "EventBridgeCreatesStreams", "Effect": "Allow", "Principal": map[string]any{"Service": "events.amazonaws.com"},
-		"Action": "logs:CreateLogStream", "Resource": "LOG_GROUP_ARN",
-	}, {
-		"Sid": "TheRulePutsEvents", "Effect": "Allow", "Principal": map[string]any{"Service": "events.amazonaws.com"},
-		"Action": "logs:PutLogEvents", "Resource": "LOG_GROUP_ARN",
-		"Condition": map[string]any{"ArnEquals": map[string]any{"aws:SourceArn": "RULE_ARN"}},
-	}}})
-	doc := strings.NewReplacer(`"LOG_GROUP_ARN"`, `"${Arn}"`, `"RULE_ARN"`, `"${RuleArn}"`).Replace(string(policy))
-	awslogs.NewCfnResourcePolicy(n.Stack, str("EmailEventsPolicy"), &awslogs.CfnResourcePolicyProps{
-		PolicyName:     str("nudge-" + s.Name + "-email-events"),
-		PolicyDocument: awscdk.Fn_Sub(str(doc), &map[string]*string{"Arn": logs.LogGroupArn(), "RuleArn": rule.AttrArn()}),
-	})
-}
-
 // alarms: one SNS topic (the stage's own, or an existing one), every alarm
 // acts on it.
-func (n *NudgeStack) alarms(s deployment.Stage) {
+func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 	if s.AlarmTopicArn != "" {
 		n.AlarmTopic = awssns.Topic_FromTopicArn(n.Stack, str("Alarms"), str(s.AlarmTopicArn))
 	} else {
@@ -762,11 +538,10 @@ func (n *NudgeStack) alarms(s deployment.Stage) {
 	// of 5 minutes are an outage. Counting messages sent, not messages
 	// waiting, the alarm clears by itself once ticks run again, and a
 	// record nobody purged does not keep it on.
-	if s.Runs(provider.NameSES) {
-		paused := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricPaused),
-			DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(provider.NameSES)}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))})
-		add("provider-paused", "SES refused sends because the account's sending is paused or suspended: e-mails wait in retries with an hour's backoff. Check the SES console (account dashboard, reputation) and resume sending.",
-			paused, 0, 1, 0, notBreaching)
+	for _, p := range parts {
+		if p.alarms != nil {
+			p.alarms(n, s, add)
+		}
 	}
 	add("ticks-lost", "Enqueue ticks are being lost (runs failing, ticks dropped after a minute, or Scheduler unable to invoke the enqueue): hand-offs wait. Their records are in the schedule DLQ.",
 		n.SchedulerDLQ.MetricNumberOfMessagesSent(sum), 0, 5, 3, notBreaching)

@@ -9,17 +9,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -118,9 +116,14 @@ func (f tableFlags) store(ctx context.Context) (*schedule.Store, error) {
 		return nil, err
 	}
 	if ok {
-		sc.Providers, sc.SESTemplatePrefix = facts.Providers, facts.SESTemplatePrefix
-		if slices.Contains(facts.Providers, provider.NameSES) {
-			sc.Templates = &provider.SESTemplates{Client: sesv2.NewFromConfig(cfg), Prefix: facts.SESTemplatePrefix}
+		// Each provider's checks as the intake function makes them, from
+		// the variables the enqueue recorded (a template prefix, say); a
+		// template is asked of the provider once (an import of thousands
+		// makes one call per template).
+		sc.Providers = facts.Providers
+		getenv := func(k string) string { return facts.Env[k] }
+		if sc.Doors, err = registry.Doors(facts.Providers, provider.Env{Getenv: getenv, AWS: cfg}); err != nil {
+			return nil, err
 		}
 	}
 	return schedule.New(sc)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,7 +31,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/status"
 )
@@ -93,7 +94,7 @@ func emailsFor(ctx context.Context, endpoint string, keys []message.DeliveryKey)
 	}
 	var out []standin.SentEmail
 	for _, e := range all {
-		if want[e.Header(provider.HeaderDeliveryKey)] && len(e.Destination.To) == 1 {
+		if want[e.Header(ses.HeaderDeliveryKey)] && len(e.Destination.To) == 1 {
 			out = append(out, e)
 		}
 	}
@@ -166,9 +167,7 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	if _, err := os.Stat(bootstrap); err != nil {
 		return nil, fmt.Errorf("%s not found; run `make build-local` first (or use `make invoke`)", bootstrap)
 	}
-	stage := deployment.Dev()
-	stage.Providers = []string{provider.NameWebhook, provider.NameSES, provider.NameSNS}
-	stage.SESFrom = local.LocalSender
+	stage := local.StandInStage(deployment.Dev())
 	sys, err := local.Start(ctx, local.Config{Stage: stage, Plan: plan, Log: os.Stderr})
 	if err != nil {
 		return nil, err
@@ -247,7 +246,7 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 		}
 		fmt.Fprintf(out, "== SES stand-in: %d e-mails (read them at %s/); SNS topic's subscriber: %d messages\n", len(result.Emails), sys.SESEndpoint, len(result.Published))
 		for _, e := range result.Emails {
-			fmt.Fprintf(out, "   e-mail %s  to %s  %q\n", e.Header(provider.HeaderDeliveryKey), ledger.MaskAddress(e.Destination.To[0]), e.Subject)
+			fmt.Fprintf(out, "   e-mail %s  to %s  %q\n", e.Header(ses.HeaderDeliveryKey), ledger.MaskAddress(e.Destination.To[0]), e.Subject)
 		}
 		for _, m := range result.Published {
 			fmt.Fprintf(out, "   sns    %s\n", m)
@@ -289,7 +288,7 @@ func seed(ctx context.Context, l deliveryCreator, ev events.SQSEvent) ([]message
 		d := ledger.Delivery{ReminderID: m.ReminderID, Channel: m.Channel, Provider: m.Provider, Status: ledger.StatusQueued,
 			RecipientRef: fmt.Sprintf("local/contact-%d", i+1), TemplateRef: "local-template",
 			DueAt: m.DueAt, ExpiresAt: expires}
-		if m.Provider == provider.NameSES {
+		if m.Provider == ses.Name {
 			// An e-mail: an address, a template from templates/email, and
 			// the data it renders.
 			d.Address, d.TemplateRef = m.ReminderID+"@customers.example", "renewal-notice"

@@ -12,6 +12,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
 )
 
 // TestTheIntakeFollowsWhatTheStageRuns: the CLI reads the providers the
@@ -22,15 +23,15 @@ import (
 func TestTheIntakeFollowsWhatTheStageRuns(t *testing.T) {
 	ctx := context.Background()
 	db, q := standintest.DynamoDB(t), standintest.SQS(t)
-	ses, _ := standintest.SES(t)
+	sesClient, _ := standintest.SES(t)
 	stage := deployment.Dev()
 	stage.Name = strings.TrimPrefix(standintest.Name("mail"), "mail-")
-	stage.Providers, stage.SESFrom = []string{"webhook", "ses"}, "reminders@nudge.local"
+	stage.Providers, stage.ProviderSettings = []string{"webhook", "ses"}, map[string]string{ses.SettingFrom: "reminders@nudge.local"}
 	res, err := local.Provision(ctx, stage, db, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := local.ProvisionEmail(ctx, stage, ses, "../../templates/email"); err != nil {
+	if _, err := local.ProvisionEmail(ctx, stage, sesClient, "../../templates/email"); err != nil {
 		t.Fatal(err)
 	}
 	// The enqueue's first run: the shard count and what the stage runs.
@@ -41,7 +42,7 @@ func TestTheIntakeFollowsWhatTheStageRuns(t *testing.T) {
 	if _, err := enq.StoredShards(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := enq.RecordStage(ctx, ledger.StageFacts{Providers: stage.Providers, SESTemplatePrefix: stage.SESTemplatePrefix()}); err != nil {
+	if err := enq.RecordStage(ctx, ledger.StageFacts{Providers: stage.Providers, Env: map[string]string{ses.EnvTemplatePrefix: ses.TemplatePrefix(stage.Name)}}); err != nil {
 		t.Fatal(err)
 	}
 	run := func(cmd string, args ...string) (int, string, string) {

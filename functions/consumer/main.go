@@ -9,14 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/service/sesv2"
-	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/batch"
@@ -25,7 +20,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/ratelimit"
 	"github.com/nudgehq/nudge/pkg/retry"
 )
 
@@ -53,7 +47,12 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	providers, limits, err := buildProviders(ctx, cfg, s)
+	// Each provider the stage runs, built by its driver from the variables
+	// the stack gave it (its secret read once, here).
+	providers, limits, err := consumer.BuildProviders(ctx, s, provider.Env{Getenv: os.Getenv, AWS: cfg,
+		ReadSecret: func(ctx context.Context, id string) (string, error) {
+			return awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), id)
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -85,42 +84,4 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
 	return consumer.NewFunction(consumer.FunctionConfig{Processor: proc, Metrics: rec, Logger: log})
-}
-
-// buildProviders makes the providers the stage runs, each with its share of
-// the stage's rate limit.
-func buildProviders(ctx context.Context, cfg aws.Config, s consumer.Settings) (map[string]provider.Provider, map[string]*ratelimit.Limiter, error) {
-	providers := map[string]provider.Provider{}
-	for _, name := range s.Providers {
-		var p provider.Provider
-		var err error
-		switch name {
-		case provider.NameWebhook:
-			secret := s.WebhookSecret
-			if s.WebhookSecretID != "" {
-				if secret, err = awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), s.WebhookSecretID); err != nil {
-					return nil, nil, fmt.Errorf("consumer: %w", err)
-				}
-			}
-			p, err = provider.NewWebhook(provider.WebhookConfig{URL: s.WebhookURL, Secret: []byte(secret), Timeout: s.ProviderTimeout})
-		case provider.NameSES:
-			p, err = provider.NewSES(provider.SESConfig{Client: sesv2.NewFromConfig(cfg), From: s.SESFrom, FromIdentityARN: s.SESIdentityARN,
-				ConfigurationSet: s.SESConfigSet, TemplatePrefix: s.SESTemplates, Timeout: s.ProviderTimeout})
-		case provider.NameSNS:
-			p, err = provider.NewSNS(provider.SNSConfig{Client: sns.NewFromConfig(cfg), TopicARN: s.SNSTopicARN, Timeout: s.ProviderTimeout})
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		providers[name] = p
-	}
-	limits := map[string]*ratelimit.Limiter{}
-	for name, rate := range s.Rates {
-		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.MaxConcurrency)})
-		if err != nil {
-			return nil, nil, fmt.Errorf("consumer: NUDGE_%s_RATE: %w", strings.ToUpper(name), err)
-		}
-		limits[name] = l
-	}
-	return providers, limits, nil
 }

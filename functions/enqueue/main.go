@@ -61,5 +61,5 @@ func stageFacts(s enqueue.Settings) *ledger.StageFacts {
 	if len(s.Providers) == 0 {
 		return nil
 	}
-	return &ledger.StageFacts{Providers: s.Providers, SESTemplatePrefix: s.SESTemplates}
+	return &ledger.StageFacts{Providers: s.Providers, Env: s.ProviderEnv}
 }

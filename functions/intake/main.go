@@ -9,16 +9,15 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"slices"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
 	"github.com/nudgehq/nudge/pkg/awsclient"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -48,13 +47,13 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := schedule.Config{Ledger: led, Providers: s.Providers, SESTemplatePrefix: s.SESTemplatePrefix, Lateness: s.Lateness, MaxAhead: s.MaxAhead}
-	if slices.Contains(s.Providers, provider.NameSES) {
-		// The stack's templates are known from its list; SES is asked about
-		// another name at most once a minute.
-		sc.Templates = &provider.DeployedTemplates{Catalog: s.SESTemplates, SES: sesv2.NewFromConfig(cfg), Prefix: s.SESTemplatePrefix}
+	// Each provider's checks of a delivery, from the variables the stack
+	// gave it (the templates it deployed, say: known without asking SES).
+	doors, err := registry.Doors(s.Providers, provider.Env{Getenv: os.Getenv, AWS: cfg})
+	if err != nil {
+		return nil, err
 	}
-	store, err := schedule.New(sc)
+	store, err := schedule.New(schedule.Config{Ledger: led, Providers: s.Providers, Doors: doors, Lateness: s.Lateness, MaxAhead: s.MaxAhead})
 	if err != nil {
 		return nil, err
 	}

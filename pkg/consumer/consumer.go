@@ -70,35 +70,6 @@ const (
 	MetricPaced = "Paced"
 )
 
-// AmbiguousPolicy is what the consumer does with a send that may have
-// reached the provider: no answer came after the request was written, the
-// provider failed while handling it, or an earlier attempt lost its lease
-// mid-send.
-type AmbiguousPolicy string
-
-// The policies.
-const (
-	// AmbiguousRetry sends again with the same idempotency key: right for
-	// a provider that deduplicates by it (the webhook's receivers, an SNS
-	// FIFO topic within 5 minutes, subscribers keyed by deliveryKey); a
-	// possible duplicate elsewhere, counted in MetricAmbiguous.
-	AmbiguousRetry AmbiguousPolicy = "retry"
-	// AmbiguousReview dead-letters the delivery as class "ambiguous": an
-	// operator checks the provider's record and redrives or not. Right for
-	// a provider that does not deduplicate (SES): nothing is sent twice,
-	// and nothing is lost either, since the DLQ alarm calls someone.
-	AmbiguousReview AmbiguousPolicy = "review"
-)
-
-// ParseAmbiguousPolicy reads a policy by name.
-func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
-	switch p := AmbiguousPolicy(s); p {
-	case AmbiguousRetry, AmbiguousReview:
-		return p, nil
-	}
-	return "", fmt.Errorf("ambiguous policy %q is neither retry nor review", s)
-}
-
 // Config configures a Consumer.
 type Config struct {
 	// Ledger is the delivery ledger. Required.
@@ -148,8 +119,8 @@ type Config struct {
 	// NewToken makes claim tokens. Default: 128 random bits in hex.
 	NewToken func() string
 	// Ambiguous is each provider's AmbiguousPolicy, by name. A provider
-	// not named gets AmbiguousRetry.
-	Ambiguous map[string]AmbiguousPolicy
+	// not named gets provider.AmbiguousRetry.
+	Ambiguous map[string]provider.AmbiguousPolicy
 	// Limits paces each provider's sends, by name (this instance's share
 	// of the stage's rate; ratelimit.Share). A record waits up to PaceWait
 	// for its turn; one that would wait longer is re-published with a
@@ -219,7 +190,7 @@ func New(cfg Config) (*Consumer, error) {
 		cfg.NewToken = randomToken
 	}
 	for name, p := range cfg.Ambiguous {
-		if _, err := ParseAmbiguousPolicy(string(p)); err != nil {
+		if _, err := provider.ParseAmbiguousPolicy(string(p)); err != nil {
 			return nil, fmt.Errorf("consumer: provider %q: %w", name, err)
 		}
 	}
@@ -333,7 +304,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		// recorded an end: its consumer died or lost the message, maybe
 		// after the provider accepted.
 		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
-		if c.policy(d.Provider) == AmbiguousReview {
+		if c.policy(d.Provider) == provider.AmbiguousReview {
 			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
 				"may have been sent (attempt %d ended without a record); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
 				r.attempts-1, d.Provider))
@@ -446,7 +417,7 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	}
 	if o.Kind == failure.KindAmbiguous {
 		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
-		if c.policy(d.Provider) == AmbiguousReview {
+		if c.policy(d.Provider) == provider.AmbiguousReview {
 			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
 				"may have been sent (%s: %v); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
 				o.Class, sendErr, d.Provider))
@@ -468,12 +439,12 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 		Err: &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}}
 }
 
-// policy returns provider's AmbiguousPolicy.
-func (c *Consumer) policy(provider string) AmbiguousPolicy {
-	if p, ok := c.cfg.Ambiguous[provider]; ok {
+// policy returns the AmbiguousPolicy of the provider called name.
+func (c *Consumer) policy(name string) provider.AmbiguousPolicy {
+	if p, ok := c.cfg.Ambiguous[name]; ok {
 		return p
 	}
-	return AmbiguousRetry
+	return provider.AmbiguousRetry
 }
 
 // pace waits for the provider's rate limit. When the wait is longer than

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -110,7 +112,7 @@ func setup(t testing.TB, o options) *bundle {
 	b.sink = &sink.Sink{Secret: secret, Plan: plan}
 	srv := httptest.NewServer(b.sink)
 	t.Cleanup(srv.Close)
-	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Timeout: 5 * time.Second})
+	hook, err := webhook.New(webhook.Config{URL: srv.URL, Secret: secret, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

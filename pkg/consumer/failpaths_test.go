@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -234,7 +236,7 @@ func TestNoStoredOrLoggedFieldCarriesTheWebhookURLsSecrets(t *testing.T) {
 	closed := httptest.NewServer(http.NotFoundHandler())
 	url := closed.URL + "/hooks/s3cr3t-path?token=s3cr3t-query"
 	closed.Close()
-	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: url, Secret: []byte("0123456789abcdef-secret")})
+	hook, err := webhook.New(webhook.Config{URL: url, Secret: []byte("0123456789abcdef-secret")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ type contractFixture struct {
 	err  error // what the provider answers
 }
 
-func newContract(t *testing.T, policy consumer.AmbiguousPolicy, limit *ratelimit.Limiter) *contractFixture {
+func newContract(t *testing.T, policy provider.AmbiguousPolicy, limit *ratelimit.Limiter) *contractFixture {
 	t.Helper()
 	t.Parallel()
 	f := &contractFixture{q: &captureSQS{}, clk: clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)), logs: &bytes.Buffer{}}
@@ -54,7 +54,7 @@ func newContract(t *testing.T, policy consumer.AmbiguousPolicy, limit *ratelimit
 			f.got = append(f.got, req)
 			return provider.Receipt{ID: "msg-1"}, f.err
 		})},
-		Ambiguous: map[string]consumer.AmbiguousPolicy{"ses": policy},
+		Ambiguous: map[string]provider.AmbiguousPolicy{"ses": policy},
 	}
 	if limit != nil {
 		cfg.Limits = map[string]*ratelimit.Limiter{"ses": limit}
@@ -127,7 +127,7 @@ func (f *contractFixture) noAddressLeaks(t *testing.T) {
 }
 
 func TestTheAddressAndTemplateDataReachTheProviderAndNothingElse(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousReview, nil)
+	f := newContract(t, provider.AmbiguousReview, nil)
 	f.seed(t)
 	if err := f.handle("1"); err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func TestTheAddressAndTemplateDataReachTheProviderAndNothingElse(t *testing.T) {
 }
 
 func TestAnAmbiguousSendUnderReviewIsDeadLetteredNotSentAgain(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousReview, nil)
+	f := newContract(t, provider.AmbiguousReview, nil)
 	f.seed(t)
 	f.err = failure.Ambiguous(failure.WithClass(errors.New("ses: connection reset after the request was written"), failure.ClassNetwork))
 	if err := f.handle("1"); err != nil {
@@ -164,7 +164,7 @@ func TestAnAmbiguousSendUnderReviewIsDeadLetteredNotSentAgain(t *testing.T) {
 }
 
 func TestAnAmbiguousSendUnderRetryIsRetried(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousRetry, nil)
+	f := newContract(t, provider.AmbiguousRetry, nil)
 	f.seed(t)
 	f.err = failure.Ambiguous(failure.WithClass(errors.New("timeout after write"), failure.ClassTimeout))
 	err := f.handle("1")
@@ -179,12 +179,12 @@ func TestAnAmbiguousSendUnderRetryIsRetried(t *testing.T) {
 
 func TestALapsedLeaseUnderReviewIsDeadLetteredWithoutASend(t *testing.T) {
 	for _, tc := range []struct {
-		policy consumer.AmbiguousPolicy
+		policy provider.AmbiguousPolicy
 		sends  int
 		status ledger.Status
 	}{
-		{consumer.AmbiguousReview, 0, ledger.StatusDead},
-		{consumer.AmbiguousRetry, 1, ledger.StatusSent},
+		{provider.AmbiguousReview, 0, ledger.StatusDead},
+		{provider.AmbiguousRetry, 1, ledger.StatusSent},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			f := newContract(t, tc.policy, nil)
@@ -202,7 +202,7 @@ func TestALapsedLeaseUnderReviewIsDeadLetteredWithoutASend(t *testing.T) {
 			if len(f.got) != tc.sends || d.Status != tc.status {
 				t.Fatalf("%d sends, status %s; want %d, %s", len(f.got), d.Status, tc.sends, tc.status)
 			}
-			if tc.policy == consumer.AmbiguousReview && d.LastErrorClass != failure.ClassAmbiguous {
+			if tc.policy == provider.AmbiguousReview && d.LastErrorClass != failure.ClassAmbiguous {
 				t.Fatalf("class %s, want ambiguous", d.LastErrorClass)
 			}
 		})
@@ -210,7 +210,7 @@ func TestALapsedLeaseUnderReviewIsDeadLetteredWithoutASend(t *testing.T) {
 }
 
 func TestARevivedDeliveryIsNotMistakenForALapsedLease(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousReview, nil)
+	f := newContract(t, provider.AmbiguousReview, nil)
 	f.seed(t)
 	f.err = failure.Ambiguous(errors.New("may have sent"))
 	_ = f.handle("1") // dead-lettered for review
@@ -232,7 +232,7 @@ func TestARevivedDeliveryIsNotMistakenForALapsedLease(t *testing.T) {
 }
 
 func TestAPausedAccountRetriesAfterItsLongBackoffAndIsCounted(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousReview, nil)
+	f := newContract(t, provider.AmbiguousReview, nil)
 	f.seed(t)
 	f.err = failure.Retryable(failure.WithClass(errors.New("ses: SendingPausedException"), failure.ClassPaused), time.Hour)
 	if got := after(f.handle("1")); got < time.Hour {
@@ -307,7 +307,7 @@ func newContractWithClock(t *testing.T, clk *clock.Fake, lim *ratelimit.Limiter)
 func TestAnUnknownAmbiguousPolicyIsRefused(t *testing.T) {
 	t.Parallel()
 	_, err := consumer.New(consumer.Config{Ledger: memLedger{}, Queue: &captureSQS{}, QueueURL: "w", DLQURL: "d",
-		Providers: map[string]provider.Provider{"ses": provider.Func(nil)}, Ambiguous: map[string]consumer.AmbiguousPolicy{"ses": "maybe"}})
+		Providers: map[string]provider.Provider{"ses": provider.Func(nil)}, Ambiguous: map[string]provider.AmbiguousPolicy{"ses": "maybe"}})
 	if err == nil || !strings.Contains(err.Error(), "retry nor review") {
 		t.Fatalf("New = %v", err)
 	}
@@ -336,7 +336,7 @@ func TestAPacedRedriveKeepsItsDeadLetterAttributes(t *testing.T) {
 // claim must not send, though the history's last entries no longer show
 // the lapsed lease.
 func TestARepairAfterALapsedLeaseStillReviews(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousReview, nil)
+	f := newContract(t, provider.AmbiguousReview, nil)
 	f.seed(t)
 	now := f.clk.Now()
 	if _, err := f.l.Claim(context.Background(), ledger.Claim{Key: sesKey, Token: "dead-consumer", LeaseUntil: now.Add(time.Minute), DueBy: now}); err != nil {
@@ -360,7 +360,7 @@ func TestARepairAfterALapsedLeaseStillReviews(t *testing.T) {
 // console redrive moves both. The first revives and sends; the second
 // names the same dead-lettering, which is over, and sends nothing.
 func TestASecondDLQCopyDoesNotSendAgain(t *testing.T) {
-	f := newContract(t, consumer.AmbiguousReview, nil)
+	f := newContract(t, provider.AmbiguousReview, nil)
 	f.seed(t)
 	f.err = failure.Ambiguous(errors.New("may have sent"))
 	_ = f.handle("1") // dead-lettered for review: attempt 1

@@ -1,44 +1,40 @@
 package consumer
 
 import (
+	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/envconfig"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
+	"github.com/nudgehq/nudge/pkg/ratelimit"
 )
 
 // Settings are the consumer function's deployment settings, read from its
 // environment. The CDK stack and the local runner set the same variables.
+// Each provider's own variables are its driver's (provider.Driver.Env),
+// checked here with its CheckEnv and read by its Build.
 type Settings struct {
-	Table           string                     // NUDGE_TABLE: the ledger table. Required.
-	QueueURL        string                     // NUDGE_QUEUE_URL: the work queue. Required.
-	DLQURL          string                     // NUDGE_DLQ_URL: the dead-letter queue. Required.
-	Providers       []string                   // NUDGE_PROVIDERS: the providers this stage runs, comma-separated, of webhook, ses and sns. Default webhook.
-	WebhookURL      string                     // NUDGE_WEBHOOK_URL: the webhook provider's endpoint. Required with the webhook.
-	WebhookSecret   string                     // NUDGE_WEBHOOK_SECRET: its signing secret; or
-	WebhookSecretID string                     // NUDGE_WEBHOOK_SECRET_ID: the Secrets Manager secret (name or ARN) holding it, read once at start. One of the two is required with the webhook.
-	SESFrom         string                     // NUDGE_SES_FROM: the sender address, of a verified SES identity. Required with ses.
-	SESIdentityARN  string                     // NUDGE_SES_IDENTITY_ARN: the sender identity's ARN, for sending authorisation. Optional.
-	SESConfigSet    string                     // NUDGE_SES_CONFIGURATION_SET: the configuration set every e-mail uses. Optional.
-	SESTemplates    string                     // NUDGE_SES_TEMPLATE_PREFIX: put before a templateRef to name the SES template. Default "".
-	SNSTopicARN     string                     // NUDGE_SNS_TOPIC_ARN: the topic deliveries are published to. Required with sns.
-	Rates           map[string]float64         // NUDGE_<PROVIDER>_RATE: the stage's sends per second to the provider, shared by the instances; 0 is no limit. Default: ses 14, others 0.
-	Ambiguous       map[string]AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry or review. Default: ses review, others retry.
-	MaxConcurrency  int                        // NUDGE_MAX_CONCURRENCY: the event source mapping's maximum concurrency, which divides the rates. Default 1.
-	ProviderTimeout time.Duration              // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
-	MaxAttempts     int                        // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
-	MaxReceiveCount int                        // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
-	Visibility      time.Duration              // NUDGE_VISIBILITY_TIMEOUT: the queue's visibility timeout. Default 180s.
-	Concurrency     int                        // NUDGE_CONCURRENCY: records in flight per invocation. Default 10.
-	CutoffMargin    time.Duration              // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s (LedgerAllowance and the 1 s reserve); no less than that.
-	BackoffBase     time.Duration              // NUDGE_BACKOFF_BASE: default 15s.
-	BackoffCap      time.Duration              // NUDGE_BACKOFF_CAP: default 6h.
-	Shards          int                        // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
-	Lookahead       time.Duration              // NUDGE_LOOKAHEAD: hand-off lookahead (ledger.Config.Lookahead). Default 15m.
+	Table           string                              // NUDGE_TABLE: the ledger table. Required.
+	QueueURL        string                              // NUDGE_QUEUE_URL: the work queue. Required.
+	DLQURL          string                              // NUDGE_DLQ_URL: the dead-letter queue. Required.
+	Providers       []string                            // NUDGE_PROVIDERS: the providers this stage runs, comma-separated, of the registry's. Default registry.Default().
+	Rates           map[string]float64                  // NUDGE_<PROVIDER>_RATE: the stage's sends per second to the provider, shared by the instances; 0 is no limit. Default: its contract's.
+	Ambiguous       map[string]provider.AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry or review. Default: its contract's.
+	MaxConcurrency  int                                 // NUDGE_MAX_CONCURRENCY: the event source mapping's maximum concurrency, which divides the rates. Default 1.
+	ProviderTimeout time.Duration                       // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
+	MaxAttempts     int                                 // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
+	MaxReceiveCount int                                 // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
+	Visibility      time.Duration                       // NUDGE_VISIBILITY_TIMEOUT: the queue's visibility timeout. Default 180s.
+	Concurrency     int                                 // NUDGE_CONCURRENCY: records in flight per invocation. Default 10.
+	CutoffMargin    time.Duration                       // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s (LedgerAllowance and the 1 s reserve); no less than that.
+	BackoffBase     time.Duration                       // NUDGE_BACKOFF_BASE: default 15s.
+	BackoffCap      time.Duration                       // NUDGE_BACKOFF_CAP: default 6h.
+	Shards          int                                 // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
+	Lookahead       time.Duration                       // NUDGE_LOOKAHEAD: hand-off lookahead (ledger.Config.Lookahead). Default 15m.
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -46,8 +42,6 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "consumer"}
 	s := Settings{
 		Table: r.Required("NUDGE_TABLE"), QueueURL: r.Required("NUDGE_QUEUE_URL"), DLQURL: r.Required("NUDGE_DLQ_URL"),
-		WebhookSecret: getenv("NUDGE_WEBHOOK_SECRET"), WebhookSecretID: getenv("NUDGE_WEBHOOK_SECRET_ID"),
-		SESIdentityARN: getenv("NUDGE_SES_IDENTITY_ARN"), SESConfigSet: getenv("NUDGE_SES_CONFIGURATION_SET"), SESTemplates: getenv("NUDGE_SES_TEMPLATE_PREFIX"),
 		MaxConcurrency:  r.Int("NUDGE_MAX_CONCURRENCY", 1),
 		ProviderTimeout: r.Duration("NUDGE_PROVIDER_TIMEOUT", 10*time.Second),
 		Visibility:      r.Duration("NUDGE_VISIBILITY_TIMEOUT", 180*time.Second),
@@ -65,25 +59,17 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	s.Providers = providers
-	s.Rates, s.Ambiguous = map[string]float64{}, map[string]AmbiguousPolicy{}
+	s.Rates, s.Ambiguous = map[string]float64{}, map[string]provider.AmbiguousPolicy{}
 	for _, p := range s.Providers {
-		up := strings.ToUpper(p)
-		switch p {
-		case provider.NameWebhook:
-			s.WebhookURL = r.Required("NUDGE_WEBHOOK_URL")
-		case provider.NameSES:
-			s.SESFrom = r.Required("NUDGE_SES_FROM")
-		case provider.NameSNS:
-			s.SNSTopicARN = r.Required("NUDGE_SNS_TOPIC_ARN")
-		}
-		if rate := r.Rate("NUDGE_"+up+"_RATE", DefaultRates[p]); rate > 0 {
+		d, _ := registry.Lookup(p)
+		if rate := r.Rate(provider.EnvName(p, "RATE"), d.Contract.Rate); rate > 0 {
 			s.Rates[p] = rate
 		}
-		s.Ambiguous[p] = DefaultAmbiguous[p]
-		if v := getenv("NUDGE_" + up + "_AMBIGUOUS"); v != "" {
-			pol, err := ParseAmbiguousPolicy(v)
+		s.Ambiguous[p] = d.Contract.Ambiguous
+		if v := getenv(provider.EnvName(p, "AMBIGUOUS")); v != "" {
+			pol, err := provider.ParseAmbiguousPolicy(v)
 			if err != nil {
-				return s, fmt.Errorf("consumer: NUDGE_%s_AMBIGUOUS: %w; use retry (send again) or review (dead-letter for an operator)", up, err)
+				return s, fmt.Errorf("consumer: %s: %w; use retry (send again) or review (dead-letter for an operator)", provider.EnvName(p, "AMBIGUOUS"), err)
 			}
 			s.Ambiguous[p] = pol
 		}
@@ -91,8 +77,12 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	if err := r.Err(); err != nil {
 		return s, err
 	}
-	if slices.Contains(s.Providers, provider.NameWebhook) && (s.WebhookSecret == "") == (s.WebhookSecretID == "") {
-		return s, fmt.Errorf("consumer: set exactly one of NUDGE_WEBHOOK_SECRET (the signing secret) and NUDGE_WEBHOOK_SECRET_ID (a Secrets Manager secret holding it)")
+	for _, p := range s.Providers {
+		if d, _ := registry.Lookup(p); d.CheckEnv != nil {
+			if err := d.CheckEnv(provider.Consumer, getenv); err != nil {
+				return s, err
+			}
+		}
 	}
 	if s.CutoffMargin == 0 {
 		s.CutoffMargin = s.ProviderTimeout + LedgerAllowance + time.Second // the reserve: 1 s at this margin
@@ -110,33 +100,42 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	return s, nil
 }
 
-// DefaultRates are the stage-wide send rates, per second, of providers that
-// have one unless set: SES's starting sending rate out of the sandbox.
-var DefaultRates = map[string]float64{provider.NameSES: 14}
-
-// DefaultAmbiguous are the providers' ambiguous policies unless set: SES
-// does not deduplicate, so an e-mail that may have gone is reviewed, not
-// sent again; the webhook's receivers and SNS subscribers deduplicate by
-// the delivery key.
-var DefaultAmbiguous = map[string]AmbiguousPolicy{provider.NameWebhook: AmbiguousRetry, provider.NameSES: AmbiguousReview, provider.NameSNS: AmbiguousRetry}
-
 // ParseProviders reads a comma-separated list of providers; empty is the
-// webhook alone.
+// registry's default alone.
 func ParseProviders(v string) ([]string, error) {
 	if strings.TrimSpace(v) == "" {
-		return []string{provider.NameWebhook}, nil
+		return []string{registry.Default()}, nil
 	}
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		p = strings.TrimSpace(p)
-		if !slices.Contains(provider.Names, p) {
-			return nil, fmt.Errorf("consumer: NUDGE_PROVIDERS names %q; the providers are %s", p, strings.Join(provider.Names, ", "))
+	return registry.Parse("consumer: NUDGE_PROVIDERS", v)
+}
+
+// BuildProviders makes the providers s names with their drivers, each
+// with its share of the stage's rate limit (env: the function's
+// environment, AWS configuration and secret reader; its Timeout is
+// s.ProviderTimeout).
+func BuildProviders(ctx context.Context, s Settings, env provider.Env) (map[string]provider.Provider, map[string]*ratelimit.Limiter, error) {
+	env.Timeout = s.ProviderTimeout
+	providers := map[string]provider.Provider{}
+	for _, name := range s.Providers {
+		d, ok := registry.Lookup(name)
+		if !ok {
+			return nil, nil, registry.Check("consumer: NUDGE_PROVIDERS", []string{name})
 		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
+		p, err := d.Build(ctx, env)
+		if err != nil {
+			return nil, nil, err
 		}
+		providers[name] = p
 	}
-	return out, nil
+	limits := map[string]*ratelimit.Limiter{}
+	for name, rate := range s.Rates {
+		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.MaxConcurrency)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("consumer: %s: %w", provider.EnvName(name, "RATE"), err)
+		}
+		limits[name] = l
+	}
+	return providers, limits, nil
 }
 
 // LedgerAllowance is the time a record needs besides its send: the claim

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/consumer"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -53,20 +54,20 @@ func TestSettingsProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.Providers, ",") != "webhook,ses,sns" || s.SESFrom != "reminders@example.com" || s.MaxConcurrency != 5 {
+	if strings.Join(s.Providers, ",") != "webhook,ses,sns" || s.MaxConcurrency != 5 {
 		t.Fatalf("settings %+v", s)
 	}
 	if s.Rates["ses"] != 14 || s.Rates["sns"] != 50 || s.Rates["webhook"] != 0 {
 		t.Fatalf("rates %v; want ses's default 14, sns 50 as set, webhook none", s.Rates)
 	}
-	if s.Ambiguous["ses"] != consumer.AmbiguousRetry || s.Ambiguous["sns"] != consumer.AmbiguousRetry || s.Ambiguous["webhook"] != consumer.AmbiguousRetry {
+	if s.Ambiguous["ses"] != provider.AmbiguousRetry || s.Ambiguous["sns"] != provider.AmbiguousRetry || s.Ambiguous["webhook"] != provider.AmbiguousRetry {
 		t.Fatalf("policies %v", s.Ambiguous)
 	}
 	d, err := consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "ses", "NUDGE_SES_FROM": "a@example.com", "NUDGE_WEBHOOK_URL": "", "NUDGE_WEBHOOK_SECRET": ""}))
 	if err != nil {
 		t.Fatalf("ses alone needs no webhook settings: %v", err)
 	}
-	if d.Ambiguous["ses"] != consumer.AmbiguousReview {
+	if d.Ambiguous["ses"] != provider.AmbiguousReview {
 		t.Fatalf("ses's default policy %q, want review", d.Ambiguous["ses"])
 	}
 	if w, _ := consumer.SettingsFromEnv(env(nil)); strings.Join(w.Providers, ",") != "webhook" {

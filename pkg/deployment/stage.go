@@ -3,6 +3,7 @@ package deployment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Stage is one deployment's settings.
@@ -84,23 +86,21 @@ type Stage struct {
 	// backoff cap (6 h) between attempts, so the default is 12 h.
 	OldestMessageAlarm time.Duration
 
-	// Providers are the providers the stage runs, of webhook, ses and sns:
-	// at least one. The intake refuses a delivery naming another. Default
-	// the webhook alone.
+	// Providers are the providers the stage runs, of the registry's
+	// (package registry): at least one. The intake refuses a delivery
+	// naming another. Default the registry's default alone.
 	Providers []string
-	// SESFrom is the sender address, of a verified SES identity; required
-	// with ses. SESIdentity is that identity (a domain or an address) the
-	// consumer may send as; default SESFrom's domain.
-	SESFrom, SESIdentity string
-	// SESRate is the stage's SES sending rate per second, shared by the
-	// consumer's instances (0: no limit). Default 14, SES's starting rate
-	// out of the sandbox; set it to the account's quota.
-	SESRate float64
-	// SNSTopicArn is an existing topic deliveries are published to; empty,
-	// the stack creates one (nudge-<stage>-deliveries).
-	SNSTopicArn string
-	// Ambiguous overrides providers' ambiguous policies (retry or review);
-	// see consumer.DefaultAmbiguous.
+	// ProviderSettings are the providers' own settings, by the key each
+	// driver declares (provider.Driver.Settings; -c key=value), such as a
+	// sender address. Default none.
+	ProviderSettings map[string]string
+	// Rates override providers' sending rates per second, shared by the
+	// consumer's instances (0: no limit), by provider; a provider not named
+	// keeps its contract's (provider.Contract.Rate: SES's 14, its starting
+	// rate out of the sandbox; set it to the account's quota).
+	Rates map[string]float64
+	// Ambiguous overrides providers' ambiguous policies (retry or review),
+	// by provider; see provider.Contract.Ambiguous.
 	Ambiguous map[string]string
 }
 
@@ -114,7 +114,7 @@ func Dev() Stage {
 		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
-		Providers: []string{provider.NameWebhook}, SESRate: consumer.DefaultRates[provider.NameSES],
+		Providers: []string{registry.Default()},
 	}
 }
 
@@ -181,28 +181,31 @@ func (s Stage) TableName() string     { return "nudge-" + s.Name + "-ledger" }
 func (s Stage) WorkQueueName() string { return "nudge-" + s.Name + "-work" }
 func (s Stage) DLQName() string       { return "nudge-" + s.Name + "-dlq" }
 
-// SNSTopicName is the topic the stack creates when SNSTopicArn is unset.
-func (s Stage) SNSTopicName() string { return "nudge-" + s.Name + "-deliveries" }
-
-// SESConfigurationSet is the SES configuration set the stack creates.
-func (s Stage) SESConfigurationSet() string { return "nudge-" + s.Name }
-
-// SESTemplatePrefix is put before a template's name in SES.
-func (s Stage) SESTemplatePrefix() string { return "nudge-" + s.Name + "-" }
-
 // Runs reports whether the stage runs provider p.
 func (s Stage) Runs(p string) bool { return slices.Contains(s.Providers, p) }
 
-// SESIdentityName is the identity the consumer sends as: SESIdentity, or
-// SESFrom's domain.
-func (s Stage) SESIdentityName() string {
-	if s.SESIdentity != "" {
-		return s.SESIdentity
+// Provider returns what the driver of provider p is told of this stage,
+// with res the resources made for it (nil before they exist).
+func (s Stage) Provider(p string, res map[string]string) provider.Deployment {
+	d := provider.Deployment{Stage: s.Name, Settings: map[string]string{}, Resources: res}
+	if drv, ok := registry.Lookup(p); ok {
+		for _, set := range drv.Settings {
+			if v, ok := s.ProviderSettings[set.Key]; ok {
+				d.Settings[set.Key] = v
+			}
+		}
 	}
-	if at := strings.LastIndexByte(s.SESFrom, '@'); at >= 0 {
-		return s.SESFrom[at+1:]
+	return d
+}
+
+// Rate is the stage's sending rate to provider p: its override, or the
+// contract's.
+func (s Stage) Rate(p string) float64 {
+	if r, ok := s.Rates[p]; ok {
+		return r
 	}
-	return ""
+	d, _ := registry.Lookup(p)
+	return d.Contract.Rate
 }
 
 // Validate checks the relations the code relies on.
@@ -230,21 +233,33 @@ func (s Stage) Validate() error {
 	// gives them by the functions' own readers, against the stage's
 	// timeouts: the relations the code relies on, checked once, here and
 	// at each function's start.
-	check(len(s.Providers) > 0, "runs no provider; set providers to one or more of %s (-c providers=webhook,ses)", strings.Join(provider.Names, ", "))
+	names := registry.Names()
+	check(len(s.Providers) > 0, "runs no provider; set providers to one or more of %s (-c providers=%s)", strings.Join(names, ", "), strings.Join(names[:min(2, len(names))], ","))
+	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", Providers: map[string]map[string]string{}}
 	for _, p := range s.Providers {
-		check(slices.Contains(provider.Names, p), "provider %q is unknown; the providers are %s", p, strings.Join(provider.Names, ", "))
+		d, ok := registry.Lookup(p)
+		check(ok, "provider %q is unknown; the providers are %s", p, strings.Join(names, ", "))
+		if ok && d.CheckStage != nil {
+			if err := d.CheckStage(s.Provider(p, nil)); err != nil {
+				check(false, "%v", err)
+			}
+		}
+		placeholders.Providers[p] = d.Example
 	}
-	if s.Runs(provider.NameSES) {
-		check(provider.ValidEmail(s.SESFrom), "runs ses without a sender: set -c sesFrom=reminders@your-verified-domain (an address of a verified SES identity)")
+	for _, p := range slices.Sorted(maps.Keys(s.Rates)) {
+		_, ok := registry.Lookup(p)
+		r := s.Rates[p]
+		check(ok && (r == 0 || r >= 0.001 && r <= 1e6), "rate %s=%v per second: name a provider and give 0.001 to 1000000 (0: no limit)", p, r)
 	}
-	check(s.SESRate == 0 || s.SESRate >= 0.001 && s.SESRate <= 1e6, "SES rate %v per second outside 0.001 to 1000000 (0: no limit)", s.SESRate)
-	check(s.SNSTopicArn == "" || topicARN.MatchString(s.SNSTopicArn), "snsTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.SNSTopicArn)
-	for p, pol := range s.Ambiguous {
-		_, err := consumer.ParseAmbiguousPolicy(pol)
-		check(slices.Contains(provider.Names, p) && err == nil, "ambiguous policy %s=%q: name a provider and retry or review", p, pol)
+	for _, p := range slices.Sorted(maps.Keys(s.Ambiguous)) {
+		pol := s.Ambiguous[p]
+		_, err := provider.ParseAmbiguousPolicy(pol)
+		_, ok := registry.Lookup(p)
+		check(ok && err == nil, "ambiguous policy %s=%q: name a provider and retry or review", p, pol)
 	}
-	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.invalid/", WebhookSecret: "-",
-		SNSTopicARN: "arn:aws:sns:us-east-1:123456789012:t"}
+	for _, k := range slices.Sorted(maps.Keys(s.ProviderSettings)) {
+		check(settingOf(k) != "", "setting %q is no provider's; the providers' settings are %s", k, strings.Join(settingKeys(), ", "))
+	}
 	if cs, err := consumer.SettingsFromEnv(mapEnv(s.ConsumerEnv(placeholders))); err != nil {
 		check(false, "%v", err)
 	} else if err := cs.CheckTimeout(s.ConsumerTimeout, s.BatchSize); err != nil {
@@ -281,15 +296,70 @@ func (s Stage) Validate() error {
 // Resources are the names and addresses a function needs.
 type Resources struct {
 	Table, WorkQueueURL, DLQURL string
-	// WebhookURL is the provider endpoint; WebhookSecretID the Secrets
-	// Manager secret (name or ARN) holding its signing secret, or, locally,
-	// WebhookSecret the secret itself.
-	WebhookURL, WebhookSecretID, WebhookSecret string
-	// SNSTopicARN is the topic the sns provider publishes to.
-	SNSTopicARN string
-	// EmailTemplates are the SES templates the stage deploys (with ses),
-	// and the variables each renders: the intake's NUDGE_SES_TEMPLATES.
-	EmailTemplates provider.TemplateCatalog
+	// Providers are what the stack (or the local system) made for each
+	// provider the stage runs, by provider, as its driver's Env reads them
+	// (provider.Deployment.Resources): an endpoint and its secret's name, a
+	// topic's ARN, the templates deployed.
+	Providers map[string]map[string]string
+}
+
+// providerEnv returns fn's variables of the providers the stage runs: each
+// driver's, and for the consumer each provider's rate (where the stage or
+// its contract sets one) and ambiguous policy (where the stage overrides
+// it).
+func (s Stage) providerEnv(fn provider.Function, r Resources) map[string]string {
+	env := map[string]string{}
+	for _, p := range s.Providers {
+		d, ok := registry.Lookup(p)
+		if !ok || d.Env == nil {
+			continue
+		}
+		vars := d.Env(s.Provider(p, r.Providers[p]))
+		if fn == provider.Enqueue {
+			// The enqueue records the intake's checks' variables in the
+			// table, for the CLI's intake.
+			for _, k := range d.Intake.Recorded {
+				env[k] = vars[provider.Intake][k]
+			}
+			continue
+		}
+		maps.Copy(env, vars[fn])
+	}
+	if fn == provider.Consumer {
+		for _, p := range s.Providers {
+			d, _ := registry.Lookup(p)
+			if _, set := s.Rates[p]; set || d.Contract.Rate > 0 {
+				env[provider.EnvName(p, "RATE")] = strconv.FormatFloat(s.Rate(p), 'f', -1, 64)
+			}
+		}
+		for p, pol := range s.Ambiguous {
+			env[provider.EnvName(p, "AMBIGUOUS")] = pol
+		}
+	}
+	return env
+}
+
+// settingOf returns the provider whose driver declares setting key, or "".
+func settingOf(key string) string {
+	for _, d := range registry.All() {
+		for _, set := range d.Settings {
+			if set.Key == key {
+				return d.Name
+			}
+		}
+	}
+	return ""
+}
+
+// settingKeys are every driver's setting keys.
+func settingKeys() []string {
+	var keys []string
+	for _, d := range registry.All() {
+		for _, set := range d.Settings {
+			keys = append(keys, set.Key)
+		}
+	}
+	return keys
 }
 
 // ConsumerEnv is the consumer function's environment (see
@@ -306,27 +376,7 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 		"NUDGE_VISIBILITY_TIMEOUT": s.Visibility().String(),
 		"NUDGE_SHARDS":             strconv.Itoa(s.Shards),
 	}
-	if s.Runs(provider.NameWebhook) {
-		env["NUDGE_WEBHOOK_URL"] = r.WebhookURL
-		if r.WebhookSecretID != "" {
-			env["NUDGE_WEBHOOK_SECRET_ID"] = r.WebhookSecretID
-		}
-		if r.WebhookSecret != "" {
-			env["NUDGE_WEBHOOK_SECRET"] = r.WebhookSecret
-		}
-	}
-	if s.Runs(provider.NameSES) {
-		env["NUDGE_SES_FROM"] = s.SESFrom
-		env["NUDGE_SES_CONFIGURATION_SET"] = s.SESConfigurationSet()
-		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
-		env["NUDGE_SES_RATE"] = strconv.FormatFloat(s.SESRate, 'f', -1, 64)
-	}
-	if s.Runs(provider.NameSNS) {
-		env["NUDGE_SNS_TOPIC_ARN"] = r.SNSTopicARN
-	}
-	for p, pol := range s.Ambiguous {
-		env["NUDGE_"+strings.ToUpper(p)+"_AMBIGUOUS"] = pol
-	}
+	maps.Copy(env, s.providerEnv(provider.Consumer, r))
 	return env
 }
 
@@ -337,33 +387,28 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 		"NUDGE_SHARDS":    strconv.Itoa(s.Shards),
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
 	}
-	if s.Runs(provider.NameSES) {
-		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
-	}
+	maps.Copy(env, s.providerEnv(provider.Enqueue, r))
 	return env
 }
 
 // IntakeEnv is the HTTP intake function's environment (see
 // intake.Settings): the table, and what the stage runs, so that it refuses
 // at the door what the stage cannot send; with ses, the templates it
-// deploys (r.EmailTemplates), so that the intake knows them without asking
-// SES. No shard count: the intake reads the table's registry.
+// deploys, so that the intake knows them without asking SES (each driver's
+// Env). No shard count: the intake reads the table's registry.
 func (s Stage) IntakeEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE":     r.Table,
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
 	}
-	if s.Runs(provider.NameSES) {
-		env["NUDGE_SES_TEMPLATE_PREFIX"] = s.SESTemplatePrefix()
-		env["NUDGE_SES_TEMPLATES"] = r.EmailTemplates.String()
-	}
+	maps.Copy(env, s.providerEnv(provider.Intake, r))
 	if len(s.IntakeFullAccess) > 0 {
 		env[intake.FullAccessSetting] = strings.Join(s.IntakeFullAccess, ",")
 	}
 	return env
 }
 
-// topicARN matches an SNS topic's ARN.
+// topicARN matches an SNS topic's ARN (for the alarm topic).
 var topicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 
 func mapEnv(env map[string]string) func(string) string {

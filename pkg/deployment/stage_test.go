@@ -11,7 +11,8 @@ import (
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/intake"
-	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
 )
 
 func TestStagesAreValid(t *testing.T) {
@@ -99,7 +100,8 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 	t.Parallel()
 	s := deployment.Prod()
-	r := deployment.Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.example/x", WebhookSecret: "s"}
+	r := deployment.Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d",
+		Providers: map[string]map[string]string{webhook.Name: {webhook.ResourceURL: "https://hooks.example/x", webhook.ResourceSecret: "s"}}}
 	getenv := func(env map[string]string) func(string) string { return func(k string) string { return env[k] } }
 	c, err := consumer.SettingsFromEnv(getenv(s.ConsumerEnv(r)))
 	if err != nil {
@@ -113,15 +115,21 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 		t.Fatalf("enqueue settings %+v, %v", e, err)
 	}
 	i, err := intake.SettingsFromEnv(getenv(s.IntakeEnv(r)))
-	if err != nil || i.Table != "t" || !slices.Equal(i.Providers, s.Providers) || i.SESTemplatePrefix != "" || i.SESTemplates != nil {
+	if err != nil || i.Table != "t" || !slices.Equal(i.Providers, s.Providers) || s.IntakeEnv(r)[ses.EnvTemplatePrefix] != "" {
 		t.Fatalf("intake settings %+v, %v", i, err)
 	}
-	ses := deployment.Dev()
-	ses.Providers, ses.SESFrom = []string{"webhook", "ses"}, "reminders@mail.example.com"
-	r.EmailTemplates = provider.TemplateCatalog{"renewal-notice": {"plan", "renewsOn"}, "plain": {}}
-	if i, err := intake.SettingsFromEnv(getenv(ses.IntakeEnv(r))); err != nil || i.SESTemplatePrefix != ses.SESTemplatePrefix() || !slices.Equal(i.Providers, ses.Providers) ||
-		!reflect.DeepEqual(i.SESTemplates, r.EmailTemplates) {
-		t.Fatalf("intake settings of a stage running ses %+v, %v; want the templates %v", i, err, r.EmailTemplates)
+	email := deployment.Dev()
+	email.Providers, email.ProviderSettings = []string{"webhook", "ses"}, map[string]string{ses.SettingFrom: "reminders@mail.example.com"}
+	catalog := ses.Catalog{"renewal-notice": {"plan", "renewsOn"}, "plain": {}}
+	r.Providers[ses.Name] = map[string]string{ses.ResourceTemplates: catalog.String()}
+	ienv := email.IntakeEnv(r)
+	got, perr := ses.ParseCatalog(ienv[ses.EnvTemplates])
+	if i, err := intake.SettingsFromEnv(getenv(ienv)); err != nil || ienv[ses.EnvTemplatePrefix] != ses.TemplatePrefix("dev") || !slices.Equal(i.Providers, email.Providers) ||
+		perr != nil || !reflect.DeepEqual(got, catalog) {
+		t.Fatalf("intake settings of a stage running ses %+v, %v; want the templates %v, got %v (%v)", i, err, catalog, got, perr)
+	}
+	if e, err := enqueue.SettingsFromEnv(getenv(email.EnqueueEnv(r))); err != nil || e.ProviderEnv[ses.EnvTemplatePrefix] != ses.TemplatePrefix("dev") {
+		t.Fatalf("the enqueue of a stage running ses records %v (%v); want its template prefix", e.ProviderEnv, err)
 	}
 	if _, ok := s.IntakeEnv(r)["NUDGE_SHARDS"]; ok {
 		t.Error("the intake is given a shard count; it reads the table's registry")
@@ -137,7 +145,8 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 // misbehaviour), with a message naming the setting.
 func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
 	t.Parallel()
-	r := deployment.Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", WebhookURL: "https://hooks.example/x", WebhookSecret: "s"}
+	r := deployment.Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d",
+		Providers: map[string]map[string]string{webhook.Name: {webhook.ResourceURL: "https://hooks.example/x", webhook.ResourceSecret: "s"}}}
 	with := func(env map[string]string, kv ...string) func(string) string {
 		return func(k string) string {
 			for i := 0; i < len(kv); i += 2 {

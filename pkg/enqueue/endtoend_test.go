@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/pkg/batch"
@@ -33,7 +35,7 @@ func TestScheduledEnqueuedAndConsumedEndToEnd(t *testing.T) {
 	snk := &sink.Sink{Secret: secret}
 	srv := httptest.NewServer(snk)
 	t.Cleanup(srv.Close)
-	hook, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Timeout: 5 * time.Second})
+	hook, err := webhook.New(webhook.Config{URL: srv.URL, Secret: secret, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

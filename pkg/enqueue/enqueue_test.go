@@ -978,10 +978,10 @@ func TestTheEnqueueRecordsWhatTheStageRuns(t *testing.T) {
 	if _, ok, _ := b.mem.ReadStage(b.ctx); ok {
 		t.Fatal("a run without a stage recorded one")
 	}
-	facts := ledger.StageFacts{Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-"}
+	facts := ledger.StageFacts{Providers: []string{"webhook", "ses"}, Env: map[string]string{"NUDGE_SES_TEMPLATE_PREFIX": "nudge-dev-"}}
 	b.run(t, b.enqueuer(t, func(c *enqueue.Config) { c.Stage = &facts }))
 	got, ok, err := b.mem.ReadStage(b.ctx)
-	if err != nil || !ok || strings.Join(got.Providers, ",") != "webhook,ses" || got.SESTemplatePrefix != "nudge-dev-" {
+	if err != nil || !ok || strings.Join(got.Providers, ",") != "webhook,ses" || got.Env["NUDGE_SES_TEMPLATE_PREFIX"] != "nudge-dev-" {
 		t.Fatalf("recorded %+v, %v, %v", got, ok, err)
 	}
 }

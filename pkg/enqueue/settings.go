@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/envconfig"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Settings are the enqueue function's deployment settings, read from its
@@ -23,7 +24,10 @@ type Settings struct {
 	PageSize     int           // NUDGE_PAGE_SIZE: entries per cursor step. Default 100.
 	CutoffMargin time.Duration // NUDGE_CUTOFF_MARGIN: stop this long before the deadline. Default 3s.
 	Providers    []string      // NUDGE_PROVIDERS: the providers the consumer runs, recorded in the table for the intake. Optional.
-	SESTemplates string        // NUDGE_SES_TEMPLATE_PREFIX: the stage's SES template prefix, recorded with them. Optional.
+	// ProviderEnv are the providers' variables the intake's checks read
+	// (provider.IntakeRules.Recorded), recorded with them, so that the CLI
+	// checks a delivery as the intake function does. Optional.
+	ProviderEnv map[string]string
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -40,11 +44,21 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		Concurrency:  r.Int("NUDGE_ENQUEUE_CONCURRENCY", 4),
 		PageSize:     r.Int("NUDGE_PAGE_SIZE", 100),
 		CutoffMargin: r.Duration("NUDGE_CUTOFF_MARGIN", 3*time.Second),
-		SESTemplates: getenv("NUDGE_SES_TEMPLATE_PREFIX"),
 	}
 	for _, p := range strings.Split(getenv("NUDGE_PROVIDERS"), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			s.Providers = append(s.Providers, p)
+		}
+	}
+	for _, p := range s.Providers {
+		d, _ := registry.Lookup(p)
+		for _, k := range d.Intake.Recorded {
+			if v := getenv(k); v != "" {
+				if s.ProviderEnv == nil {
+					s.ProviderEnv = map[string]string{}
+				}
+				s.ProviderEnv[k] = v
+			}
 		}
 	}
 	return s, r.Err()

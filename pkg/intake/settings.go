@@ -1,13 +1,12 @@
 package intake
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/envconfig"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -17,15 +16,13 @@ import (
 // which the enqueue writes (ledger.Config.ShardsFromRegistry), and may not
 // write the registry itself.
 type Settings struct {
-	Table             string        // NUDGE_TABLE: the ledger table. Required.
-	Providers         []string      // NUDGE_PROVIDERS: the providers the stage runs; others are refused. Default all.
-	SESTemplatePrefix string        // NUDGE_SES_TEMPLATE_PREFIX: the stage's SES template prefix. Optional.
-	Lateness          time.Duration // NUDGE_LATENESS: the default expiresAt − dueAt. Default 24h.
-	MaxAhead          time.Duration // NUDGE_MAX_AHEAD: how far ahead dueAt and expiresAt may be. Default 5 years.
-	// SESTemplates (NUDGE_SES_TEMPLATES) are the SES templates the stack
-	// deployed and the variables each renders (provider.TemplateCatalog's
-	// JSON). Required when Providers names ses.
-	SESTemplates provider.TemplateCatalog
+	Table     string        // NUDGE_TABLE: the ledger table. Required.
+	Providers []string      // NUDGE_PROVIDERS: the providers the stage runs; others are refused. Default all.
+	Lateness  time.Duration // NUDGE_LATENESS: the default expiresAt − dueAt. Default 24h.
+	MaxAhead  time.Duration // NUDGE_MAX_AHEAD: how far ahead dueAt and expiresAt may be. Default 5 years.
+	// Each provider's own variables (its templates, say) are its driver's
+	// (provider.Driver.Env), checked here with its CheckEnv and read by its
+	// intake door (registry.Doors).
 	// FullAccessPrincipals (NUDGE_FULL_ACCESS_PRINCIPALS, comma-separated)
 	// are the IAM role and user ARNs that act on every reminder through the
 	// API, whoever created it: operators' and support tools' roles. Every
@@ -37,10 +34,9 @@ type Settings struct {
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "intake"}
 	s := Settings{
-		Table:             r.Required("NUDGE_TABLE"),
-		SESTemplatePrefix: getenv("NUDGE_SES_TEMPLATE_PREFIX"),
-		Lateness:          r.Duration("NUDGE_LATENESS", 24*time.Hour),
-		MaxAhead:          r.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead),
+		Table:    r.Required("NUDGE_TABLE"),
+		Lateness: r.Duration("NUDGE_LATENESS", 24*time.Hour),
+		MaxAhead: r.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead),
 	}
 	for _, p := range strings.Split(getenv("NUDGE_PROVIDERS"), ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -55,19 +51,15 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	s.FullAccessPrincipals = fa
-	for _, p := range s.Providers {
-		if !slices.Contains(provider.Names, p) {
-			return s, fmt.Errorf("intake: NUDGE_PROVIDERS names %q; the providers are %s", p, strings.Join(provider.Names, ", "))
-		}
+	if err := registry.Check("intake: NUDGE_PROVIDERS", s.Providers); err != nil {
+		return s, err
 	}
-	if raw := getenv("NUDGE_SES_TEMPLATES"); raw != "" {
-		c, err := provider.ParseTemplateCatalog(raw)
-		if err != nil {
-			return s, fmt.Errorf("intake: NUDGE_SES_TEMPLATES is %v; the stack sets it from templates/email", err)
+	for _, p := range s.Providers {
+		if d, _ := registry.Lookup(p); d.CheckEnv != nil {
+			if err := d.CheckEnv(provider.Intake, getenv); err != nil {
+				return s, err
+			}
 		}
-		s.SESTemplates = c
-	} else if slices.Contains(s.Providers, provider.NameSES) {
-		return s, fmt.Errorf("intake: NUDGE_PROVIDERS names ses, but NUDGE_SES_TEMPLATES is not set: the stack sets it to the templates it deploys (templates/email); deploy the stack again")
 	}
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -32,9 +33,10 @@ func (n *noTemplates) GetEmailTemplate(context.Context, *sesv2.GetEmailTemplateI
 func TestABatchOfUnknownTemplatesMakesOneSESCall(t *testing.T) {
 	clk := clock.NewFake(now)
 	led := memoryLedger(t, clk)
-	ses := &noTemplates{}
-	templates := &provider.DeployedTemplates{Catalog: provider.TemplateCatalog{"renewal": {"plan"}}, SES: ses, Prefix: "nudge-dev-", Clock: clk}
-	store := newStore(t, schedule.Config{Ledger: led, Clock: clk, Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-", Templates: templates})
+	api := &noTemplates{}
+	templates := &ses.DeployedTemplates{Catalog: ses.Catalog{"renewal": {"plan"}}, SES: api, Prefix: "nudge-dev-", Clock: clk}
+	store := newStore(t, schedule.Config{Ledger: led, Clock: clk, Providers: []string{"webhook", "ses"},
+		Doors: map[string]provider.Door{ses.Name: ses.NewDoor("nudge-dev-", templates)}})
 	f := serve(t, clk, led, newHandler(t, intake.Config{Store: store}), nil)
 
 	email := func(id, template string) map[string]any {
@@ -46,7 +48,7 @@ func TestABatchOfUnknownTemplatesMakesOneSESCall(t *testing.T) {
 	if a := f.json("PUT", "/v1/reminders/rem-known", email("rem-known", "renewal")); a.status != 201 {
 		t.Fatalf("a reminder with the stack's template: %d %s", a.status, a.body)
 	}
-	if n := ses.calls.Load(); n != 0 {
+	if n := api.calls.Load(); n != 0 {
 		t.Fatalf("%d SES calls for a template the stack deployed; want none", n)
 	}
 
@@ -67,7 +69,7 @@ func TestABatchOfUnknownTemplatesMakesOneSESCall(t *testing.T) {
 			t.Fatalf("reminders[%d]: %+v; want 400 naming deliveries[0].templateRef", i, r)
 		}
 	}
-	if n := ses.calls.Load(); n > 1 {
+	if n := api.calls.Load(); n > 1 {
 		t.Errorf("%d SES calls for a batch of %d unknown templates; want at most 1", n, intake.MaxBatch)
 	}
 }

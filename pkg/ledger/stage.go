@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,8 +23,9 @@ const registryStageSK = "STAGE"
 type StageFacts struct {
 	// Providers are the providers the consumer runs.
 	Providers []string `dynamodbav:"providers"`
-	// SESTemplatePrefix is the stage's prefix of SES template names.
-	SESTemplatePrefix string `dynamodbav:"sesTemplatePrefix,omitempty"`
+	// Env are the providers' variables the intake's checks read (a
+	// template prefix, say), as the stack gives them to the enqueue.
+	Env map[string]string `dynamodbav:"providerEnv,omitempty"`
 }
 
 // RecordStage records f, replacing what an earlier deploy recorded: the
@@ -33,13 +35,21 @@ func (l *Ledger) RecordStage(ctx context.Context, f StageFacts) error {
 	if err != nil {
 		return err
 	}
+	env, err := attributevalue.Marshal(maps.Clone(f.Env))
+	if err != nil {
+		return err
+	}
+	if f.Env == nil {
+		env = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}
+	}
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table),
 		Key: map[string]types.AttributeValue{
 			attrPK: &types.AttributeValueMemberS{Value: registryPK}, attrSK: &types.AttributeValueMemberS{Value: registryStageSK},
 		},
-		UpdateExpression:          aws.String("SET providers = :p, sesTemplatePrefix = :t"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": av, ":t": &types.AttributeValueMemberS{Value: f.SESTemplatePrefix}},
+		UpdateExpression:          aws.String("SET providers = :p, #e = :e"),
+		ExpressionAttributeNames:  map[string]string{"#e": "providerEnv"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": av, ":e": env},
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: record the stage's providers in %q: %w", l.cfg.Table, err)
@@ -74,7 +84,7 @@ func (l *Ledger) ReadStage(ctx context.Context) (StageFacts, bool, error) {
 func (m *Memory) RecordStage(_ context.Context, f StageFacts) error {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	f.Providers = slices.Clone(f.Providers)
+	f.Providers, f.Env = slices.Clone(f.Providers), maps.Clone(f.Env)
 	m.t.stage = &f
 	return nil
 }
@@ -87,6 +97,6 @@ func (m *Memory) ReadStage(context.Context) (StageFacts, bool, error) {
 		return StageFacts{}, false, nil
 	}
 	f := *m.t.stage
-	f.Providers = slices.Clone(f.Providers)
+	f.Providers, f.Env = slices.Clone(f.Providers), maps.Clone(f.Env)
 	return f, len(f.Providers) > 0, nil
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	snsprovider "github.com/nudgehq/nudge/pkg/provider/sns"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
@@ -16,12 +19,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
-
-// LocalSender is the sender address of the local stage's e-mail: the SES
-// stand-in accepts any.
-const LocalSender = "reminders@nudge.local"
 
 // TemplatesDir is the repository's templates/email folder, found from the
 // working directory (as standin.DefaultDir finds the module's root).
@@ -46,8 +44,8 @@ func TemplatesDir() (string, error) {
 // stand-in, as the stack deploys them (named with the stage's prefix). A
 // template that exists is updated, so that an edited file shows in the
 // next demo.
-func ProvisionEmail(ctx context.Context, s deployment.Stage, client *sesv2.Client, dir string) ([]provider.EmailTemplate, error) {
-	templates, err := provider.ReadEmailTemplates(os.DirFS(dir))
+func ProvisionEmail(ctx context.Context, s deployment.Stage, client *sesv2.Client, dir string) ([]ses.Template, error) {
+	templates, err := ses.ReadTemplates(os.DirFS(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +57,7 @@ func ProvisionEmail(ctx context.Context, s deployment.Stage, client *sesv2.Clien
 		if t.Text != "" {
 			content.Text = aws.String(t.Text)
 		}
-		name := aws.String(s.SESTemplatePrefix() + t.Name)
+		name := aws.String(ses.TemplatePrefix(s.Name) + t.Name)
 		_, err := client.CreateEmailTemplate(ctx, &sesv2.CreateEmailTemplateInput{TemplateName: name, TemplateContent: content})
 		if err != nil && isAlreadyExists(err) {
 			_, err = client.UpdateEmailTemplate(ctx, &sesv2.UpdateEmailTemplateInput{TemplateName: name, TemplateContent: content})
@@ -89,11 +87,11 @@ type Topic struct {
 // ProvisionTopic creates the stage's delivery topic and a queue subscribed
 // to it with raw message delivery.
 func ProvisionTopic(ctx context.Context, s deployment.Stage, topics *sns.Client, q *sqs.Client) (Topic, error) {
-	t, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(s.SNSTopicName())})
+	t, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(snsprovider.TopicName(s.Name))})
 	if err != nil {
-		return Topic{}, fmt.Errorf("local: create topic %s: %w", s.SNSTopicName(), err)
+		return Topic{}, fmt.Errorf("local: create topic %s: %w", snsprovider.TopicName(s.Name), err)
 	}
-	name := s.SNSTopicName() + "-subscriber"
+	name := snsprovider.TopicName(s.Name) + "-subscriber"
 	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		return Topic{}, fmt.Errorf("local: create %s: %w", name, err)
@@ -104,7 +102,7 @@ func ProvisionTopic(ctx context.Context, s deployment.Stage, topics *sns.Client,
 	}
 	if _, err := topics.Subscribe(ctx, &sns.SubscribeInput{TopicArn: t.TopicArn, Protocol: aws.String("sqs"),
 		Endpoint: aws.String(a.Attributes[string(types.QueueAttributeNameQueueArn)]), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
-		return Topic{}, fmt.Errorf("local: subscribe %s to %s: %w", name, s.SNSTopicName(), err)
+		return Topic{}, fmt.Errorf("local: subscribe %s to %s: %w", name, snsprovider.TopicName(s.Name), err)
 	}
 	return Topic{ARN: aws.ToString(t.TopicArn), QueueURL: aws.ToString(out.QueueUrl)}, nil
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // queueAPI is what Provision needs of SQS.
@@ -31,10 +34,32 @@ type Provisioned struct {
 	Topic Topic
 }
 
-// Resources returns the function resources for p, with the given webhook.
-func (p Provisioned) Resources(webhookURL, webhookSecret string) deployment.Resources {
-	return deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, WebhookURL: webhookURL, WebhookSecret: webhookSecret,
-		SNSTopicARN: p.Topic.ARN}
+// Resources returns the function resources of stage s for p, with each
+// provider's from what its stand-in made (l, whose TopicARN is p's topic's).
+func (p Provisioned) Resources(s deployment.Stage, l provider.Local) deployment.Resources {
+	l.TopicARN = p.Topic.ARN
+	res := deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, Providers: map[string]map[string]string{}}
+	for _, name := range s.Providers {
+		if d, ok := registry.Lookup(name); ok && d.StandIn.Resources != nil {
+			res.Providers[name] = d.StandIn.Resources(l)
+		}
+	}
+	return res
+}
+
+// StandInStage returns s running every registered provider, each with the
+// settings its stand-in needs (provider.StandIn.Settings): the stage of
+// the local runs and `nudge local invoke`.
+func StandInStage(s deployment.Stage) deployment.Stage {
+	s.Providers = registry.Names()
+	s.ProviderSettings = maps.Clone(s.ProviderSettings)
+	if s.ProviderSettings == nil {
+		s.ProviderSettings = map[string]string{}
+	}
+	for _, d := range registry.All() {
+		maps.Copy(s.ProviderSettings, d.StandIn.Settings)
+	}
+	return s
 }
 
 // Provision creates the stage's ledger table, work queue and DLQ as the

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	snsprovider "github.com/nudgehq/nudge/pkg/provider/sns"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -26,7 +30,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/local/urlfront"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // WebhookSecret signs the requests of the local provider: the consumer
@@ -69,7 +72,7 @@ type System struct {
 	// stage runs ses.
 	SES       *sesv2.Client
 	SNS       *sns.Client
-	Templates []provider.EmailTemplate
+	Templates []ses.Template
 
 	stop []func()
 }
@@ -117,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	if s.SES, s.SNS, err = ProviderClients(ctx, s.SESEndpoint, s.SQSEndpoint, nil); err != nil {
 		return s, err
 	}
-	if s.Stage.Runs(provider.NameSES) {
+	if s.Stage.Runs(ses.Name) {
 		dir := cfg.TemplatesDir
 		if dir == "" {
 			if dir, err = TemplatesDir(); err != nil {
@@ -127,11 +130,11 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 		if s.Templates, err = ProvisionEmail(ctx, s.Stage, s.SES, dir); err != nil {
 			return s, err
 		}
-		if err = provider.CatalogOf(s.Templates).CheckSize(); err != nil { // as the stack refuses it
+		if err = ses.CatalogOf(s.Templates).CheckSize(); err != nil { // as the stack refuses it
 			return s, err
 		}
 	}
-	if s.Stage.Runs(provider.NameSNS) {
+	if s.Stage.Runs(snsprovider.Name) {
 		if s.Resources.Topic, err = ProvisionTopic(ctx, s.Stage, s.SNS, s.SQS); err != nil {
 			return s, err
 		}
@@ -219,8 +222,7 @@ func (s *System) Endpoints() Endpoints {
 // (0: the stage's), and overrides (KEY=VALUE) replacing what they name.
 // Each variable appears once: the emulator keeps the first of duplicates.
 func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides ...string) ([]string, error) {
-	res := s.Resources.Resources(s.WebhookURL, WebhookSecret)
-	res.EmailTemplates = provider.CatalogOf(s.Templates)
+	res := s.Resources.Resources(s.Stage, provider.Local{URL: s.WebhookURL, Secret: WebhookSecret, Templates: ses.CatalogOf(s.Templates).String()})
 	var env map[string]string
 	var memory int
 	switch fn {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/local"
-	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
 )
 
 // TestIntakeEnvIsTheStacks: the intake gets the stage's intake settings,
@@ -38,10 +38,10 @@ func TestIntakeEnvIsTheStacks(t *testing.T) {
 	}
 	// With ses, the templates the system created in the SES stand-in, as
 	// the stack passes those it deploys.
-	ses := *s
-	ses.Stage.Providers, ses.Stage.SESFrom = []string{"webhook", "ses"}, "reminders@nudge.local"
-	ses.Templates = []provider.EmailTemplate{{Name: "renewal-notice", Subject: "{{plan}} renews", Text: "On {{renewsOn}}."}}
-	env, err = ses.Env("intake", local.Endpoints{}, 0)
+	email := *s
+	email.Stage.Providers, email.Stage.ProviderSettings = []string{"webhook", "ses"}, map[string]string{ses.SettingFrom: "reminders@nudge.local"}
+	email.Templates = []ses.Template{{Name: "renewal-notice", Subject: "{{plan}} renews", Text: "On {{renewsOn}}."}}
+	env, err = email.Env("intake", local.Endpoints{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

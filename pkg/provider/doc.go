@@ -1,8 +1,15 @@
-// Package provider sends a delivery to whoever delivers it (an email or SMS
-// service, a support tool) and says how the attempt went.
+// Package provider is the portable side of Nudge's providers: the Provider
+// interface a consumer sends a delivery through, the Request it sends, the
+// Receipt and the errors a provider answers with, and the Driver a
+// provider declares itself with (its contract, settings, intake checks,
+// construction and local stand-in). The drivers are packages of their own
+// (webhook, ses, sns), listed by package registry.
 //
 // A Provider gets the delivery key as its idempotency key: a retry after an
 // ambiguous failure sends the same key, so a provider that honours it sends
-// once. Webhook is the built-in provider: an HTTPS POST of the delivery's
-// identifiers and references, signed with HMAC-SHA256.
+// once.
+//
+// This package depends on no AWS package, so that a driver that calls no
+// AWS service (the webhook, and with it a receiver's Verifier) does not
+// either.
 package provider

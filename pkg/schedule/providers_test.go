@@ -8,6 +8,8 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/ses"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -54,7 +56,7 @@ func TestAnSESDeliveryKeepsItsAddressOnTheDeliveryItemAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := schedule.New(schedule.Config{Ledger: l, Clock: clk, Templates: templates{"renewal-notice": {"plan"}}})
+	store, err := schedule.New(schedule.Config{Ledger: l, Clock: clk, Doors: map[string]provider.Door{ses.Name: ses.NewDoor("", templates{"renewal-notice": {"plan"}})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestAnSESDeliveryWithATemplateNotDeployedIsRefusedAtIntake(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(now)
 	l, _ := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
-	store, _ := schedule.New(schedule.Config{Ledger: l, Clock: clk, Templates: templates{}})
+	store, _ := schedule.New(schedule.Config{Ledger: l, Clock: clk, Doors: map[string]provider.Door{ses.Name: ses.NewDoor("", templates{})}})
 	r, err := store.Validator().ParseJSON([]byte(sesReminder))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,7 @@ func TestAnSESDeliveryWithoutTheDataItsTemplateRendersIsRefused(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(now)
 	l, _ := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
-	store, _ := schedule.New(schedule.Config{Ledger: l, Clock: clk, Templates: templates{"renewal-notice": {"plan", "renewsOn"}}})
+	store, _ := schedule.New(schedule.Config{Ledger: l, Clock: clk, Doors: map[string]provider.Door{ses.Name: ses.NewDoor("", templates{"renewal-notice": {"plan", "renewsOn"}})}})
 	r, err := store.Validator().ParseJSON([]byte(sesReminder))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/text"
 )
 
@@ -114,15 +115,15 @@ type Validator struct {
 	// Providers are the providers the stage runs; a delivery naming another
 	// is refused. Default DefaultProviders.
 	Providers []string
-	// SESTemplatePrefix is the stage's prefix of SES template names
-	// (provider.SESConfig.TemplatePrefix), for checking a template name's
-	// length. Default "".
-	SESTemplatePrefix string
+	// Doors are the providers' checks of a delivery (its address, its
+	// template's name), by provider, made from the stage's view
+	// (registry.Doors). Default: made from an empty environment.
+	Doors map[string]provider.Door
 }
 
 // DefaultProviders are the providers a Validator accepts unless told
-// which the stage runs: the built-in ones.
-var DefaultProviders = provider.Names
+// which the stage runs: every registered one.
+var DefaultProviders = registry.Names()
 
 // DefaultMaxAhead is how far ahead a reminder may be due or expire unless
 // the store is told otherwise: five years, beyond any renewal or
@@ -144,6 +145,10 @@ func (v Validator) withDefaults() Validator {
 	}
 	if len(v.Providers) == 0 {
 		v.Providers = DefaultProviders
+	}
+	if v.Doors == nil {
+		// An empty environment holds nothing a door could refuse.
+		v.Doors, _ = registry.Doors(v.Providers, provider.Env{})
 	}
 	return v
 }
@@ -249,7 +254,7 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		}
 		if p := personalData(d.RecipientRef); p != "" {
 			fix := "give a reference your receiver resolves (a contact id), not the address itself"
-			if d.Provider == provider.NameSES {
+			if drv, _ := registry.Lookup(d.Provider); drv.Intake.Address != provider.NoAddress {
 				fix = "give the address in the address field, and a reference (a contact id) here"
 			}
 			return Reminder{}, bad(f+"recipientRef", p, fix)
@@ -330,27 +335,21 @@ func (v Validator) times(id, dueAt, expiresAt string, window time.Duration, wind
 type fieldProblem struct{ field, problem, fix string }
 
 // checkAddress checks a delivery's address and template against what its
-// provider can use. Problems never quote the address: they reach logs.
+// provider can use: its driver's address kind, then its door. Problems
+// never quote the address: they reach logs.
 func (v Validator) checkAddress(f string, d DeliveryInput) *fieldProblem {
-	switch d.Provider {
-	case provider.NameSES:
-		switch {
-		case d.Channel != "email":
-			return &fieldProblem{f + "channel", fmt.Sprintf("is %q, but SES sends e-mail", d.Channel), `use channel "email" with provider "ses"`}
-		case d.Address == "":
-			return &fieldProblem{f + "address", "is missing; SES sends to an address", "give the recipient's e-mail address"}
-		case !provider.ValidEmail(d.Address):
-			return &fieldProblem{f + "address", "is not an e-mail address SES can send to", "give a plain address like name@example.com (no display name), up to 254 bytes"}
-		case !provider.ValidTemplateRef(d.TemplateRef, len(v.SESTemplatePrefix)):
-			return &fieldProblem{f + "templateRef", fmt.Sprintf("%q cannot name an SES template", text.Clip(d.TemplateRef, 43)),
-				fmt.Sprintf("use a template name from templates/email: letters, digits, '-' and '_', at most %d characters", provider.MaxTemplateName-len(v.SESTemplatePrefix))}
-		}
-	default:
-		if d.Address != "" {
-			return &fieldProblem{f + "address", fmt.Sprintf("is given, but provider %q carries references only", d.Provider), "leave address out and give recipientRef, which the receiver resolves"}
-		}
+	if drv, _ := registry.Lookup(d.Provider); drv.Intake.Address == provider.NoAddress && d.Address != "" {
+		return &fieldProblem{f + "address", fmt.Sprintf("is given, but provider %q carries references only", d.Provider), "leave address out and give recipientRef, which the receiver resolves"}
 	}
-	return nil
+	door := v.Doors[d.Provider]
+	if door == nil {
+		return nil
+	}
+	p := door.Check(provider.Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address})
+	if p == nil {
+		return nil
+	}
+	return &fieldProblem{f + p.Field, p.Problem, p.Fix}
 }
 
 // aheadText says a span as a person would: "5 years", "90 days", "36h0m0s".

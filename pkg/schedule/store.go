@@ -13,6 +13,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Ledger is the part of the delivery ledger the store uses: the reminder
@@ -48,21 +49,14 @@ type Config struct {
 	// Providers are the providers the stage runs (Validator.Providers).
 	// Default DefaultProviders.
 	Providers []string
-	// SESTemplatePrefix is the stage's SES template prefix
-	// (Validator.SESTemplatePrefix). Default "".
-	SESTemplatePrefix string
-	// Templates, if set, is asked whether an SES delivery's template is
-	// deployed, so that a missing one is refused at intake rather than
-	// dead-lettered at its due time. Default: not checked.
-	Templates Templates
-}
-
-// Templates tells whether a stored template exists and what data it needs.
-type Templates interface {
-	// TemplateVariables returns the variables the template templateRef
-	// names renders (the reminder's metadata must hold each), and false if
-	// it is not deployed.
-	TemplateVariables(ctx context.Context, templateRef string) (vars []string, ok bool, err error)
+	// Doors are the providers' checks of a delivery, by provider
+	// (Validator.Doors; registry.Doors makes them from the stage's view).
+	// A door that is a provider.TemplateDoor is also asked whether a
+	// delivery's template is deployed, so that a missing one is refused at
+	// intake rather than dead-lettered at its due time. Default: each
+	// provider's door made from an empty environment, which checks no
+	// template.
+	Doors map[string]provider.Door
 }
 
 // Store creates and cancels reminders. It is safe for concurrent use.
@@ -86,7 +80,7 @@ func New(cfg Config) (*Store, error) {
 		cfg.Clock = clock.Real{}
 	}
 	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, MaxAhead: cfg.MaxAhead, Now: cfg.Clock.Now,
-		Providers: cfg.Providers, SESTemplatePrefix: cfg.SESTemplatePrefix}.withDefaults()
+		Providers: cfg.Providers, Doors: cfg.Doors}.withDefaults()
 	return &Store{cfg: cfg, validator: v}, nil
 }
 
@@ -166,7 +160,7 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 			ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider,
 			RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
 		}
-		if d.Provider == provider.NameSES && len(r.Metadata) > 0 {
+		if drv, _ := registry.Lookup(d.Provider); drv.Intake.RendersTemplates && len(r.Metadata) > 0 {
 			ld.TemplateData = r.Metadata // what the template renders
 		}
 		err := s.cfg.Ledger.Create(ctx, ld)
@@ -195,34 +189,26 @@ func tombstone(d ledger.Delivery) bool {
 	return d.Status == ledger.StatusCancelled && d.Address == "" && d.Attempts == 0 && len(d.History) == 1
 }
 
-// checkTemplates refuses an SES delivery whose template is not deployed,
-// or whose reminder lacks data the template renders: SES accepts such a
-// send and fails it afterwards, when nobody is told.
+// checkTemplates refuses a delivery whose template its provider's door
+// does not know as deployed, or whose reminder lacks data the template
+// renders: the provider would accept such a send and fail it afterwards,
+// when nobody is told.
 func (s *Store) checkTemplates(ctx context.Context, r Reminder) error {
-	if s.cfg.Templates == nil {
-		return nil
-	}
 	for i, d := range r.Deliveries {
-		if d.Provider != provider.NameSES {
+		door, ok := s.validator.Doors[d.Provider].(provider.TemplateDoor)
+		if !ok {
 			continue
 		}
-		vars, ok, err := s.cfg.Templates.TemplateVariables(ctx, d.TemplateRef)
+		p, err := door.CheckTemplate(ctx, d.TemplateRef, r.Metadata)
 		if err != nil {
-			return fmt.Errorf("schedule: reminder %q: cannot check template %q: %w", r.ID, d.TemplateRef, err)
+			return fmt.Errorf("schedule: reminder %q: %w", r.ID, err)
 		}
-		if !ok {
-			return &ValidationError{ID: r.ID, Field: fmt.Sprintf("deliveries[%d].templateRef", i), Problem: fmt.Sprintf("%q is not a deployed SES template", d.TemplateRef),
-				Fix: "add it to templates/email and deploy (cdk deploy), or use a deployed template"}
-		}
-		var missing []string
-		for _, v := range vars {
-			if _, ok := r.Metadata[v]; !ok {
-				missing = append(missing, v)
+		if p != nil {
+			field := p.Field
+			if !strings.HasPrefix(field, "metadata") {
+				field = fmt.Sprintf("deliveries[%d].%s", i, field)
 			}
-		}
-		if len(missing) > 0 {
-			return &ValidationError{ID: r.ID, Field: "metadata", Problem: fmt.Sprintf("lacks %s, which template %q renders", strings.Join(missing, ", "), d.TemplateRef),
-				Fix: "give each as metadata (--meta " + missing[0] + "=…), or use a template that does not need it"}
+			return &ValidationError{ID: r.ID, Field: field, Problem: p.Problem, Fix: p.Fix}
 		}
 	}
 	return nil

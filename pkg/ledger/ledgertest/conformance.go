@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -1048,12 +1049,12 @@ func testStageFactsAreRecordedAndReplaced(t *testing.T, b bundle) {
 	if _, ok, err := b.l.ReadStage(ctx); ok || err != nil {
 		t.Fatalf("a new table has stage facts (%v)", err)
 	}
-	for _, f := range []ledger.StageFacts{{Providers: []string{"webhook", "ses"}, SESTemplatePrefix: "nudge-dev-"}, {Providers: []string{"sns"}}} {
+	for _, f := range []ledger.StageFacts{{Providers: []string{"webhook", "ses"}, Env: map[string]string{"NUDGE_SES_TEMPLATE_PREFIX": "nudge-dev-"}}, {Providers: []string{"sns"}}} {
 		if err := b.l.RecordStage(ctx, f); err != nil {
 			t.Fatal(err)
 		}
 		got, ok, err := b.l.ReadStage(ctx)
-		if err != nil || !ok || strings.Join(got.Providers, ",") != strings.Join(f.Providers, ",") || got.SESTemplatePrefix != f.SESTemplatePrefix {
+		if err != nil || !ok || strings.Join(got.Providers, ",") != strings.Join(f.Providers, ",") || !maps.Equal(got.Env, f.Env) {
 			t.Fatalf("read %+v, %v, %v; want %+v", got, ok, err, f)
 		}
 	}

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/pkg/provider/sns"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -16,7 +19,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // The demo's channels, by provider: e-mail goes out through SES for half
@@ -40,7 +42,7 @@ func expectFor(prov, fault string) (ledger.Status, failure.Class) {
 		// SES may have sent (and with "drop" it has): its policy is
 		// review, so the delivery waits in the DLQ for an operator. The
 		// webhook and SNS retry with the same key.
-		if prov == provider.NameSES {
+		if prov == ses.Name {
 			return ledger.StatusDead, failure.ClassAmbiguous
 		}
 	}
@@ -51,14 +53,14 @@ func expectFor(prov, fault string) (ledger.Status, failure.Class) {
 func awsFault(prov, fault string) *standin.Fault {
 	switch fault {
 	case "500":
-		return &standin.Fault{Status: 500, Code: map[string]string{provider.NameSES: "InternalFailure", provider.NameSNS: "InternalError"}[prov], Message: "internal error"}
+		return &standin.Fault{Status: 500, Code: map[string]string{ses.Name: "InternalFailure", sns.Name: "InternalError"}[prov], Message: "internal error"}
 	case "429":
-		if prov == provider.NameSES {
+		if prov == ses.Name {
 			return &standin.Fault{Status: 429, Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded."}
 		}
 		return &standin.Fault{Status: 400, Code: "Throttled", Message: "Rate exceeded"}
 	case "400":
-		if prov == provider.NameSES {
+		if prov == ses.Name {
 			return &standin.Fault{Status: 400, Code: "MessageRejected", Message: "Email address is not valid"}
 		}
 		return &standin.Fault{Status: 400, Code: "InvalidParameter", Message: "Invalid parameter: Message"}
@@ -90,12 +92,12 @@ func newChannels(p *plan, sesURL, snsURL, subQueue string) (*channels, error) {
 	c := &channels{plan: p, sesURL: sesURL, subQueue: subQueue, requests: map[string]int{}, delivered: map[string]int{}}
 	var err error
 	if c.ses, err = standin.NewFaultFront(sesURL, func(_ *http.Request, body []byte) *standin.Fault {
-		return c.decide(provider.NameSES, sesKey(body))
+		return c.decide(ses.Name, sesKey(body))
 	}); err != nil {
 		return nil, err
 	}
 	if c.sns, err = standin.NewFaultFront(snsURL, func(_ *http.Request, body []byte) *standin.Fault {
-		return c.decide(provider.NameSNS, snsKey(body))
+		return c.decide(sns.Name, snsKey(body))
 	}); err != nil {
 		c.ses.Close()
 		return nil, err
@@ -155,7 +157,7 @@ func sesKey(body []byte) string {
 		return ""
 	}
 	for _, h := range in.Content.Template.Headers {
-		if strings.EqualFold(h.Name, provider.HeaderDeliveryKey) {
+		if strings.EqualFold(h.Name, ses.HeaderDeliveryKey) {
 			return h.Value
 		}
 	}
@@ -169,7 +171,7 @@ func snsKey(body []byte) string {
 		return ""
 	}
 	for k, v := range q {
-		if strings.HasSuffix(k, ".Name") && len(v) == 1 && v[0] == provider.AttrDeliveryKey {
+		if strings.HasSuffix(k, ".Name") && len(v) == 1 && v[0] == sns.AttrDeliveryKey {
 			return q.Get(strings.TrimSuffix(k, ".Name") + ".Value.StringValue")
 		}
 	}
@@ -194,7 +196,7 @@ func (c *channels) drain(ctx context.Context, q *sqs.Client) {
 // receive takes one receive's worth from the subscriber queue.
 func (c *channels) receive(ctx context.Context, q *sqs.Client, wait int32) (int, error) {
 	out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.subQueue), MaxNumberOfMessages: 10,
-		WaitTimeSeconds: wait, MessageAttributeNames: []string{provider.AttrDeliveryKey}})
+		WaitTimeSeconds: wait, MessageAttributeNames: []string{sns.AttrDeliveryKey}})
 	if err != nil {
 		if ctx.Err() == nil {
 			time.Sleep(200 * time.Millisecond)
@@ -204,7 +206,7 @@ func (c *channels) receive(ctx context.Context, q *sqs.Client, wait int32) (int,
 	var del []string
 	c.mu.Lock()
 	for _, m := range out.Messages {
-		if a, ok := m.MessageAttributes[provider.AttrDeliveryKey]; ok {
+		if a, ok := m.MessageAttributes[sns.AttrDeliveryKey]; ok {
 			c.delivered[aws.ToString(a.StringValue)]++
 		}
 		del = append(del, aws.ToString(m.ReceiptHandle))
@@ -238,7 +240,7 @@ func (c *channels) records(ctx context.Context, q *sqs.Client, since time.Time) 
 		if e.At < since.Unix() {
 			continue // an earlier run's, on the same stand-in
 		}
-		if key := e.Header(provider.HeaderDeliveryKey); key != "" {
+		if key := e.Header(ses.HeaderDeliveryKey); key != "" {
 			if k, err := message.ParseDeliveryKey(key); err == nil && c.plan.byKey[k] != nil {
 				emails[key]++
 			}

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/local"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // Config configures a demo run. The zero value runs the default demo.
@@ -334,7 +335,7 @@ func (c Config) stage() (deployment.Stage, error) {
 	s.BatchSize, s.BatchingWindow, s.MaxConcurrency = c.BatchSize, c.BatchingWindow, c.MaxConcurrency
 	s.ProviderTimeout = providerTimeout
 	s.ConsumerTimeout = c.ConsumerTimeout
-	s.Providers = []string{provider.NameWebhook, provider.NameSES, provider.NameSNS}
-	s.SESFrom, s.SESRate = local.LocalSender, max(c.SESRate, 0)
+	s = local.StandInStage(s)
+	s.Rates = map[string]float64{ses.Name: max(c.SESRate, 0)}
 	return s, s.Validate()
 }

@@ -10,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/pkg/provider/sns"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/status"
 )
@@ -107,10 +110,10 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 		case "":
 		case "500", "hang", "drop":
 			// SES may have sent: its policy is review. The others retry.
-			if d.key.Provider == provider.NameSES && (d.expect != ledger.StatusDead || d.class != failure.ClassAmbiguous) {
+			if d.key.Provider == ses.Name && (d.expect != ledger.StatusDead || d.class != failure.ClassAmbiguous) {
 				t.Errorf("fault %s at SES must end dead as ambiguous: %+v", d.fault, d)
 			}
-			if d.key.Provider != provider.NameSES && d.expect != ledger.StatusSent {
+			if d.key.Provider != ses.Name && d.expect != ledger.StatusSent {
 				t.Errorf("fault %s must still end sent: %+v", d.fault, d)
 			}
 		default:
@@ -141,7 +144,7 @@ func clean(p *plan) evidence {
 	ev := evidence{stored: map[message.DeliveryKey]ledger.Delivery{}, accepted: map[message.DeliveryKey]int{}}
 	for k, d := range p.byKey {
 		ev.stored[k] = ledger.Delivery{ReminderID: k.ReminderID, Channel: k.Channel, Provider: k.Provider, Status: d.expect, LastErrorClass: d.class}
-		if d.fault == "drop" && k.Provider == provider.NameSES {
+		if d.fault == "drop" && k.Provider == ses.Name {
 			ev.accepted[k] = 1 // it went out; the answer was lost, so it waits for review
 		}
 		switch d.expect {
@@ -172,9 +175,9 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 		if d.expect == ledger.StatusSent && d.fault == "" {
 			sent = k
 			switch k.Provider {
-			case provider.NameSES:
+			case ses.Name:
 				sesSent = k
-			case provider.NameSNS:
+			case sns.Name:
 				snsSent = k
 			}
 		}
@@ -240,24 +243,24 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 func TestTheChannelsContract(t *testing.T) {
 	t.Parallel()
 	p := newPlan(defaults(t, Config{Reminders: 100}))
-	var ses, sns message.DeliveryKey
+	var sesKey, snsKey message.DeliveryKey
 	for k, d := range p.byKey {
 		if d.expect == ledger.StatusSent && d.fault == "" {
 			switch k.Provider {
-			case provider.NameSES:
-				ses = k
-			case provider.NameSNS:
-				sns = k
+			case ses.Name:
+				sesKey = k
+			case sns.Name:
+				snsKey = k
 			}
 		}
 	}
 	ev := clean(p)
-	ev.accepted[sns] = 2
-	d := ev.stored[ses]
+	ev.accepted[snsKey] = 2
+	d := ev.stored[sesKey]
 	d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
 	d.History = []ledger.Entry{{Status: ledger.StatusQueued}, {Status: ledger.StatusSending}, {Status: ledger.StatusSending}, {Status: ledger.StatusDead}}
-	ev.stored[ses] = d
-	ev.dlq = append(ev.dlq, deadLetter{key: ses, class: failure.ClassAmbiguous})
+	ev.stored[sesKey] = d
+	ev.dlq = append(ev.dlq, deadLetter{key: sesKey, class: failure.ClassAmbiguous})
 	if v := p.violations(ev); len(v) != 0 {
 		t.Fatalf("violations %v", v)
 	}
@@ -535,7 +538,7 @@ func TestLogsTellAnUnrecordedSend(t *testing.T) {
 // ledger's mark of an unended attempt is not.
 func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
 	t.Parallel()
-	k := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: provider.NameSES}
+	k := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: ses.Name}
 	d := ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Attempts: 2,
 		History: []ledger.Entry{{Status: ledger.StatusSending}, {Status: ledger.StatusQueued}, {Status: ledger.StatusSending}, {Status: ledger.StatusDead}}}
 	if reviewedAfterLapse(k, d) {
@@ -545,7 +548,7 @@ func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
 	if !reviewedAfterLapse(k, d) {
 		t.Error("a review after the repair requeued a killed attempt is not explained")
 	}
-	if reviewedAfterLapse(message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: provider.NameWebhook}, d) {
+	if reviewedAfterLapse(message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: webhook.Name}, d) {
 		t.Error("a webhook delivery's review is explained by a kill; only SES reviews what may have gone out")
 	}
 }

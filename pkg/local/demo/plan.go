@@ -7,11 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/pkg/provider/sns"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -90,13 +93,13 @@ func newPlan(cfg Config) *plan {
 	f := *cfg.Faults
 	for i, k := range order {
 		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
-		email := provider.NameWebhook
+		email := webhook.Name
 		if rnd.Float64() < sesShare {
-			email = provider.NameSES
+			email = ses.Name
 		}
 		keys := []message.DeliveryKey{{ReminderID: r.id, Channel: "email", Provider: email}}
 		if rnd.Float64() < smsShare {
-			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: provider.NameSNS})
+			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: sns.Name})
 		}
 		for _, key := range keys {
 			d := &planned{key: key, kind: k}
@@ -172,7 +175,7 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 	for i, d := range r.deliveries {
 		di := schedule.DeliveryInput{Channel: d.key.Channel, Provider: d.key.Provider,
 			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
-		if d.key.Provider == provider.NameSES {
+		if d.key.Provider == ses.Name {
 			di.TemplateRef, di.Address = "renewal-notice", r.id+"@customers.example"
 		}
 		in.Deliveries = append(in.Deliveries, di)

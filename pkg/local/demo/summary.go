@@ -10,12 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/pkg/provider/sns"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/enqueue"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/status"
 )
@@ -241,14 +244,14 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	sum.ByProvider = map[string]*ProviderCounts{}
-	for _, p := range []string{provider.NameWebhook, provider.NameSES, provider.NameSNS} {
+	for _, p := range []string{webhook.Name, ses.Name, sns.Name} {
 		sum.ByProvider[p] = &ProviderCounts{}
 	}
 	sinkKeys := map[string]int{}
 	for _, k := range s.sink.Keys() {
 		sinkKeys[k] = 1
 	}
-	records := map[string]map[string]int{provider.NameWebhook: sinkKeys, provider.NameSES: emails, provider.NameSNS: published}
+	records := map[string]map[string]int{webhook.Name: sinkKeys, ses.Name: emails, sns.Name: published}
 	requests := map[message.DeliveryKey]int{}
 	for k := range s.plan.byKey {
 		pc := sum.ByProvider[k.Provider]
@@ -262,7 +265,7 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 			pc.Copies += n - 1
 		}
 		requests[k] = s.ch.requestsFor(k.String())
-		if k.Provider == provider.NameWebhook {
+		if k.Provider == webhook.Name {
 			requests[k] = s.sink.Requests(k.String())
 		}
 		if exhaustedByKills(k, s.plan.byKey[k], got, requests[k], records[k.Provider][k.String()], s.stage.MaxAttempts) {
@@ -275,9 +278,9 @@ func (s *system) summarize(ctx context.Context) (*Summary, error) {
 			}
 		}
 	}
-	sum.ByProvider[provider.NameWebhook].Requests = int64(s.sink.RequestTotal())
-	sum.ByProvider[provider.NameSES].Requests = s.ch.ses.Requests()
-	sum.ByProvider[provider.NameSNS].Requests = s.ch.sns.Requests()
+	sum.ByProvider[webhook.Name].Requests = int64(s.sink.RequestTotal())
+	sum.ByProvider[ses.Name].Requests = s.ch.ses.Requests()
+	sum.ByProvider[sns.Name].Requests = s.ch.sns.Requests()
 
 	// A repeat after an answered acceptance is explained only by a kill of
 	// the instance the answer went to, during the invocation that sent it,
@@ -400,7 +403,7 @@ func (p *plan) violations(ev evidence) []string {
 		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
 			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
 		}
-		if copies > 1 && k.Provider == provider.NameSES {
+		if copies > 1 && k.Provider == ses.Name {
 			violate("sent twice: SES accepted %s %d times; SES does not deduplicate, so the review policy must never send again", k, copies)
 		}
 		if got.Status == ledger.StatusDead && !dlqKeys[k] {
@@ -437,7 +440,7 @@ func (p *plan) violations(ev evidence) []string {
 // over its lapsed lease (two sending entries in a row in its history), or
 // the repair handed it back to the queue meanwhile (UnendedAttempt).
 func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
-	if k.Provider != provider.NameSES || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+	if k.Provider != ses.Name || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
 		return false
 	}
 	for i := 1; i < len(d.History); i++ {
@@ -473,7 +476,7 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 // The history keeps the last HistoryLimit transitions; a kill is credited
 // only with attempts whose visible record shows they never ended.
 func exhaustedByKills(k message.DeliveryKey, want *planned, d ledger.Delivery, requests, accepted, budget int) bool {
-	if k.Provider == provider.NameSES || want.expect != ledger.StatusSent || want.fault == "" || repeats(want.fault) ||
+	if k.Provider == ses.Name || want.expect != ledger.StatusSent || want.fault == "" || repeats(want.fault) ||
 		d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || budget == 0 || d.BudgetUsed() < budget ||
 		requests != 1 || accepted > 0 && want.fault != "drop" {
 		return false
@@ -662,9 +665,9 @@ func (sum *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "\nby provider (the stand-in's own record):\n")
 		fmt.Fprintf(w, "  %-9s %10s %8s %10s %8s %9s %9s   %s\n", "", "deliveries", "sent", "recorded", "copies", "reviewed", "requests", "the record")
 		for _, p := range []struct{ name, record string }{
-			{provider.NameWebhook, "the sink's acceptances (deduplicated by Idempotency-Key)"},
-			{provider.NameSES, "the SES stand-in's store, by the " + provider.HeaderDeliveryKey + " header"},
-			{provider.NameSNS, "the topic's subscriber queue, by the deliveryKey attribute"},
+			{webhook.Name, "the sink's acceptances (deduplicated by Idempotency-Key)"},
+			{ses.Name, "the SES stand-in's store, by the " + ses.HeaderDeliveryKey + " header"},
+			{sns.Name, "the topic's subscriber queue, by the deliveryKey attribute"},
 		} {
 			c := sum.ByProvider[p.name]
 			if c == nil {
@@ -672,10 +675,10 @@ func (sum *Summary) Write(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  %-9s %10d %8d %10d %8d %9d %9d   %s\n", p.name, c.Deliveries, c.Sent, c.Recorded, c.Copies, c.Reviewed, c.Requests, p.record)
 		}
-		if c := sum.ByProvider[provider.NameSES]; c != nil && c.Reviewed > 0 {
+		if c := sum.ByProvider[ses.Name]; c != nil && c.Reviewed > 0 {
 			fmt.Fprintf(w, "  SES: %d reviewed (dead-lettered as ambiguous), of which %d did go out: SES does not deduplicate, so they wait for an operator rather than risk a second e-mail\n", c.Reviewed, c.Delivered)
 		}
-		if c := sum.ByProvider[provider.NameSNS]; c != nil && c.Copies > 0 {
+		if c := sum.ByProvider[sns.Name]; c != nil && c.Copies > 0 {
 			fmt.Fprintf(w, "  SNS: %d extra copies reached the subscriber (a retry after a lost answer; a standard topic does not deduplicate, subscribers do by deliveryKey)\n", c.Copies)
 		}
 	}

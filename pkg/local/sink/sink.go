@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
 )
 
 // Fault is what the sink does with one request.
@@ -127,12 +128,12 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.Secret != nil {
-		if err := (provider.Verifier{Secrets: [][]byte{s.Secret}}).Verify(r.Header, body); err != nil {
+		if err := (webhook.Verifier{Secrets: [][]byte{s.Secret}}).Verify(r.Header, body); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 	}
-	key := r.Header.Get(provider.HeaderIdempotencyKey)
+	key := r.Header.Get(webhook.HeaderIdempotencyKey)
 	var req provider.Request
 	if key == "" || json.Unmarshal(body, &req) != nil {
 		http.Error(w, "want an Idempotency-Key and a JSON delivery", http.StatusBadRequest)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
 )
 
 func TestParseScript(t *testing.T) {
@@ -51,7 +51,7 @@ func TestResentTellsARightfulRetryFromASecondSend(t *testing.T) {
 	defer srv.Close()
 	post := func(key string) error {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"reminderId":"x"}`))
-		req.Header.Set(provider.HeaderIdempotencyKey, key)
+		req.Header.Set(webhook.HeaderIdempotencyKey, key)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			_, _ = io.ReadAll(resp.Body)
@@ -86,7 +86,7 @@ func TestResendsNameWhereTheFirstAnswerWent(t *testing.T) {
 	defer srv.Close()
 	post := func(path string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(`{"reminderId":"x"}`))
-		req.Header.Set(provider.HeaderIdempotencyKey, "rem-c:email:webhook")
+		req.Header.Set(webhook.HeaderIdempotencyKey, "rem-c:email:webhook")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

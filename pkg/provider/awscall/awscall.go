@@ -1,4 +1,4 @@
-package provider
+package awscall
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 	"github.com/nudgehq/nudge/pkg/text"
 )
 
-// awsCall runs one AWS API call for a provider, once: the SDK's own retries
+// Run runs one AWS API call for a provider, once: the SDK's own retries
 // are turned off by the caller (RetryMaxAttempts 1), because a provider
 // call that is not idempotent must not be repeated behind the ledger's back,
 // and the consumer's backoff, attempt budget and ledger already own
 // retries. It reports whether the request was written before it failed.
-func awsCall(ctx context.Context, timeout time.Duration, call func(context.Context) error) (wrote bool, err error) {
+func Run(ctx context.Context, timeout time.Duration, call func(context.Context) error) (wrote bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout) // wall clock: a limit on a real request
 	defer cancel()
 	var w atomic.Bool
@@ -37,25 +37,27 @@ func awsCall(ctx context.Context, timeout time.Duration, call func(context.Conte
 	return w.Load(), err
 }
 
-// apiAnswer is what an AWS service answered: its error code and HTTP status
-// (0 if no answer came back).
-type apiAnswer struct {
-	code    string
-	status  int
-	message string
+// Answer is what an AWS service answered: its error code, HTTP status (0
+// if no answer came back) and message.
+type Answer struct {
+	Code    string
+	Status  int
+	Message string
 }
 
-func answerOf(err error) (apiAnswer, bool) {
-	var a apiAnswer
+// AnswerOf returns the answer err carries, and false if the service gave
+// none (the call failed before an answer came back).
+func AnswerOf(err error) (Answer, bool) {
+	var a Answer
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
-		a.status = re.HTTPStatusCode()
+		a.Status = re.HTTPStatusCode()
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		a.code, a.message = api.ErrorCode(), api.ErrorMessage()
+		a.Code, a.Message = api.ErrorCode(), api.ErrorMessage()
 	}
-	return a, a.status != 0 || a.code != ""
+	return a, a.Status != 0 || a.Code != ""
 }
 
 // emailLike matches what may be an e-mail address in a provider's error
@@ -63,10 +65,10 @@ func answerOf(err error) (apiAnswer, bool) {
 // (or its percent-encoding) with text on both sides.
 var emailLike = regexp.MustCompile(`(?i)[^\s<>"'(),;:\[\]]+(@|%40)[^\s<>"'(),;:\[\]]+`)
 
-// scrub removes the recipient's address, and anything else that looks like
+// Scrub removes the recipient's address, and anything else that looks like
 // an address, from a provider's message, and bounds it: errors reach the
 // ledger, the DLQ and the logs, where addresses must never be.
-func scrub(msg, address string) string {
+func Scrub(msg, address string) string {
 	if address != "" {
 		msg = regexp.MustCompile("(?i)"+regexp.QuoteMeta(address)).ReplaceAllLiteralString(msg, "<address>")
 	}
@@ -90,7 +92,7 @@ func scrub(msg, address string) string {
 // AnswerError is an AWS provider's error answer, with the recipient's
 // address removed from its message.
 type AnswerError struct {
-	// Provider is "ses" or "sns".
+	// Provider is the provider's name.
 	Provider string
 	// Code is the service's error code, such as "MessageRejected".
 	Code string
@@ -113,39 +115,39 @@ func (e *AnswerError) Error() string {
 
 // answeredOK reports whether the service answered with a 2xx status: the
 // request was handled, even if the answer could not be read.
-func answeredOK(a apiAnswer) bool { return a.status >= 200 && a.status < 300 }
+func answeredOK(a Answer) bool { return a.Status >= 200 && a.Status < 300 }
 
-// answerFrom builds the AnswerError of err, whose answer a is, with its
+// ErrorOf builds the AnswerError of err, whose answer a is, with its
 // message scrubbed of address. An answer of 2xx that could not be read
 // comes back as the failure at once: the service handled the request, so
 // it is ambiguous.
-func answerFrom(name string, err error, a apiAnswer, address string) (*AnswerError, error) {
-	e := &AnswerError{Provider: name, Code: a.code, Status: a.status, Message: scrub(a.message, address)}
+func ErrorOf(name string, err error, a Answer, address string) (*AnswerError, error) {
+	e := &AnswerError{Provider: name, Code: a.Code, Status: a.Status, Message: Scrub(a.Message, address)}
 	if e.Code == "" {
 		e.Code = "UnknownError"
 	}
 	if answeredOK(a) {
-		e.Message = scrub(err.Error(), address)
+		e.Message = Scrub(err.Error(), address)
 		return e, failure.Ambiguous(failure.WithClass(e, failure.ClassNetwork))
 	}
 	return e, nil
 }
 
-// credentialCodes are the answers to a request refused for its credentials
+// CredentialCodes are the answers to a request refused for its credentials
 // or its clock, before anything was done (SES v2's REST-JSON codes and
 // SNS's query-protocol ones): retried, since credentials rotate and clocks
 // recover.
-var credentialCodes = map[string]bool{
+var CredentialCodes = map[string]bool{
 	"InvalidSignatureException": true, "IncompleteSignatureException": true, "MissingAuthenticationTokenException": true,
 	"UnrecognizedClientException": true, "ExpiredTokenException": true, "InvalidClientTokenId": true,
 	"SignatureDoesNotMatch": true, "RequestTimeTooSkewed": true, "ExpiredToken": true, "IncompleteSignature": true,
 }
 
-// byStatus classifies an answer no code of the provider's recognised, by
+// ByStatus classifies an answer no code of the provider's recognised, by
 // its HTTP status: 403 and 404 are the stage's (a permission, a resource
 // missing), 429 and 503 were refused before anything was done, another
 // 5xx may have acted, another 4xx is the request's.
-func byStatus(e *AnswerError) error {
+func ByStatus(e *AnswerError) error {
 	switch a := e.Status; {
 	case a == 403, a == 404:
 		return failure.WithClass(failure.Permanent(e), failure.ClassConfig)
@@ -161,10 +163,10 @@ func byStatus(e *AnswerError) error {
 	return failure.WithClass(e, failure.ClassAWS)
 }
 
-// transportFailure classifies a call that got no answer: ambiguous once the
+// TransportFailure classifies a call that got no answer: ambiguous once the
 // request was written, a plain retry before.
-func transportFailure(name string, err error, wrote bool, address string) error {
-	e := fmt.Errorf("%s: %s", name, scrub(err.Error(), address))
+func TransportFailure(name string, err error, wrote bool, address string) error {
+	e := fmt.Errorf("%s: %s", name, Scrub(err.Error(), address))
 	class := failure.ClassNetwork
 	if errors.Is(err, context.DeadlineExceeded) {
 		class = failure.ClassTimeout

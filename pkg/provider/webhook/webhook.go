@@ -1,4 +1,4 @@
-package provider
+package webhook
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // Header names of the webhook protocol.
@@ -26,8 +27,8 @@ const (
 	HeaderSignature      = "Nudge-Signature"
 )
 
-// WebhookConfig configures a Webhook.
-type WebhookConfig struct {
+// Config configures a Sender.
+type Config struct {
 	// URL receives the POSTs. It must be https, except on a loopback host.
 	// Required.
 	URL string
@@ -46,21 +47,21 @@ type WebhookConfig struct {
 	Clock clock.Clock
 }
 
-// Webhook sends deliveries as signed JSON POSTs. The receiver must verify
+// Sender sends deliveries as signed JSON POSTs. The receiver must verify
 // the signature and the timestamp's age, and deduplicate by the
 // Idempotency-Key header (Verifier; the scheme is SignatureScheme's).
 //
 // Its errors never carry the URL beyond its scheme and host: a URL may hold
 // a token in its path or query, and errors reach the ledger, the DLQ and the
 // logs.
-type Webhook struct {
-	cfg WebhookConfig
+type Sender struct {
+	cfg Config
 	// redacted is the URL as errors show it.
 	redacted string
 }
 
-// NewWebhook validates cfg and applies its defaults.
-func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+// New validates cfg and applies its defaults.
+func New(cfg Config) (*Sender, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || u.Host == "" {
 		return nil, errors.New("webhook: the URL is not an absolute URL; set NUDGE_WEBHOOK_URL to https://host/path")
@@ -92,7 +93,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Webhook{cfg: cfg, redacted: Redact(u)}, nil
+	return &Sender{cfg: cfg, redacted: Redact(u)}, nil
 }
 
 // Redact returns u as errors and logs may show it: its scheme and host, and
@@ -155,10 +156,10 @@ func redirectHost(base *url.URL, location string) string {
 // plain retry; after it, the provider may have accepted, so it is
 // ambiguous. A non-2xx answer is a *StatusError, except a redirect (3xx),
 // which is a permanent *RedirectError of class config and is not followed.
-func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, error) {
+func (w *Sender) Send(ctx context.Context, req provider.Request, key string) (provider.Receipt, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return Receipt{}, failure.Permanent(err)
+		return provider.Receipt{}, failure.Permanent(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout) // wall clock: a limit on a real request
 	defer cancel()
@@ -172,7 +173,7 @@ func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, e
 	})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return Receipt{}, failure.Permanent(err)
+		return provider.Receipt{}, failure.Permanent(err)
 	}
 	ts := strconv.FormatInt(w.cfg.Clock.Now().Unix(), 10)
 	hreq.Header.Set("Content-Type", "application/json")
@@ -183,33 +184,33 @@ func (w *Webhook) Send(ctx context.Context, req Request, key string) (Receipt, e
 	if err != nil {
 		err = fmt.Errorf("webhook: %w", w.redact(err))
 		if wrote.Load() {
-			return Receipt{}, failure.Ambiguous(failure.WithClass(err, classOfTransport(err)))
+			return provider.Receipt{}, failure.Ambiguous(failure.WithClass(err, classOfTransport(err)))
 		}
-		return Receipt{}, failure.WithClass(err, classOfTransport(err))
+		return provider.Receipt{}, failure.WithClass(err, classOfTransport(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, w.cfg.MaxResponseBytes))
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		redirect := &RedirectError{Code: resp.StatusCode, Host: redirectHost(hreq.URL, resp.Header.Get("Location"))}
-		return Receipt{}, failure.WithClass(failure.Permanent(redirect), failure.ClassConfig)
+		return provider.Receipt{}, failure.WithClass(failure.Permanent(redirect), failure.ClassConfig)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Receipt{}, &StatusError{Code: resp.StatusCode, After: ParseRetryAfter(resp.Header.Get("Retry-After"), w.cfg.Clock.Now())}
+		return provider.Receipt{}, &provider.StatusError{Code: resp.StatusCode, After: provider.ParseRetryAfter(resp.Header.Get("Retry-After"), w.cfg.Clock.Now())}
 	}
 	if err != nil {
 		// Accepted, but the answer was cut: the send happened.
-		return Receipt{}, nil
+		return provider.Receipt{}, nil
 	}
 	var ack struct {
 		ID string `json:"id"`
 	}
 	_ = json.Unmarshal(raw, &ack) // a receipt id is optional
-	return Receipt{ID: ack.ID}, nil
+	return provider.Receipt{ID: ack.ID}, nil
 }
 
 // redact replaces the URL a transport error carries (*url.Error prints it
 // whole) with the redacted one.
-func (w *Webhook) redact(err error) error {
+func (w *Sender) redact(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return &url.Error{Op: ue.Op, URL: w.redacted, Err: ue.Err}

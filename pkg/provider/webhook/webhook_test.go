@@ -1,4 +1,4 @@
-package provider_test
+package webhook_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
+
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -18,7 +20,7 @@ import (
 
 var secret = []byte("0123456789abcdef-test-secret")
 
-func setup(t *testing.T, script string) (*provider.Webhook, *sink.Sink) {
+func setup(t *testing.T, script string) (*webhook.Sender, *sink.Sink) {
 	t.Helper()
 	t.Parallel()
 	plan, err := sink.ParseScript(script)
@@ -28,7 +30,7 @@ func setup(t *testing.T, script string) (*provider.Webhook, *sink.Sink) {
 	s := &sink.Sink{Secret: secret, Plan: plan}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	w, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Timeout: 300 * time.Millisecond})
+	w, err := webhook.New(webhook.Config{URL: srv.URL, Secret: secret, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestWebhookBadSignatureIsRejectedPermanently(t *testing.T) {
 	_, s := setup(t, "")
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	w, _ := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: []byte("another-secret-of-16b")})
+	w, _ := webhook.New(webhook.Config{URL: srv.URL, Secret: []byte("another-secret-of-16b")})
 	_, err := w.Send(context.Background(), req, req.DeliveryKey)
 	if o := failure.Default.Classify(err); o.Kind != failure.KindPermanent {
 		t.Fatalf("bad signature classified %+v", o)
@@ -97,7 +99,7 @@ func TestWebhookRefusesConnectionBeforeWriting(t *testing.T) {
 	srv := httptest.NewServer(&sink.Sink{})
 	url := srv.URL
 	srv.Close()
-	w, _ := provider.NewWebhook(provider.WebhookConfig{URL: url, Secret: secret})
+	w, _ := webhook.New(webhook.Config{URL: url, Secret: secret})
 	_, err := w.Send(context.Background(), req, req.DeliveryKey)
 	if o := failure.Default.Classify(err); o.Kind != failure.KindRetry || o.Class != failure.ClassNetwork {
 		t.Fatalf("refused connection classified %+v (%v)", o, err)
@@ -107,18 +109,18 @@ func TestWebhookRefusesConnectionBeforeWriting(t *testing.T) {
 func TestNewWebhookValidates(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		cfg  provider.WebhookConfig
+		cfg  webhook.Config
 		want string
 	}{
-		{provider.WebhookConfig{URL: "http://example.com/hook", Secret: secret}, "https"},
-		{provider.WebhookConfig{URL: "not a url", Secret: secret}, "absolute"},
-		{provider.WebhookConfig{URL: "https://example.com/hook", Secret: []byte("short")}, "16 bytes"},
+		{webhook.Config{URL: "http://example.com/hook", Secret: secret}, "https"},
+		{webhook.Config{URL: "not a url", Secret: secret}, "absolute"},
+		{webhook.Config{URL: "https://example.com/hook", Secret: []byte("short")}, "16 bytes"},
 	} {
-		if _, err := provider.NewWebhook(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := webhook.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewWebhook(%q) = %v, want an error about %s", tc.cfg.URL, err, tc.want)
 		}
 	}
-	if _, err := provider.NewWebhook(provider.WebhookConfig{URL: "http://127.0.0.1:9/x", Secret: secret}); err != nil {
+	if _, err := webhook.New(webhook.Config{URL: "http://127.0.0.1:9/x", Secret: secret}); err != nil {
 		t.Errorf("loopback http refused: %v", err)
 	}
 }
@@ -154,7 +156,7 @@ func TestWebhookReadsAtMostTheResponseCap(t *testing.T) {
 	}))
 	defer srv.Close()
 	for id, want := range map[string]string{"short": "short", strings.Repeat("x", 64): ""} {
-		w, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL + "/?id=" + id, Secret: secret, MaxResponseBytes: 32})
+		w, err := webhook.New(webhook.Config{URL: srv.URL + "/?id=" + id, Secret: secret, MaxResponseBytes: 32})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +188,7 @@ func TestWebhookNeverFollowsARedirect(t *testing.T) {
 			http.Redirect(w, r, target.URL+"/elsewhere/path?token=s3cr3t", code)
 		}))
 		for name, client := range map[string]*http.Client{"own client": nil, "caller's client": {Timeout: time.Second}} {
-			w, err := provider.NewWebhook(provider.WebhookConfig{URL: redirector.URL + "/hook", Secret: secret, Client: client})
+			w, err := webhook.New(webhook.Config{URL: redirector.URL + "/hook", Secret: secret, Client: client})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +205,7 @@ func TestWebhookNeverFollowsARedirect(t *testing.T) {
 			if strings.Contains(msg, "elsewhere") || strings.Contains(msg, "s3cr3t") {
 				t.Errorf("%d (%s): reason %q carries the target's path or query", code, name, msg)
 			}
-			var re *provider.RedirectError
+			var re *webhook.RedirectError
 			if !errors.As(err, &re) || re.Code != code || re.Host != targetHost {
 				t.Errorf("%d (%s): %#v is not a RedirectError for the target", code, name, err)
 			}
@@ -229,7 +231,7 @@ func TestErrorsNeverCarryTheURLsPathOrQuery(t *testing.T) {
 	defer hang.Close()
 	defer close(stop)
 	for name, base := range map[string]string{"refused": refused, "timeout": hang.URL} {
-		w, err := provider.NewWebhook(provider.WebhookConfig{URL: base + "/hooks/T0/s3cr3t-path?token=s3cr3t-query", Secret: secret, Timeout: 200 * time.Millisecond})
+		w, err := webhook.New(webhook.Config{URL: base + "/hooks/T0/s3cr3t-path?token=s3cr3t-query", Secret: secret, Timeout: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +240,7 @@ func TestErrorsNeverCarryTheURLsPathOrQuery(t *testing.T) {
 			t.Errorf("%s: %v; want an error naming %s/… and nothing of the path or query", name, err, base)
 		}
 	}
-	if _, err := provider.NewWebhook(provider.WebhookConfig{URL: "http://hooks.example.com/x?token=s3cr3t", Secret: secret}); err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "http://hooks.example.com/…") {
+	if _, err := webhook.New(webhook.Config{URL: "http://hooks.example.com/x?token=s3cr3t", Secret: secret}); err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "http://hooks.example.com/…") {
 		t.Errorf("configuration error: %v", err)
 	}
 }

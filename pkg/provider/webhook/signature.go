@@ -1,4 +1,4 @@
-package provider
+package webhook
 
 import (
 	"crypto/hmac"

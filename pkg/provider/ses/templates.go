@@ -1,4 +1,4 @@
-package provider
+package ses
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// EmailTemplate is one stored e-mail template, as the repository keeps it
+// Template is one stored e-mail template, as the repository keeps it
 // (templates/email/<name>/) and SES stores it.
-type EmailTemplate struct {
+type Template struct {
 	// Name is the folder's name: the templateRef deliveries give.
 	Name string
 	// Subject, HTML and Text are the parts; Subject and one body are
@@ -30,21 +30,21 @@ const (
 	fileText    = "body.txt"
 )
 
-// ReadEmailTemplates reads every template folder in fsys (the
+// ReadTemplates reads every template folder in fsys (the
 // templates/email folder), sorted by name. Files other than a folder's
 // three are refused, so that a misnamed body is not silently left out.
-func ReadEmailTemplates(fsys fs.FS) ([]EmailTemplate, error) {
+func ReadTemplates(fsys fs.FS) ([]Template, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("templates: %w", err)
 	}
-	var out []EmailTemplate
+	var out []Template
 	var errs []error
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue // README.md and the like
 		}
-		t, err := readEmailTemplate(fsys, e.Name())
+		t, err := readTemplateFolder(fsys, e.Name())
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -54,12 +54,12 @@ func ReadEmailTemplates(fsys fs.FS) ([]EmailTemplate, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b EmailTemplate) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Template) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-func readEmailTemplate(fsys fs.FS, name string) (EmailTemplate, error) {
-	t := EmailTemplate{Name: name}
+func readTemplateFolder(fsys fs.FS, name string) (Template, error) {
+	t := Template{Name: name}
 	if !ValidTemplateRef(name, len("nudge-")) {
 		return t, fmt.Errorf("templates: folder %q: a template's name is letters, digits, '-' and '_', short enough for SES's %d characters with its stage prefix", name, MaxTemplateName)
 	}
@@ -118,7 +118,7 @@ var (
 // {{@index}}, {{../x}}, {{[a b]}}. SES accepts a send whose data lacks a
 // variable and fails it afterwards (a rendering failure), so the intake
 // refuses such data up front.
-func (t EmailTemplate) Variables() []string {
+func (t Template) Variables() []string {
 	type block struct {
 		scope  bool            // #each, #with: names inside are the item's
 		tested map[string]bool // roots the block (or its else-ifs) tests

@@ -1,4 +1,4 @@
-package provider_test
+package ses_test
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider/ses"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // sesTemplates stands for SES's template store: it counts the reads and
@@ -61,20 +62,20 @@ var repoTemplates = fstest.MapFS{
 // deployed, through its encoding in the environment, with no SES call.
 func TestTheStacksTemplatesAreKnownWithoutSES(t *testing.T) {
 	t.Parallel()
-	templates, err := provider.ReadEmailTemplates(repoTemplates)
+	templates, err := ses.ReadTemplates(repoTemplates)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := provider.CatalogOf(templates).String()
+	env := ses.CatalogOf(templates).String()
 	if env != `{"appointment-reminder":["when"],"renewal-notice":["plan","renewsOn"]}` {
 		t.Fatalf("encoded catalogue %s", env)
 	}
-	catalog, err := provider.ParseTemplateCatalog(env)
+	catalog, err := ses.ParseCatalog(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ses := &sesTemplates{}
-	d := &provider.DeployedTemplates{Catalog: catalog, SES: ses, Prefix: "nudge-dev-", Clock: clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
+	api := &sesTemplates{}
+	d := &ses.DeployedTemplates{Catalog: catalog, SES: api, Prefix: "nudge-dev-", Clock: clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
 	for range 3 {
 		for _, tc := range []struct {
 			ref  string
@@ -86,11 +87,11 @@ func TestTheStacksTemplatesAreKnownWithoutSES(t *testing.T) {
 			}
 		}
 	}
-	if n := ses.calls.Load(); n != 0 {
+	if n := api.calls.Load(); n != 0 {
 		t.Errorf("%d SES calls for the stack's own templates; want none", n)
 	}
 	for _, bad := range []string{"", "[]", `{"a b":[]}`, `{"x":"y"}`} {
-		if _, err := provider.ParseTemplateCatalog(bad); err == nil {
+		if _, err := ses.ParseCatalog(bad); err == nil {
 			t.Errorf("ParseTemplateCatalog(%q) accepted it", bad)
 		}
 	}
@@ -102,8 +103,8 @@ func TestTheStacksTemplatesAreKnownWithoutSES(t *testing.T) {
 func TestUnknownTemplatesMakeAtMostOneSESCallAMinute(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	ses := &sesTemplates{}
-	d := &provider.DeployedTemplates{Catalog: provider.TemplateCatalog{"renewal-notice": {"plan"}}, SES: ses, Prefix: "nudge-dev-", Clock: clk}
+	api := &sesTemplates{}
+	d := &ses.DeployedTemplates{Catalog: ses.Catalog{"renewal-notice": {"plan"}}, SES: api, Prefix: "nudge-dev-", Clock: clk}
 	ask := func(n int, tag string) {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -120,17 +121,17 @@ func TestUnknownTemplatesMakeAtMostOneSESCallAMinute(t *testing.T) {
 		wg.Wait()
 	}
 	ask(100, "typo")
-	if n := ses.calls.Load(); n != 1 {
+	if n := api.calls.Load(); n != 1 {
 		t.Fatalf("%d SES calls for 100 unknown templates; want 1", n)
 	}
-	clk.Advance(provider.AskEvery - time.Second)
+	clk.Advance(ses.AskEvery - time.Second)
 	ask(100, "other")
-	if n := ses.calls.Load(); n != 1 {
+	if n := api.calls.Load(); n != 1 {
 		t.Fatalf("%d SES calls within the minute; want still 1", n)
 	}
 	clk.Advance(time.Second)
 	ask(100, "later")
-	if n := ses.calls.Load(); n != 2 {
+	if n := api.calls.Load(); n != 2 {
 		t.Fatalf("%d SES calls a minute on; want 2", n)
 	}
 }
@@ -142,13 +143,13 @@ func TestUnknownTemplatesMakeAtMostOneSESCallAMinute(t *testing.T) {
 func TestATemplateAddedIsAcceptedWithinAMinute(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	ses := &sesTemplates{}
-	d := &provider.DeployedTemplates{SES: ses, Prefix: "nudge-dev-", Clock: clk}
+	api := &sesTemplates{}
+	d := &ses.DeployedTemplates{SES: api, Prefix: "nudge-dev-", Clock: clk}
 	ctx := context.Background()
 	if _, ok, err := d.TemplateVariables(ctx, "welcome"); ok || err != nil {
 		t.Fatalf("before it exists: %v, %v", ok, err)
 	}
-	ses.add("nudge-dev-welcome", "Hello {{name}}")
+	api.add("nudge-dev-welcome", "Hello {{name}}")
 	clk.Advance(30 * time.Second)
 	if _, ok, _ := d.TemplateVariables(ctx, "welcome"); ok {
 		t.Fatal("accepted 30 s on: the answer came from a call it should not have made")
@@ -158,19 +159,19 @@ func TestATemplateAddedIsAcceptedWithinAMinute(t *testing.T) {
 	if err != nil || !ok || strings.Join(vars, ",") != "name" {
 		t.Fatalf("a minute after it was added: %v, %v, %v; want accepted, rendering name", vars, ok, err)
 	}
-	if n := ses.calls.Load(); n != 2 {
+	if n := api.calls.Load(); n != 2 {
 		t.Errorf("%d SES calls; want 2 (one a minute)", n)
 	}
 	// A minute on, a typo takes the minute's call; the template SES has
 	// stays accepted meanwhile.
-	clk.Advance(provider.AskEvery)
+	clk.Advance(ses.AskEvery)
 	if _, ok, _ := d.TemplateVariables(ctx, "welcom"); ok {
 		t.Fatal("a typo was accepted")
 	}
 	if _, ok, _ := d.TemplateVariables(ctx, "welcome"); !ok {
 		t.Fatal("a template SES has was refused because another name used the minute's call")
 	}
-	if n := ses.calls.Load(); n != 3 {
+	if n := api.calls.Load(); n != 3 {
 		t.Errorf("%d SES calls; want 3", n)
 	}
 }
@@ -180,8 +181,8 @@ func TestATemplateAddedIsAcceptedWithinAMinute(t *testing.T) {
 // stack stops at synth, before any change).
 func TestACatalogueTooLargeForLambdasEnvironmentIsRefused(t *testing.T) {
 	t.Parallel()
-	c := provider.TemplateCatalog{}
-	for i := 0; len(c.String()) <= provider.MaxCatalogBytes; i++ {
+	c := ses.Catalog{}
+	for i := 0; len(c.String()) <= ses.MaxCatalogBytes; i++ {
 		if err := c.CheckSize(); err != nil {
 			t.Fatalf("%d bytes refused: %v", len(c.String()), err)
 		}

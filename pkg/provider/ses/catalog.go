@@ -1,6 +1,7 @@
-package provider
+package ses
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,15 +9,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/provider/awscall"
 )
 
-// TemplateCatalog is what the stack knows of the e-mail templates it
+// Catalog is what the stack knows of the e-mail templates it
 // deploys: each template's name (the templateRef deliveries give, without
-// the stage's prefix) and the variables it renders (EmailTemplate.Variables).
+// the stage's prefix) and the variables it renders (Template.Variables).
 // The stack gives it to the intake in its environment (NUDGE_SES_TEMPLATES),
 // so that the intake checks a delivery's template without asking SES.
-type TemplateCatalog map[string][]string
+type Catalog map[string][]string
 
 // MaxCatalogBytes is the most an encoded catalogue may take. Lambda allows
 // 4 KB for a function's whole environment, names and values; the intake's
@@ -24,8 +28,8 @@ type TemplateCatalog map[string][]string
 const MaxCatalogBytes = 3 << 10
 
 // CatalogOf returns the catalogue of templates.
-func CatalogOf(templates []EmailTemplate) TemplateCatalog {
-	c := TemplateCatalog{}
+func CatalogOf(templates []Template) Catalog {
+	c := Catalog{}
 	for _, t := range templates {
 		c[t.Name] = t.Variables()
 	}
@@ -33,7 +37,7 @@ func CatalogOf(templates []EmailTemplate) TemplateCatalog {
 }
 
 // String encodes c as JSON, {"name":["variable",…],…}, sorted by name.
-func (c TemplateCatalog) String() string {
+func (c Catalog) String() string {
 	if c == nil {
 		return "{}"
 	}
@@ -43,7 +47,7 @@ func (c TemplateCatalog) String() string {
 
 // CheckSize refuses a catalogue too large for the intake's environment,
 // with what to do: the stack stops before it deploys.
-func (c TemplateCatalog) CheckSize() error {
+func (c Catalog) CheckSize() error {
 	if n := len(c.String()); n > MaxCatalogBytes {
 		return fmt.Errorf("templates: the %d e-mail templates and the variables they render take %d bytes in the intake's environment (NUDGE_SES_TEMPLATES), "+
 			"over the %d bytes Lambda's 4 KB environment leaves them: remove the templates the stage does not use from templates/email, or shorten their names and variables", len(c), n, MaxCatalogBytes)
@@ -51,8 +55,8 @@ func (c TemplateCatalog) CheckSize() error {
 	return nil
 }
 
-// ParseTemplateCatalog reads a catalogue String wrote.
-func ParseTemplateCatalog(s string) (TemplateCatalog, error) {
+// ParseCatalog reads a catalogue String wrote.
+func ParseCatalog(s string) (Catalog, error) {
 	var c map[string][]string
 	if err := json.Unmarshal([]byte(s), &c); err != nil || c == nil {
 		return nil, fmt.Errorf("not the stack's template list, a JSON object of each template's name to the variables it renders (%q): %v", clipText(s), err)
@@ -98,11 +102,11 @@ const AskEvery = time.Minute
 type DeployedTemplates struct {
 	// Catalog is the templates the stack deployed (NUDGE_SES_TEMPLATES).
 	// Default: none.
-	Catalog TemplateCatalog
+	Catalog Catalog
 	// SES, if set, is asked about a name the catalogue lacks. Default: not
 	// asked; such a name is not deployed.
-	SES SESTemplateAPI
-	// Prefix is the stage's template prefix (SESConfig.TemplatePrefix),
+	SES TemplateReader
+	// Prefix is the stage's template prefix (Config.TemplatePrefix),
 	// which SES's names begin with. Default "".
 	Prefix string
 	// Clock tells the time. Default clock.Real.
@@ -160,4 +164,86 @@ func (d *DeployedTemplates) TemplateVariables(ctx context.Context, ref string) (
 	}
 	d.learned[ref] = templateAnswer{vars: vars, exists: exists, at: now}
 	return slices.Clone(vars), exists, nil
+}
+
+// TemplateReader is the part of the SES v2 client that reads templates.
+type TemplateReader interface {
+	GetEmailTemplate(ctx context.Context, in *sesv2.GetEmailTemplateInput, optFns ...func(*sesv2.Options)) (*sesv2.GetEmailTemplateOutput, error)
+}
+
+var _ TemplateReader = (*sesv2.Client)(nil)
+
+// TemplateLookup tells whether a templateRef names a deployed SES template
+// and which data it needs (schedule.Templates), asking SES once per
+// template for Remember (SES throttles its template reads to about one a
+// second: an import of thousands of reminders makes one call per template,
+// found or not). It suits one short-lived process, such as the operator
+// CLI's import; the intake, whose warm instances would each ask for every
+// name a caller gives, uses DeployedTemplates, which knows the stack's
+// templates without a call.
+type TemplateLookup struct {
+	// Client reads templates. Required.
+	Client TemplateReader
+	// Prefix is the stage's template prefix (Config.TemplatePrefix).
+	Prefix string
+	// Remember is how long an answer is kept, found or not: a long-lived
+	// intake (a warm Lambda instance) sees a template deployed, changed or
+	// removed after it asked within this long. Default 5 minutes.
+	Remember time.Duration
+	// Now tells the time. Default clock.Real{}.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	known map[string]templateAnswer
+}
+
+// readTemplate asks SES for the template name: the variables it renders,
+// or false if SES has no template of that name.
+func readTemplate(ctx context.Context, c TemplateReader, name string) ([]string, bool, error) {
+	out, err := c.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(name)})
+	switch a, answered := awscall.AnswerOf(err); {
+	case err == nil:
+		var tpl Template
+		if c := out.TemplateContent; c != nil {
+			tpl = Template{Name: name, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
+		}
+		return tpl.Variables(), true, nil
+	case answered && (a.Code == "NotFoundException" || a.Status == 404):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+type templateAnswer struct {
+	vars   []string
+	exists bool
+	at     time.Time
+}
+
+// TemplateVariables returns the data the template ref names needs (its
+// required variables), and false if no such template is deployed.
+func (t *TemplateLookup) TemplateVariables(ctx context.Context, ref string) ([]string, bool, error) {
+	now := clock.Real{}.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	remember := cmp.Or(t.Remember, 5*time.Minute)
+	t.mu.Lock()
+	ans, known := t.known[ref]
+	t.mu.Unlock()
+	if known && now().Sub(ans.at) < remember {
+		return ans.vars, ans.exists, nil
+	}
+	vars, exists, err := readTemplate(ctx, t.Client, t.Prefix+ref)
+	if err != nil {
+		return nil, false, err // not remembered: the next reminder asks again
+	}
+	ans = templateAnswer{vars: vars, exists: exists, at: now()}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.known == nil {
+		t.known = map[string]templateAnswer{}
+	}
+	t.known[ref] = ans
+	return ans.vars, ans.exists, nil
 }

@@ -1,4 +1,4 @@
-package provider
+package sns
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/awscall"
 )
 
 // Message attributes of an SNS delivery, for subscription filter policies.
@@ -23,17 +25,17 @@ const (
 	AttrDeliveryKey = "deliveryKey"
 )
 
-// SNSAPI is the part of the SNS client the SNS provider uses.
-type SNSAPI interface {
+// Publisher is the part of the SNS client a Sender uses.
+type Publisher interface {
 	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
 }
 
-var _ SNSAPI = (*sns.Client)(nil)
+var _ Publisher = (*sns.Client)(nil)
 
-// SNSConfig configures an SNS provider.
-type SNSConfig struct {
+// Config configures a Sender.
+type Config struct {
 	// Client publishes. Required.
-	Client SNSAPI
+	Client Publisher
 	// TopicARN is the topic. A FIFO topic (its name ends in ".fifo")
 	// deduplicates by delivery key for 5 minutes. Required.
 	TopicARN string
@@ -41,7 +43,7 @@ type SNSConfig struct {
 	Timeout time.Duration
 }
 
-// SNS publishes one message per delivery to a topic, for subscribers that
+// Sender publishes one message per delivery to a topic, for subscribers that
 // deliver it themselves (an SMS gateway, push, chat). The message is the
 // webhook's JSON body: identifiers and references, never an address. Its
 // attributes (channel, provider, deliveryKey) serve filter policies and
@@ -51,13 +53,13 @@ type SNSConfig struct {
 // when longer than SNS's 128 characters) and the group is the reminder:
 // SNS drops a repeat within 5 minutes of the first publish. A standard
 // topic does not deduplicate; subscribers deduplicate by deliveryKey.
-type SNS struct {
-	cfg  SNSConfig
+type Sender struct {
+	cfg  Config
 	fifo bool
 }
 
-// NewSNS validates cfg and applies its defaults.
-func NewSNS(cfg SNSConfig) (*SNS, error) {
+// New validates cfg and applies its defaults.
+func New(cfg Config) (*Sender, error) {
 	switch {
 	case cfg.Client == nil:
 		return nil, errors.New("sns: no SNS client")
@@ -67,7 +69,7 @@ func NewSNS(cfg SNSConfig) (*SNS, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &SNS{cfg: cfg, fifo: strings.HasSuffix(cfg.TopicARN, ".fifo")}, nil
+	return &Sender{cfg: cfg, fifo: strings.HasSuffix(cfg.TopicARN, ".fifo")}, nil
 }
 
 // DeduplicationID is the FIFO deduplication id of a delivery key: the key
@@ -81,10 +83,10 @@ func DeduplicationID(key string) string {
 }
 
 // Send publishes req.
-func (s *SNS) Send(ctx context.Context, req Request, key string) (Receipt, error) {
+func (s *Sender) Send(ctx context.Context, req provider.Request, key string) (provider.Receipt, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
-		return Receipt{}, failure.Permanent(err)
+		return provider.Receipt{}, failure.Permanent(err)
 	}
 	str := func(v string) types.MessageAttributeValue {
 		return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
@@ -93,7 +95,7 @@ func (s *SNS) Send(ctx context.Context, req Request, key string) (Receipt, error
 		TopicArn: aws.String(s.cfg.TopicARN),
 		Message:  aws.String(string(body)),
 		MessageAttributes: map[string]types.MessageAttributeValue{
-			AttrChannel: str(req.Channel), AttrProvider: str("sns"), AttrDeliveryKey: str(key),
+			AttrChannel: str(req.Channel), AttrProvider: str(Name), AttrDeliveryKey: str(key),
 		},
 	}
 	if s.fifo {
@@ -101,27 +103,27 @@ func (s *SNS) Send(ctx context.Context, req Request, key string) (Receipt, error
 		in.MessageDeduplicationId = aws.String(DeduplicationID(key))
 	}
 	var out *sns.PublishOutput
-	wrote, err := awsCall(ctx, s.cfg.Timeout, func(ctx context.Context) error {
+	wrote, err := awscall.Run(ctx, s.cfg.Timeout, func(ctx context.Context) error {
 		var err error
 		out, err = s.cfg.Client.Publish(ctx, in, func(o *sns.Options) { o.RetryMaxAttempts = 1 })
 		return err
 	})
 	if err != nil {
-		return Receipt{}, s.classify(err, wrote)
+		return provider.Receipt{}, s.classify(err, wrote)
 	}
-	return Receipt{ID: aws.ToString(out.MessageId)}, nil
+	return provider.Receipt{ID: aws.ToString(out.MessageId)}, nil
 }
 
-func (s *SNS) classify(err error, wrote bool) error {
-	a, ok := answerOf(err)
+func (s *Sender) classify(err error, wrote bool) error {
+	a, ok := awscall.AnswerOf(err)
 	if !ok {
-		return transportFailure("sns", err, wrote, "")
+		return awscall.TransportFailure(Name, err, wrote, "")
 	}
-	e, handled := answerFrom("sns", err, a, "")
+	e, handled := awscall.ErrorOf(Name, err, a, "")
 	if handled != nil {
 		return handled
 	}
-	switch a.code {
+	switch a.Code {
 	case "InvalidParameter", "InvalidParameterValue", "InvalidParameterException", "ValidationError":
 		return failure.Permanent(e)
 	case "NotFound", "NotFoundException", "InvalidSecurity", "AuthorizationError", "KMSDisabled", "KMSNotFound", "KMSAccessDenied", "KMSInvalidState", "KMSOptInRequired", "AccessDenied", "AccessDeniedException":
@@ -131,8 +133,8 @@ func (s *SNS) classify(err error, wrote bool) error {
 	case "Throttled", "Throttling", "ThrottlingException", "KMSThrottling":
 		return failure.WithClass(e, failure.ClassThrottled)
 	}
-	if credentialCodes[a.code] {
+	if awscall.CredentialCodes[a.Code] {
 		return failure.WithClass(e, failure.ClassAWS)
 	}
-	return byStatus(e)
+	return awscall.ByStatus(e)
 }

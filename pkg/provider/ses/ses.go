@@ -1,7 +1,6 @@
-package provider
+package ses
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,15 +8,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 
-	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/awscall"
 )
 
 // HeaderDeliveryKey is the e-mail header that carries the delivery key, for
@@ -55,17 +54,17 @@ func TagValue(s string) string {
 	return b.String()
 }
 
-// SESAPI is the part of the SES v2 client the SES provider uses.
-type SESAPI interface {
+// EmailSender is the part of the SES v2 client a Sender uses.
+type EmailSender interface {
 	SendEmail(ctx context.Context, in *sesv2.SendEmailInput, optFns ...func(*sesv2.Options)) (*sesv2.SendEmailOutput, error)
 }
 
-var _ SESAPI = (*sesv2.Client)(nil)
+var _ EmailSender = (*sesv2.Client)(nil)
 
-// SESConfig configures an SES provider.
-type SESConfig struct {
+// Config configures a Sender.
+type Config struct {
 	// Client sends the e-mails. Required.
-	Client SESAPI
+	Client EmailSender
 	// From is the sender address, of a verified SES identity. Required.
 	From string
 	// FromIdentityARN is the identity's ARN, when the sender is authorised
@@ -85,17 +84,17 @@ type SESConfig struct {
 	Timeout time.Duration
 }
 
-// SES sends e-mail through Amazon SES (API v2) with stored templates: the
+// Sender sends e-mail through Amazon SES (API v2) with stored templates: the
 // delivery's templateRef names the template (after TemplatePrefix), the
 // reminder's metadata is its data, and the delivery's address receives it.
 //
 // SES has no idempotency key: a send that fails after its request was
 // written may have gone out, and is Ambiguous. The consumer's policy for
 // the provider decides whether that is retried or reviewed.
-type SES struct{ cfg SESConfig }
+type Sender struct{ cfg Config }
 
-// NewSES validates cfg and applies its defaults.
-func NewSES(cfg SESConfig) (*SES, error) {
+// New validates cfg and applies its defaults.
+func New(cfg Config) (*Sender, error) {
 	switch {
 	case cfg.Client == nil:
 		return nil, errors.New("ses: no SES client")
@@ -110,7 +109,7 @@ func NewSES(cfg SESConfig) (*SES, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	return &SES{cfg: cfg}, nil
+	return &Sender{cfg: cfg}, nil
 }
 
 // MaxTemplateName is the longest SES template name.
@@ -120,7 +119,7 @@ var sesTemplateName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // TemplateName returns the SES template a templateRef names, and whether
 // it is a valid name.
-func (s *SES) TemplateName(ref string) (string, bool) {
+func (s *Sender) TemplateName(ref string) (string, bool) {
 	name := s.cfg.TemplatePrefix + ref
 	return name, len(name) <= MaxTemplateName && sesTemplateName.MatchString(ref)
 }
@@ -132,13 +131,13 @@ func ValidTemplateRef(ref string, prefixLen int) bool {
 }
 
 // Send sends req's e-mail.
-func (s *SES) Send(ctx context.Context, req Request, key string) (Receipt, error) {
+func (s *Sender) Send(ctx context.Context, req provider.Request, key string) (provider.Receipt, error) {
 	if req.Address == "" {
-		return Receipt{}, failure.WithClass(failure.Permanent(errors.New("ses: the delivery has no recipient address; give deliveries[].address at intake")), failure.ClassConfig)
+		return provider.Receipt{}, failure.WithClass(failure.Permanent(errors.New("ses: the delivery has no recipient address; give deliveries[].address at intake")), failure.ClassConfig)
 	}
 	name, ok := s.TemplateName(req.TemplateRef)
 	if !ok {
-		return Receipt{}, failure.WithClass(failure.Permanent(fmt.Errorf("ses: templateRef %q cannot name an SES template", req.TemplateRef)), failure.ClassConfig)
+		return provider.Receipt{}, failure.WithClass(failure.Permanent(fmt.Errorf("ses: templateRef %q cannot name an SES template", req.TemplateRef)), failure.ClassConfig)
 	}
 	data := req.TemplateData
 	if data == nil {
@@ -146,7 +145,7 @@ func (s *SES) Send(ctx context.Context, req Request, key string) (Receipt, error
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return Receipt{}, failure.Permanent(err)
+		return provider.Receipt{}, failure.Permanent(err)
 	}
 	in := &sesv2.SendEmailInput{
 		FromEmailAddress: aws.String(s.cfg.From),
@@ -168,59 +167,59 @@ func (s *SES) Send(ctx context.Context, req Request, key string) (Receipt, error
 		in.ConfigurationSetName = aws.String(s.cfg.ConfigurationSet)
 	}
 	var out *sesv2.SendEmailOutput
-	wrote, err := awsCall(ctx, s.cfg.Timeout, func(ctx context.Context) error {
+	wrote, err := awscall.Run(ctx, s.cfg.Timeout, func(ctx context.Context) error {
 		var err error
 		out, err = s.cfg.Client.SendEmail(ctx, in, func(o *sesv2.Options) { o.RetryMaxAttempts = 1 })
 		return err
 	})
 	if err != nil {
-		return Receipt{}, s.classify(err, wrote, req.Address, name)
+		return provider.Receipt{}, s.classify(err, wrote, req.Address, name)
 	}
-	return Receipt{ID: aws.ToString(out.MessageId)}, nil
+	return provider.Receipt{ID: aws.ToString(out.MessageId)}, nil
 }
 
 // classify turns SES's answer into a failure outcome. The provider contract
 // table in docs/providers.md lists the same rows.
-func (s *SES) classify(err error, wrote bool, address, template string) error {
-	a, ok := answerOf(err)
+func (s *Sender) classify(err error, wrote bool, address, template string) error {
+	a, ok := awscall.AnswerOf(err)
 	if !ok {
-		return transportFailure("ses", err, wrote, address)
+		return awscall.TransportFailure(Name, err, wrote, address)
 	}
-	e, handled := answerFrom("ses", err, a, address)
+	e, handled := awscall.ErrorOf(Name, err, a, address)
 	if handled != nil {
 		return handled
 	}
-	lower := strings.ToLower(a.message)
+	lower := strings.ToLower(a.Message)
 	permanent := func(class failure.Class) error { return failure.WithClass(failure.Permanent(e), class) }
 	switch {
-	case a.code == "MessageRejected" && strings.Contains(lower, "suppress"):
+	case a.Code == "MessageRejected" && strings.Contains(lower, "suppress"):
 		return permanent(failure.ClassSuppressed)
-	case a.code == "MessageRejected" && strings.Contains(lower, "not verified"):
+	case a.Code == "MessageRejected" && strings.Contains(lower, "not verified"):
 		return permanent(failure.ClassConfig) // an unverified sender (or, in the sandbox, recipient)
-	case a.code == "MessageRejected", a.code == "BadRequestException":
+	case a.Code == "MessageRejected", a.Code == "BadRequestException":
 		return permanent(failure.ClassRejected)
-	case a.code == "MailFromDomainNotVerifiedException":
+	case a.Code == "MailFromDomainNotVerifiedException":
 		return permanent(failure.ClassConfig)
-	case a.code == "NotFoundException", a.status == 404:
+	case a.Code == "NotFoundException", a.Status == 404:
 		e.Message = fmt.Sprintf("no template %q, identity or configuration set; deploy the template (templates/email) or fix the stage's SES settings, then redrive", template)
 		return permanent(failure.ClassConfig)
-	case a.code == "TooManyRequestsException", a.code == "Throttling", a.code == "ThrottlingException":
+	case a.Code == "TooManyRequestsException", a.Code == "Throttling", a.Code == "ThrottlingException":
 		return failure.WithClass(e, failure.ClassThrottled)
-	case a.code == "LimitExceededException" && (strings.Contains(lower, "daily") || strings.Contains(lower, "quota")):
+	case a.Code == "LimitExceededException" && (strings.Contains(lower, "daily") || strings.Contains(lower, "quota")):
 		return failure.Retryable(failure.WithClass(e, failure.ClassThrottled), s.cfg.LongBackoff)
-	case a.code == "LimitExceededException":
+	case a.Code == "LimitExceededException":
 		return failure.WithClass(e, failure.ClassThrottled)
-	case a.code == "SendingPausedException", a.code == "AccountSuspendedException":
+	case a.Code == "SendingPausedException", a.Code == "AccountSuspendedException":
 		return failure.Retryable(failure.WithClass(e, failure.ClassPaused), s.cfg.LongBackoff)
-	case a.code == "AccessDeniedException", a.code == "AccessDenied", a.code == "UnauthorizedOperation":
+	case a.Code == "AccessDeniedException", a.Code == "AccessDenied", a.Code == "UnauthorizedOperation":
 		// The consumer may not send as this identity, with this template or
 		// through this configuration set: the stage is wrong, not the
 		// address.
 		return permanent(failure.ClassConfig)
-	case credentialCodes[a.code]:
+	case awscall.CredentialCodes[a.Code]:
 		return failure.WithClass(e, failure.ClassAWS)
 	}
-	return byStatus(e)
+	return awscall.ByStatus(e)
 }
 
 // ValidEmail reports whether s is an e-mail address SES can send to: ASCII
@@ -257,86 +256,4 @@ func ValidEmail(s string) bool {
 		}
 	}
 	return true
-}
-
-// SESTemplateAPI is the part of the SES v2 client that reads templates.
-type SESTemplateAPI interface {
-	GetEmailTemplate(ctx context.Context, in *sesv2.GetEmailTemplateInput, optFns ...func(*sesv2.Options)) (*sesv2.GetEmailTemplateOutput, error)
-}
-
-var _ SESTemplateAPI = (*sesv2.Client)(nil)
-
-// SESTemplates tells whether a templateRef names a deployed SES template
-// and which data it needs (schedule.Templates), asking SES once per
-// template for Remember (SES throttles its template reads to about one a
-// second: an import of thousands of reminders makes one call per template,
-// found or not). It suits one short-lived process, such as the operator
-// CLI's import; the intake, whose warm instances would each ask for every
-// name a caller gives, uses DeployedTemplates, which knows the stack's
-// templates without a call.
-type SESTemplates struct {
-	// Client reads templates. Required.
-	Client SESTemplateAPI
-	// Prefix is the stage's template prefix (SESConfig.TemplatePrefix).
-	Prefix string
-	// Remember is how long an answer is kept, found or not: a long-lived
-	// intake (a warm Lambda instance) sees a template deployed, changed or
-	// removed after it asked within this long. Default 5 minutes.
-	Remember time.Duration
-	// Now tells the time. Default clock.Real{}.Now.
-	Now func() time.Time
-
-	mu    sync.Mutex
-	known map[string]templateAnswer
-}
-
-// readTemplate asks SES for the template name: the variables it renders,
-// or false if SES has no template of that name.
-func readTemplate(ctx context.Context, c SESTemplateAPI, name string) ([]string, bool, error) {
-	out, err := c.GetEmailTemplate(ctx, &sesv2.GetEmailTemplateInput{TemplateName: aws.String(name)})
-	switch a, answered := answerOf(err); {
-	case err == nil:
-		var tpl EmailTemplate
-		if c := out.TemplateContent; c != nil {
-			tpl = EmailTemplate{Name: name, Subject: aws.ToString(c.Subject), HTML: aws.ToString(c.Html), Text: aws.ToString(c.Text)}
-		}
-		return tpl.Variables(), true, nil
-	case answered && (a.code == "NotFoundException" || a.status == 404):
-		return nil, false, nil
-	}
-	return nil, false, err
-}
-
-type templateAnswer struct {
-	vars   []string
-	exists bool
-	at     time.Time
-}
-
-// TemplateVariables returns the data the template ref names needs (its
-// required variables), and false if no such template is deployed.
-func (t *SESTemplates) TemplateVariables(ctx context.Context, ref string) ([]string, bool, error) {
-	now := clock.Real{}.Now
-	if t.Now != nil {
-		now = t.Now
-	}
-	remember := cmp.Or(t.Remember, 5*time.Minute)
-	t.mu.Lock()
-	ans, known := t.known[ref]
-	t.mu.Unlock()
-	if known && now().Sub(ans.at) < remember {
-		return ans.vars, ans.exists, nil
-	}
-	vars, exists, err := readTemplate(ctx, t.Client, t.Prefix+ref)
-	if err != nil {
-		return nil, false, err // not remembered: the next reminder asks again
-	}
-	ans = templateAnswer{vars: vars, exists: exists, at: now()}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.known == nil {
-		t.known = map[string]templateAnswer{}
-	}
-	t.known[ref] = ans
-	return ans.vars, ans.exists, nil
 }

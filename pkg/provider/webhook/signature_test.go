@@ -1,4 +1,4 @@
-package provider_test
+package webhook_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -32,7 +34,7 @@ func capture(t *testing.T, clk clock.Clock) captured {
 		w.Write([]byte(`{"id":"r-1"}`))
 	}))
 	defer srv.Close()
-	w, err := provider.NewWebhook(provider.WebhookConfig{URL: srv.URL, Secret: secret, Clock: clk})
+	w, err := webhook.New(webhook.Config{URL: srv.URL, Secret: secret, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,11 +53,11 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 	t.Parallel()
 	sent := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	c := capture(t, clock.NewFake(sent))
-	if got := c.header.Get(provider.HeaderSignature); got != provider.Sign(secret, strconv.FormatInt(sent.Unix(), 10), req.DeliveryKey, c.body) || got[:3] != "v2=" {
-		t.Fatalf("the webhook sent %s = %q", provider.HeaderSignature, got)
+	if got := c.header.Get(webhook.HeaderSignature); got != webhook.Sign(secret, strconv.FormatInt(sent.Unix(), 10), req.DeliveryKey, c.body) || got[:3] != "v2=" {
+		t.Fatalf("the webhook sent %s = %q", webhook.HeaderSignature, got)
 	}
-	at := func(d time.Duration) provider.Verifier {
-		return provider.Verifier{Secrets: [][]byte{secret}, Clock: clock.NewFake(sent.Add(d))}
+	at := func(d time.Duration) webhook.Verifier {
+		return webhook.Verifier{Secrets: [][]byte{secret}, Clock: clock.NewFake(sent.Add(d))}
 	}
 	with := func(name, value string) http.Header {
 		h := c.header.Clone()
@@ -64,7 +66,7 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		v      provider.Verifier
+		v      webhook.Verifier
 		header http.Header
 		body   []byte
 		want   error
@@ -72,31 +74,31 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 		{"as sent", at(0), c.header, c.body, nil},
 		{"5 min later", at(5 * time.Minute), c.header, c.body, nil},
 		{"5 min early (a receiver's clock behind)", at(-5 * time.Minute), c.header, c.body, nil},
-		{"replayed 5 min 1 s later", at(5*time.Minute + time.Second), c.header, c.body, provider.ErrStale},
-		{"replayed a day later", at(24 * time.Hour), c.header, c.body, provider.ErrStale},
-		{"from the future", at(-10 * time.Minute), c.header, c.body, provider.ErrStale},
-		{"replayed under another key", at(0), with(provider.HeaderIdempotencyKey, "rem-2:email:webhook"), c.body, provider.ErrBadSignature},
-		{"timestamp moved forward", at(0), with(provider.HeaderTimestamp, strconv.FormatInt(sent.Unix()+60, 10)), c.body, provider.ErrBadSignature},
-		{"body changed", at(0), c.header, []byte(strings.Replace(string(c.body), `"rem-1"`, `"rem-2"`, 1)), provider.ErrBadSignature},
-		{"another secret", provider.Verifier{Secrets: [][]byte{[]byte("another-secret-0123456789")}, Clock: clock.NewFake(sent)}, c.header, c.body, provider.ErrBadSignature},
-		{"v2 beside a newer scheme", at(0), with(provider.HeaderSignature, c.header.Get(provider.HeaderSignature)+", v3=abcd"), c.body, nil},
-		{"v2 after another v2 entry", at(0), with(provider.HeaderSignature, "v2=00ff,"+c.header.Get(provider.HeaderSignature)), c.body, nil},
-		{"v2 before another v2 entry", at(0), with(provider.HeaderSignature, c.header.Get(provider.HeaderSignature)+",v2=00ff"), c.body, nil},
-		{"v1 only", at(0), with(provider.HeaderSignature, "v1=0123abcd"), c.body, provider.ErrNoSignature},
-		{"no key", at(0), with(provider.HeaderIdempotencyKey, ""), c.body, provider.ErrNoSignature},
-		{"no timestamp", at(0), with(provider.HeaderTimestamp, ""), c.body, provider.ErrNoSignature},
-		{"timestamp not a number", at(0), with(provider.HeaderTimestamp, "yesterday"), c.body, provider.ErrNoSignature},
+		{"replayed 5 min 1 s later", at(5*time.Minute + time.Second), c.header, c.body, webhook.ErrStale},
+		{"replayed a day later", at(24 * time.Hour), c.header, c.body, webhook.ErrStale},
+		{"from the future", at(-10 * time.Minute), c.header, c.body, webhook.ErrStale},
+		{"replayed under another key", at(0), with(webhook.HeaderIdempotencyKey, "rem-2:email:webhook"), c.body, webhook.ErrBadSignature},
+		{"timestamp moved forward", at(0), with(webhook.HeaderTimestamp, strconv.FormatInt(sent.Unix()+60, 10)), c.body, webhook.ErrBadSignature},
+		{"body changed", at(0), c.header, []byte(strings.Replace(string(c.body), `"rem-1"`, `"rem-2"`, 1)), webhook.ErrBadSignature},
+		{"another secret", webhook.Verifier{Secrets: [][]byte{[]byte("another-secret-0123456789")}, Clock: clock.NewFake(sent)}, c.header, c.body, webhook.ErrBadSignature},
+		{"v2 beside a newer scheme", at(0), with(webhook.HeaderSignature, c.header.Get(webhook.HeaderSignature)+", v3=abcd"), c.body, nil},
+		{"v2 after another v2 entry", at(0), with(webhook.HeaderSignature, "v2=00ff,"+c.header.Get(webhook.HeaderSignature)), c.body, nil},
+		{"v2 before another v2 entry", at(0), with(webhook.HeaderSignature, c.header.Get(webhook.HeaderSignature)+",v2=00ff"), c.body, nil},
+		{"v1 only", at(0), with(webhook.HeaderSignature, "v1=0123abcd"), c.body, webhook.ErrNoSignature},
+		{"no key", at(0), with(webhook.HeaderIdempotencyKey, ""), c.body, webhook.ErrNoSignature},
+		{"no timestamp", at(0), with(webhook.HeaderTimestamp, ""), c.body, webhook.ErrNoSignature},
+		{"timestamp not a number", at(0), with(webhook.HeaderTimestamp, "yesterday"), c.body, webhook.ErrNoSignature},
 	} {
 		err := tc.v.Verify(tc.header, tc.body)
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if err := (provider.Verifier{Secrets: [][]byte{secret}, Tolerance: -time.Minute}).Verify(c.header, c.body); err == nil || !strings.Contains(err.Error(), "Tolerance") {
+	if err := (webhook.Verifier{Secrets: [][]byte{secret}, Tolerance: -time.Minute}).Verify(c.header, c.body); err == nil || !strings.Contains(err.Error(), "Tolerance") {
 		t.Errorf("a negative tolerance: %v, want it refused by name", err)
 	}
 	// During a rotation the receiver accepts the previous secret too.
-	rotating := provider.Verifier{Secrets: [][]byte{[]byte("the-new-secret-0123456789"), secret}, Clock: clock.NewFake(sent)}
+	rotating := webhook.Verifier{Secrets: [][]byte{[]byte("the-new-secret-0123456789"), secret}, Clock: clock.NewFake(sent)}
 	if err := rotating.Verify(c.header, c.body); err != nil {
 		t.Errorf("the previous secret during a rotation: %v", err)
 	}
@@ -107,7 +109,7 @@ func TestVerifierRefusesReplaysAndForgeries(t *testing.T) {
 // (a retry after a lost answer); the receiver sends it once.
 func ExampleVerifier() {
 	secret := []byte("the-shared-secret-from-secrets-manager")
-	verifier := provider.Verifier{Secrets: [][]byte{secret}}
+	verifier := webhook.Verifier{Secrets: [][]byte{secret}}
 	seen := map[string]string{} // idempotency key → receipt; in production a table whose items outlive Nudge's retries
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
@@ -119,7 +121,7 @@ func ExampleVerifier() {
 			http.Error(w, err.Error(), http.StatusUnauthorized) // a 4xx: Nudge dead-letters it for review
 			return
 		}
-		key := r.Header.Get(provider.HeaderIdempotencyKey)
+		key := r.Header.Get(webhook.HeaderIdempotencyKey)
 		receipt, ok := seen[key]
 		if !ok {
 			receipt = fmt.Sprintf("msg-%d", len(seen)+1) // send the reminder here, once
@@ -129,13 +131,13 @@ func ExampleVerifier() {
 	}))
 	defer receiver.Close()
 
-	hook, _ := provider.NewWebhook(provider.WebhookConfig{URL: receiver.URL, Secret: secret})
+	hook, _ := webhook.New(webhook.Config{URL: receiver.URL, Secret: secret})
 	delivery := provider.Request{DeliveryKey: "rem-184:email:webhook", ReminderID: "rem-184", Channel: "email"}
 	for range 2 {
 		r, err := hook.Send(context.Background(), delivery, delivery.DeliveryKey)
 		fmt.Println(r.ID, err)
 	}
-	forged, _ := provider.NewWebhook(provider.WebhookConfig{URL: receiver.URL, Secret: []byte("not-the-shared-secret")})
+	forged, _ := webhook.New(webhook.Config{URL: receiver.URL, Secret: []byte("not-the-shared-secret")})
 	_, err := forged.Send(context.Background(), delivery, delivery.DeliveryKey)
 	fmt.Println(err)
 	// Output:

@@ -1,0 +1,283 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+// Driver declares one provider in one place: its name, its contract, its
+// settings from the stage to each function's environment, what the intake
+// checks of its deliveries, how a function builds it, and how the local
+// system stands it in. The registry (package registry) lists the drivers;
+// the consumer, the intake, the stage and the stack iterate it, so adding
+// a provider is a package declaring its Driver and one line in the
+// registry (and, for AWS, its construct in the stack).
+type Driver struct {
+	// Name is what a delivery's provider field gives: 1–32 lower-case
+	// letters, digits, '_' or '-'.
+	Name string
+	// Contract is what the provider promises and how its answers are
+	// classified (docs/providers.md has the same rows).
+	Contract Contract
+	// Settings are the stage's settings of this provider, each a CDK context
+	// key (-c key=value). Deployment.Settings holds their values.
+	Settings []Setting
+	// CheckStage refuses a stage whose settings of this provider do not
+	// hold, with the fix. Optional.
+	CheckStage func(d Deployment) error
+	// Env returns each function's variables for this provider, from the
+	// stage's settings and the resources the stack (or the local system)
+	// made for it. Optional.
+	Env func(d Deployment) map[Function]map[string]string
+	// CheckEnv checks this provider's variables in function fn's
+	// environment, as the function does when it starts (the stage runs it
+	// on the environment Env gives). Optional.
+	CheckEnv func(fn Function, getenv func(string) string) error
+	// Example are resources of the shape Env reads, with which the stage
+	// checks its functions' environments before the stack has made the
+	// real ones.
+	Example map[string]string
+	// Intake is what the intake (every door: the API, the CLI, a program)
+	// checks of a delivery to this provider.
+	Intake IntakeRules
+	// Build makes the provider in the consumer. Required.
+	Build func(ctx context.Context, env Env) (Provider, error)
+	// StandIn is how the local system stands the provider in.
+	StandIn StandIn
+}
+
+// Contract is what a provider promises, as the consumer and the operator
+// rely on it.
+type Contract struct {
+	// Deduplicates says what the provider (or its receivers) deduplicate
+	// by, and for how long; "" if nothing is deduplicated.
+	Deduplicates string
+	// Ambiguous is the default policy for a send that may have gone out
+	// (NUDGE_<NAME>_AMBIGUOUS overrides it): retry where the provider
+	// deduplicates by the delivery key, review where it does not.
+	Ambiguous AmbiguousPolicy
+	// Rate is the stage's default sends per second to the provider, shared
+	// by the consumer's instances (NUDGE_<NAME>_RATE overrides it); 0 is no
+	// limit.
+	Rate float64
+	// Classification is the provider's answers and what each becomes: the
+	// table docs/providers.md shows, tested against the stand-in.
+	Classification []Row
+}
+
+// Row is one line of a provider's classification table.
+type Row struct {
+	// Answer is what the provider answered ("429", "MessageRejected
+	// (suppressed)", "no answer after the request was written").
+	Answer string
+	// Kind and Class are what it becomes.
+	Kind  failure.Kind
+	Class failure.Class
+}
+
+// AmbiguousPolicy is what the consumer does with a send that may have
+// reached the provider: no answer came after the request was written, the
+// provider failed while handling it, or an earlier attempt lost its lease
+// mid-send.
+type AmbiguousPolicy string
+
+// The policies.
+const (
+	// AmbiguousRetry sends again with the same idempotency key: right for
+	// a provider that deduplicates by it (the webhook's receivers, an SNS
+	// FIFO topic within 5 minutes, subscribers keyed by deliveryKey); a
+	// possible duplicate elsewhere, counted in the consumer's Ambiguous
+	// metric.
+	AmbiguousRetry AmbiguousPolicy = "retry"
+	// AmbiguousReview dead-letters the delivery as class "ambiguous": an
+	// operator checks the provider's record and redrives or not. Right for
+	// a provider that does not deduplicate (SES): nothing is sent twice,
+	// and nothing is lost either, since the DLQ alarm calls someone.
+	AmbiguousReview AmbiguousPolicy = "review"
+)
+
+// ParseAmbiguousPolicy reads a policy by name.
+func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
+	switch p := AmbiguousPolicy(s); p {
+	case AmbiguousRetry, AmbiguousReview:
+		return p, nil
+	}
+	return "", fmt.Errorf("ambiguous policy %q is neither retry nor review", s)
+}
+
+// Setting is one of a provider's stage settings.
+type Setting struct {
+	// Key is its CDK context key (-c key=value), and its key in
+	// Deployment.Settings.
+	Key string
+	// Doc says what it is, for the stage's documentation.
+	Doc string
+}
+
+// Function names one of Nudge's functions, for the variables a driver
+// gives each.
+type Function string
+
+// The functions.
+const (
+	Consumer Function = "consumer"
+	Enqueue  Function = "enqueue"
+	Intake   Function = "intake"
+)
+
+// Deployment is what a driver is told of the stage it runs in.
+type Deployment struct {
+	// Stage is the stage's name ("dev").
+	Stage string
+	// Settings are the stage's values of the driver's Settings, by key;
+	// a key not set is absent.
+	Settings map[string]string
+	// Resources are what the stack (or the local system) made for the
+	// provider, by the names the driver's Env reads (an endpoint's URL, a
+	// secret's ARN, a topic's ARN).
+	Resources map[string]string
+}
+
+// Env is what a function builds a provider with.
+type Env struct {
+	// Getenv reads the function's environment (the variables the driver's
+	// Env gave it).
+	Getenv func(string) string
+	// Timeout bounds one send.
+	Timeout time.Duration
+	// ReadSecret reads a secret (name or ARN) from Secrets Manager, for a
+	// driver that keeps one there.
+	ReadSecret func(ctx context.Context, id string) (string, error)
+	// AWS is the function's AWS configuration (an aws.Config of
+	// github.com/aws/aws-sdk-go-v2/aws), for a driver that calls an AWS
+	// service. It is typed any so that this package, and a driver that
+	// calls none, do not depend on the SDK.
+	AWS any
+}
+
+// AddressKind is what a delivery's address must be for a provider.
+type AddressKind int
+
+// The kinds.
+const (
+	// NoAddress: the provider carries references only; a delivery that
+	// gives an address is refused.
+	NoAddress AddressKind = iota
+	// EmailAddress: the provider sends to an e-mail address the delivery
+	// must give.
+	EmailAddress
+)
+
+// IntakeRules are what the intake checks of a delivery to a provider, and
+// what it keeps for it.
+type IntakeRules struct {
+	// Address is what the delivery's address must be. With NoAddress, a
+	// delivery giving one is refused; otherwise Door checks it.
+	Address AddressKind
+	// RendersTemplates: the provider renders the delivery's template with
+	// the reminder's metadata, which is kept on its deliveries as the
+	// template's data. Otherwise the receiver resolves templateRef itself.
+	RendersTemplates bool
+	// Recorded are the intake's variables Door reads that the enqueue
+	// records in the table (ledger.StageFacts), so that the CLI's intake
+	// checks as the intake function does; the stage gives them to the
+	// enqueue too.
+	Recorded []string
+	// Door makes the provider's checks of a delivery in one process, from
+	// the process's view of the stage (env.Getenv: the intake function's
+	// environment, or the variables the enqueue recorded for the CLI; an
+	// unset variable reads ""). With env.AWS set, a door may ask the
+	// provider (which templates exist). Optional: without it, only Address
+	// is checked.
+	Door func(env Env) (Door, error)
+}
+
+// Door checks a delivery to one provider, at intake.
+type Door interface {
+	// Check returns the first problem of d, or nil. Problems never quote
+	// the address: they reach logs.
+	Check(d Delivery) *Problem
+}
+
+// TemplateDoor is a Door that also knows which templates are deployed.
+type TemplateDoor interface {
+	Door
+	// CheckTemplate returns the problem of a delivery naming template ref
+	// for a reminder with metadata: a template not deployed, or data it
+	// renders missing. The provider would accept such a send and fail it
+	// afterwards, when nobody is told. An error is a failure to find out.
+	CheckTemplate(ctx context.Context, ref string, metadata map[string]string) (*Problem, error)
+}
+
+// Delivery is what a Door checks of a delivery.
+type Delivery struct {
+	Channel, Provider, RecipientRef, TemplateRef, Address string
+}
+
+// Problem is one field of a delivery the provider cannot use, and the fix.
+type Problem struct {
+	// Field is the delivery's field ("address", "templateRef",
+	// "channel"), or the reminder's metadata ("metadata", "metadata.key").
+	Field   string
+	Problem string
+	Fix     string
+}
+
+// StandIn is how the local system stands a provider in, for the demo, the
+// chaos run and the tests.
+type StandIn struct {
+	// Kind is the stand-in that plays the provider.
+	Kind StandInKind
+	// Resources are the provider's resources (Deployment.Resources) from
+	// what the local system made for it on its stand-in.
+	Resources func(l Local) map[string]string
+	// Settings are the stage settings the local system gives the provider
+	// (Deployment.Settings; a sender address the stand-in accepts, say).
+	Settings map[string]string
+	// Evidence says where the local runs read what the provider accepted,
+	// for their summary ("the sink's acceptances").
+	Evidence string
+	// InternalError is the error code the stand-in's front answers with a
+	// 500 fault ("InternalFailure"), for a provider whose faults are
+	// injected before an AWS stand-in; "" for the sink.
+	InternalError string
+}
+
+// Local is what the local system made on a provider's stand-in.
+type Local struct {
+	// URL and Secret are the sink's endpoint and signing secret.
+	URL, Secret string
+	// TopicARN is the topic on fauxqs's SNS.
+	TopicARN string
+	// Templates is the catalogue of the e-mail templates created in the
+	// SES stand-in (as the stack's).
+	Templates string
+}
+
+// StandInKind names a local stand-in that can play a provider.
+type StandInKind string
+
+// The stand-ins.
+const (
+	// SinkStandIn is pkg/local/sink: an HTTP receiver that verifies the
+	// webhook signature, deduplicates by Idempotency-Key and injects
+	// faults.
+	SinkStandIn StandInKind = "sink"
+	// EmailStandIn is the SES (API v2) stand-in, aws-ses-v2-local: stored
+	// templates rendered, sent mail kept in its store.
+	EmailStandIn StandInKind = "email"
+	// TopicStandIn is fauxqs's SNS: a topic with a subscriber queue that
+	// receives what is published.
+	TopicStandIn StandInKind = "topic"
+)
+
+// EnvName is the name of a provider's variable of every function that has
+// one for each provider: NUDGE_<NAME>_<SUFFIX>, the name upper-cased with
+// '-' as '_' (EnvName("ses", "RATE") is NUDGE_SES_RATE).
+func EnvName(name, suffix string) string {
+	return "NUDGE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_" + suffix
+}
