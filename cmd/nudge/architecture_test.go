@@ -83,3 +83,22 @@ func TestPackagesImportOnlyWhatIsBelowThem(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatReceiversImportDependsOnNoAWSPackage: a webhook receiver written
+// in Go imports the Verifier (pkg/provider/webhook); it, and the portable
+// provider and failure packages it stands on, pull in no AWS package.
+func TestWhatReceiversImportDependsOnNoAWSPackage(t *testing.T) {
+	for _, pkg := range []string{"pkg/provider/webhook", "pkg/provider", "pkg/failure"} {
+		cmd := exec.Command("go", "list", "-deps", "github.com/nudgehq/nudge/"+pkg)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "github.com/aws/") {
+				t.Errorf("%s depends on %s", pkg, dep)
+			}
+		}
+	}
+}

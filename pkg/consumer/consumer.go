@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -99,7 +101,7 @@ type Config struct {
 	MaxReceiveCount int
 	// Backoff is the retry policy. Default retry.New(retry.Config{}).
 	Backoff *retry.Backoff
-	// Classifier classifies provider and AWS errors. Default failure.Default.
+	// Classifier classifies provider and AWS errors. Default awsfailure.Default.
 	Classifier failure.Chain
 	// EarlyTolerance is how early a message may arrive and still be sent.
 	// Default 2s.
@@ -169,7 +171,7 @@ func New(cfg Config) (*Consumer, error) {
 		cfg.Backoff = b
 	}
 	if cfg.Classifier == nil {
-		cfg.Classifier = failure.Default
+		cfg.Classifier = awsfailure.Default
 	}
 	if cfg.EarlyTolerance == 0 {
 		cfg.EarlyTolerance = 2 * time.Second

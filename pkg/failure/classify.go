@@ -6,11 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
-
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
@@ -47,11 +42,6 @@ func (c Chain) Classify(err error) Outcome {
 	}
 	return Outcome{Kind: KindRetry, Class: ClassUnknown}
 }
-
-// Default is the chain the consumer uses: decided outcomes first, then
-// decode errors, provider HTTP statuses, AWS SDK errors, deadlines and
-// network errors.
-var Default = Chain{Decided, Decode, HTTPStatus, AWS, Context, Network}
 
 // Decided recognises errors made by Retryable, Permanent and Ambiguous.
 var Decided = ClassifierFunc(func(err error) (Outcome, bool) {
@@ -105,46 +95,6 @@ var HTTPStatus = ClassifierFunc(func(err error) (Outcome, bool) {
 		return Outcome{Kind: KindRetry, Class: ClassServer, RetryAfter: after}, true
 	case code >= 400:
 		return Outcome{Kind: KindPermanent, Class: ClassRejected}, true
-	}
-	return Outcome{}, false
-})
-
-var (
-	throttles  = retry.IsErrorThrottles(retry.DefaultThrottles)
-	retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
-)
-
-// IsThrottleCode reports whether code, an AWS API error code (a
-// smithy.APIError's ErrorCode), says the service is throttling its caller.
-// The codes are the AWS SDK's (retry.DefaultThrottleErrorCodes), the ones
-// the AWS classifier answers ClassThrottled: among them DynamoDB's
-// ProvisionedThroughputExceededException and RequestLimitExceeded, and
-// ThrottlingException, TooManyRequestsException and LimitExceededException.
-// Codes are case-sensitive. It is for code that answers throttling itself
-// (the intake's 503) rather than through a Chain.
-func IsThrottleCode(code string) bool {
-	_, ok := retry.DefaultThrottleErrorCodes[code]
-	return ok
-}
-
-// AWS recognises AWS SDK errors: throttling and 5xx are retried, and so is
-// any other API error (a missing table or a denied permission is fixed by an
-// operator, not by dead-lettering the reminder).
-var AWS = ClassifierFunc(func(err error) (Outcome, bool) {
-	if throttles.IsErrorThrottle(err) == aws.TrueTernary {
-		return Outcome{Kind: KindRetry, Class: ClassThrottled}, true
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return Outcome{Kind: KindRetry, Class: ClassServer}, true
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return Outcome{Kind: KindRetry, Class: ClassAWS}, true
-	}
-	var op *smithy.OperationError
-	if errors.As(err, &op) && !errors.Is(err, context.DeadlineExceeded) && retryables.IsErrorRetryable(err) == aws.TrueTernary {
-		return Outcome{Kind: KindRetry, Class: ClassNetwork}, true
 	}
 	return Outcome{}, false
 })

@@ -12,6 +12,7 @@
 // Code that knows its outcome says so with Retryable, Permanent or Ambiguous.
 // Everything else goes through a Chain of small classifiers; the first
 // definite answer wins, and an error no classifier recognises is retried.
-// IsThrottleCode is the one list of AWS throttling codes, for code that
-// answers throttling itself (the intake's 503).
+// Package awsfailure adds the classifier of AWS SDK errors and the chain
+// the consumer uses (awsfailure.Default); this package depends on no AWS
+// package.
 package failure

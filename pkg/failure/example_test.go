@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
 )
 
 // providerError is an error a provider returns: an HTTP status, and the
@@ -32,7 +33,7 @@ func ExampleChain() {
 		failure.Permanent(errors.New("no such template")),
 		errors.New("something new"),
 	} {
-		o := failure.Default.Classify(err)
+		o := awsfailure.Default.Classify(err)
 		fmt.Printf("%-40s %-9s %-9s %v\n", err, o.Kind, o.Class, o.RetryAfter)
 	}
 
@@ -44,7 +45,7 @@ func ExampleChain() {
 		}
 		return failure.Outcome{}, false
 	})
-	chain := append(failure.Chain{conflict}, failure.Default...)
+	chain := append(failure.Chain{conflict}, awsfailure.Default...)
 	fmt.Println(chain.Classify(providerError{status: 409}).Class, chain.Classify(providerError{status: 500}).Class)
 	// Output:
 	// provider answered 503                    retry     server    0s

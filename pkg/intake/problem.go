@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
 	"github.com/aws/smithy-go"
 
-	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -123,7 +124,7 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable,
 			Detail: "the stage is not ready: the table has no shard count yet, which the enqueue records on its first run, within a minute of the stack's first deploy",
 			Fix:    "send the request again after Retry-After (every call is idempotent); if this lasts, the enqueue is not running: see docs/operations.md#intake-5xx", retryAfter: 60}
-	case errors.As(err, &api) && failure.IsThrottleCode(api.ErrorCode()):
+	case errors.As(err, &api) && awsfailure.IsThrottleCode(api.ErrorCode()):
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the table is throttling writes (" + api.ErrorCode() + ")",
 			Fix: "send it again after Retry-After, with backoff: every call is idempotent", retryAfter: 2}
 	}

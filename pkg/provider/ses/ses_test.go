@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -65,12 +67,12 @@ func TestAnUnreadableSuccessIsAmbiguous(t *testing.T) {
 	creds := credentials.NewStaticCredentialsProvider("local", "local", "")
 	ses, _ := New(Config{From: "a@example.com", Client: sesv2.New(sesv2.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(srv.URL)})})
 	_, err := ses.Send(context.Background(), provider.Request{Address: "b@example.com", TemplateRef: "t"}, "k")
-	if o := failure.Default.Classify(err); o.Kind != failure.KindAmbiguous {
+	if o := awsfailure.Default.Classify(err); o.Kind != failure.KindAmbiguous {
 		t.Errorf("SES: %v classified %v/%s, want ambiguous", err, o.Kind, o.Class)
 	}
 	pub, _ := snsprovider.New(snsprovider.Config{TopicARN: "arn:aws:sns:us-east-1:123456789012:t", Client: sns.New(sns.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(srv.URL)})})
 	_, err = pub.Send(context.Background(), provider.Request{ReminderID: "r"}, "k")
-	if o := failure.Default.Classify(err); o.Kind != failure.KindAmbiguous {
+	if o := awsfailure.Default.Classify(err); o.Kind != failure.KindAmbiguous {
 		t.Errorf("SNS: %v classified %v/%s, want ambiguous", err, o.Kind, o.Class)
 	}
 }
@@ -93,7 +95,7 @@ func TestSESAuthorisationAndCredentialAnswers(t *testing.T) {
 		creds := credentials.NewStaticCredentialsProvider("local", "local", "")
 		ses, _ := New(Config{From: "a@example.com", Client: sesv2.New(sesv2.Options{Region: "us-east-1", Credentials: creds, BaseEndpoint: aws.String(srv.URL)})})
 		_, err := ses.Send(context.Background(), provider.Request{Address: "b@example.com", TemplateRef: "t"}, "k")
-		if o := failure.Default.Classify(err); o.Kind != want.kind || o.Class != want.class {
+		if o := awsfailure.Default.Classify(err); o.Kind != want.kind || o.Class != want.class {
 			t.Errorf("%s: classified %v/%s, want %v/%s", code, o.Kind, o.Class, want.kind, want.class)
 		}
 		srv.Close()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
@@ -168,7 +170,7 @@ func TestSESFailureTable(t *testing.T) {
 			if err == nil {
 				t.Fatal("sent; want a failure")
 			}
-			o := failure.Default.Classify(err)
+			o := awsfailure.Default.Classify(err)
 			if o.Kind != r.kind || o.Class != r.class || o.RetryAfter < r.after {
 				t.Errorf("%v: classified %v/%s after %v; want %v/%s after at least %v", err, o.Kind, o.Class, o.RetryAfter, r.kind, r.class, r.after)
 			}
@@ -186,7 +188,7 @@ func TestSESFailureTable(t *testing.T) {
 func TestSESWithoutAnAddressIsAConfigFailureAndSendsNothing(t *testing.T) {
 	f := newSESFixture(t)
 	_, err := f.ses.Send(context.Background(), provider.Request{DeliveryKey: "rem-1:email:ses", ReminderID: "rem-1", Channel: "email", TemplateRef: "renewal"}, "rem-1:email:ses")
-	if o := failure.Default.Classify(err); o.Kind != failure.KindPermanent || o.Class != failure.ClassConfig {
+	if o := awsfailure.Default.Classify(err); o.Kind != failure.KindPermanent || o.Class != failure.ClassConfig {
 		t.Fatalf("%v classified %v/%s, want permanent config", err, o.Kind, o.Class)
 	}
 }

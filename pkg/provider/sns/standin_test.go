@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -192,7 +194,7 @@ func TestSNSFailureTable(t *testing.T) {
 		t.Run(r.kind, func(t *testing.T) {
 			id := "rem-" + r.kind + "-1"
 			_, err := f.sns.Send(context.Background(), provider.Request{DeliveryKey: id + ":sms:sns", ReminderID: id, Channel: "sms"}, id+":sms:sns")
-			o := failure.Default.Classify(err)
+			o := awsfailure.Default.Classify(err)
 			if err == nil || o.Kind != r.want || o.Class != r.class {
 				t.Errorf("%v classified %v/%s, want %v/%s", err, o.Kind, o.Class, r.want, r.class)
 			}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
 	"github.com/nudgehq/nudge/pkg/failure"
@@ -64,7 +66,7 @@ func TestWebhookBadSignatureIsRejectedPermanently(t *testing.T) {
 	defer srv.Close()
 	w, _ := webhook.New(webhook.Config{URL: srv.URL, Secret: []byte("another-secret-of-16b")})
 	_, err := w.Send(context.Background(), req, req.DeliveryKey)
-	if o := failure.Default.Classify(err); o.Kind != failure.KindPermanent {
+	if o := awsfailure.Default.Classify(err); o.Kind != failure.KindPermanent {
 		t.Fatalf("bad signature classified %+v", o)
 	}
 }
@@ -83,7 +85,7 @@ func TestWebhookFaultsAreClassified(t *testing.T) {
 		if err == nil {
 			t.Fatalf("attempt %d succeeded", i+1)
 		}
-		if got := failure.Default.Classify(err); got != w0 {
+		if got := awsfailure.Default.Classify(err); got != w0 {
 			t.Fatalf("attempt %d: %v classified %+v, want %+v", i+1, err, got, w0)
 		}
 	}
@@ -101,7 +103,7 @@ func TestWebhookRefusesConnectionBeforeWriting(t *testing.T) {
 	srv.Close()
 	w, _ := webhook.New(webhook.Config{URL: url, Secret: secret})
 	_, err := w.Send(context.Background(), req, req.DeliveryKey)
-	if o := failure.Default.Classify(err); o.Kind != failure.KindRetry || o.Class != failure.ClassNetwork {
+	if o := awsfailure.Default.Classify(err); o.Kind != failure.KindRetry || o.Class != failure.ClassNetwork {
 		t.Fatalf("refused connection classified %+v (%v)", o, err)
 	}
 }
@@ -193,7 +195,7 @@ func TestWebhookNeverFollowsARedirect(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = w.Send(context.Background(), req, req.DeliveryKey)
-			o := failure.Default.Classify(err)
+			o := awsfailure.Default.Classify(err)
 			if o.Kind != failure.KindPermanent || o.Class != failure.ClassConfig {
 				t.Errorf("%d (%s): %v classified %+v, want permanent config", code, name, err, o)
 				continue
