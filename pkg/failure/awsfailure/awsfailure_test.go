@@ -45,13 +45,13 @@ func TestDefaultChain(t *testing.T) {
 		err  error
 		want failure.Outcome
 	}{
-		{"decided retry keeps its delay", failure.Retryable(errors.New("x"), 7*time.Second), out(failure.KindRetry, failure.ClassUnknown, 7 * time.Second)},
+		{"decided retry keeps its delay", failure.Retryable(errors.New("x"), 7*time.Second), out(failure.KindRetry, failure.ClassUnknown, 7*time.Second)},
 		{"decided permanent", failure.Permanent(errors.New("bad recipient")), out(failure.KindPermanent, failure.ClassRejected, 0)},
 		{"decided ambiguous", failure.Ambiguous(errors.New("conn reset after write")), out(failure.KindAmbiguous, failure.ClassUnknown, 0)},
 		{"class override", failure.WithClass(failure.Permanent(errors.New("x")), failure.ClassConfig), out(failure.KindPermanent, failure.ClassConfig, 0)},
 		{"wrapped decided", fmt.Errorf("send: %w", failure.Permanent(errors.New("x"))), out(failure.KindPermanent, failure.ClassRejected, 0)},
 		{"decode error", fmt.Errorf("record: %w", decodeErr), out(failure.KindPermanent, failure.ClassDecode, 0)},
-		{"provider 429 with Retry-After", statusErr{429, 30 * time.Second}, out(failure.KindRetry, failure.ClassThrottled, 30 * time.Second)},
+		{"provider 429 with Retry-After", statusErr{429, 30 * time.Second}, out(failure.KindRetry, failure.ClassThrottled, 30*time.Second)},
 		{"provider 503", statusErr{503, 0}, out(failure.KindRetry, failure.ClassServer, 0)},
 		{"provider 500 with Retry-After", statusErr{500, time.Minute}, out(failure.KindRetry, failure.ClassServer, time.Minute)},
 		{"provider 408", statusErr{408, 0}, out(failure.KindRetry, failure.ClassTimeout, 0)},
