@@ -135,31 +135,31 @@ func TestFlagsWinOverTheEnvironment(t *testing.T) {
 
 	// --stage beats NUDGE_TABLE, for the calendar and for the operations.
 	t.Setenv("NUDGE_TABLE", "from-the-environment")
-	c := newCommand("nudge cancel", "ID", "", &out, &errs)
-	tf := addTableFlags(c)
-	if _, ok := c.parse([]string{"--stage", "dev", "x"}); !ok {
-		t.Fatal(errs.String())
-	}
-	if got, err := tf.tableName(); err != nil || got != "nudge-dev-ledger" {
-		t.Errorf("calendar: --stage dev with NUDGE_TABLE set: table %q, %v; want nudge-dev-ledger", got, err)
-	}
-	oc := newCommand("nudge status", "", "", &out, &errs)
-	o := addOpsFlags(oc, &out, &errs, strings.NewReader(""))
-	if _, ok := oc.parse([]string{"--stage", "dev"}); !ok {
-		t.Fatal(errs.String())
-	}
-	if err := o.resolve(); err != nil || *o.table != "nudge-dev-ledger" || *o.stage != "dev" {
-		t.Errorf("operations: --stage dev with NUDGE_TABLE set: table %q, stage %q, %v; want nudge-dev-ledger", *o.table, *o.stage, err)
+	for _, queues := range []bool{false, true} {
+		c := newCommand("t", "", "", streams{strings.NewReader(""), &out, &errs})
+		r := addResources(c, queues)
+		if err := c.cmd.ParseFlags([]string{"--stage", "dev", "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.checkEnv(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.resolve(); err != nil || r.table != "nudge-dev-ledger" || r.stage != "dev" {
+			t.Errorf("queue flags %v: --stage dev with NUDGE_TABLE set: table %q, stage %q, %v; want nudge-dev-ledger", queues, r.table, r.stage, err)
+		}
 	}
 	// A queue URL flag alone: the variables are not mixed in, and the
 	// error says so.
 	t.Setenv("NUDGE_STAGE", "prod")
-	oc = newCommand("nudge dlq list", "", "", &out, &errs)
-	o = addOpsFlags(oc, &out, &errs, strings.NewReader(""))
-	if _, ok := oc.parse([]string{"--dlq-url", "https://sqs.eu-west-1.amazonaws.com/123456789012/nudge-dev-dlq"}); !ok {
-		t.Fatal(errs.String())
+	c := newCommand("t", "", "", streams{strings.NewReader(""), &out, &errs})
+	r := addResources(c, true)
+	if err := c.cmd.ParseFlags([]string{"--dlq-url", "https://sqs.eu-west-1.amazonaws.com/123456789012/nudge-dev-dlq"}); err != nil {
+		t.Fatal(err)
 	}
-	if err := o.resolve(); err == nil || !strings.Contains(err.Error(), "NUDGE_* variables are not used") {
+	if err := c.checkEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.resolve(); err == nil || !strings.Contains(err.Error(), "NUDGE_* variables are not used") {
 		t.Errorf("--dlq-url with NUDGE_STAGE set: %v; want the variables left out, and said so", err)
 	}
 }
@@ -170,3 +170,4 @@ func head(s string) string {
 	}
 	return s
 }
+
