@@ -23,18 +23,7 @@ func TestCalendarCommands(t *testing.T) {
 	due := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)
 	run := func(cmd string, stdin string, args ...string) (int, string, string) {
 		var out, errs bytes.Buffer
-		args = append([]string{"--table", table}, args...)
-		var code int
-		switch cmd {
-		case "schedule":
-			code = scheduleCmd(args, strings.NewReader(stdin), &out, &errs)
-		case "import":
-			code = importCmd(args, &out, &errs, false)
-		case "cancel":
-			code = cancelCmd(args, &out, &errs)
-		case "reschedule":
-			code = rescheduleCmd(args, &out, &errs)
-		}
+		code := run(append([]string{cmd, "--table", table}, args...), strings.NewReader(stdin), &out, &errs)
 		return code, out.String(), errs.String()
 	}
 	flags := []string{"--id", "rem-cli-1", "--account", "acct-1", "--due", due, "--recipient", "acct-1/contact-1", "--template", "renewal-v3", "--meta", "plan=pro"}

@@ -1,20 +1,31 @@
 package main
 
 import (
-	"io"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/nudgehq/nudge/pkg/local/demo"
 )
+
+// runConfig is the run args ask for over the preset d.
+func runConfig(d demo.Config, args []string) (demo.Config, error) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	f := addRunFlags(fs, d)
+	if err := fs.Parse(args); err != nil {
+		return demo.Config{}, err
+	}
+	return f.config()
+}
 
 // TestARunWithoutFlagsIsItsPreset: every setting of the chaos and demo
 // presets reaches the run when no flag overrides it (the chaos preset's SES
 // rate once did not, and the run was paced at the demo's).
 func TestARunWithoutFlagsIsItsPreset(t *testing.T) {
 	for name, d := range map[string]demo.Config{"chaos": demo.ChaosDefaults(), "demo": demo.Defaults()} {
-		cfg, _, code, ok := runConfig(name, d, nil, io.Discard, io.Discard)
-		if !ok {
-			t.Fatalf("%s: exit %d", name, code)
+		cfg, err := runConfig(d, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
 		if cfg.Reminders != d.Reminders || cfg.Rate != d.Rate || cfg.SESRate != d.SESRate || cfg.Spread != d.Spread || cfg.MaxConcurrency != d.MaxConcurrency ||
 			cfg.Kills != d.Kills || cfg.EnqueueKills != d.EnqueueKills || cfg.ConsumerTimeout != d.ConsumerTimeout || cfg.EnqueueBudget != d.EnqueueBudget || cfg.Seed != d.Seed ||
@@ -32,12 +43,12 @@ func TestARunWithoutFlagsIsItsPreset(t *testing.T) {
 		{[]string{"--reminders", "100000"}, 1000, 10},
 		{[]string{"--reminders", "300", "--kills", "200", "--enqueue-kills", "0"}, 200, 0},
 	} {
-		cfg, _, code, ok := runConfig("chaos", demo.ChaosDefaults(), c.args, io.Discard, io.Discard)
-		if !ok || cfg.Kills != c.kills || cfg.EnqueueKills != c.enqueueKills {
-			t.Errorf("%v: %d consumer kills, %d enqueue kills (exit %d); want %d and %d", c.args, cfg.Kills, cfg.EnqueueKills, code, c.kills, c.enqueueKills)
+		cfg, err := runConfig(demo.ChaosDefaults(), c.args)
+		if err != nil || cfg.Kills != c.kills || cfg.EnqueueKills != c.enqueueKills {
+			t.Errorf("%v: %d consumer kills, %d enqueue kills (%v); want %d and %d", c.args, cfg.Kills, cfg.EnqueueKills, err, c.kills, c.enqueueKills)
 		}
 	}
-	cfg, _, _, _ := runConfig("chaos", demo.ChaosDefaults(), []string{"--ses-rate", "0"}, io.Discard, io.Discard)
+	cfg, _ := runConfig(demo.ChaosDefaults(), []string{"--ses-rate", "0"})
 	if cfg.SESRate != -1 {
 		t.Errorf("--ses-rate 0 gives %v; want no limit (-1)", cfg.SESRate)
 	}

@@ -1,5 +1,8 @@
 package main
 
+// What nudge local invoke runs: the event's function under the Lambda
+// emulator, against fresh stand-ins seeded with what the event names.
+
 import (
 	"bytes"
 	"context"
@@ -8,11 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/provider/ses"
@@ -34,28 +35,6 @@ import (
 	"github.com/nudgehq/nudge/pkg/schedule"
 	"github.com/nudgehq/nudge/pkg/status"
 )
-
-// localSecret signs webhook requests between the local consumer and sink.
-
-func localInvoke(args []string, out, errs io.Writer) int {
-	c := newCommand("nudge local invoke", "", "Run the function an event is for (SQS events: the consumer; schedule events: the enqueue) under\nthe Lambda runtime interface emulator against fresh stand-ins seeded with what the event names, and\nprint its log lines, its REPORT line, its response and the ledger.", out, errs)
-	fs := c.fs
-	var o invokeOptions
-	fs.StringVar(&o.event, "event", "events/sqs-batch.json", "the event `FILE` to invoke the function with (see events/)")
-	fs.StringVar(&o.function, "function", "", "the `FUNCTION`, consumer or enqueue; default: the one the event is for")
-	fs.StringVar(&o.bootstrap, "bootstrap", "", "the function's binary `PATH`, built for this machine; default build/local/<function>/bootstrap (make build-local)")
-	fs.StringVar(&o.fault, "fault", "", "consumer: provider faults per reminder, a `SPEC` such as \"rem-185=500;rem-186=400\"")
-	if code, ok := c.parse(args); !ok {
-		return code
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := invoke(ctx, os.Stdout, o); err != nil {
-		fmt.Fprintln(os.Stderr, "nudge local invoke:", err)
-		return 1
-	}
-	return 0
-}
 
 // invokeOptions are local invoke's flags.
 type invokeOptions struct {

@@ -1,24 +1,38 @@
 // Command nudge is Nudge's operator and local tooling CLI.
 //
-//	nudge schedule [flags]             create one reminder (idempotent by id)
-//	nudge import FILE                  create reminders from JSON Lines or CSV
-//	nudge cancel ID                    cancel a reminder's unsent deliveries
-//	nudge reschedule ID --due TIME     move a reminder's unsent deliveries to a new time
-//	nudge status                       deliveries by state, overdue, queue depths
-//	nudge reminder show|purge ID       one reminder's deliveries and history; delete it
-//	nudge dlq list|redrive             review the DLQ; redrive a bounded batch
-//	nudge ledger retain                give items written before 2026-11-30 their reminder's TTL
-//	nudge ledger revive                dead deliveries back to the calendar (reviewed, bounded)
-//	nudge local exec -- CMD [ARG...]   run CMD with DynamoDB Local and fauxqs started
-//	nudge local invoke --event FILE    run a function's bootstrap under the Lambda emulator
-//	nudge local demo [flags]           run the whole system locally and check its invariants
-//	nudge local serve                  run the whole system locally, with the intake API, until Ctrl-C
+//	nudge schedule [flags]                     create one reminder (idempotent by id)
+//	nudge import FILE                          create reminders from JSON Lines or CSV
+//	nudge cancel ID                            cancel a reminder's unsent deliveries
+//	nudge reschedule ID --due TIME             move a reminder's unsent deliveries to a new time
+//	nudge status                               deliveries by state, overdue, queue depths
+//	nudge reminder show|purge ID               one reminder's deliveries and history; delete it
+//	nudge dlq list|redrive                     review the DLQ; redrive a bounded batch
+//	nudge ledger retain                        give items written before 2026-11-30 their reminder's TTL
+//	nudge ledger revive                        dead deliveries back to the calendar (reviewed, bounded)
+//	nudge local exec -- CMD [ARG...]           run CMD with DynamoDB Local and fauxqs started
+//	nudge local invoke --event FILE            run a function's bootstrap under the Lambda emulator
+//	nudge local demo [flags]                   run the whole system locally and check its invariants
+//	nudge local chaos [flags]                  the demo under load and faults
+//	nudge local serve                          run the whole system locally, with the intake API, until Ctrl-C
+//	nudge completion bash|zsh|fish|powershell  print the shell's completion script
+//
+// Every command takes --help. The commands are built with cobra; their flags
+// are GNU-style (--name VALUE or --name=VALUE, before or after the
+// arguments), and the single-dash form of the standard flag package
+// (-json, -max 5) still works.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const usage = `usage:
@@ -104,69 +118,72 @@ const usage = `usage:
       faults, consumer runtimes killed mid-batch, duplicate messages, enqueue
       runs cut by their time budget. Prints a table of the figures; exits 1 on
       any broken invariant.
+  nudge completion bash|zsh|fish|powershell
+      Print the completion script for the shell; 'nudge completion SHELL --help'
+      says how to load it.
 `
+
+func init() {
+	cobra.EnableCommandSorting = false // the subcommands in the usage's order, for "want show or purge"
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// run runs the command args name and returns its exit code.
 func run(args []string, in io.Reader, out, errs io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "schedule":
-			return scheduleCmd(args[1:], in, out, errs)
-		case "import":
-			return importCmd(args[1:], out, errs, isTerminal(os.Stderr))
-		case "cancel":
-			return cancelCmd(args[1:], out, errs)
-		case "reschedule":
-			return rescheduleCmd(args[1:], out, errs)
-		case "status":
-			return statusCmd(args[1:], out, errs)
-		case "reminder":
-			return reminderCmd(args[1:], in, out, errs)
-		case "dlq":
-			return dlqCmd(args[1:], in, out, errs)
-		case "ledger":
-			return ledgerCmd(args[1:], in, out, errs)
-		case "-h", "-help", "--help", "help":
-			fmt.Fprint(out, usage)
-			return 0
+	root := newRoot(streams{in, out, errs})
+	// A flag's mistake is one with the command's usage, unless help was
+	// asked for too: help first.
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if asksHelp(args) {
+			return pflag.ErrHelp
 		}
+		fmt.Fprintf(errs, "%s: %v\n", cmd.CommandPath(), err)
+		help(errs, cmd)
+		return exitCode(exitUsage)
+	})
+	cmd, _, err := root.Find(args)
+	if err == nil {
+		args = doubleDash(cmd, args)
 	}
-	if len(args) == 0 || args[0] != "local" {
-		if len(args) > 0 {
-			fmt.Fprintf(errs, "nudge: unknown command %q\n\n", args[0])
-		}
-		fmt.Fprint(errs, usage)
-		return 2
+	root.SetArgs(append([]string{}, args...))
+	// Every command's context: done on Ctrl-C or a TERM.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = root.ExecuteContext(ctx)
+	var code exitCode
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
 	}
-	if len(args) == 1 || isHelp(args[1]) {
-		w, code := out, 0
-		if len(args) == 1 {
-			w, code = errs, 2
-		}
-		group(w, "nudge local")
-		return code
-	}
-	switch args[1] {
-	case "exec":
-		return localExec(args[2:], out, errs)
-	case "invoke":
-		return localInvoke(args[2:], out, errs)
-	case "demo":
-		return localDemo(args[2:], out, errs)
-	case "chaos":
-		return localChaos(args[2:], out, errs)
-	case "serve":
-		return localServe(args[2:], out, errs)
-	}
-	fmt.Fprintf(errs, "nudge: unknown command %q\n\n", "local "+args[1])
-	group(errs, "nudge local")
-	return 2
+	fmt.Fprintf(errs, "nudge: %v\n", err) // cobra's own: how the command was called
+	return exitUsage
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+// newRoot builds the command tree, with the help command and the
+// completion command cobra adds.
+func newRoot(s streams) *cobra.Command {
+	root := newGroup("nudge", "Nudge's operator and local tooling CLI", append(calendarCommands(s),
+		statusCommand(s), reminderCommand(s), dlqCommand(s), ledgerCommand(s), localCommand(s))...)
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.errs)
+	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { help(cmd.OutOrStdout(), cmd) })
+	root.SetUsageFunc(func(cmd *cobra.Command) error {
+		help(cmd.OutOrStderr(), cmd)
+		return nil
+	})
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			asGroup(c)
+		}
+	}
+	return root
 }

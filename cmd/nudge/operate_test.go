@@ -127,17 +127,7 @@ func (f *opsFixture) run(stdin string, args ...string) (int, string, string) {
 	} else if args[0] == "status" {
 		withStage = append([]string{"status", "--stage", f.stage}, args[1:]...)
 	}
-	var code int
-	switch args[0] {
-	case "status":
-		code = statusCmd(withStage[1:], &out, &errs)
-	case "reminder":
-		code = reminderCmd(withStage[1:], strings.NewReader(stdin), &out, &errs)
-	case "dlq":
-		code = dlqCmd(withStage[1:], strings.NewReader(stdin), &out, &errs)
-	case "ledger":
-		code = ledgerCmd(withStage[1:], strings.NewReader(stdin), &out, &errs)
-	}
+	code := run(withStage, strings.NewReader(stdin), &out, &errs)
 	return code, out.String(), errs.String()
 }
 
@@ -233,7 +223,7 @@ func TestOperatorCommands(t *testing.T) {
 
 	// The calendar commands take --stage too.
 	var cout, cerrs bytes.Buffer
-	if code := cancelCmd([]string{"--stage", f.stage, "rem-ops-1"}, &cout, &cerrs); code != 1 || !strings.Contains(cout.String(), "rem-ops-1:email:webhook: not cancelled: it was already sent") {
+	if code := run([]string{"cancel", "--stage", f.stage, "rem-ops-1"}, strings.NewReader(""), &cout, &cerrs); code != 1 || !strings.Contains(cout.String(), "rem-ops-1:email:webhook: not cancelled: it was already sent") {
 		t.Errorf("cancel --stage: %d %s %s", code, cout.String(), cerrs.String())
 	}
 
@@ -301,15 +291,7 @@ func TestOperatorErrorsSayWhatToDo(t *testing.T) {
 		{[]string{"reminder", "frobnicate"}, exitUsage, "want show or purge"},
 	} {
 		var out, errs bytes.Buffer
-		var code int
-		switch c.args[0] {
-		case "status":
-			code = statusCmd(c.args[1:], &out, &errs)
-		case "dlq":
-			code = dlqCmd(c.args[1:], strings.NewReader(""), &out, &errs)
-		case "reminder":
-			code = reminderCmd(c.args[1:], strings.NewReader(""), &out, &errs)
-		}
+		code := run(c.args, strings.NewReader(""), &out, &errs)
 		if code != c.code || !strings.Contains(errs.String(), c.want) {
 			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, errs.String(), c.code, c.want)
 		}
@@ -324,7 +306,7 @@ func TestOperatorErrorsSayWhatToDo(t *testing.T) {
 // path with a fake move task API (fauxqs has none).
 func TestRedriveViaMoveTaskReportsProgress(t *testing.T) {
 	var out, errs bytes.Buffer
-	o := addOpsFlags(newCommand("t", "", "", &out, &errs), &out, &errs, strings.NewReader(""))
+	o := addOperation(newCommand("t", "", "", streams{strings.NewReader(""), &out, &errs}))
 	old := moveTaskPoll
 	moveTaskPoll = time.Millisecond
 	defer func() { moveTaskPoll = old }()

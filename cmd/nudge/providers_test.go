@@ -47,13 +47,10 @@ func TestTheIntakeFollowsWhatTheStageRuns(t *testing.T) {
 	}
 	run := func(cmd string, args ...string) (int, string, string) {
 		var out, errs bytes.Buffer
-		var code int
-		switch cmd {
-		case "schedule":
-			code = scheduleCmd(append([]string{"--stage", stage.Name}, args...), strings.NewReader(""), &out, &errs)
-		case "show":
-			code = reminderCmd(append([]string{"show", "--stage", stage.Name}, args...), strings.NewReader(""), &out, &errs)
+		if cmd == "show" {
+			cmd = "reminder show"
 		}
+		code := run(append(append(strings.Fields(cmd), "--stage", stage.Name), args...), strings.NewReader(""), &out, &errs)
 		return code, out.String(), errs.String()
 	}
 	due := time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339)

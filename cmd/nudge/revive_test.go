@@ -89,7 +89,7 @@ func reviveSetup(t *testing.T) *reviveFixture {
 // revive runs nudge ledger revive on the fixture's table.
 func (f *reviveFixture) revive(stdin string, args ...string) (int, string, string) {
 	var out, errs bytes.Buffer
-	code := ledgerCmd(append([]string{"revive", "--table", f.table}, args...), strings.NewReader(stdin), &out, &errs)
+	code := run(append([]string{"ledger", "revive", "--table", f.table}, args...), strings.NewReader(stdin), &out, &errs)
 	return code, out.String(), errs.String()
 }
 
@@ -272,7 +272,7 @@ func TestLedgerReviveRefusesWhatIsNotReviewedOrBounded(t *testing.T) {
 		{[]string{"--max", "5", "--reason", "fixed", "rem-1"}, "it takes no arguments"},
 	} {
 		var out, errs bytes.Buffer
-		code := ledgerCmd(append([]string{"revive", "--table", "t"}, c.args...), strings.NewReader(""), &out, &errs)
+		code := run(append([]string{"ledger", "revive", "--table", "t"}, c.args...), strings.NewReader(""), &out, &errs)
 		if code != exitUsage || !strings.Contains(errs.String(), c.want) {
 			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, errs.String(), exitUsage, c.want)
 		}

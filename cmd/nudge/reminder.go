@@ -1,0 +1,179 @@
+package main
+
+// nudge reminder show|purge: one reminder's deliveries and history; its
+// deletion.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/schedule"
+)
+
+func reminderCommand(s streams) *cobra.Command {
+	return newGroup("reminder", "one reminder's deliveries and history; delete it", reminderShow(s), reminderPurge(s))
+}
+
+func reminderShow(s streams) *cobra.Command {
+	c := newCommand("show ID", "one reminder's deliveries, attempts, last error and history",
+		`The reminder, each delivery's state, attempts, last error and receipt, whether it was handed
+off, and the transition history in time order.`, s)
+	o := addOperation(c)
+	reveal := c.flags().Bool("reveal", false, "show recipients' addresses whole (personal data: they are masked otherwise)")
+	c.run = func(ctx context.Context, args []string) int {
+		out := o.out
+		if len(args) != 1 {
+			fmt.Fprintln(o.errs, "nudge reminder show: give one reminder id")
+			return exitUsage
+		}
+		if err := o.connect(ctx, false); err != nil {
+			return o.fail(err)
+		}
+		store, err := schedule.New(schedule.Config{Ledger: o.ledger})
+		if err != nil {
+			return o.fail(err)
+		}
+		v, err := store.Show(ctx, args[0])
+		if err != nil {
+			return o.fail(err)
+		}
+		doc, err := store.Document(ctx, v, *reveal)
+		if err != nil {
+			return o.fail(err)
+		}
+		if o.json {
+			o.printJSON(doc)
+			return exitOK
+		}
+		if r := v.Reminder; r != nil {
+			fmt.Fprintf(out, "reminder %s  account %s  due %s  expires %s", r.ID, r.AccountRef, ledger.Format(r.DueAt), ledger.Format(r.ExpiresAt))
+			keys := make([]string, 0, len(r.Metadata))
+			for k := range r.Metadata {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(out, "  %s=%s", k, r.Metadata[k])
+			}
+			fmt.Fprintln(out)
+		} else {
+			fmt.Fprintf(out, "reminder %s  (no reminder item: its deliveries were written directly)\n", args[0])
+		}
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nDELIVERY\tSTATUS\tHANDED OFF\tATTEMPTS\tDUE\tLAST ERROR\tRECEIPT\tNEXT ATTEMPT")
+		for _, d := range doc.Deliveries {
+			lastErr := string(d.LastErrorClass)
+			if d.LastError != "" {
+				lastErr += ": " + d.LastError
+			}
+			handed := "-"
+			switch {
+			case d.HandedOff == nil:
+			case *d.HandedOff:
+				handed = "yes"
+			default:
+				handed = "no, from " + d.PublishAt
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Status, handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
+		}
+		tw.Flush()
+		addresses := false
+		for _, d := range doc.Deliveries {
+			if d.Address != "" {
+				if !addresses {
+					note := "masked; --reveal shows them"
+					if *reveal {
+						note = "revealed: personal data"
+					}
+					fmt.Fprintf(out, "\nADDRESSES (%s)\n", note)
+					addresses = true
+				}
+				fmt.Fprintf(out, "  %s  %s\n", d.Key, d.Address)
+			}
+		}
+		fmt.Fprintln(out, "\nHISTORY (the last entries of each delivery; the logs hold every transition)")
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		for _, e := range doc.History {
+			detail := e.Note
+			if e.Class != "" {
+				detail = string(e.Class) + ": " + detail
+			}
+			attempt := ""
+			if e.Attempt > 0 {
+				attempt = fmt.Sprintf("attempt %d", e.Attempt)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.At, e.Delivery, e.Status, attempt, detail)
+		}
+		tw.Flush()
+		return exitOK
+	}
+	return c.cmd
+}
+
+func reminderPurge(s streams) *cobra.Command {
+	c := newCommand("purge ID", "delete a reminder, its deliveries and their history",
+		`Delete the reminder, its deliveries and their history (a deletion request). Refused, removing
+nothing, while a delivery is being sent.`, s)
+	o := addOperation(c)
+	yes := c.flags().Bool("yes", false, "do not ask for confirmation")
+	c.run = func(ctx context.Context, args []string) int {
+		out := o.out
+		if len(args) != 1 {
+			fmt.Fprintln(o.errs, "nudge reminder purge: give one reminder id")
+			return exitUsage
+		}
+		id := args[0]
+		if err := o.connect(ctx, false); err != nil {
+			return o.fail(err)
+		}
+		if !*yes {
+			if o.json {
+				fmt.Fprintln(o.errs, "nudge reminder purge: --json cannot ask for confirmation; add --yes")
+				return exitUsage
+			}
+			stored, err := o.ledger.ReadReminder(ctx, id)
+			if err != nil {
+				return o.fail(err)
+			}
+			if stored.Empty() {
+				return o.fail(fmt.Errorf("%q: %w", id, schedule.ErrNoReminder))
+			}
+			fmt.Fprintf(out, "This deletes reminder %s for good: %d item(s) and %d deliveries with their history:\n", id, stored.OtherItems(), len(stored.Deliveries))
+			for _, d := range stored.Deliveries {
+				fmt.Fprintf(out, "  %s  %s\n", d.Key(), d.Status)
+			}
+			if !confirm(o.in, out, "Purge it?") {
+				fmt.Fprintln(out, "Nothing was deleted.")
+				return exitRefused
+			}
+		}
+		p, err := o.ledger.Purge(ctx, id)
+		if err != nil {
+			return o.fail(err)
+		}
+		if o.json {
+			keys := []string{}
+			for _, d := range p.Deliveries {
+				keys = append(keys, d.Key().String())
+			}
+			o.printJSON(map[string]any{"reminderId": id, "removedDeliveries": keys, "removedOtherItems": len(p.OtherItems)})
+			return exitOK
+		}
+		fmt.Fprintf(out, "purged %s: removed %d deliveries with their history", id, len(p.Deliveries))
+		if len(p.OtherItems) > 0 {
+			fmt.Fprintf(out, " and the reminder item")
+		}
+		fmt.Fprintln(out, ".")
+		for _, d := range p.Deliveries {
+			fmt.Fprintf(out, "  %s (was %s)\n", d.Key(), d.Status)
+		}
+		fmt.Fprintln(out, "The functions' logs keep ids and outcomes (never names or addresses) until their retention ends; a message still on the queue is dead-lettered as not-found.")
+		return exitOK
+	}
+	return c.cmd
+}
