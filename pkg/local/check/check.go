@@ -337,7 +337,8 @@ func violations(p Plan, ev Evidence, resent map[string]int, overdue int) []strin
 		violate("%d messages were left in the work queue (-1: it could not be read)", ev.QueueLeft)
 	}
 	if failed := ev.BatchFailures - int64(len(ev.Kills)); failed > 0 {
-		violate("%d consumer invocations failed as a whole (beyond those killed); the mapping's failures by kind, kills included, then the functions' first errors (all in .local/logs): %v", failed, ev.ErrorLines)
+		violate("%d consumer invocations failed as a whole (beyond those killed); the mapping's failures by kind, kills included, "+
+			"then the functions' first errors (all in .local/logs): %v", failed, ev.ErrorLines)
 	}
 	for _, pr := range ev.Problems {
 		violate("%s", pr)

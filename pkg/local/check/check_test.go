@@ -198,7 +198,8 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 		// No unexplained failure.
 		{"an invocation failed beyond the kills", func(ev *Evidence) {
 			ev.Kills, ev.BatchFailures, ev.ErrorLines = []Kill{{Instance: "consumer-1"}}, 2, []string{"1× esm: the whole batch failed"}
-		}, "1 consumer invocations failed as a whole (beyond those killed); the mapping's failures by kind, kills included, then the functions' first errors (all in .local/logs): [1× esm: the whole batch failed]"},
+		}, "1 consumer invocations failed as a whole (beyond those killed); the mapping's failures by kind, kills included, " +
+			"then the functions' first errors (all in .local/logs): [1× esm: the whole batch failed]"},
 		{"as many failed invocations as kills", func(ev *Evidence) { ev.Kills, ev.BatchFailures = []Kill{{Instance: "consumer-1"}}, 1 }, ""},
 		{"a problem on the way", func(ev *Evidence) { ev.Problems = []string{"enqueue run at 10:00:00 failed: boom"} }, "enqueue run at 10:00:00 failed: boom"},
 		{"a publish that failed", func(ev *Evidence) { ev.PublishFailed = 2 }, "the enqueue could not publish 2 deliveries"},
@@ -360,12 +361,14 @@ func TestTheFiguresAreReadFromTheEvidence(t *testing.T) {
 	// Each provider: ok, 429 sent, and 500, hang, drop sent by the webhook
 	// and SNS, reviewed by SES; 400 and down dead; future, expired,
 	// cancelled.
-	if want := (map[ledger.Status]int{ledger.StatusSent: 12, ledger.StatusDead: 9, ledger.StatusPending: 3, ledger.StatusExpired: 3, ledger.StatusCancelled: 3}); !maps.Equal(v.ByStatus, want) {
+	want := map[ledger.Status]int{ledger.StatusSent: 12, ledger.StatusDead: 9, ledger.StatusPending: 3, ledger.StatusExpired: 3, ledger.StatusCancelled: 3}
+	if !maps.Equal(v.ByStatus, want) {
 		t.Errorf("by status %v, want %v", v.ByStatus, want)
 	}
 	// Three sent 300, 600 and 900 ms after they fell due, the other nine at
 	// once.
-	if v.LatencyP50 != 0 || v.LatencyP99 != 900*time.Millisecond || v.LatencyMax != 900*time.Millisecond || v.Histogram[0].Count != 10 || v.Histogram[1].Count != 2 {
+	if v.LatencyP50 != 0 || v.LatencyP99 != 900*time.Millisecond || v.LatencyMax != 900*time.Millisecond ||
+		v.Histogram[0].Count != 10 || v.Histogram[1].Count != 2 {
 		t.Errorf("latency p50 %v, max %v, histogram %v", v.LatencyP50, v.LatencyMax, v.Histogram)
 	}
 	if v.WindowMax != 200*time.Millisecond {

@@ -30,7 +30,8 @@ type Bucket struct {
 }
 
 // bucketBounds are the latency histogram's upper bounds; 0 is open.
-var bucketBounds = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, 0}
+var bucketBounds = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second,
+	30 * time.Second, 0}
 
 // quantile returns the q-quantile of sorted ls, 0 for none.
 func quantile(ls []time.Duration, q float64) time.Duration {
