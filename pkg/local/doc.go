@@ -11,12 +11,18 @@
 // Lambda runtime interface emulator; StartIntake runs the HTTP intake's
 // instances behind a local function URL.
 //
+// A Harness (StartHarness) is what every runner drives, built once on a
+// System: its table and queues emptied, the consumers, the enqueue and the
+// intake running with their AWS requests counted by proxies, and an event
+// source mapping for the consumers.
+//
 // Its subpackages are the parts:
 //
 //	standin      install and run the stand-ins and the emulator; counting proxies
 //	esm          a local SQS event source mapping
 //	urlfront     a local Lambda function URL (payload format 2.0, SigV4 header required)
 //	sink         a provider that deduplicates by idempotency key and injects faults
-//	demo         the demo, the chaos run and the drain benchmark
+//	demo         the runners: the demo, the chaos run, serve and the drain benchmark
+//	check        the runs' checker: the plan and the evidence in, the verdict out
 //	batchtest    helpers for tests of SQS handlers
 package local

@@ -43,24 +43,12 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
-// TestIntakeAnswersBehindItsFunctionURL: the intake's real bootstrap, two
-// instances under the emulator with the stack's environment, behind the
-// local function URL: a signed GET of a reminder that does not exist is a
-// 404 JSON problem from the function, an unsigned one never reaches it.
-// startIntake starts the local system on the stand-ins and the intake's
-// real bootstrap, instances under the emulator behind its function URL.
-func startIntake(t testing.TB, instances int) (*local.System, *local.Intake, *lockedLog) {
-	return startIntakeVia(t, instances, nil)
-}
-
-// startIntakeVia is startIntake with the intake's DynamoDB calls sent to
-// the endpoint db returns (a counting proxy), if db is set.
-func startIntakeVia(t testing.TB, instances int, db func(ddbURL string) string) (*local.System, *local.Intake, *lockedLog) {
+// startSystem starts the local system of a dev stage named from prefix on
+// the stand-ins, and removes its table and queues at the end of the test.
+func startSystem(t testing.TB, prefix string) *local.System {
 	t.Helper()
-	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bins := standintest.Bootstraps(t, "intake")
 	stage := deployment.Dev()
-	stage.Name = strings.TrimPrefix(standintest.Name("i"), "i-")
+	stage.Name = strings.TrimPrefix(standintest.Name(prefix), prefix+"-")
 	ctx := context.Background()
 	sys, err := local.Start(ctx, local.Config{Stage: stage,
 		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), SESEndpoint: os.Getenv("AWS_ENDPOINT_URL_SESV2")})
@@ -73,6 +61,23 @@ func startIntakeVia(t testing.TB, instances int, db func(ddbURL string) string) 
 		_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(sys.Resources.WorkURL)})
 		_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(sys.Resources.DLQURL)})
 	})
+	return sys
+}
+
+// startIntake starts the local system on the stand-ins and the intake's
+// real bootstrap, instances under the emulator behind its function URL.
+func startIntake(t testing.TB, instances int) (*local.System, *local.Intake, *lockedLog) {
+	return startIntakeVia(t, instances, nil)
+}
+
+// startIntakeVia is startIntake with the intake's DynamoDB calls sent to
+// the endpoint db returns (a counting proxy), if db is set.
+func startIntakeVia(t testing.TB, instances int, db func(ddbURL string) string) (*local.System, *local.Intake, *lockedLog) {
+	t.Helper()
+	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
+	bins := standintest.Bootstraps(t, "intake")
+	sys := startSystem(t, "i")
+	ctx := context.Background()
 	log := &lockedLog{}
 	ep := sys.Endpoints()
 	if db != nil {

@@ -11,49 +11,57 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/provider/ses"
 	"github.com/nudgehq/nudge/pkg/provider/sns"
+	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/local/check"
+	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
-// The demo's channels, by provider: e-mail goes out through SES for half
-// the reminders and the webhook for the other half; SMS is published to
-// SNS, for the team's own SMS gateway.
-const (
-	sesShare = 0.5
-	smsShare = 0.3
-)
+// This file is each provider's side of a run: the faults the plan injects
+// at it, its requests counted by delivery key, and its own record of what
+// it accepted, which the checker holds the ledger to. The webhook's is the
+// sink (sinkPlan); SES's and SNS's are fault fronts before their stand-ins,
+// which the consumers call, and the stand-ins' records: the SES store and
+// the SNS topic's subscriber queue.
 
-// expectFor is the outcome a provider's contract calls for after a fault
-// (on the first request, or on every one for a fault that repeats): the
-// row of docs/reliability.md's fault model the run checks.
-func expectFor(prov, fault string) (ledger.Status, failure.Class) {
-	switch fault {
-	case "400":
-		return ledger.StatusDead, failure.ClassRejected
-	case "down":
-		return ledger.StatusDead, failure.ClassExhausted
-	case "500", "hang", "drop":
-		// SES may have sent (and with "drop" it has): its policy is
-		// review, so the delivery waits in the DLQ for an operator. The
-		// webhook and SNS retry with the same key.
-		if prov == ses.Name {
-			return ledger.StatusDead, failure.ClassAmbiguous
+// sinkPlan is the webhook's behaviour: each delivery's fault on its first
+// request, or on every request for a fault that repeats, and a random
+// latency on all.
+func (p *plan) sinkPlan() sink.Plan {
+	return func(key string, attempt int) sink.Fault {
+		k, err := message.ParseDeliveryKey(key)
+		var fault string
+		if d, ok := p.Deliveries[k]; ok && err == nil {
+			fault = d.Fault
 		}
+		f := sink.Fault{Kind: "ok", Delay: p.latency()}
+		if attempt > 1 && !p.repeats(fault) {
+			return f
+		}
+		switch fault {
+		case "500", "down":
+			f.Kind = "500"
+		case "429":
+			f.Kind, f.RetryAfter = "429", retryAfter
+		case "400", "hang", "drop":
+			f.Kind = fault
+		}
+		return f
 	}
-	return ledger.StatusSent, ""
 }
 
 // awsFault is the answer a fault kind stands for at SES or SNS.
 func awsFault(prov, fault string) *standin.Fault {
 	switch fault {
 	case "500":
-		return &standin.Fault{Status: 500, Code: map[string]string{ses.Name: "InternalFailure", sns.Name: "InternalError"}[prov], Message: "internal error"}
+		code := map[string]string{ses.Name: "InternalFailure", sns.Name: "InternalError"}[prov]
+		return &standin.Fault{Status: 500, Code: code, Message: "internal error"}
 	case "429":
 		if prov == ses.Name {
 			return &standin.Fault{Status: 429, Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded."}
@@ -74,13 +82,19 @@ func awsFault(prov, fault string) *standin.Fault {
 	return nil
 }
 
-// channels are the SES and SNS sides of a run: fault fronts before the
-// stand-ins (the consumers call them), and what each stand-in recorded.
+// channels are the providers' sides of a run: the sink, and fault fronts
+// before the SES and SNS stand-ins (the consumers call them), with what
+// each stand-in recorded.
 type channels struct {
 	plan     *plan
+	sink     *sink.Sink
+	q        *sqs.Client
 	sesURL   string // the SES stand-in, for its store
 	ses, sns *standin.FaultFront
 	subQueue string // the SNS topic's subscriber queue
+	// instancePaths is the webhook's path and a slash: each consumer
+	// instance posts to it followed by its name.
+	instancePaths string
 
 	mu        sync.Mutex
 	requests  map[string]int // by delivery key, at the fronts
@@ -88,15 +102,20 @@ type channels struct {
 	delivered map[string]int // SNS messages the subscriber received, by delivery key
 }
 
-func newChannels(p *plan, sesURL, snsURL, subQueue string) (*channels, error) {
-	c := &channels{plan: p, sesURL: sesURL, subQueue: subQueue, requests: map[string]int{}, delivered: map[string]int{}}
-	var err error
-	if c.ses, err = standin.NewFaultFront(sesURL, func(_ *http.Request, body []byte) *standin.Fault {
+func newChannels(p *plan, sys *local.System) (*channels, error) {
+	c := &channels{plan: p, sink: sys.Sink, q: sys.SQS, sesURL: sys.SESEndpoint, subQueue: sys.Resources.Topic.QueueURL,
+		requests: map[string]int{}, delivered: map[string]int{}}
+	webhook, err := url.Parse(sys.WebhookURL)
+	if err != nil {
+		return nil, err
+	}
+	c.instancePaths = webhook.Path + "/"
+	if c.ses, err = standin.NewFaultFront(sys.SESEndpoint, func(_ *http.Request, body []byte) *standin.Fault {
 		return c.decide(ses.Name, sesKey(body))
 	}); err != nil {
 		return nil, err
 	}
-	if c.sns, err = standin.NewFaultFront(snsURL, func(_ *http.Request, body []byte) *standin.Fault {
+	if c.sns, err = standin.NewFaultFront(sys.SQSEndpoint, func(_ *http.Request, body []byte) *standin.Fault {
 		return c.decide(sns.Name, snsKey(body))
 	}); err != nil {
 		c.ses.Close()
@@ -118,6 +137,11 @@ func (c *channels) close() {
 	c.sns.Close()
 }
 
+// fronts are where the consumers send their SES and SNS calls.
+func (c *channels) fronts() local.Endpoints {
+	return local.Endpoints{SES: c.ses.Endpoint, SNS: c.sns.Endpoint}
+}
+
 // decide applies the plan's fault for key on its first request (on every
 // one for a fault that repeats). A request without a key (SNS's other
 // calls) passes.
@@ -130,18 +154,11 @@ func (c *channels) decide(prov, key string) *standin.Fault {
 	attempt := c.requests[key]
 	c.mu.Unlock()
 	k, err := message.ParseDeliveryKey(key)
-	d, ok := c.plan.byKey[k]
-	if err != nil || !ok || d.fault == "" || attempt > 1 && !c.plan.repeats(d.fault) {
+	d, ok := c.plan.Deliveries[k]
+	if err != nil || !ok || d.Fault == "" || attempt > 1 && !c.plan.repeats(d.Fault) {
 		return nil
 	}
-	return awsFault(prov, d.fault)
-}
-
-// requestsFor is how many requests SES or SNS received for key.
-func (c *channels) requestsFor(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.requests[key]
+	return awsFault(prov, d.Fault)
 }
 
 // sesKey is the delivery key a SendEmail request carries in its header.
@@ -178,24 +195,26 @@ func snsKey(body []byte) string {
 	return ""
 }
 
-// acceptedCount is how many requests SES and SNS accepted so far.
-func (c *channels) acceptedCount() int {
+// acceptedSoFar is how many sends the providers accepted: the sink's, and
+// SES's and SNS's answers of 200.
+func (c *channels) acceptedSoFar() int {
+	n, _ := c.sink.Totals()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.accepted
+	return n + c.accepted
 }
 
 // drain receives what the SNS subscriber queue holds, counting each
 // delivery key, until ctx ends.
-func (c *channels) drain(ctx context.Context, q *sqs.Client) {
+func (c *channels) drain(ctx context.Context) {
 	for ctx.Err() == nil {
-		_, _ = c.receive(ctx, q, 1)
+		_, _ = c.receive(ctx, 1)
 	}
 }
 
 // receive takes one receive's worth from the subscriber queue.
-func (c *channels) receive(ctx context.Context, q *sqs.Client, wait int32) (int, error) {
-	out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.subQueue), MaxNumberOfMessages: 10,
+func (c *channels) receive(ctx context.Context, wait int32) (int, error) {
+	out, err := c.q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.subQueue), MaxNumberOfMessages: 10,
 		WaitTimeSeconds: wait, MessageAttributeNames: []string{sns.AttrDeliveryKey}})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -213,19 +232,22 @@ func (c *channels) receive(ctx context.Context, q *sqs.Client, wait int32) (int,
 	}
 	c.mu.Unlock()
 	for _, h := range del {
-		_, _ = q.DeleteMessage(context.WithoutCancel(ctx), &sqs.DeleteMessageInput{QueueUrl: aws.String(c.subQueue), ReceiptHandle: aws.String(h)})
+		_, _ = c.q.DeleteMessage(context.WithoutCancel(ctx), &sqs.DeleteMessageInput{QueueUrl: aws.String(c.subQueue), ReceiptHandle: aws.String(h)})
 	}
 	return len(out.Messages), nil
 }
 
-// records are what each stand-in recorded, by delivery key: the e-mails
-// the SES stand-in stored since the run started, and the SNS messages the
-// subscriber received (drained to the end).
-func (c *channels) records(ctx context.Context, q *sqs.Client, since time.Time) (emails, published map[string]int, err error) {
+// evidence adds what each provider recorded of the plan's deliveries to
+// ev: the copies of each it holds (the sink's acceptances, the e-mails the
+// SES stand-in stored since the run started, the SNS messages the
+// subscriber received, drained to the end), the requests it received for
+// each and in all, when the sink accepted each, and the sink's repeats
+// after an answered acceptance.
+func (c *channels) evidence(ctx context.Context, since time.Time, ev *check.Evidence) error {
 	for {
-		n, err := c.receive(ctx, q, 1)
+		n, err := c.receive(ctx, 1)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if n == 0 {
 			break
@@ -233,24 +255,62 @@ func (c *channels) records(ctx context.Context, q *sqs.Client, since time.Time) 
 	}
 	sent, err := standin.SentEmails(ctx, c.sesURL)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	emails = map[string]int{}
+	ev.Recorded, ev.Requests, ev.AcceptedAt = map[message.DeliveryKey]int{}, map[message.DeliveryKey]int{}, map[message.DeliveryKey]time.Time{}
+	record := func(key string, n int) {
+		if k, err := message.ParseDeliveryKey(key); err == nil {
+			ev.Recorded[k] += n
+		}
+	}
+	// The webhook: the sink deduplicates by key, so it holds each once.
+	for _, key := range c.sink.Keys() {
+		record(key, 1)
+		if k, err := message.ParseDeliveryKey(key); err == nil {
+			a, _ := c.sink.Accepted(key)
+			ev.AcceptedAt[k] = a.At
+		}
+	}
+	for _, r := range c.sink.Resends() {
+		resend := check.Resend{Key: r.Key, Times: r.Times}
+		// Each consumer instance posts to its own path: the webhook's, then
+		// its name.
+		if name, ok := strings.CutPrefix(r.AnsweredTo, c.instancePaths); ok {
+			resend.AnsweredTo = name
+		}
+		if a, ok := c.sink.Accepted(r.Key); ok {
+			resend.Received = a.Received
+		}
+		ev.Resends = append(ev.Resends, resend)
+	}
+	// SES: the stand-in's store.
 	for _, e := range sent {
 		if e.At < since.Unix() {
 			continue // an earlier run's, on the same stand-in
 		}
 		if key := e.Header(ses.HeaderDeliveryKey); key != "" {
-			if k, err := message.ParseDeliveryKey(key); err == nil && c.plan.byKey[k] != nil {
-				emails[key]++
+			if k, err := message.ParseDeliveryKey(key); err == nil {
+				if _, planned := c.plan.Deliveries[k]; planned {
+					record(key, 1)
+				}
 			}
 		}
 	}
+	// SNS: the subscriber's messages.
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	published = map[string]int{}
-	for k, n := range c.delivered {
-		published[k] = n
+	for key, n := range c.delivered {
+		record(key, n)
 	}
-	return emails, published, nil
+	for k := range c.plan.Deliveries {
+		ev.Requests[k] = c.requests[k.String()]
+	}
+	c.mu.Unlock()
+	for k := range c.plan.Deliveries {
+		if k.Provider == webhook.Name {
+			ev.Requests[k] = c.sink.Requests(k.String())
+		}
+	}
+	ev.ProviderRequests = map[string]int64{webhook.Name: int64(c.sink.RequestTotal()),
+		ses.Name: c.ses.Requests(), sns.Name: c.sns.Requests()}
+	return nil
 }

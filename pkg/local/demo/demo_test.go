@@ -3,7 +3,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +10,10 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/provider/ses"
-	"github.com/nudgehq/nudge/pkg/provider/sns"
-	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/pkg/local/check"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/message"
@@ -96,30 +94,38 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 		}
 	}
 	faults := map[string]int{}
-	for _, d := range p.byKey {
-		faults[d.fault]++
-		switch d.fault {
+	for _, d := range p.Deliveries {
+		faults[d.Fault]++
+		switch d.Fault {
 		case "400":
-			if d.expect != ledger.StatusDead || d.class != "rejected" {
+			if d.Expect != ledger.StatusDead || d.Class != "rejected" {
 				t.Errorf("a 400 must end dead as rejected: %+v", d)
 			}
 		case "down":
-			if d.expect != ledger.StatusDead || d.class != "exhausted" {
+			if d.Expect != ledger.StatusDead || d.Class != "exhausted" {
 				t.Errorf("a provider down must end dead as exhausted: %+v", d)
 			}
 		case "":
 		case "500", "hang", "drop":
 			// SES may have sent: its policy is review. The others retry.
-			if d.key.Provider == ses.Name && (d.expect != ledger.StatusDead || d.class != failure.ClassAmbiguous) {
-				t.Errorf("fault %s at SES must end dead as ambiguous: %+v", d.fault, d)
+			if d.Key.Provider == ses.Name && (d.Expect != ledger.StatusDead || d.Class != failure.ClassAmbiguous) {
+				t.Errorf("fault %s at SES must end dead as ambiguous: %+v", d.Fault, d)
 			}
-			if d.key.Provider != ses.Name && d.expect != ledger.StatusSent {
-				t.Errorf("fault %s must still end sent: %+v", d.fault, d)
+			if d.Key.Provider != ses.Name && d.Expect != ledger.StatusSent {
+				t.Errorf("fault %s must still end sent: %+v", d.Fault, d)
 			}
 		default:
-			if d.expect != ledger.StatusSent {
-				t.Errorf("fault %s must still end sent: %+v", d.fault, d)
+			if d.Expect != ledger.StatusSent {
+				t.Errorf("fault %s must still end sent: %+v", d.Fault, d)
 			}
+		}
+		// A due delivery ends as the checker's contract for its provider
+		// and fault says.
+		if kind(d.Kind) != dueNow && kind(d.Kind) != dueSoon {
+			continue
+		}
+		if want, class := check.Expect(d.Key.Provider, d.Fault); d.Expect != want || d.Class != class {
+			t.Fatalf("%s with fault %q expects %s %s; the contract says %s %s", d.Key, d.Fault, d.Expect, d.Class, want, class)
 		}
 	}
 	for _, k := range []string{"500", "429", "400", "hang", "drop", "down"} {
@@ -128,149 +134,22 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 		}
 	}
 	plan := p.sinkPlan()
-	for _, d := range p.byKey {
-		first, second := plan(d.key.String(), 1), plan(d.key.String(), 2)
-		want := map[string]string{"": "ok", "500": "500", "429": "429", "400": "400", "hang": "hang", "drop": "drop", "down": "500"}[d.fault]
+	for _, d := range p.Deliveries {
+		first, second := plan(d.Key.String(), 1), plan(d.Key.String(), 2)
+		want := map[string]string{"": "ok", "500": "500", "429": "429", "400": "400", "hang": "hang", "drop": "drop", "down": "500"}[d.Fault]
 		// A permanent rejection and an outage meet every attempt; the
 		// others only the first.
-		if first.Kind != want || (second.Kind != "ok") != (d.fault == "down" || d.fault == "400") || d.fault == "400" && second.Kind != "400" {
-			t.Fatalf("%s (%s): first %s, then %s", d.key, d.fault, first.Kind, second.Kind)
+		if first.Kind != want || (second.Kind != "ok") != (d.Fault == "down" || d.Fault == "400") || d.Fault == "400" && second.Kind != "400" {
+			t.Fatalf("%s (%s): first %s, then %s", d.Key, d.Fault, first.Kind, second.Kind)
 		}
 	}
-}
-
-// clean returns the evidence of a perfect run of p.
-func clean(p *plan) evidence {
-	ev := evidence{stored: map[message.DeliveryKey]ledger.Delivery{}, accepted: map[message.DeliveryKey]int{}}
-	for k, d := range p.byKey {
-		ev.stored[k] = ledger.Delivery{ReminderID: k.ReminderID, Channel: k.Channel, Provider: k.Provider, Status: d.expect, LastErrorClass: d.class}
-		if d.fault == "drop" && k.Provider == ses.Name {
-			ev.accepted[k] = 1 // it went out; the answer was lost, so it waits for review
-		}
-		switch d.expect {
-		case ledger.StatusSent:
-			ev.accepted[k] = 1
-		case ledger.StatusDead:
-			ev.dlq = append(ev.dlq, deadLetter{key: k, class: d.class})
-		}
+	// The checker passes a perfect run of the mix: each of its deliveries
+	// and poison messages is one the checker knows how to judge.
+	if p.Poison != len(p.poison) {
+		t.Fatalf("the plan tells the checker of %d poison messages; it puts %d on the queue", p.Poison, len(p.poison))
 	}
-	for i := range p.poison {
-		id := fmt.Sprint("poison-", i)
-		ev.dlq = append(ev.dlq, deadLetter{class: "decode", source: id})
-		ev.poisonIDs = append(ev.poisonIDs, id)
-	}
-	return ev
-}
-
-// TestViolationsCatchEachBrokenInvariant: a perfect run passes, and each
-// way a run can go wrong is reported.
-func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
-	t.Parallel()
-	p := newPlan(defaults(t, Config{Reminders: 100}))
-	if v := p.violations(clean(p)); len(v) != 0 {
-		t.Fatalf("a perfect run broke invariants: %v", v)
-	}
-	var sent, dead, sesSent, snsSent message.DeliveryKey
-	for k, d := range p.byKey {
-		if d.expect == ledger.StatusSent && d.fault == "" {
-			sent = k
-			switch k.Provider {
-			case ses.Name:
-				sesSent = k
-			case sns.Name:
-				snsSent = k
-			}
-		}
-		if d.expect == ledger.StatusDead && d.class != failure.ClassAmbiguous {
-			dead = k
-		}
-	}
-	if sesSent.ReminderID == "" || snsSent.ReminderID == "" {
-		t.Fatal("the plan gives no clean delivery to SES or SNS")
-	}
-	for _, c := range []struct {
-		name   string
-		break_ func(*evidence)
-		want   string
-	}{
-		{"sent twice", func(ev *evidence) { ev.resent = map[string]int{sent.String(): 1} }, "sent twice: " + sent.String()},
-		{"lost", func(ev *evidence) { delete(ev.stored, sent) }, "lost: " + sent.String()},
-		{"wrong outcome", func(ev *evidence) {
-			d := ev.stored[sent]
-			d.Status = ledger.StatusDead
-			ev.stored[sent] = d
-		}, "ended dead"},
-		{"wrong class", func(ev *evidence) {
-			d := ev.stored[dead]
-			d.LastErrorClass = "server"
-			ev.stored[dead] = d
-		}, `dead-lettered as "server"`},
-		{"sent but never accepted", func(ev *evidence) { delete(ev.accepted, sent) }, "the provider never accepted it"},
-		{"accepted but not sent", func(ev *evidence) { ev.accepted[dead] = 1 }, "accepted by the provider but is recorded dead"},
-		{"an e-mail sent twice", func(ev *evidence) { ev.accepted[sesSent] = 2 }, "sent twice: SES accepted " + sesSent.String() + " 2 times"},
-		{"an SES delivery reviewed without a lapsed lease", func(ev *evidence) {
-			d := ev.stored[sesSent]
-			d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
-			ev.stored[sesSent] = d
-		}, sesSent.String() + " (due"},
-		{"dead without a DLQ message", func(ev *evidence) {
-			for i, m := range ev.dlq {
-				if m.key == dead {
-					ev.dlq = append(ev.dlq[:i], ev.dlq[i+1:]...)
-					break
-				}
-			}
-		}, "has no message in the DLQ"},
-		{"poison lost", func(ev *evidence) { ev.dlq = ev.dlq[:len(ev.dlq)-1] }, "poison messages were put on the queue, 2 reached"},
-		{"overdue", func(ev *evidence) { ev.overdue = 2 }, "2 deliveries were due"},
-		{"queue not empty", func(ev *evidence) { ev.queueLeft = 3 }, "3 messages were left"},
-		{"failed invocations", func(ev *evidence) { ev.batchFailures = 1 }, "failed as a whole"},
-		{"a problem on the way", func(ev *evidence) { ev.problems = []string{"enqueue run at 10:00:00 failed"} }, "enqueue run at"},
-		{"publish failed", func(ev *evidence) { ev.publishFailed = 2 }, "could not publish 2"},
-	} {
-		ev := clean(p)
-		c.break_(&ev)
-		v := p.violations(ev)
-		if len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), c.want) {
-			t.Errorf("%s: violations %q, want one with %q", c.name, v, c.want)
-		}
-	}
-}
-
-// TestTheChannelsContract: an SNS copy is a counted duplicate, not a
-// violation (a standard topic does not deduplicate), and an SES delivery
-// an attempt died sending is reviewed, not a violation.
-func TestTheChannelsContract(t *testing.T) {
-	t.Parallel()
-	p := newPlan(defaults(t, Config{Reminders: 100}))
-	var sesKey, snsKey message.DeliveryKey
-	for k, d := range p.byKey {
-		if d.expect == ledger.StatusSent && d.fault == "" {
-			switch k.Provider {
-			case ses.Name:
-				sesKey = k
-			case sns.Name:
-				snsKey = k
-			}
-		}
-	}
-	ev := clean(p)
-	ev.accepted[snsKey] = 2
-	d := ev.stored[sesKey]
-	d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
-	d.History = []ledger.Entry{{Status: ledger.StatusQueued}, {Status: ledger.StatusSending}, {Status: ledger.StatusSending}, {Status: ledger.StatusDead}}
-	ev.stored[sesKey] = d
-	ev.dlq = append(ev.dlq, deadLetter{key: sesKey, class: failure.ClassAmbiguous})
-	if v := p.violations(ev); len(v) != 0 {
-		t.Fatalf("violations %v", v)
-	}
-	for k, d := range p.byKey {
-		if d.kind != dueNow && d.kind != dueSoon {
-			continue
-		}
-		if want, class := expectFor(k.Provider, d.fault); d.expect != want || d.class != class {
-			t.Fatalf("%s with fault %q expects %s %s; the contract says %s %s", k, d.fault, d.expect, d.class, want, class)
-		}
+	if v := check.Check(p.Plan, check.Perfect(p.Plan)); !v.OK() {
+		t.Fatalf("a perfect run of the mix broke invariants: %v", v.Violations)
 	}
 }
 
@@ -346,7 +225,7 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 		t.Logf("%d receives never reached the mapping; the run:\n%s", sum.UnseenReceives, out.String())
 	}
 	p := newPlan(defaults(t, Config{Reminders: 200}))
-	want := func(s ledger.Status) int { return p.count(func(d *planned) bool { return d.expect == s }) }
+	want := func(s ledger.Status) int { return p.count(func(d check.Planned) bool { return d.Expect == s }) }
 	if sum.Sent != want(ledger.StatusSent) || sum.Expired != want(ledger.StatusExpired) || sum.Cancelled != want(ledger.StatusCancelled) {
 		t.Errorf("sent %d, expired %d, cancelled %d; the plan calls for %d, %d, %d",
 			sum.Sent, sum.Expired, sum.Cancelled, want(ledger.StatusSent), want(ledger.StatusExpired), want(ledger.StatusCancelled))
@@ -362,7 +241,7 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	}
 	// The webhook's sink suppresses a repeat after a lost answer: there is
 	// one to suppress when the plan drops an answer of the webhook's.
-	drops := p.count(func(d *planned) bool { return d.key.Provider == "webhook" && d.fault == "drop" })
+	drops := p.count(func(d check.Planned) bool { return d.Key.Provider == "webhook" && d.Fault == "drop" })
 	if sum.Recognised == 0 || drops > 0 && sum.Suppressed == 0 || sum.Retried == 0 || sum.Overdue != 0 || sum.RequestsPerSent == 0 || sum.LatencyP99 == 0 {
 		t.Errorf("recognised %d, suppressed %d (%d webhook answers dropped), retried %d, overdue %d, requests/sent %.2f, p99 %v",
 			sum.Recognised, sum.Suppressed, drops, sum.Retried, sum.Overdue, sum.RequestsPerSent, sum.LatencyP99)
@@ -417,31 +296,6 @@ func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(out.String())
-	}
-}
-
-// TestARepeatIsExplainedOnlyByAKillDuringItsInvocation: a repeat of an
-// answered acceptance is the kill's doing only if the instance the answer
-// went to was killed while the invocation that sent it could still run.
-func TestARepeatIsExplainedOnlyByAKillDuringItsInvocation(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	s := &system{cfg: Config{ConsumerTimeout: 6 * time.Second}, kills: []kill{
-		{instance: "consumer-1", at: t0.Add(-time.Second)},
-		{instance: "consumer-2", at: t0.Add(-50 * time.Millisecond)},
-		{instance: "consumer-3", at: t0.Add(2 * time.Second)},
-		{instance: "consumer-4", at: t0.Add(10 * time.Second)},
-	}}
-	for path, want := range map[string]bool{
-		"/deliveries/consumer-1": false, // killed before the request was sent
-		"/deliveries/consumer-2": true,  // the request was in flight as it died
-		"/deliveries/consumer-3": true,  // killed during the invocation
-		"/deliveries/consumer-4": false, // killed long after the invocation ended
-		"/deliveries/consumer-5": false, // never killed
-	} {
-		if got := s.killedDuring(path, t0); got != want {
-			t.Errorf("killedDuring(%s) = %v, want %v", path, got, want)
-		}
 	}
 }
 
@@ -529,90 +383,5 @@ func TestLogsTellAnUnrecordedSend(t *testing.T) {
 	}
 	if billed, _ := (logs{l}).usage(); billed != 13*time.Millisecond {
 		t.Fatalf("billed %v, want 13ms", billed)
-	}
-}
-
-// TestAReviewAfterAKilledAttemptIsExplained: an SES delivery whose attempt
-// was killed mid-send, handed back to the queue by the repair and then
-// sent to review, is explained by the kill; the same end without the
-// ledger's mark of an unended attempt is not.
-func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
-	t.Parallel()
-	k := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: ses.Name}
-	d := ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Attempts: 2,
-		History: []ledger.Entry{{Status: ledger.StatusSending}, {Status: ledger.StatusQueued}, {Status: ledger.StatusSending}, {Status: ledger.StatusDead}}}
-	if reviewedAfterLapse(k, d) {
-		t.Error("a review without an unended attempt is explained")
-	}
-	d.UnendedAttempt = 1
-	if !reviewedAfterLapse(k, d) {
-		t.Error("a review after the repair requeued a killed attempt is not explained")
-	}
-	if reviewedAfterLapse(message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: webhook.Name}, d) {
-		t.Error("a webhook delivery's review is explained by a kill; only SES reviews what may have gone out")
-	}
-}
-
-// TestABudgetSpentByKillsIsExplained: a webhook or SNS delivery planned to
-// be sent that kills dead-lettered, by ending every attempt of its budget
-// but the last, which met its one transient fault, is explained; the
-// same end is a violation wherever the evidence says something else
-// happened: the provider saw more than that one request, or holds the
-// delivery after a fault that was not a lost answer, an attempt recorded a
-// failure or ended otherwise, the budget was not spent, or the delivery is
-// SES's (which sends the attempt after an unended one to review).
-func TestABudgetSpentByKillsIsExplained(t *testing.T) {
-	t.Parallel()
-	p := newPlan(defaults(t, Config{Reminders: 400, Faults: &ChaosFaults}))
-	keys := map[string]message.DeliveryKey{}
-	for k, d := range p.byKey {
-		if d.expect == ledger.StatusSent && (d.fault == "429" || d.fault == "drop" || d.fault == "") {
-			keys[k.Provider+" "+d.fault] = k
-		}
-	}
-	w429, sns429, wDrop, ses429, plain := keys["webhook 429"], keys["sns 429"], keys["webhook drop"], keys["ses 429"], keys["webhook "]
-	for name, k := range map[string]message.DeliveryKey{"webhook 429": w429, "sns 429": sns429, "webhook drop": wDrop, "ses 429": ses429, "webhook": plain} {
-		if k.ReminderID == "" {
-			t.Fatalf("the plan has no %s delivery", name)
-		}
-	}
-	const s, q, r, x, pe = ledger.StatusSending, ledger.StatusQueued, ledger.StatusRetrying, ledger.StatusDead, ledger.StatusPending
-	for _, c := range []struct {
-		name                 string
-		key                  message.DeliveryKey
-		history              []ledger.Status
-		attempts, budgetFrom int
-		requests, accepted   int
-		explained            bool
-	}{
-		{"four attempts killed, the fifth met the 429", w429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, true},
-		{"at SNS too", sns429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, true},
-		{"killed attempts, one handed back by the repair; the history cut", w429, []ledger.Status{s, q, s, q, s, s, s, x}, 5, 0, 1, 0, true},
-		{"since a redrive", w429, []ledger.Status{s, x, s, s, s, s, s, x}, 10, 5, 1, 0, true},
-		{"the last attempt's answer lost after it was accepted", wDrop, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 1, true},
-		{"a 429 the provider accepted all the same", w429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 1, false},
-		{"a killed attempt had reached the provider", w429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 2, 0, false},
-		{"an attempt recorded a failure", w429, []ledger.Status{q, s, r, s, s, s, s, x}, 5, 0, 1, 0, false},
-		{"the budget not spent since the redrive", w429, []ledger.Status{s, x, s, s, s, s, s, x}, 8, 5, 1, 0, false},
-		{"SES reviews instead", ses429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, false},
-		{"no fault to fail the last attempt", plain, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, false},
-	} {
-		ev := clean(p)
-		ev.budget, ev.requests = 5, map[message.DeliveryKey]int{c.key: c.requests}
-		d := ev.stored[c.key]
-		d.Status, d.LastErrorClass, d.Attempts, d.BudgetFrom, d.History = x, failure.ClassExhausted, c.attempts, c.budgetFrom, nil
-		for _, st := range c.history {
-			d.History = append(d.History, ledger.Entry{Status: st})
-		}
-		ev.stored[c.key] = d
-		ev.accepted[c.key] = c.accepted
-		ev.dlq = append(ev.dlq, deadLetter{key: c.key, class: failure.ClassExhausted})
-		v := p.violations(ev)
-		if c.explained && len(v) != 0 {
-			t.Errorf("%s: violations %q", c.name, v)
-		}
-		if !c.explained && (len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), c.key.String())) {
-			t.Errorf("%s: violations %q, want %s named", c.name, v, c.key)
-		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -27,7 +25,7 @@ import (
 
 // drainConfig configures a drain: a measurement of the consumer path alone.
 // Deliveries due now are in the ledger and their messages on the work queue
-// before the consumers start; the drain times the event source mapping,
+// before the mapping starts; the drain times the event source mapping,
 // the consumer bootstraps under the emulator, DynamoDB Local and the
 // provider until every delivery is accepted, then sends every message a
 // second time to count what a recognised duplicate costs.
@@ -51,7 +49,7 @@ type drainConfig struct {
 	// standin.DefaultDir().
 	Dir string
 	// Bootstraps holds consumer/bootstrap and enqueue/bootstrap for this
-	// machine. Default "build/local".
+	// machine. Default "build/local" (local.HarnessConfig's).
 	Bootstraps string
 	// DynamoDBEndpoint and SQSEndpoint are the running stand-ins. Required.
 	DynamoDBEndpoint, SQSEndpoint, SESEndpoint string
@@ -71,9 +69,10 @@ type drainResult struct {
 	DynamoDBPerDuplicate, WriteUnitsPerDuplicate, SQSPerDuplicate float64
 	// Invocations counts the consumer invocations of the drain.
 	Invocations int64
-	// ColdStart is from starting a function's process (the emulator and
-	// its runtime) to its first answered invocation: a one-record batch
-	// for the consumer, a schedule tick for the enqueue.
+	// ColdStart is a function's start (its emulator's, until it accepted a
+	// connection) and its first answered invocation (its runtime's start
+	// and the invocation): a one-record batch for the consumer, a schedule
+	// tick for the enqueue.
 	ConsumerColdStart, EnqueueColdStart time.Duration
 	// EmulatorStart is the part of the consumer's cold start spent before
 	// the emulator accepted a connection (the runtime starts after that,
@@ -100,9 +99,6 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	if cfg.Stage == "" {
 		cfg.Stage = "drain"
 	}
-	if cfg.Bootstraps == "" {
-		cfg.Bootstraps = "build/local"
-	}
 	var res drainResult
 	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" || cfg.SESEndpoint == "" {
 		return res, errors.New("demo: a drain needs running stand-ins: set DynamoDBEndpoint, SQSEndpoint and SESEndpoint (nudge local exec sets AWS_ENDPOINT_URL_*)")
@@ -113,36 +109,19 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	// before the cut-off (deployment.Stage.Validate): half the batch at
 	// once fits the stage's two rounds of the provider timeout.
 	stage.RecordConcurrency = max(stage.RecordConcurrency, (cfg.BatchSize+1)/2)
-	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir, DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint,
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir,
+		DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint,
 		Plan: func(string, int) sink.Fault { return sink.Fault{Kind: "ok", Delay: cfg.Latency} }})
 	if err != nil {
 		return res, err
 	}
 	defer sys.Close()
-	db, q, snk := sys.DB, sys.SQS, sys.Sink
-	s := &system{db: db, sqs: q, res: sys.Resources}
-	if s.view, err = ledger.New(db, ledger.Config{Table: s.res.Table}); err != nil {
-		return res, err
-	}
-	if err := s.empty(ctx); err != nil {
-		return res, err
-	}
-	led, err := ledger.New(db, ledger.Config{Table: s.res.Table, Shards: stage.Shards})
+	h, err := sys.StartHarness(ctx, local.HarnessConfig{Bootstraps: cfg.Bootstraps, Consumers: cfg.Instances, PollWait: time.Second})
 	if err != nil {
 		return res, err
 	}
-
-	// The counting proxies.
-	proxies := map[string]*standin.Proxy{}
-	for name, target := range map[string]string{"DynamoDB": cfg.DynamoDBEndpoint, "SQS": cfg.SQSEndpoint} {
-		p, err := standin.NewProxy(target)
-		if err != nil {
-			return res, err
-		}
-		defer p.Close()
-		proxies[name] = p
-	}
-	env, err := sys.Env("consumer", local.Endpoints{DynamoDB: proxies["DynamoDB"].Endpoint, SQS: proxies["SQS"].Endpoint}, 0)
+	defer h.Close()
+	led, err := ledger.New(h.DB, ledger.Config{Table: h.Resources.Table, Shards: stage.Shards})
 	if err != nil {
 		return res, err
 	}
@@ -155,60 +134,43 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	}
 	cold, bodies := bodies[0], bodies[1:]
 
-	// Cold start: the first instance, from its process start to its first
-	// answered batch.
-	var invokers []esm.Invoker
-	var fns []*standin.Lambda
-	for i := range cfg.Instances {
-		start := time.Now()
-		fn, err := sys.StartFunction(ctx, filepath.Join(cfg.Bootstraps, "consumer", "bootstrap"), env, io.Discard)
-		if err != nil {
-			return res, err
-		}
-		defer fn.Stop()
-		if i == 0 {
-			res.EmulatorStart = time.Since(start)
-			ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1", ReceiptHandle: "cold-1", Body: cold, EventSource: "aws:sqs",
-				EventSourceARN: s.res.WorkARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}})
-			out, err := fn.Invoke(ctx, ev)
-			if _, ferr := esm.Acknowledged(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1"}}}, out); err != nil || ferr != nil {
-				return res, fmt.Errorf("demo: the cold invocation failed: %v %v: %s", err, ferr, out)
-			}
-			res.ConsumerColdStart = time.Since(start)
-		}
-		fns = append(fns, fn)
-		invokers = append(invokers, fn)
+	// Cold start: the first instance's start, and its first answered
+	// batch.
+	first := h.Consumers[0]
+	res.EmulatorStart = first.Startup
+	ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1", ReceiptHandle: "cold-1", Body: cold, EventSource: "aws:sqs",
+		EventSourceARN: h.Resources.WorkARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}})
+	invoked := time.Now()
+	out, err := first.Invoke(ctx, ev)
+	if _, ferr := esm.Acknowledged(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1"}}}, out); err != nil || ferr != nil {
+		return res, fmt.Errorf("demo: the cold invocation failed: %v %v: %s", err, ferr, out)
 	}
-	if err := sendBodies(ctx, q, s.res.WorkURL, bodies); err != nil {
+	res.ConsumerColdStart = first.Startup + time.Since(invoked)
+	if err := sendBodies(ctx, h.SQS, h.Resources.WorkURL, bodies); err != nil {
 		return res, err
 	}
-	base := snapshotCounts(proxies)
+	base := snapshotCounts(h.Proxies)
 
 	// The drain.
-	mapping, err := esm.New(esm.Config{Queue: q, QueueURL: s.res.WorkURL, QueueARN: s.res.WorkARN,
-		BatchSize: cfg.BatchSize, BatchingWindow: cfg.BatchingWindow, Invokers: invokers, PollWait: time.Second, FunctionTimeout: stage.ConsumerTimeout})
-	if err != nil {
-		return res, err
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); mapping.Run(runCtx) }()
+	go func() { defer wg.Done(); h.Mapping.Run(runCtx) }()
 	defer func() { stop(); wg.Wait() }()
 	started := time.Now()
 	want := cfg.Deliveries + 1
-	if err := waitFor(ctx, 10*time.Minute, func() bool { n, _ := snk.Totals(); return n >= want }); err != nil {
-		n, _ := snk.Totals()
+	if err := waitFor(ctx, 10*time.Minute, func() bool { n, _ := h.Sink.Totals(); return n >= want }); err != nil {
+		n, _ := h.Sink.Totals()
 		return res, fmt.Errorf("demo: %d of %d deliveries accepted: %w", n-1, cfg.Deliveries, err)
 	}
 	res.Deliveries, res.Elapsed = cfg.Deliveries, time.Since(started)
 	res.PerSecond = float64(cfg.Deliveries) / res.Elapsed.Seconds()
 	// Let the mapping delete the last batches before counting.
-	if err := waitFor(ctx, time.Minute, func() bool { st := mapping.Stats(); return st.Deleted >= int64(cfg.Deliveries) }); err != nil {
-		return res, fmt.Errorf("demo: the mapping deleted %d of %d: %w", mapping.Stats().Deleted, cfg.Deliveries, err)
+	if err := waitFor(ctx, time.Minute, func() bool { st := h.Mapping.Stats(); return st.Deleted >= int64(cfg.Deliveries) }); err != nil {
+		return res, fmt.Errorf("demo: the mapping deleted %d of %d: %w", h.Mapping.Stats().Deleted, cfg.Deliveries, err)
 	}
-	st := mapping.Stats()
-	delivered := snapshotCounts(proxies)
+	st := h.Mapping.Stats()
+	delivered := snapshotCounts(h.Proxies)
 	n := float64(cfg.Deliveries)
 	res.DynamoDBPerDelivery = float64(delivered.ddb-base.ddb) / n
 	res.WriteUnitsPerDelivery = (delivered.wcu - base.wcu) / n
@@ -216,44 +178,35 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	res.Invocations = st.Invocations
 
 	// Every message again: each is a recognised duplicate.
-	if err := sendBodies(ctx, q, s.res.WorkURL, bodies); err != nil {
+	if err := sendBodies(ctx, h.SQS, h.Resources.WorkURL, bodies); err != nil {
 		return res, err
 	}
-	if err := waitFor(ctx, 5*time.Minute, func() bool { return mapping.Stats().Deleted >= 2*int64(cfg.Deliveries) }); err != nil {
+	if err := waitFor(ctx, 5*time.Minute, func() bool { return h.Mapping.Stats().Deleted >= 2*int64(cfg.Deliveries) }); err != nil {
 		return res, fmt.Errorf("demo: duplicates: %w", err)
 	}
-	st2 := mapping.Stats()
-	dup := snapshotCounts(proxies)
+	st2 := h.Mapping.Stats()
+	dup := snapshotCounts(h.Proxies)
 	res.DynamoDBPerDuplicate = float64(dup.ddb-delivered.ddb) / n
 	res.WriteUnitsPerDuplicate = (dup.wcu - delivered.wcu) / n
 	res.SQSPerDuplicate = float64(dup.sqs-delivered.sqs+st2.ReceiveRequests+st2.DeleteRequests-st.ReceiveRequests-st.DeleteRequests) / n
-	if accepted, _ := snk.Totals(); accepted != want || len(snk.Resent()) > 0 {
-		return res, fmt.Errorf("demo: the provider accepted %d deliveries and saw %d sent again; want %d and none", accepted, len(snk.Resent()), want)
+	if accepted, _ := h.Sink.Totals(); accepted != want || len(h.Sink.Resent()) > 0 {
+		return res, fmt.Errorf("demo: the provider accepted %d deliveries and saw %d sent again; want %d and none", accepted, len(h.Sink.Resent()), want)
 	}
-	for _, fn := range fns {
+	for _, fn := range h.Consumers {
 		if rss, err := fn.PeakRSS(); err == nil {
 			res.ConsumerPeakRSS = max(res.ConsumerPeakRSS, rss)
 		}
 	}
 
 	// The enqueue's cold start, on the drained table: a tick with nothing
-	// to hand off.
-	eenv, err := sys.Env("enqueue", sys.Endpoints(), 0)
-	if err != nil {
-		return res, err
-	}
-	start := time.Now()
-	enq, err := sys.StartFunction(ctx, filepath.Join(cfg.Bootstraps, "enqueue", "bootstrap"), eenv, io.Discard)
-	if err != nil {
-		return res, err
-	}
-	defer enq.Stop()
-	out, err := enq.Invoke(ctx, []byte(`{"source":"aws.scheduler","scheduledTime":"`+time.Now().UTC().Format(time.RFC3339)+`"}`))
+	// to hand off, its first invocation.
+	invoked = time.Now()
+	out, err = h.Enqueue.Invoke(ctx, []byte(`{"source":"aws.scheduler","scheduledTime":"`+time.Now().UTC().Format(time.RFC3339)+`"}`))
 	if err != nil || strings.Contains(string(out), "errorType") {
 		return res, fmt.Errorf("demo: the enqueue's first tick failed: %v: %s", err, out)
 	}
-	res.EnqueueColdStart = time.Since(start)
-	res.EnqueuePeakRSS, _ = enq.PeakRSS()
+	res.EnqueueColdStart = h.Enqueue.Startup + time.Since(invoked)
+	res.EnqueuePeakRSS, _ = h.Enqueue.PeakRSS()
 	return res, nil
 }
 
@@ -314,15 +267,15 @@ func sendBodies(ctx context.Context, q *sqs.Client, url string, bodies []string)
 	return nil
 }
 
-// counts are the proxies' totals at one moment.
+// counts are the consumers' proxies' totals at one moment.
 type counts struct {
 	ddb, sqs int64
 	wcu      float64
 }
 
 func snapshotCounts(p map[string]*standin.Proxy) counts {
-	_, w := p["DynamoDB"].Units()
-	return counts{ddb: p["DynamoDB"].Total(), sqs: p["SQS"].Total(), wcu: w}
+	_, w := p["consumer DynamoDB"].Units()
+	return counts{ddb: p["consumer DynamoDB"].Total(), sqs: p["consumer SQS"].Total(), wcu: w}
 }
 
 // waitFor polls done every 20 ms until it is true or limit passes.

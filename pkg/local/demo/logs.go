@@ -5,12 +5,96 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
+
+// LogPath is where a run of the stage keeps its log name: the stand-in
+// folder's logs, named by the stage (.local/logs/demo-consumer-1.log for
+// make demo, chaos-… for make chaos), so that runs of other stages, such
+// as the tests', leave each other's evidence alone.
+func LogPath(dir, stage, name string) string {
+	return filepath.Join(dir, "logs", stage+"-"+name)
+}
+
+// runLogs are a run's logs, each in a file at LogPath: every function
+// instance's output, read as CloudWatch would (functionLog), and the event
+// source mapping's lines, counted by kind.
+type runLogs struct {
+	consumer, enqueue, intake logs
+	byName                    map[string]*functionLog // "consumer-1", …, "enqueue", "intake"
+	mappingErrors             *errorKinds
+	mappingFile               *os.File
+	files                     []*os.File
+}
+
+// openLogs creates the log files of a run of the stage with the given
+// consumer instances, in dir's logs.
+func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
+	l = &runLogs{byName: map[string]*functionLog{}, mappingErrors: newErrorKinds(10)}
+	defer func() {
+		if err != nil {
+			l.close()
+		}
+	}()
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return l, err
+	}
+	create := func(name string) (*os.File, error) {
+		f, err := os.Create(LogPath(dir, stage, name))
+		if err == nil {
+			l.files = append(l.files, f)
+		}
+		return f, err
+	}
+	names := []string{"enqueue", "intake"}
+	for i := range consumers {
+		names = append(names, fmt.Sprintf("consumer-%d", i+1))
+	}
+	for _, name := range names {
+		f, err := create(name + ".log")
+		if err != nil {
+			return l, err
+		}
+		fl := newFunctionLog(f)
+		l.byName[name] = fl
+		switch {
+		case name == "enqueue":
+			l.enqueue = append(l.enqueue, fl)
+		case name == "intake":
+			l.intake = append(l.intake, fl)
+		default:
+			l.consumer = append(l.consumer, fl)
+		}
+	}
+	// The mapping's own line per failed invocation: a kill's, or one the
+	// run reports (its kinds, counted, go into the violation).
+	l.mappingFile, err = create("esm.log")
+	return l, err
+}
+
+// output is where a function instance's output goes (local.HarnessConfig).
+func (l *runLogs) output(name string) io.Writer {
+	if fl, ok := l.byName[name]; ok {
+		return fl
+	}
+	return nil
+}
+
+// mapping is where the mapping's lines go.
+func (l *runLogs) mapping() io.Writer { return io.MultiWriter(l.mappingErrors, l.mappingFile) }
+
+// close closes the files.
+func (l *runLogs) close() {
+	for _, f := range l.files {
+		f.Close()
+	}
+}
 
 // functionLog receives a function instance's output (its JSON log lines,
 // EMF metric lines, and the emulator's START/END/REPORT lines), copies it

@@ -11,9 +11,8 @@ import (
 	"github.com/nudgehq/nudge/pkg/provider/sns"
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
-	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/local/sink"
+	"github.com/nudgehq/nudge/pkg/local/check"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -33,31 +32,30 @@ const (
 // kinds in the order the summary lists them.
 var kinds = []kind{dueNow, dueSoon, future, expired, cancelled, lateCancel}
 
+// The providers, by channel: e-mail goes out through SES for half the
+// reminders and the webhook for the other half; SMS is published to SNS,
+// for the team's own SMS gateway.
+const (
+	sesShare = 0.5
+	smsShare = 0.3
+)
+
 // share of the reminders per kind; due now takes the rest.
 var shares = map[kind]float64{dueSoon: 0.35, future: 0.10, expired: 0.05, cancelled: 0.03, lateCancel: 0.03}
-
-// planned is one delivery of the mix, with the outcome its faults call for.
-type planned struct {
-	key    message.DeliveryKey
-	kind   kind
-	fault  string // a Faults kind ("500", …) or ""
-	expect ledger.Status
-	// class is the failure class a dead delivery must carry.
-	class failure.Class
-}
 
 // plannedReminder is one reminder of the mix.
 type plannedReminder struct {
 	id         string
 	kind       kind
 	soon       time.Duration // how far ahead of its creation a due-soon reminder falls due
-	deliveries []*planned
+	deliveries []check.Planned
 }
 
-// plan is the whole mix, drawn from a seeded source.
+// plan is the whole mix, drawn from a seeded source, and what each of its
+// deliveries must end as (check.Plan).
 type plan struct {
+	check.Plan
 	reminders []*plannedReminder
-	byKey     map[message.DeliveryKey]*planned
 	poison    []string
 	cfg       Config
 
@@ -68,7 +66,7 @@ type plan struct {
 
 func newPlan(cfg Config) *plan {
 	rnd := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6e75646765))
-	p := &plan{byKey: map[message.DeliveryKey]*planned{}, cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 1))}
+	p := &plan{Plan: check.Plan{Deliveries: map[message.DeliveryKey]check.Planned{}}, cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 1))}
 	n := cfg.Reminders
 	counts := map[kind]int{dueNow: n}
 	for _, k := range kinds[1:] {
@@ -102,27 +100,44 @@ func newPlan(cfg Config) *plan {
 			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: sns.Name})
 		}
 		for _, key := range keys {
-			d := &planned{key: key, kind: k}
+			d := check.Planned{Key: key, Kind: string(k)}
 			switch k {
 			case future:
-				d.expect = ledger.StatusPending
+				d.Expect = ledger.StatusPending
 			case expired:
-				d.expect = ledger.StatusExpired
+				d.Expect = ledger.StatusExpired
 			case cancelled, lateCancel:
-				d.expect = ledger.StatusCancelled
+				d.Expect = ledger.StatusCancelled
 			default:
-				d.fault = drawFault(rnd.Float64(), f)
-				d.expect, d.class = expectFor(key.Provider, d.fault)
+				d.Fault = drawFault(rnd.Float64(), f)
+				d.Expect, d.Class = check.Expect(key.Provider, d.Fault)
 			}
 			r.deliveries = append(r.deliveries, d)
-			p.byKey[d.key] = d
+			p.Deliveries[d.Key] = d
 		}
 		p.reminders = append(p.reminders, r)
 	}
 	for i := range cfg.Poison {
 		p.poison = append(p.poison, poisonBodies[i%len(poisonBodies)])
 	}
+	p.Poison = len(p.poison)
 	return p
+}
+
+// mixLine counts the reminders by kind, for the run's first line.
+func (p *plan) mixLine() string {
+	counts := map[kind]int{}
+	for _, r := range p.reminders {
+		counts[r.kind]++
+	}
+	line := ""
+	for _, k := range kinds {
+		if line != "" {
+			line += ", "
+		}
+		line += fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return line
 }
 
 // drawFault picks a fault kind for a uniform draw u.
@@ -173,9 +188,9 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 		in.ExpiresAt = expires.Format(time.RFC3339Nano)
 	}
 	for i, d := range r.deliveries {
-		di := schedule.DeliveryInput{Channel: d.key.Channel, Provider: d.key.Provider,
+		di := schedule.DeliveryInput{Channel: d.Key.Channel, Provider: d.Key.Provider,
 			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
-		if d.key.Provider == ses.Name {
+		if d.Key.Provider == ses.Name {
 			di.TemplateRef, di.Address = "renewal-notice", r.id+"@customers.example"
 		}
 		in.Deliveries = append(in.Deliveries, di)
@@ -190,26 +205,12 @@ func (p *plan) lateCancelDue() time.Duration {
 	return max(p.cfg.Spread, 8*p.cfg.Tick) + 5*time.Second
 }
 
-// repeats reports whether a fault meets every request of its delivery, as
-// the real thing does, or only the first. What a provider does on the
-// next attempt (docs/reliability.md, "The fault model"):
-//
-//	500   a transient server error: the next attempt is answered
-//	429   throttled: the next attempt, after Retry-After, is answered
-//	hang  no answer before the timeout: the next attempt is answered
-//	drop  accepted, the answer lost: the next attempt is answered (the
-//	      webhook by its idempotency key, as a duplicate)
-//	400   a permanent rejection: every attempt is rejected again — the
-//	      request is invalid, so a retry after a crash is too
-//	down  an outage for the run: every attempt fails
-func repeats(fault string) bool { return fault == "400" || fault == "down" }
-
-// repeats is the package's repeats, unless an operator fixed the cause of
-// that kind of fault since (fix).
+// repeats is check.Repeats (the fault model), unless an operator fixed the
+// cause of that kind of fault since (fix).
 func (p *plan) repeats(fault string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return repeats(fault) && !p.fixed[fault]
+	return check.Repeats(fault) && !p.fixed[fault]
 }
 
 // fix records that an operator fixed the cause of a kind of fault (a
@@ -224,32 +225,6 @@ func (p *plan) fix(fault string) {
 	p.fixed[fault] = true
 }
 
-// sinkPlan is the provider's behaviour: each delivery's fault on its first
-// request, or on every request for a fault that repeats, and a random
-// latency on all.
-func (p *plan) sinkPlan() sink.Plan {
-	return func(key string, attempt int) sink.Fault {
-		k, err := message.ParseDeliveryKey(key)
-		var fault string
-		if d, ok := p.byKey[k]; ok && err == nil {
-			fault = d.fault
-		}
-		f := sink.Fault{Kind: "ok", Delay: p.latency()}
-		if attempt > 1 && !p.repeats(fault) {
-			return f
-		}
-		switch fault {
-		case "500", "down":
-			f.Kind = "500"
-		case "429":
-			f.Kind, f.RetryAfter = "429", retryAfter
-		case "400", "hang", "drop":
-			f.Kind = fault
-		}
-		return f
-	}
-}
-
 func (p *plan) latency() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -258,9 +233,9 @@ func (p *plan) latency() time.Duration {
 }
 
 // count returns how many deliveries of the plan satisfy ok.
-func (p *plan) count(ok func(*planned) bool) int {
+func (p *plan) count(ok func(check.Planned) bool) int {
 	n := 0
-	for _, d := range p.byKey {
+	for _, d := range p.Deliveries {
 		if ok(d) {
 			n++
 		}
@@ -270,5 +245,5 @@ func (p *plan) count(ok func(*planned) bool) int {
 
 // duplicates is how many due-now deliveries get a second message.
 func (p *plan) duplicates() int {
-	return int(math.Round(p.cfg.Duplicates * float64(p.count(func(d *planned) bool { return d.kind == dueNow }))))
+	return int(math.Round(p.cfg.Duplicates * float64(p.count(func(d check.Planned) bool { return d.Kind == string(dueNow) }))))
 }

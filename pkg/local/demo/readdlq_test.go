@@ -109,33 +109,31 @@ func readsTheWholeDLQ(t *testing.T, lossy *losingReceives) {
 		send(fmt.Sprintf("poison %d", i), deadletter.Letter{Class: failure.ClassDecode, Reason: "message: not JSON", SourceMessageID: fmt.Sprintf("poison-%d", i)})
 	}
 
-	s := &system{
-		sqs: sqs.NewFromConfig(standintest.AWSConfig(t), func(o *sqs.Options) { o.HTTPClient = &http.Client{Transport: lossy} }),
-		res: local.Provisioned{WorkURL: q.WorkURL, DLQURL: q.DLQURL},
-	}
+	lossyClient := sqs.NewFromConfig(standintest.AWSConfig(t), func(o *sqs.Options) { o.HTTPClient = &http.Client{Transport: lossy} })
+	var problems problems
 	const hold = 5 * time.Second
 	start := time.Now()
-	got, err := s.readDLQ(ctx, hold)
+	got, err := readDLQ(ctx, lossyClient, local.Provisioned{WorkURL: q.WorkURL, DLQURL: q.DLQURL}, hold, problems.add)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if lossy.lost == 0 && !lossy.failRelease {
 		t.Fatal("no receive was lost; the test means to lose some")
 	}
-	if len(got) != want || len(s.problems) > 0 {
-		t.Fatalf("read %d of %d DLQ messages (%d receives lost); problems: %v", len(got), want, lossy.lost, s.problems)
+	if len(got) != want || len(problems.all()) > 0 {
+		t.Fatalf("read %d of %d DLQ messages (%d receives lost); problems: %v", len(got), want, lossy.lost, problems.all())
 	}
 	if lossy.lost > 0 && time.Since(start) < hold {
 		t.Errorf("the reads took %v: a second read must wait for the hold (%v) of the messages the first hid", time.Since(start), hold)
 	}
 	keys, sources := map[string]int{}, map[string]string{}
 	for _, d := range got {
-		k := d.key.String()
-		if d.key.ReminderID == "" {
+		k := d.Key.String()
+		if d.Key.ReminderID == "" {
 			k = "" // poison
 		}
 		keys[k]++
-		sources[d.source] = k
+		sources[d.Source] = k
 	}
 	if len(keys) != 26 || keys["rem-05:email:ses"] != 2 || keys["rem-06:email:ses"] != 1 || keys[""] != 5 {
 		t.Errorf("copies by delivery: %v", keys)
