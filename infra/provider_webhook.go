@@ -84,18 +84,18 @@ func newWebhookParams(stack awscdk.Stack, id string) *webhookParams {
 	// saying what to set, before any change, rather than with the CLI's
 	// generic "missing a value". (An update without them keeps the
 	// deployed values: the CDK CLI passes UsePreviousValue.)
-	webhookURL := awscdk.NewCfnParameter(stack, str("WebhookUrl"), &awscdk.CfnParameterProps{
+	webhookURL := awscdk.NewCfnParameter(stack, str(webhook.ParamURL), &awscdk.CfnParameterProps{
 		Type: str("String"), Default: str(""), NoEcho: jsii.Bool(true), // it may hold a token
 		AllowedPattern: str("^$|^https://.+"), ConstraintDescription: str("an https:// URL"),
 		Description: str("The webhook provider's HTTPS endpoint (docs/webhook.md)"),
 	})
-	secretID := awscdk.NewCfnParameter(stack, str("WebhookSigningRef"), &awscdk.CfnParameterProps{
+	secretID := awscdk.NewCfnParameter(stack, str(webhook.ParamSecret), &awscdk.CfnParameterProps{
 		Type: str("String"), Default: str(""),
 		AllowedPattern:        str(`^$|^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:)?[A-Za-z0-9/_+=.@-]+$`),
 		ConstraintDescription: str("the name, partial ARN or full ARN of a Secrets Manager secret in this account"),
 		Description:           str("Name, partial ARN or full ARN of the Secrets Manager secret holding the webhook signing secret (plain text)"),
 	})
-	secretKey := awscdk.NewCfnParameter(stack, str("WebhookSigningKmsArn"), &awscdk.CfnParameterProps{
+	secretKey := awscdk.NewCfnParameter(stack, str(webhook.ParamSecretKey), &awscdk.CfnParameterProps{
 		Type: str("String"), Default: str(""),
 		AllowedPattern:        str(`^$|^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$`),
 		ConstraintDescription: str("empty, or the ARN of a KMS key (arn:aws:kms:REGION:ACCOUNT:key/ID)"),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -27,7 +28,7 @@ func TestARunWithoutFlagsIsItsPreset(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if cfg.Reminders != d.Reminders || cfg.Rate != d.Rate || cfg.SESRate != d.SESRate || cfg.Spread != d.Spread || cfg.MaxConcurrency != d.MaxConcurrency ||
+		if cfg.Reminders != d.Reminders || cfg.Rate != d.Rate || !maps.Equal(cfg.Rates, d.Rates) || cfg.Spread != d.Spread || cfg.MaxConcurrency != d.MaxConcurrency ||
 			cfg.Kills != d.Kills || cfg.EnqueueKills != d.EnqueueKills || cfg.ConsumerTimeout != d.ConsumerTimeout || cfg.EnqueueBudget != d.EnqueueBudget || cfg.Seed != d.Seed ||
 			cfg.BatchSize != d.BatchSize || cfg.Tick != d.Tick || cfg.Stage != d.Stage {
 			t.Errorf("%s: the run's settings %+v differ from the preset's %+v", name, cfg, d)
@@ -49,7 +50,13 @@ func TestARunWithoutFlagsIsItsPreset(t *testing.T) {
 		}
 	}
 	cfg, _ := runConfig(demo.ChaosDefaults(), []string{"--ses-rate", "0"})
-	if cfg.SESRate != -1 {
-		t.Errorf("--ses-rate 0 gives %v; want no limit (-1)", cfg.SESRate)
+	if cfg.Rates["ses"] != -1 {
+		t.Errorf("--ses-rate 0 gives %v; want no limit (-1)", cfg.Rates["ses"])
+	}
+	if d := demo.ChaosDefaults(); d.Rates["ses"] != 200 {
+		t.Errorf("the chaos preset paces SES at %v; want 200 a second", d.Rates["ses"])
+	}
+	if d := demo.Defaults(); d.Rates["ses"] != 20 {
+		t.Errorf("the demo preset paces SES at %v; want 20 a second", d.Rates["ses"])
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider/ses"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -267,7 +269,7 @@ func seed(ctx context.Context, l deliveryCreator, ev events.SQSEvent) ([]message
 		d := ledger.Delivery{ReminderID: m.ReminderID, Channel: m.Channel, Provider: m.Provider, Status: ledger.StatusQueued,
 			RecipientRef: fmt.Sprintf("local/contact-%d", i+1), TemplateRef: "local-template",
 			DueAt: m.DueAt, ExpiresAt: expires}
-		if m.Provider == ses.Name {
+		if drv, _ := registry.Lookup(m.Provider); drv.Intake.Address == provider.EmailAddress {
 			// An e-mail: an address, a template from templates/email, and
 			// the data it renders.
 			d.Address, d.TemplateRef = m.ReminderID+"@customers.example", "renewal-notice"
@@ -315,7 +317,7 @@ func seedCalendar(ctx context.Context, db *dynamodb.Client, table string, shards
 			in.ExpiresAt = e.expires.Format(time.RFC3339)
 		}
 		for _, ch := range e.channels {
-			in.Deliveries = append(in.Deliveries, schedule.DeliveryInput{Channel: ch, Provider: "webhook", RecipientRef: "contact/" + e.id, TemplateRef: "local-template"})
+			in.Deliveries = append(in.Deliveries, schedule.DeliveryInput{Channel: ch, Provider: registry.Default(), RecipientRef: "contact/" + e.id, TemplateRef: "local-template"})
 		}
 		r, err := store.Validator().Validate(in)
 		if err != nil {

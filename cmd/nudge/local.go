@@ -17,6 +17,7 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/local/demo"
 	"github.com/nudgehq/nudge/pkg/local/standin"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 func localCommand(s streams) *cobra.Command {
@@ -169,6 +170,8 @@ type runFlags struct {
 	cfg    demo.Config
 	faults string
 	keep   bool
+	// rates are the --<provider>-rate flags' values, by provider.
+	rates map[string]*float64
 }
 
 // addRunFlags defines a run's flags on fs over the preset d.
@@ -183,7 +186,13 @@ func addRunFlags(fs *pflag.FlagSet, d demo.Config) *runFlags {
 	fs.DurationVar(&cfg.BatchingWindow, "batching-window", d.BatchingWindow, "the event source mapping's batching window `DURATION` (0–5m)")
 	fs.IntVar(&cfg.MaxConcurrency, "max-concurrency", d.MaxConcurrency, "consumer instances `N`, each one invocation at a time (2 or more)")
 	fs.StringVar(&f.faults, "faults", d.Faults.String(), "provider fault shares `SPEC`: 500, 429, 400, hang, drop, down (e.g. \"500=5%,400=1%\"), or \"none\"")
-	fs.Float64Var(&cfg.SESRate, "ses-rate", d.SESRate, "SES sends per second for the stage, shared by the consumers (`R`; negative for no limit; default 20)")
+	f.rates = map[string]*float64{}
+	for _, drv := range registry.All() {
+		if drv.StandIn.Rate > 0 {
+			f.rates[drv.Name] = fs.Float64(drv.Name+"-rate", d.Rates[drv.Name],
+				fmt.Sprintf("%s sends per second for the stage, shared by the consumers (`R`; negative for no limit; default %g)", drv.Title, drv.StandIn.Rate))
+		}
+	}
 	fs.DurationVar(&cfg.Latency, "latency", d.Latency, "the provider's mean answer time `DURATION` (0 for none)")
 	fs.IntVar(&cfg.Poison, "poison", 0, "malformed messages (`N`) to put on the queue (default 1% of reminders, at least 3; -1 for none)")
 	fs.Float64Var(&cfg.Duplicates, "duplicates", d.Duplicates, "`SHARE` of due-now deliveries sent twice, 0 to 1 (0 for none)")
@@ -211,8 +220,11 @@ func (f *runFlags) config() (demo.Config, error) {
 	if f.fs.Changed("duplicates") && cfg.Duplicates == 0 {
 		cfg.Duplicates = -1
 	}
-	if f.fs.Changed("ses-rate") && cfg.SESRate == 0 {
-		cfg.SESRate = -1
+	cfg.Rates = map[string]float64{}
+	for name, r := range f.rates {
+		if cfg.Rates[name] = *r; f.fs.Changed(name+"-rate") && *r == 0 {
+			cfg.Rates[name] = -1
+		}
 	}
 	// The preset's kills are for its reminders: a smaller run gets fewer
 	// (1,000 kills on 300 reminders would kill each delivery's attempts

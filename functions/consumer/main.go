@@ -50,8 +50,8 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	// Each provider the stage runs, built by its driver from the variables
 	// the stack gave it (its secret read once, here).
 	providers, limits, err := consumer.BuildProviders(ctx, s, provider.Env{Getenv: os.Getenv, AWS: cfg,
-		ReadSecret: func(ctx context.Context, id string) (string, error) {
-			return awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), id)
+		ReadSecret: func(ctx context.Context, s provider.Secret) (string, error) {
+			return awsclient.ReadSecret(ctx, awsclient.SecretsManager(cfg), s.ID, s.Setting, s.KeySetting)
 		}})
 	if err != nil {
 		return nil, err

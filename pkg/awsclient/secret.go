@@ -22,19 +22,20 @@ func SecretsManager(cfg aws.Config) *secretsmanager.Client { return secretsmanag
 
 // ReadSecret reads a string secret by name, partial ARN or full ARN, once,
 // at start-up. Its error names the secret and, for the usual causes, the
-// permission or the setting to fix, in one line: the function logs it as it
-// fails to start.
-func ReadSecret(ctx context.Context, api SecretAPI, id string) (string, error) {
+// permission or the setting to fix (setting: the deployment's setting that
+// names the secret; keySetting: the one that names its customer managed
+// key), in one line: the function logs it as it fails to start.
+func ReadSecret(ctx context.Context, api SecretAPI, id, setting, keySetting string) (string, error) {
 	out, err := api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 	var apiErr smithy.APIError
 	switch {
 	case err == nil:
 	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "AccessDeniedException":
-		return "", fmt.Errorf("cannot read secret %q: the function's role lacks secretsmanager:GetSecretValue on it, or kms:Decrypt on the KMS key that encrypts it (deploy with the secret's name or ARN as WebhookSigningRef, and its customer managed key, if any, as WebhookSigningKmsArn): %s", id, apiErr.ErrorMessage())
+		return "", fmt.Errorf("cannot read secret %q: the function's role lacks secretsmanager:GetSecretValue on it, or kms:Decrypt on the KMS key that encrypts it (deploy with the secret's name or ARN as %s, and its customer managed key, if any, as %s): %s", id, setting, keySetting, apiErr.ErrorMessage())
 	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "DecryptionFailure":
-		return "", fmt.Errorf("cannot decrypt secret %q: the function's role lacks kms:Decrypt on its KMS key (deploy with the key's ARN as WebhookSigningKmsArn): %s", id, apiErr.ErrorMessage())
+		return "", fmt.Errorf("cannot decrypt secret %q: the function's role lacks kms:Decrypt on its KMS key (deploy with the key's ARN as %s): %s", id, keySetting, apiErr.ErrorMessage())
 	case errors.As(err, &apiErr) && apiErr.ErrorCode() == "ResourceNotFoundException":
-		return "", fmt.Errorf("no secret %q in this account and region: create it (aws secretsmanager create-secret --name … --secret-string …) or fix WebhookSigningRef", id)
+		return "", fmt.Errorf("no secret %q in this account and region: create it (aws secretsmanager create-secret --name … --secret-string …) or fix %s", id, setting)
 	default:
 		return "", fmt.Errorf("read secret %q: %w; check that it exists in this region and that the function's role may read it", id, err)
 	}

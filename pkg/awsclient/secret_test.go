@@ -26,13 +26,13 @@ func (s secrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretV
 func TestReadSecret(t *testing.T) {
 	t.Parallel()
 	api := secrets{"nudge/webhook": "s3cret", "empty": ""}
-	if v, err := awsclient.ReadSecret(context.Background(), api, "nudge/webhook"); err != nil || v != "s3cret" {
+	if v, err := awsclient.ReadSecret(context.Background(), api, "nudge/webhook", "WebhookSigningRef", "WebhookSigningKmsArn"); err != nil || v != "s3cret" {
 		t.Fatalf("ReadSecret = %q, %v", v, err)
 	}
-	if _, err := awsclient.ReadSecret(context.Background(), api, "missing"); err == nil || !strings.Contains(err.Error(), "role may read it") {
+	if _, err := awsclient.ReadSecret(context.Background(), api, "missing", "WebhookSigningRef", "WebhookSigningKmsArn"); err == nil || !strings.Contains(err.Error(), "role may read it") {
 		t.Fatalf("missing secret: %v", err)
 	}
-	if _, err := awsclient.ReadSecret(context.Background(), api, "empty"); err == nil || !strings.Contains(err.Error(), "plain text") {
+	if _, err := awsclient.ReadSecret(context.Background(), api, "empty", "WebhookSigningRef", "WebhookSigningKmsArn"); err == nil || !strings.Contains(err.Error(), "plain text") {
 		t.Fatalf("empty secret: %v", err)
 	}
 }
@@ -56,7 +56,7 @@ func TestSecretErrorsNameTheSecretAndTheFix(t *testing.T) {
 		{"DecryptionFailure", []string{`"nudge/webhook-signing"`, "kms:Decrypt on its KMS key", "WebhookSigningKmsArn"}},
 		{"ResourceNotFoundException", []string{`"nudge/webhook-signing"`, "create it", "WebhookSigningRef"}},
 	} {
-		_, err := awsclient.ReadSecret(context.Background(), refusing{tc.code, "denied by policy"}, "nudge/webhook-signing")
+		_, err := awsclient.ReadSecret(context.Background(), refusing{tc.code, "denied by policy"}, "nudge/webhook-signing", "WebhookSigningRef", "WebhookSigningKmsArn")
 		for _, w := range tc.want {
 			if err == nil || !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("%s: %v; want one line with %q", tc.code, err, w)

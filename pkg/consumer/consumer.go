@@ -146,7 +146,7 @@ func New(cfg Config) (*Consumer, error) {
 	case cfg.Ledger == nil:
 		return nil, errors.New("consumer: Ledger is nil")
 	case len(cfg.Providers) == 0:
-		return nil, errors.New("consumer: no providers configured; configure at least one (NUDGE_WEBHOOK_URL)")
+		return nil, errors.New("consumer: no providers configured; configure at least one (NUDGE_PROVIDERS, and its variables)")
 	case cfg.Queue == nil:
 		return nil, errors.New("consumer: Queue (SQS client) is nil")
 	case cfg.QueueURL == "":

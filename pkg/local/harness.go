@@ -148,7 +148,7 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	ep.SES, ep.SNS = cfg.ConsumerFronts.SES, cfg.ConsumerFronts.SNS
 	for i := range cfg.Consumers {
 		name := fmt.Sprintf("consumer-%d", i+1)
-		env, err := s.Env("consumer", ep, 0, append([]string{"NUDGE_WEBHOOK_URL=" + s.WebhookURL + "/" + name}, cfg.ConsumerOverrides...)...)
+		env, err := s.Env("consumer", ep, 0, append(s.sinkPath(name), cfg.ConsumerOverrides...)...)
 		if err != nil {
 			return h, err
 		}

@@ -8,10 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider/ses"
 	snsprovider "github.com/nudgehq/nudge/pkg/provider/sns"
 
@@ -34,7 +36,7 @@ import (
 
 // WebhookSecret signs the requests of the local provider: the consumer
 // gets it as NUDGE_WEBHOOK_SECRET, and the sink checks it.
-const WebhookSecret = "nudge-local-webhook-secret"
+const WebhookSecret = "nudge-local-sink-secret"
 
 // Config configures a System.
 type Config struct {
@@ -328,4 +330,21 @@ func (in *Intake) Close() {
 func (in *Intake) Client() *intake.Client {
 	return &intake.Client{URL: in.URL(), Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 		HTTP: &http.Client{Timeout: 60 * time.Second}}
+}
+
+// sinkPath returns the consumer's variables (KEY=VALUE) that point the
+// provider the sink stands in for at the sink's URL followed by /path,
+// so that the sink tells the consumer instances apart.
+func (s *System) sinkPath(path string) []string {
+	d, ok := registry.StoodInBy(provider.SinkStandIn)
+	if !ok || !s.Stage.Runs(d.Name) || d.Env == nil {
+		return nil
+	}
+	res := d.StandIn.Resources(provider.Local{URL: s.WebhookURL + "/" + path, Secret: WebhookSecret})
+	var out []string
+	for k, v := range d.Env(s.Stage.Provider(d.Name, res))[provider.Consumer] {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -20,6 +20,8 @@ type Driver struct {
 	// Name is what a delivery's provider field gives: 1–32 lower-case
 	// letters, digits, '_' or '-'.
 	Name string
+	// Title is how messages and summaries name it ("SES").
+	Title string
 	// Contract is what the provider promises and how its answers are
 	// classified (docs/providers.md has the same rows).
 	Contract Contract
@@ -67,6 +69,24 @@ type Contract struct {
 	// Classification is the provider's answers and what each becomes: the
 	// table docs/providers.md shows, tested against the stand-in.
 	Classification []Row
+	// Price is what the provider itself charges per send; zero for a
+	// receiver of the user's own.
+	Price Price
+}
+
+// Price is a provider's list price: USD per Per units of Unit.
+type Price struct {
+	USD  float64
+	Per  int
+	Unit string // "e-mails", "publishes"
+}
+
+// PerMillion is the price of units units per send, per million sends.
+func (p Price) PerMillion(units float64) float64 {
+	if p.Per == 0 {
+		return 0
+	}
+	return units * p.USD * 1e6 / float64(p.Per)
 }
 
 // Row is one line of a provider's classification table.
@@ -149,14 +169,24 @@ type Env struct {
 	Getenv func(string) string
 	// Timeout bounds one send.
 	Timeout time.Duration
-	// ReadSecret reads a secret (name or ARN) from Secrets Manager, for a
-	// driver that keeps one there.
-	ReadSecret func(ctx context.Context, id string) (string, error)
+	// ReadSecret reads a secret from Secrets Manager, for a driver that
+	// keeps one there.
+	ReadSecret func(ctx context.Context, s Secret) (string, error)
 	// AWS is the function's AWS configuration (an aws.Config of
 	// github.com/aws/aws-sdk-go-v2/aws), for a driver that calls an AWS
 	// service. It is typed any so that this package, and a driver that
 	// calls none, do not depend on the SDK.
 	AWS any
+}
+
+// Secret names a secret a driver reads, and the deployment's settings
+// that name it and its key, for the fix when it cannot be read.
+type Secret struct {
+	// ID is the secret's name, partial ARN or full ARN.
+	ID string
+	// Setting and KeySetting are the deployment's settings (the stack's
+	// parameters) that name the secret and its customer managed key.
+	Setting, KeySetting string
 }
 
 // AddressKind is what a delivery's address must be for a provider.
@@ -241,10 +271,21 @@ type StandIn struct {
 	// Evidence says where the local runs read what the provider accepted,
 	// for their summary ("the sink's acceptances").
 	Evidence string
-	// InternalError is the error code the stand-in's front answers with a
-	// 500 fault ("InternalFailure"), for a provider whose faults are
-	// injected before an AWS stand-in; "" for the sink.
-	InternalError string
+	// Faults are the answers the provider's service gives, by the local
+	// runs' fault kind ("500", "429", "400", "down"), for a provider whose
+	// faults are injected in front of an AWS stand-in; none for the sink,
+	// which injects its own.
+	Faults map[string]Answer
+	// Rate is the local runs' default sending rate per second for the
+	// provider (0: its contract's); `nudge local demo --<name>-rate` sets
+	// another.
+	Rate float64
+}
+
+// Answer is an error answer of an AWS service.
+type Answer struct {
+	Status        int
+	Code, Message string
 }
 
 // Local is what the local system made on a provider's stand-in.

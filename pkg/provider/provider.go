@@ -28,16 +28,6 @@ type Request struct {
 	TemplateData map[string]string `json:"-"`
 }
 
-// The built-in providers, by the name a delivery gives.
-const (
-	NameWebhook = "webhook"
-	NameSES     = "ses"
-	NameSNS     = "sns"
-)
-
-// Names are the built-in providers' names.
-var Names = []string{NameWebhook, NameSES, NameSNS}
-
 // Receipt is the provider's acknowledgement.
 type Receipt struct {
 	// ID is the provider's identifier for the accepted send, if it gave one.

@@ -10,6 +10,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Planned is one delivery of a plan, with the end its faults call for.
@@ -199,7 +200,7 @@ func Check(p Plan, ev Evidence) Verdict {
 	}
 
 	// Each provider's record.
-	for name := range contracts {
+	for _, name := range registry.Names() {
 		v.ByProvider[name] = &ProviderCounts{}
 	}
 	counts := func(name string) *ProviderCounts {
@@ -315,8 +316,8 @@ func violations(p Plan, ev Evidence, resent map[string]int, overdue int) []strin
 		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
 			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
 		}
-		if copies > 1 && contracts[k.Provider].reviews {
-			name := contracts[k.Provider].name
+		if copies > 1 && reviews(k.Provider) {
+			name := title(k.Provider)
 			violate("sent twice: %s accepted %s %d times; %s does not deduplicate, so the review policy must never send again", name, k, copies, name)
 		}
 		if got.Status == ledger.StatusDead && !dlqKeys[k] {

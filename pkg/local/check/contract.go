@@ -3,29 +3,28 @@ package check
 import (
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/provider/ses"
-	"github.com/nudgehq/nudge/pkg/provider/sns"
-	"github.com/nudgehq/nudge/pkg/provider/webhook"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
-// contract is what the checker holds a provider to.
-type contract struct {
-	// name is how the violations name the provider.
-	name string
-	// reviews: the provider does not deduplicate, so a send that may have
-	// gone out (an ambiguous failure, or an attempt that never ended) is
-	// dead-lettered for an operator's review, never sent again; a second
-	// copy in its record is a delivery sent twice.
-	reviews bool
+// reviews reports whether provider prov's contract reviews a send that may
+// have gone out (its ambiguous policy): it does not deduplicate, so such a
+// send (an ambiguous failure, or an attempt that never ended) is
+// dead-lettered for an operator's review, never sent again, and a second
+// copy in its record is a delivery sent twice. The one place the checker
+// tells providers apart: a provider that retries with the same key
+// deduplicates by it, or has its copies counted.
+func reviews(prov string) bool {
+	d, _ := registry.Lookup(prov)
+	return d.Contract.Ambiguous == provider.AmbiguousReview
 }
 
-// contracts are the providers' contracts, by name: the one place the
-// checker tells providers apart. A provider not named here is held to the
-// zero contract: an ambiguous failure is retried with the same key.
-var contracts = map[string]contract{
-	webhook.Name: {name: "the webhook"},        // deduplicates by Idempotency-Key: a retry is suppressed
-	ses.Name:     {name: "SES", reviews: true}, // does not deduplicate
-	sns.Name:     {name: "SNS"},                // retried: a standard topic's copies are counted; subscribers drop them by deliveryKey
+// title is how the violations name provider prov.
+func title(prov string) string {
+	if d, ok := registry.Lookup(prov); ok && d.Title != "" {
+		return d.Title
+	}
+	return prov
 }
 
 // Repeats reports whether a fault meets every request of its delivery, as
@@ -56,7 +55,7 @@ func Expect(prov, fault string) (ledger.Status, failure.Class) {
 		// The provider may have sent (and with "drop" it has): a provider
 		// that does not deduplicate reviews, so the delivery waits in the
 		// DLQ for an operator. The others retry with the same key.
-		if contracts[prov].reviews {
+		if reviews(prov) {
 			return ledger.StatusDead, failure.ClassAmbiguous
 		}
 	}

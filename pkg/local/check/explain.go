@@ -34,7 +34,7 @@ func killedDuring(kills []Kill, instance string, t time.Time, timeout time.Durat
 // in a row in its history), or the repair handed it back to the queue
 // meanwhile (UnendedAttempt).
 func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
-	if !contracts[k.Provider].reviews || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+	if !reviews(k.Provider) || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
 		return false
 	}
 	for i := 1; i < len(d.History); i++ {
@@ -71,7 +71,7 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 // The history keeps the last HistoryLimit transitions; a kill is credited
 // only with attempts whose visible record shows they never ended.
 func exhaustedByKills(want Planned, d ledger.Delivery, requests, recorded, budget int) bool {
-	if contracts[want.Key.Provider].reviews || want.Expect != ledger.StatusSent || want.Fault == "" || Repeats(want.Fault) ||
+	if reviews(want.Key.Provider) || want.Expect != ledger.StatusSent || want.Fault == "" || Repeats(want.Fault) ||
 		d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassExhausted || budget == 0 || d.BudgetUsed() < budget ||
 		requests != 1 || recorded > 0 && want.Fault != "drop" {
 		return false

@@ -27,7 +27,7 @@ func Perfect(p Plan) Evidence {
 			got.DueAt = perfectEnd.Add(30 * 24 * time.Hour)
 		}
 		ev.Ledger[k] = got
-		if d.Fault == "drop" && contracts[k.Provider].reviews {
+		if d.Fault == "drop" && reviews(k.Provider) {
 			ev.Recorded[k] = 1 // it went out; the answer was lost, so it waits for review
 		}
 		switch d.Expect {

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider/ses"
 	"github.com/nudgehq/nudge/pkg/provider/sns"
-	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -56,30 +57,27 @@ func (p *plan) sinkPlan() sink.Plan {
 	}
 }
 
-// awsFault is the answer a fault kind stands for at SES or SNS.
+// awsFault is the answer a fault kind stands for at the service of
+// provider prov (its driver's StandIn.Faults).
 func awsFault(prov, fault string) *standin.Fault {
 	switch fault {
-	case "500":
-		code := map[string]string{ses.Name: "InternalFailure", sns.Name: "InternalError"}[prov]
-		return &standin.Fault{Status: 500, Code: code, Message: "internal error"}
-	case "429":
-		if prov == ses.Name {
-			return &standin.Fault{Status: 429, Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded."}
-		}
-		return &standin.Fault{Status: 400, Code: "Throttled", Message: "Rate exceeded"}
-	case "400":
-		if prov == ses.Name {
-			return &standin.Fault{Status: 400, Code: "MessageRejected", Message: "Email address is not valid"}
-		}
-		return &standin.Fault{Status: 400, Code: "InvalidParameter", Message: "Invalid parameter: Message"}
-	case "down":
-		return &standin.Fault{Status: 503, Code: "ServiceUnavailable", Message: "Service unavailable"}
 	case "hang":
 		return &standin.Fault{Hang: true}
 	case "drop":
 		return &standin.Fault{Drop: true}
 	}
-	return nil
+	d, _ := registry.Lookup(prov)
+	a, ok := d.StandIn.Faults[fault]
+	if !ok {
+		return nil
+	}
+	return &standin.Fault{Status: a.Status, Code: a.Code, Message: a.Message}
+}
+
+// stoodIn is the name of the provider the stand-in of kind plays.
+func stoodIn(kind provider.StandInKind) string {
+	d, _ := registry.StoodInBy(kind)
+	return d.Name
 }
 
 // channels are the providers' sides of a run: the sink, and fault fronts
@@ -111,12 +109,12 @@ func newChannels(p *plan, sys *local.System) (*channels, error) {
 	}
 	c.instancePaths = webhook.Path + "/"
 	if c.ses, err = standin.NewFaultFront(sys.SESEndpoint, func(_ *http.Request, body []byte) *standin.Fault {
-		return c.decide(ses.Name, sesKey(body))
+		return c.decide(stoodIn(provider.EmailStandIn), sesKey(body))
 	}); err != nil {
 		return nil, err
 	}
 	if c.sns, err = standin.NewFaultFront(sys.SQSEndpoint, func(_ *http.Request, body []byte) *standin.Fault {
-		return c.decide(sns.Name, snsKey(body))
+		return c.decide(stoodIn(provider.TopicStandIn), snsKey(body))
 	}); err != nil {
 		c.ses.Close()
 		return nil, err
@@ -306,11 +304,11 @@ func (c *channels) evidence(ctx context.Context, since time.Time, ev *check.Evid
 	}
 	c.mu.Unlock()
 	for k := range c.plan.Deliveries {
-		if k.Provider == webhook.Name {
+		if k.Provider == stoodIn(provider.SinkStandIn) {
 			ev.Requests[k] = c.sink.Requests(k.String())
 		}
 	}
-	ev.ProviderRequests = map[string]int64{webhook.Name: int64(c.sink.RequestTotal()),
-		ses.Name: c.ses.Requests(), sns.Name: c.sns.Requests()}
+	ev.ProviderRequests = map[string]int64{stoodIn(provider.SinkStandIn): int64(c.sink.RequestTotal()),
+		stoodIn(provider.EmailStandIn): c.ses.Requests(), stoodIn(provider.TopicStandIn): c.sns.Requests()}
 	return nil
 }

@@ -4,24 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/provider/ses"
-
 	"github.com/nudgehq/nudge/pkg/deployment"
 	"github.com/nudgehq/nudge/pkg/local"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Config configures a demo run. The zero value runs the default demo.
 type Config struct {
 	// Reminders is how many reminders to schedule. Default 300.
 	Reminders int
-	// SESRate is the stage's SES sending rate per second, which the
-	// consumers share. Default 20; negative for no limit.
-	SESRate float64
+	// Rates are the stage's sending rates per second, by provider, which
+	// the consumers share. Default each provider's stand-in's
+	// (provider.StandIn.Rate: SES's 20); negative for no limit.
+	Rates map[string]float64
 	// Rate is how many reminders the intake creates per second. Default 100.
 	Rate float64
 	// Spread is how far ahead of their creation the "due soon" reminders
@@ -198,8 +199,14 @@ const (
 )
 
 func (c Config) withDefaults() (Config, error) {
-	if c.SESRate == 0 {
-		c.SESRate = 20
+	c.Rates = maps.Clone(c.Rates)
+	for _, d := range registry.All() {
+		if c.Rates[d.Name] == 0 && d.StandIn.Rate > 0 {
+			if c.Rates == nil {
+				c.Rates = map[string]float64{}
+			}
+			c.Rates[d.Name] = d.StandIn.Rate
+		}
 	}
 	if c.Reminders == 0 && !c.Serve {
 		c.Reminders = 300
@@ -297,13 +304,24 @@ func Defaults() Config {
 // ChaosFaults are the chaos run's provider faults.
 var ChaosFaults = Faults{Server: 0.05, Throttled: 0.05, Rejected: 0.01, Hang: 0.01, Drop: 0.01, Down: 0.005}
 
+// tenfold is every stand-in's rate ten times over: the chaos run's load.
+func tenfold() map[string]float64 {
+	rates := map[string]float64{}
+	for _, d := range registry.All() {
+		if d.StandIn.Rate > 0 {
+			rates[d.Name] = 10 * d.StandIn.Rate
+		}
+	}
+	return rates
+}
+
 // ChaosDefaults returns the chaos run's configuration: 10,000 reminders,
 // ChaosFaults, 1,000 consumer kills mid-batch and 10 in the enqueue, enqueue
 // runs cut by a 500 ms budget, 4 consumer instances, and a 6 s consumer
 // timeout so that a killed batch's records return within 36 s.
 func ChaosDefaults() Config {
 	c, _ := Config{
-		Reminders: 10_000, Rate: 500, SESRate: 200, Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
+		Reminders: 10_000, Rate: 500, Rates: tenfold(), Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
 		Kills: 1000, EnqueueKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
@@ -336,6 +354,9 @@ func (c Config) stage() (deployment.Stage, error) {
 	s.ProviderTimeout = providerTimeout
 	s.ConsumerTimeout = c.ConsumerTimeout
 	s = local.StandInStage(s)
-	s.Rates = map[string]float64{ses.Name: max(c.SESRate, 0)}
+	s.Rates = map[string]float64{}
+	for name, r := range c.Rates {
+		s.Rates[name] = max(r, 0)
+	}
 	return s, s.Validate()
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // PriceList is what AWS charges for what a run uses, in US dollars, before
@@ -21,10 +23,7 @@ type PriceList struct {
 	LambdaRequest, LambdaGBSecond float64
 	// LogsGB is per GB ingested by CloudWatch Logs (standard class).
 	LogsGB float64
-	// SESPerThousand is per 1,000 e-mails SES sends (outbound, without
-	// attachments); SNSPublish per million publishes to a standard topic
-	// (64 KB each; delivery to an SQS subscriber is free).
-	SESPerThousand, SNSPublish float64
+	// Each provider's own price is its driver's (provider.Contract.Price).
 }
 
 // Prices are the AWS list prices for US East (N. Virginia) used for the
@@ -35,21 +34,7 @@ var Prices = PriceList{
 	DynamoDBWrite: 0.625, DynamoDBRead: 0.125,
 	SQS:           0.40,
 	LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334,
-	LogsGB:         0.50,
-	SESPerThousand: 0.10, SNSPublish: 0.50,
-}
-
-// ProviderPrice is what a provider itself charges per million deliveries
-// sent through it, for units billed units per delivery: SES per e-mail,
-// SNS per publish; the webhook's receiver is the user's own.
-func (p PriceList) ProviderPrice(name string, unitsPerDelivery float64) float64 {
-	switch name {
-	case "ses":
-		return unitsPerDelivery * p.SESPerThousand * 1000
-	case "sns":
-		return unitsPerDelivery * p.SNSPublish
-	}
-	return 0
+	LogsGB: 0.50,
 }
 
 // Usage is what a run consumed, as AWS would bill it.
@@ -104,14 +89,16 @@ func (sum *Summary) writeCost(w io.Writer) {
 	fmt.Fprintf(w, "  %-10s $%6.2f   %.3f invocations and %.5f GB-s per sent\n", "Lambda", c.Lambda, per(float64(u.Invocations)), per(u.GBSeconds))
 	fmt.Fprintf(w, "  %-10s $%6.2f   %.0f bytes of logs per sent\n", "Logs", c.Logs, per(float64(u.LogBytes)))
 	fmt.Fprintln(w, "  (the run ticks the enqueue far more often than once a minute, so its share here is above AWS's)")
-	for _, name := range []string{"ses", "sns"} {
-		c := sum.ByProvider[name]
-		if c == nil || c.Sent == 0 {
+	for _, d := range registry.All() {
+		c, price := sum.ByProvider[d.Name], d.Contract.Price
+		if c == nil || c.Sent == 0 || price.Per == 0 {
 			continue
 		}
 		units := float64(c.Recorded+c.Copies) / float64(c.Sent)
-		what := map[string]string{"ses": "e-mails at $%.2f per 1,000", "sns": "publishes at $%.2f per million"}[name]
-		price := map[string]float64{"ses": Prices.SESPerThousand, "sns": Prices.SNSPublish}[name]
-		fmt.Fprintf(w, "  plus %s's own price: $%.2f per million sent through it (%.3f "+what+" each)\n", name, Prices.ProviderPrice(name, units), units, price)
+		per := "1,000"
+		if price.Per == 1_000_000 {
+			per = "million"
+		}
+		fmt.Fprintf(w, "  plus %s's own price: $%.2f per million sent through it (%.3f %s at $%.2f per %s each)\n", d.Name, price.PerMillion(units), units, price.Unit, price.USD, per)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/local/standin"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // drainConfig configures a drain: a measurement of the consumer path alone.
@@ -222,7 +223,7 @@ func seedQueued(ctx context.Context, led *ledger.Ledger, prefix string, n int, d
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				d := ledger.Delivery{ReminderID: fmt.Sprintf("%s-%06d", prefix, i), Channel: "email", Provider: "webhook",
+				d := ledger.Delivery{ReminderID: fmt.Sprintf("%s-%06d", prefix, i), Channel: "email", Provider: registry.Default(),
 					RecipientRef: "acct-bench/contact", TemplateRef: "renewal-notice-v3", DueAt: due, ExpiresAt: due.Add(time.Hour), Status: ledger.StatusQueued}
 				if err := led.Create(ctx, d); err != nil {
 					errs <- err

@@ -7,13 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/provider/ses"
-	"github.com/nudgehq/nudge/pkg/provider/sns"
-	"github.com/nudgehq/nudge/pkg/provider/webhook"
-
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local/check"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -91,13 +89,13 @@ func newPlan(cfg Config) *plan {
 	f := *cfg.Faults
 	for i, k := range order {
 		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
-		email := webhook.Name
+		email := stoodIn(provider.SinkStandIn)
 		if rnd.Float64() < sesShare {
-			email = ses.Name
+			email = stoodIn(provider.EmailStandIn)
 		}
 		keys := []message.DeliveryKey{{ReminderID: r.id, Channel: "email", Provider: email}}
 		if rnd.Float64() < smsShare {
-			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: sns.Name})
+			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: stoodIn(provider.TopicStandIn)})
 		}
 		for _, key := range keys {
 			d := check.Planned{Key: key, Kind: string(k)}
@@ -156,15 +154,17 @@ func drawFault(u float64, f Faults) string {
 
 // poisonBodies break the queue contract in different ways; the consumer
 // must dead-letter each with its reason, never crash or retry.
-var poisonBodies = []string{
-	`not json at all`,
-	`{"v":2,"reminderId":"rem-from-the-future","channel":"email","provider":"webhook","dueAt":"2026-01-01T00:00:00Z"}`,
-	`{"v":1,"channel":"email","provider":"webhook","dueAt":"2026-01-01T00:00:00Z"}`,
-	`{"v":1,"reminderId":"rem bad id","channel":"email","provider":"webhook","dueAt":"2026-01-01T00:00:00Z"}`,
-	`{"v":1,"reminderId":"rem-1","channel":"email","provider":"webhook","dueAt":"tomorrow"}`,
-	`{"v":1,"reminderId":"rem-purged-long-ago","channel":"email","provider":"webhook","dueAt":"2026-01-01T00:00:00Z"}`,
-	`[1,2,3]`,
-}
+var poisonBodies = func(p string) []string {
+	return []string{
+		`not json at all`,
+		`{"v":2,"reminderId":"rem-from-the-future","channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"reminderId":"rem bad id","channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"reminderId":"rem-1","channel":"email","provider":"` + p + `","dueAt":"tomorrow"}`,
+		`{"v":1,"reminderId":"rem-purged-long-ago","channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`[1,2,3]`,
+	}
+}(registry.Default())
 
 // input is the reminder's intake record, with times relative to now.
 func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) schedule.Input {
@@ -190,7 +190,7 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 	for i, d := range r.deliveries {
 		di := schedule.DeliveryInput{Channel: d.Key.Channel, Provider: d.Key.Provider,
 			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
-		if d.Key.Provider == ses.Name {
+		if drv, _ := registry.Lookup(d.Key.Provider); drv.Intake.Address == provider.EmailAddress {
 			di.TemplateRef, di.Address = "renewal-notice", r.id+"@customers.example"
 		}
 		in.Deliveries = append(in.Deliveries, di)

@@ -8,14 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/provider/ses"
-	"github.com/nudgehq/nudge/pkg/provider/sns"
-	"github.com/nudgehq/nudge/pkg/provider/webhook"
-
 	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/local"
 	"github.com/nudgehq/nudge/pkg/local/check"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Summary is what a run did, and the invariants it broke.
@@ -229,22 +227,23 @@ func (sum *Summary) Write(w io.Writer) {
 	if len(sum.ByProvider) > 0 {
 		fmt.Fprintf(w, "\nby provider (the stand-in's own record):\n")
 		fmt.Fprintf(w, "  %-9s %10s %8s %10s %8s %9s %9s   %s\n", "", "deliveries", "sent", "recorded", "copies", "reviewed", "requests", "the record")
-		for _, p := range []struct{ name, record string }{
-			{webhook.Name, "the sink's acceptances (deduplicated by Idempotency-Key)"},
-			{ses.Name, "the SES stand-in's store, by the " + ses.HeaderDeliveryKey + " header"},
-			{sns.Name, "the topic's subscriber queue, by the deliveryKey attribute"},
-		} {
-			c := sum.ByProvider[p.name]
+		for _, d := range registry.All() {
+			c := sum.ByProvider[d.Name]
 			if c == nil {
 				continue
 			}
-			fmt.Fprintf(w, "  %-9s %10d %8d %10d %8d %9d %9d   %s\n", p.name, c.Deliveries, c.Sent, c.Recorded, c.Copies, c.Reviewed, c.Requests, p.record)
+			fmt.Fprintf(w, "  %-9s %10d %8d %10d %8d %9d %9d   %s\n", d.Name, c.Deliveries, c.Sent, c.Recorded, c.Copies, c.Reviewed, c.Requests, d.StandIn.Evidence)
 		}
-		if c := sum.ByProvider[ses.Name]; c != nil && c.Reviewed > 0 {
-			fmt.Fprintf(w, "  SES: %d reviewed (dead-lettered as ambiguous), of which %d did go out: SES does not deduplicate, so they wait for an operator rather than risk a second e-mail\n", c.Reviewed, c.Delivered)
-		}
-		if c := sum.ByProvider[sns.Name]; c != nil && c.Copies > 0 {
-			fmt.Fprintf(w, "  SNS: %d extra copies reached the subscriber (a retry after a lost answer; a standard topic does not deduplicate, subscribers do by deliveryKey)\n", c.Copies)
+		for _, d := range registry.All() {
+			c := sum.ByProvider[d.Name]
+			switch {
+			case c == nil:
+			case d.Contract.Ambiguous == provider.AmbiguousReview && c.Reviewed > 0:
+				fmt.Fprintf(w, "  %s: %d reviewed (dead-lettered as ambiguous), of which %d did go out: %s does not deduplicate, so they wait for an operator rather than risk a second %s\n",
+					d.Title, c.Reviewed, c.Delivered, d.Title, strings.TrimSuffix(d.Contract.Price.Unit, "s"))
+			case d.Contract.Ambiguous == provider.AmbiguousRetry && c.Copies > 0:
+				fmt.Fprintf(w, "  %s: %d extra copies reached its stand-in (a retry after a lost answer; deduplicated by %s)\n", d.Title, c.Copies, d.Contract.Deduplicates)
+			}
 		}
 	}
 	if sum.Chaos {

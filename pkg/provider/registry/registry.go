@@ -94,3 +94,14 @@ func Doors(names []string, env provider.Env) (map[string]provider.Door, error) {
 	}
 	return doors, nil
 }
+
+// StoodInBy returns the provider the local system stands in with kind,
+// and false if none is (the first, if several are).
+func StoodInBy(kind provider.StandInKind) (provider.Driver, bool) {
+	for _, d := range drivers {
+		if d.StandIn.Kind == kind {
+			return d, true
+		}
+	}
+	return provider.Driver{}, false
+}

@@ -79,13 +79,17 @@ func IdentityName(d provider.Deployment) string {
 // with stored templates, rendered with the reminder's metadata, to the
 // address the delivery gives (docs/providers.md).
 var Driver = provider.Driver{
-	Name: Name,
+	Name:  Name,
+	Title: "SES",
 	Contract: provider.Contract{
 		// SES takes no idempotency key: an e-mail that may have gone out is
 		// reviewed, not sent again.
 		Deduplicates: "",
 		Ambiguous:    provider.AmbiguousReview,
 		Rate:         14, // SES's starting sending rate out of the sandbox
+		// Per 1,000 e-mails sent (outbound, without attachments): AWS's list
+		// price, us-east-1, 2025.
+		Price: provider.Price{USD: 0.10, Per: 1000, Unit: "e-mails"},
 		Classification: []provider.Row{
 			{Answer: "NotFoundException: no such template, identity or configuration set", Kind: failure.KindPermanent, Class: failure.ClassConfig},
 			{Answer: "TooManyRequestsException", Kind: failure.KindRetry, Class: failure.ClassThrottled},
@@ -153,10 +157,17 @@ var Driver = provider.Driver{
 			ConfigurationSet: env.Getenv(EnvConfigurationSet), TemplatePrefix: env.Getenv(EnvTemplatePrefix), Timeout: env.Timeout})
 	},
 	StandIn: provider.StandIn{Kind: provider.EmailStandIn,
-		Resources:     func(l provider.Local) map[string]string { return map[string]string{ResourceTemplates: l.Templates} },
-		Settings:      map[string]string{SettingFrom: LocalSender},
-		Evidence:      "the SES stand-in's store, by the " + HeaderDeliveryKey + " header",
-		InternalError: "InternalFailure"},
+		Resources: func(l provider.Local) map[string]string { return map[string]string{ResourceTemplates: l.Templates} },
+		Settings:  map[string]string{SettingFrom: LocalSender},
+		Evidence:  "the SES stand-in's store, by the " + HeaderDeliveryKey + " header",
+		Faults: map[string]provider.Answer{
+			"500":  {Status: 500, Code: "InternalFailure", Message: "internal error"},
+			"429":  {Status: 429, Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded."},
+			"400":  {Status: 400, Code: "MessageRejected", Message: "Email address is not valid"},
+			"down": {Status: 503, Code: "ServiceUnavailable", Message: "Service unavailable"},
+		},
+		Rate: 20,
+	},
 }
 
 // door checks a delivery to SES at intake: an e-mail channel, a plain

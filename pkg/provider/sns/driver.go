@@ -40,10 +40,14 @@ var topicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z]{2}(-[a-z]+)+-[0-9]:
 // and references only, published to a topic whose subscribers deliver it
 // (an SMS gateway, push, chat).
 var Driver = provider.Driver{
-	Name: Name,
+	Name:  Name,
+	Title: "SNS",
 	Contract: provider.Contract{
 		Deduplicates: "a FIFO topic, by the delivery key, for 5 minutes; subscribers of a standard topic, by the deliveryKey attribute",
 		Ambiguous:    provider.AmbiguousRetry,
+		// Per million publishes to a standard topic (64 KB each; delivery to
+		// an SQS subscriber is free): AWS's list price, us-east-1, 2025.
+		Price: provider.Price{USD: 0.50, Per: 1_000_000, Unit: "publishes"},
 		Classification: []provider.Row{
 			{Answer: "Throttled, Throttling, KMSThrottling", Kind: failure.KindRetry, Class: failure.ClassThrottled},
 			{Answer: "InvalidParameter, ValidationError", Kind: failure.KindPermanent, Class: failure.ClassRejected},
@@ -83,7 +87,13 @@ var Driver = provider.Driver{
 		return New(Config{Client: sns.NewFromConfig(cfg), TopicARN: env.Getenv(EnvTopicARN), Timeout: env.Timeout})
 	},
 	StandIn: provider.StandIn{Kind: provider.TopicStandIn,
-		Resources:     func(l provider.Local) map[string]string { return map[string]string{ResourceTopicARN: l.TopicARN} },
-		Evidence:      "the topic's subscriber queue, by the " + AttrDeliveryKey + " attribute",
-		InternalError: "InternalError"},
+		Resources: func(l provider.Local) map[string]string { return map[string]string{ResourceTopicARN: l.TopicARN} },
+		Evidence:  "the topic's subscriber queue, by the " + AttrDeliveryKey + " attribute",
+		Faults: map[string]provider.Answer{
+			"500":  {Status: 500, Code: "InternalError", Message: "internal error"},
+			"429":  {Status: 400, Code: "Throttled", Message: "Rate exceeded"},
+			"400":  {Status: 400, Code: "InvalidParameter", Message: "Invalid parameter: Message"},
+			"down": {Status: 503, Code: "ServiceUnavailable", Message: "Service unavailable"},
+		},
+	},
 }

@@ -24,6 +24,15 @@ const (
 	EnvSecretID = "NUDGE_WEBHOOK_SECRET_ID"
 )
 
+// The stack's parameters of the webhook provider: the receiver's URL, the
+// Secrets Manager secret holding the signing secret, and the secret's
+// customer managed key, if any.
+const (
+	ParamURL       = "WebhookUrl"
+	ParamSecret    = "WebhookSigningRef"
+	ParamSecretKey = "WebhookSigningKmsArn"
+)
+
 // The resources a deployment gives the webhook provider
 // (provider.Deployment.Resources).
 const (
@@ -39,7 +48,8 @@ const (
 // delivery's identifiers and references, which the receiver verifies and
 // deduplicates by its Idempotency-Key (docs/webhook.md).
 var Driver = provider.Driver{
-	Name: Name,
+	Name:  Name,
+	Title: "the webhook",
 	Contract: provider.Contract{
 		Deduplicates: "the receiver, by the Idempotency-Key header (the delivery key), for as long as it keeps the keys",
 		Ambiguous:    provider.AmbiguousRetry,
@@ -86,7 +96,7 @@ var Driver = provider.Driver{
 				return nil, errors.New("consumer: the webhook's secret is in Secrets Manager, and nothing reads it")
 			}
 			var err error
-			if secret, err = env.ReadSecret(ctx, id); err != nil {
+			if secret, err = env.ReadSecret(ctx, provider.Secret{ID: id, Setting: ParamSecret, KeySetting: ParamSecretKey}); err != nil {
 				return nil, fmt.Errorf("consumer: %w", err)
 			}
 		}
