@@ -102,3 +102,26 @@ func TestWhatReceiversImportDependsOnNoAWSPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestPackagesKeepOffWhatTheyMustNotImport: rules the map's order cannot
+// state, since the package below is allowed there. pkg/intake speaks the
+// API's types (pkg/schedule's Reminder, Status, errors), never the
+// ledger's, so that a storage change is not an API change; tests aside.
+func TestPackagesKeepOffWhatTheyMustNotImport(t *testing.T) {
+	const module = "github.com/nudgehq/nudge/"
+	for _, rule := range []struct{ pkg, dep, why string }{
+		{"pkg/intake", "pkg/ledger", "the intake takes what it needs of the ledger (statuses, errors, times, page size, masking) from pkg/schedule"},
+	} {
+		cmd := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+rule.pkg)
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v", err)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			if imp == module+rule.dep || strings.HasPrefix(imp, module+rule.dep+"/") {
+				t.Errorf("%s imports %s: %s", rule.pkg, imp, rule.why)
+			}
+		}
+	}
+}

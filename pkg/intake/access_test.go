@@ -352,7 +352,7 @@ func TestAFullAccessPrincipalActsOnEvery(t *testing.T) {
 func TestAnUnattributedReminderIsFullAccessOnly(t *testing.T) {
 	f := setupCallers(t)
 	absent := f.as(billing, "GET", "/v1/reminders/rem-old", nil)
-	r := ledger.Reminder{ID: "rem-old", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
+	r := ledger.ReminderItem{ID: "rem-old", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "contact-2", TemplateRef: "renewal"}}}
 	ctx := context.Background()
 	if _, _, err := f.led.CreateReminder(ctx, r); err != nil { // as written before this change: no createdBy

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -31,7 +30,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case c.Unended > 0:
 			d.Outcome, d.At = "unended", ""
-		case c.Cancelled || c.Status == ledger.StatusCancelled:
+		case c.Cancelled || c.Status == schedule.StatusCancelled:
 			d.Outcome, d.At = "cancelled", ""
 		default:
 			d.Outcome = refusedOutcome(c.Refused)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/pkg/intake"
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 func TestCancelIsIdempotentAndNamesWhatWasSentOrInFlight(t *testing.T) {
@@ -60,7 +60,7 @@ func TestACancelAfterAnUnendedAttemptSaysItMayHaveBeenSent(t *testing.T) {
 	for i := range 2 {
 		a := f.do("DELETE", "/v1/reminders/rem-unended", "", nil)
 		p := a.problem(t)
-		if a.status != 409 || len(p.Deliveries) != 1 || p.Deliveries[0].Outcome != "unended" || p.Deliveries[0].Status != ledger.StatusCancelled ||
+		if a.status != 409 || len(p.Deliveries) != 1 || p.Deliveries[0].Outcome != "unended" || p.Deliveries[0].Status != schedule.StatusCancelled ||
 			!strings.Contains(p.Detail, "may have been sent") {
 			t.Fatalf("DELETE %d after an unended attempt: %d %s", i+1, a.status, a.body)
 		}

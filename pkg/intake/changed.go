@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -19,8 +18,8 @@ type DeliveryResult struct {
 	// reschedule) dead when it was refused; unended for a delivery that is
 	// cancelled (or ended) while an attempt's outcome is unknown: that
 	// attempt may have been sent.
-	Outcome string        `json:"outcome"`
-	Status  ledger.Status `json:"status"`
+	Outcome string          `json:"outcome"`
+	Status  schedule.Status `json:"status"`
 	// At is, for a refused delivery, when it was sent or last changed,
 	// and for one in flight, when its attempt's lease ends.
 	At string `json:"at,omitempty"`
@@ -38,9 +37,9 @@ type Changed struct {
 
 func refusedOutcome(err error) string {
 	switch {
-	case errors.Is(err, ledger.ErrAlreadySent):
+	case errors.Is(err, schedule.ErrAlreadySent):
 		return "sent"
-	case errors.Is(err, ledger.ErrLeased):
+	case errors.Is(err, schedule.ErrLeased):
 		return "in-flight"
 	case errors.Is(err, schedule.ErrDeadLettered):
 		return "dead"

@@ -25,7 +25,7 @@ func TestGetShowsEachDeliveryWithAddressesMasked(t *testing.T) {
 	if err := json.Unmarshal(a.body, &doc); err != nil || doc.Reminder == nil || len(doc.Deliveries) != 1 || len(doc.History) != 1 {
 		t.Fatalf("GET document %s: %v", a.body, err)
 	}
-	if d := doc.Deliveries[0]; d.Status != ledger.StatusPending || d.Address != ledger.MaskAddress("ana.silva@example.com") || d.HandedOff == nil {
+	if d := doc.Deliveries[0]; d.Status != schedule.StatusPending || d.Address != ledger.MaskAddress("ana.silva@example.com") || d.HandedOff == nil {
 		t.Errorf("delivery %+v", d)
 	}
 	if a := f.do("GET", "/v1/reminders/rem-none", "", nil); a.status != 404 || a.problem(t).Type != intake.ProblemNotFound {

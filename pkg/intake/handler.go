@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -44,7 +43,7 @@ const (
 	MaxTimesBytes = 1 << 10
 	// DefaultPage and MaxPage are a listing's default and largest page.
 	DefaultPage = 25
-	MaxPage     = ledger.MaxAccountPage
+	MaxPage     = schedule.MaxListPage
 )
 
 // Config configures a Handler.

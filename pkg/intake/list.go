@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -79,12 +78,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	out := Page{Reminders: []ListedReminder{}, Next: page.Next}
 	for _, l := range page.Reminders {
-		lr := ListedReminder{ID: l.ID, AccountRef: l.AccountRef, DueAt: ledger.Format(l.DueAt), ExpiresAt: ledger.Format(l.ExpiresAt),
+		lr := ListedReminder{ID: l.ID, AccountRef: l.AccountRef, DueAt: schedule.FormatTime(l.DueAt), ExpiresAt: schedule.FormatTime(l.ExpiresAt),
 			CreatedAt: schedule.FormatOpt(l.CreatedAt), Deliveries: []ListedDelivery{}}
 		for _, d := range l.Deliveries {
 			ld := ListedDelivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Status: "unknown"}
 			if cur, ok := l.Now[l.Key(d)]; ok {
-				ld.Status, ld.Attempts, ld.SentAt, ld.LastErrorClass = string(cur.Status), cur.Attempts, schedule.FormatOpt(cur.SentAt), string(cur.LastErrorClass)
+				ld.Status, ld.Attempts, ld.SentAt, ld.LastErrorClass = string(cur.Status), cur.Attempts, cur.SentAt, string(cur.LastErrorClass)
 			}
 			lr.Deliveries = append(lr.Deliveries, ld)
 		}

@@ -190,7 +190,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 	}
 
 	// A reminder with no recorded creator, as written before creators were.
-	legacy := ledger.Reminder{ID: "rem-legacy", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
+	legacy := ledger.ReminderItem{ID: "rem-legacy", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c-1", TemplateRef: "t"}}}
 	if _, _, err := f.led.CreateReminder(context.Background(), legacy); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -16,7 +15,7 @@ import (
 // reminders it creates keep it. An assumed role's session name is left out
 // (an SSO session is often a person's e-mail address). A user or role name
 // that looks like an e-mail address is masked as the ledger masks a
-// recipient's (ledger.MaskAddress), and told apart from others of the same
+// recipient's (schedule.MaskAddress), and told apart from others of the same
 // mask by the user's or role's IAM unique id (the event's userId: AIDA… or
 // AROA…, without an assumed role's session), which names nobody:
 // "arn:aws:iam::123456789012:user/j•••@example.com#AIDA…". So the same user
@@ -34,7 +33,7 @@ func principal(arn, userID string) string {
 		sum := sha256.Sum256([]byte(p))
 		id = "sha256:" + hex.EncodeToString(sum[:8])
 	}
-	return p[:i+1] + ledger.MaskAddress(p[i+1:]) + "#" + id
+	return p[:i+1] + schedule.MaskAddress(p[i+1:]) + "#" + id
 }
 
 // uniqueID matches an IAM unique id (AIDA… for a user, AROA… for a role).

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -108,7 +107,7 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 	case errors.Is(err, schedule.ErrIncomplete):
 		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The reminder is not fully created", Detail: clip(err.Error()),
 			Fix: "send its PUT again with the same body to finish it, then reschedule"}
-	case errors.Is(err, ledger.ErrChanged):
+	case errors.Is(err, schedule.ErrChanged):
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the reminder kept changing while it was moved (a send, a cancel or another reschedule)",
 			Fix: "send the request again: every call is idempotent", retryAfter: 1}
 	case errors.Is(err, schedule.ErrNoReminder):
@@ -117,7 +116,7 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return &Problem{Type: ProblemUnavailable, Status: http.StatusServiceUnavailable, Detail: "the request ran out of time",
 			Fix: "send it again: every call is idempotent", retryAfter: 1}
-	case errors.Is(err, ledger.ErrNoShardCount):
+	case errors.Is(err, schedule.ErrNoShardCount):
 		// A fresh stage, before the enqueue's first run (a minute after the
 		// first deploy) recorded the shard count the intake places
 		// deliveries by. What was written stays; a repeat completes it.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -30,7 +29,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	out := Changed{ID: id, DueAt: ledger.Format(res.DueAt), ExpiresAt: ledger.Format(res.ExpiresAt)}
+	out := Changed{ID: id, DueAt: schedule.FormatTime(res.DueAt), ExpiresAt: schedule.FormatTime(res.ExpiresAt)}
 	var refused []string
 	conflict, stands := false, false
 	for _, m := range res.Deliveries {

@@ -100,7 +100,7 @@ func TestRescheduleMovesUnsentDeliveriesAndTheReminder(t *testing.T) {
 // later sends nothing.
 func TestRescheduleAndCancelOfAPartlyWrittenReminder(t *testing.T) {
 	f := setup(t)
-	r := ledger.Reminder{ID: "rem-half", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
+	r := ledger.ReminderItem{ID: "rem-half", AccountRef: "acct-1", DueAt: now.Add(time.Hour), ExpiresAt: now.Add(25 * time.Hour),
 		CreatedBy: intake.Caller(context.Background()), // the fixture's caller: its requests carry none
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c", TemplateRef: "t"},
 			{Channel: "email", Provider: "webhook", RecipientRef: "c", TemplateRef: "t"}}}

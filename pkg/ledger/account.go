@@ -40,10 +40,12 @@ func AccountIndexProjection() []string {
 // ErrBadPageToken is ListAccount's answer for a page token it did not give.
 var ErrBadPageToken = errors.New("the page token is not one this listing gave")
 
-// Listed is a reminder as the account index holds it: without metadata.
+// Listed is a reminder item as the account index holds it: without
+// metadata or creator.
 type Listed struct {
-	Reminder
-	CreatedAt time.Time `json:"createdAt"`
+	ReminderItem
+	// CreatedAt is when the reminder item was written.
+	CreatedAt time.Time
 }
 
 // AccountPage is one page of an account's reminders, latest due first.
@@ -127,7 +129,7 @@ func (l *Ledger) ListAccount(ctx context.Context, account string, limit int, nex
 		if err != nil {
 			return AccountPage{}, err
 		}
-		listed := Listed{Reminder: r}
+		listed := Listed{ReminderItem: r}
 		if c, ok := it["createdAt"].(*types.AttributeValueMemberS); ok {
 			listed.CreatedAt, _ = time.Parse(time.RFC3339Nano, c.Value)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// A reminder's creator (Reminder.CreatedBy) is on its reminder item, which
+// A reminder's creator (ReminderItem.CreatedBy) is on its reminder item, which
 // the account index does not project: DynamoDB cannot change an existing
 // index's projection (a new index would be needed, which an existing table
 // takes in two deploys, one index created or deleted per update). So a

@@ -44,7 +44,7 @@ type Memory struct {
 type memoryTable struct {
 	mu        sync.Mutex
 	items     map[message.DeliveryKey]Delivery
-	reminders map[string]Reminder
+	reminders map[string]ReminderItem
 	created   map[string]time.Time // each reminder item's createdAt
 	cursors   map[int]Cursor
 	registry  int // the largest shard count recorded
@@ -53,7 +53,8 @@ type memoryTable struct {
 
 // NewMemory returns a Memory ledger over an empty table.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
-	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]Reminder{}, created: map[string]time.Time{}, cursors: map[int]Cursor{}}}
+	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]ReminderItem{},
+		created: map[string]time.Time{}, cursors: map[int]Cursor{}}}
 	return m.With(cfg)
 }
 
@@ -442,9 +443,9 @@ func (m *Memory) DueBy(_ context.Context, shard int, by time.Time, page func([]I
 }
 
 // CreateReminder is Ledger.CreateReminder.
-func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, error) {
+func (m *Memory) CreateReminder(_ context.Context, r ReminderItem) (ReminderItem, bool, error) {
 	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
-		return Reminder{}, false, err
+		return ReminderItem{}, false, err
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
@@ -453,9 +454,6 @@ func (m *Memory) CreateReminder(_ context.Context, r Reminder) (Reminder, bool, 
 	}
 	r = copyReminder(r)
 	r.DueAt, r.ExpiresAt = ms(r.DueAt), ms(r.ExpiresAt)
-	for i := range r.Deliveries {
-		r.Deliveries[i].Address = "" // kept on the delivery item alone, as in DynamoDB
-	}
 	r.TTL = m.Expiry(r.ExpiresAt)
 	m.t.reminders[r.ID] = r
 	m.t.created[r.ID] = m.now()
@@ -493,7 +491,7 @@ func copyOf(d Delivery) Delivery {
 	return d
 }
 
-func copyReminder(r Reminder) Reminder {
+func copyReminder(r ReminderItem) ReminderItem {
 	r.Deliveries = slices.Clone(r.Deliveries)
 	r.Metadata = maps.Clone(r.Metadata)
 	return r

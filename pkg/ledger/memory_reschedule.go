@@ -96,7 +96,7 @@ func (m *Memory) ListAccount(_ context.Context, account string, limit int, next 
 		if r.AccountRef == account {
 			r = copyReminder(r)
 			r.Metadata, r.CreatedBy = nil, "" // not projected
-			all = append(all, Listed{Reminder: r, CreatedAt: m.t.created[id]})
+			all = append(all, Listed{ReminderItem: r, CreatedAt: m.t.created[id]})
 		}
 	}
 	m.t.mu.Unlock()
@@ -105,7 +105,7 @@ func (m *Memory) ListAccount(_ context.Context, account string, limit int, next 
 	}
 	slices.SortFunc(all, order)
 	if after != nil {
-		at := Listed{Reminder: Reminder{ID: after.ID}}
+		at := Listed{ReminderItem: ReminderItem{ID: after.ID}}
 		at.DueAt, _ = time.Parse(time.RFC3339Nano, after.DueAt)
 		i, _ := slices.BinarySearchFunc(all, at, order)
 		for i < len(all) && order(all[i], at) <= 0 {

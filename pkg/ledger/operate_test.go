@@ -134,7 +134,8 @@ func TestPurgeRemovesEverythingButNotWhileInFlight(t *testing.T) {
 	f := operateSetup(t)
 	email, sms := f.create(t, "rem-91", "email"), f.create(t, "rem-91", "sms")
 	f.create(t, "rem-92", "email") // another reminder, untouched
-	if _, _, err := f.l.CreateReminder(f.ctx, ledger.Reminder{ID: "rem-91", AccountRef: "acct-1", DueAt: email.DueAt, ExpiresAt: email.ExpiresAt}); err != nil {
+	item := ledger.ReminderItem{ID: "rem-91", AccountRef: "acct-1", DueAt: email.DueAt, ExpiresAt: email.ExpiresAt}
+	if _, _, err := f.l.CreateReminder(f.ctx, item); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.l.Claim(f.ctx, ledger.Claim{Key: sms.Key(), Token: "t1", LeaseUntil: t0.Add(time.Minute), DueBy: t0}); err != nil {

@@ -15,55 +15,57 @@ import (
 	"github.com/nudgehq/nudge/pkg/message"
 )
 
-// Reminder is a reminder as the intake accepted it (pkg/schedule validates
-// it): stored as one item beside its deliveries, in the reminder's
-// partition, so that a repeated create can be compared with it.
-type Reminder struct {
-	ID         string             `dynamodbav:"reminderId" json:"id"`
-	AccountRef string             `dynamodbav:"accountRef" json:"accountRef"`
-	DueAt      time.Time          `dynamodbav:"-" json:"dueAt"`
-	ExpiresAt  time.Time          `dynamodbav:"-" json:"expiresAt"`
-	Deliveries []ReminderDelivery `dynamodbav:"deliveries" json:"deliveries"`
-	Metadata   map[string]string  `dynamodbav:"metadata,omitempty" json:"metadata,omitempty"`
+// ReminderItem is the reminder item: a reminder as the intake accepted it
+// (pkg/schedule validates it, and converts its own Reminder to and from
+// this), stored as one item beside its deliveries, in the reminder's
+// partition, so that a repeated create can be compared with it. It is the
+// table's shape only: the API's is schedule.Reminder.
+type ReminderItem struct {
+	ID         string             `dynamodbav:"reminderId"`
+	AccountRef string             `dynamodbav:"accountRef"`
+	DueAt      time.Time          `dynamodbav:"-"` // stored Format'ed (reminderRecord)
+	ExpiresAt  time.Time          `dynamodbav:"-"` // stored Format'ed (reminderRecord)
+	Deliveries []ReminderDelivery `dynamodbav:"deliveries"`
+	Metadata   map[string]string  `dynamodbav:"metadata,omitempty"`
 	// CreatedBy is the principal that created the reminder through the
 	// API (the intake's caller: an IAM role or user), which alone may act
 	// on it there, besides the stage's full-access principals. Empty for a
 	// reminder the operator's CLI created, and for one created before the
 	// intake recorded it: only full-access principals act on those through
 	// the API (docs/api.md#who-sees-what). Written once, with the item.
-	CreatedBy string `dynamodbav:"createdBy,omitempty" json:"createdBy,omitempty"`
+	CreatedBy string `dynamodbav:"createdBy,omitempty"`
 	// TTL is when DynamoDB may delete the reminder item, as read (zero:
 	// never, or not read).
-	TTL time.Time `dynamodbav:"-" json:"-"`
+	TTL time.Time `dynamodbav:"-"`
 }
 
-// ReminderDelivery is one delivery a Reminder asks for.
+// ReminderDelivery is one delivery a ReminderItem lists. It has no
+// address: a recipient's address (SES) is kept on the delivery item alone
+// (Delivery.Address), never on the reminder item.
 type ReminderDelivery struct {
-	Channel      string `dynamodbav:"channel" json:"channel"`
-	Provider     string `dynamodbav:"provider" json:"provider"`
-	RecipientRef string `dynamodbav:"recipientRef" json:"recipientRef"`
-	TemplateRef  string `dynamodbav:"templateRef" json:"templateRef"`
-	// Address is the recipient's address, for a provider that sends to it
-	// (SES). It is kept on the delivery item only, never on the reminder
-	// item, so a reminder read back has none.
-	Address string `dynamodbav:"-" json:"-"`
+	Channel      string `dynamodbav:"channel"`
+	Provider     string `dynamodbav:"provider"`
+	RecipientRef string `dynamodbav:"recipientRef"`
+	TemplateRef  string `dynamodbav:"templateRef"`
 }
 
 // Key returns the delivery key of d in r.
-func (r Reminder) Key(d ReminderDelivery) message.DeliveryKey {
+func (r ReminderItem) Key(d ReminderDelivery) message.DeliveryKey {
 	return message.DeliveryKey{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider}
 }
 
 // reminderSK is the sort key of the reminder item, beside its deliveries.
 const reminderSK = "REMINDER"
 
-type reminderItem struct {
-	PK        string `dynamodbav:"PK"`
-	SK        string `dynamodbav:"SK"`
-	Reminder         // inline
-	DueAt     string `dynamodbav:"dueAt"`
-	ExpiresAt string `dynamodbav:"expiresAt"`
-	CreatedAt string `dynamodbav:"createdAt"`
+// reminderRecord is a ReminderItem as it is marshalled: its keys, and its
+// times as the ledger writes them.
+type reminderRecord struct {
+	PK           string `dynamodbav:"PK"`
+	SK           string `dynamodbav:"SK"`
+	ReminderItem        // inline
+	DueAt        string `dynamodbav:"dueAt"`
+	ExpiresAt    string `dynamodbav:"expiresAt"`
+	CreatedAt    string `dynamodbav:"createdAt"`
 	// TTL is when DynamoDB may delete the item: the retention after
 	// expiresAt, as for its deliveries.
 	TTL int64 `dynamodbav:"ttl"`
@@ -72,17 +74,17 @@ type reminderItem struct {
 // CreateReminder writes reminder r's item unless one exists under its id;
 // then it returns the stored one, and exists true, for the caller to
 // compare. Its deliveries are written by Create, one by one, after it.
-func (l *Ledger) CreateReminder(ctx context.Context, r Reminder) (stored Reminder, exists bool, err error) {
+func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored ReminderItem, exists bool, err error) {
 	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
-		return Reminder{}, false, err
+		return ReminderItem{}, false, err
 	}
-	av, err := attributevalue.MarshalMap(reminderItem{
-		PK: PartitionKey(r.ID), SK: reminderSK, Reminder: r,
+	av, err := attributevalue.MarshalMap(reminderRecord{
+		PK: PartitionKey(r.ID), SK: reminderSK, ReminderItem: r,
 		DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),
 		TTL: l.Expiry(r.ExpiresAt).Unix(),
 	})
 	if err != nil {
-		return Reminder{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
+		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
 	}
 	out, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(l.cfg.Table), Item: av,
@@ -99,21 +101,21 @@ func (l *Ledger) CreateReminder(ctx context.Context, r Reminder) (stored Reminde
 		stored, err := fromReminderItem(ccf.Item)
 		return stored, true, err
 	}
-	return Reminder{}, false, fmt.Errorf("ledger: write reminder %q: %w", r.ID, err)
+	return ReminderItem{}, false, fmt.Errorf("ledger: write reminder %q: %w", r.ID, err)
 }
 
-func fromReminderItem(av map[string]types.AttributeValue) (Reminder, error) {
-	var it reminderItem
+func fromReminderItem(av map[string]types.AttributeValue) (ReminderItem, error) {
+	var it reminderRecord
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return Reminder{}, fmt.Errorf("ledger: stored reminder is unreadable: %w", err)
+		return ReminderItem{}, fmt.Errorf("ledger: stored reminder is unreadable: %w", err)
 	}
-	r := it.Reminder
+	r := it.ReminderItem
 	var err error
 	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
-		return Reminder{}, fmt.Errorf("ledger: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)
+		return ReminderItem{}, fmt.Errorf("ledger: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)
 	}
 	if r.ExpiresAt, err = time.Parse(time.RFC3339Nano, it.ExpiresAt); err != nil {
-		return Reminder{}, fmt.Errorf("ledger: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
+		return ReminderItem{}, fmt.Errorf("ledger: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
 	}
 	if it.TTL > 0 {
 		r.TTL = time.Unix(it.TTL, 0).UTC()
@@ -126,7 +128,7 @@ type Stored struct {
 	// Reminder is the reminder item; nil if there is none (deliveries
 	// written without the intake), or if it could not be read
 	// (ReminderErr).
-	Reminder *Reminder
+	Reminder *ReminderItem
 	// ReminderErr says why a reminder item that exists could not be read.
 	// It stops nothing that works from the keys: a cancel, a purge.
 	ReminderErr error

@@ -28,7 +28,7 @@ type Move struct {
 type MovePlan struct {
 	ID string
 	// Reminder is the reminder item as read; nil if there is none.
-	Reminder *Reminder
+	Reminder *ReminderItem
 	// Live are the deliveries to move, as read: each pending, queued or
 	// retrying.
 	Live []Delivery
@@ -51,7 +51,7 @@ const MaxMoveItems = 100
 // item's as read (a TTL is never lowered: a delivery ended long after the
 // new expiry keeps its records, and no delivery item goes before its
 // reminder item). Zero: the reminder item is kept for ever.
-func moveTTL(read *Reminder, expiry time.Time) time.Time {
+func moveTTL(read *ReminderItem, expiry time.Time) time.Time {
 	if read != nil && read.TTL.IsZero() {
 		return time.Time{}
 	}

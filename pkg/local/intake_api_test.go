@@ -56,7 +56,7 @@ func TestIntakeAPIThroughItsFunctionURL(t *testing.T) {
 		t.Errorf("PUT of another reminder under the id: %v", err)
 	}
 	doc, err := api.Get(ctx, "rem-api-1")
-	if err != nil || doc.Reminder == nil || len(doc.Deliveries) != 1 || doc.Deliveries[0].Status != ledger.StatusPending {
+	if err != nil || doc.Reminder == nil || len(doc.Deliveries) != 1 || doc.Deliveries[0].Status != schedule.StatusPending {
 		t.Errorf("GET: %+v, %v", doc, err)
 	}
 	if _, err := api.Get(ctx, "rem-api-none"); status(err) != 404 {

@@ -77,9 +77,9 @@ func (c Caller) access(stored ledger.Stored) error {
 	return ErrNoReminder
 }
 
-// owns reports whether the caller may see and change reminder r (nil: no
-// reminder item, or an unreadable one).
-func (c Caller) owns(r *Reminder) bool {
+// owns reports whether the caller may see and change the reminder whose
+// item is r (nil: no reminder item, or an unreadable one).
+func (c Caller) owns(r *ledger.ReminderItem) bool {
 	if c.FullAccess {
 		return true
 	}

@@ -8,4 +8,12 @@
 // index for the enqueue to find; this package never touches the table. Creating the same
 // reminder twice is harmless; a different reminder under a used id is a
 // *ConflictError naming the field that differs.
+//
+// Its types are the API's (Reminder, Delivery, Status, Document, Event):
+// JSON, the shape docs/openapi.yaml describes. The ledger's are the
+// table's (ledger.ReminderItem, ledger.Delivery); storage.go converts
+// between them, in both directions, and nothing else does. What the
+// intake needs from the ledger (the refusals, such as ErrAlreadySent, the
+// time format, the page size, the masking of addresses) it takes from
+// here.
 package schedule

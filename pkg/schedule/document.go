@@ -21,7 +21,7 @@ type DeliveryDocument struct {
 	Key            string        `json:"key"`
 	Channel        string        `json:"channel"`
 	Provider       string        `json:"provider"`
-	Status         ledger.Status `json:"status"`
+	Status         Status        `json:"status"`
 	Attempts       int           `json:"attempts"`
 	DueAt          string        `json:"dueAt"`
 	ExpiresAt      string        `json:"expiresAt"`
@@ -49,13 +49,7 @@ func (s *Store) Document(ctx context.Context, v View, reveal bool) (Document, er
 		doc.History = []Event{}
 	}
 	for _, d := range v.Deliveries {
-		dd := DeliveryDocument{Key: d.Key().String(), Channel: d.Channel, Provider: d.Provider, Status: d.Status, Attempts: d.Attempts,
-			DueAt: FormatOpt(d.DueAt), ExpiresAt: FormatOpt(d.ExpiresAt), LastErrorClass: d.LastErrorClass, LastError: d.LastError,
-			NextAttemptAt: FormatOpt(d.NextAttemptAt), SentAt: FormatOpt(d.SentAt), Receipt: d.Receipt, UpdatedAt: FormatOpt(d.UpdatedAt),
-			Address: ledger.MaskAddress(d.Address)}
-		if reveal {
-			dd.Address = d.Address
-		}
+		dd := deliveryDocument(d, reveal)
 		if !d.Status.Terminal() {
 			h, err := s.cfg.Ledger.HandedOff(ctx, d)
 			if err != nil {
@@ -68,10 +62,19 @@ func (s *Store) Document(ctx context.Context, v View, reveal bool) (Document, er
 	return doc, nil
 }
 
-// FormatOpt formats t as the ledger does, or "" for the zero time.
+// FormatTime formats t as every answer and document shows a time:
+// RFC 3339 in UTC, to the millisecond, as the ledger stores it
+// (ledger.Format).
+func FormatTime(t time.Time) string { return ledger.Format(t) }
+
+// FormatOpt is FormatTime, or "" for the zero time.
 func FormatOpt(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return ledger.Format(t)
+	return FormatTime(t)
 }
+
+// MaskAddress hides a recipient's address but for its first character (as
+// ledger.MaskAddress does): a•••@example.com.
+func MaskAddress(a string) string { return ledger.MaskAddress(a) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
@@ -12,13 +13,23 @@ import (
 // ErrBadPageToken is List's answer for a page token it did not give.
 var ErrBadPageToken = ledger.ErrBadPageToken
 
+// MaxListPage is the most reminders one page of a listing holds (the
+// ledger's account index page, ledger.MaxAccountPage).
+const MaxListPage = ledger.MaxAccountPage
+
 // Listed is one reminder of an account's listing, with its deliveries as
 // they are now.
 type Listed struct {
-	ledger.Listed
-	// Now are its deliveries' current states, by key; a delivery missing
+	// Reminder is the reminder as the account index holds it: without
+	// metadata or creator.
+	Reminder
+	// CreatedAt is when the reminder was created (zero if its item does
+	// not say).
+	CreatedAt time.Time
+	// Now are its deliveries as they are now, by key, as a Document shows
+	// them (addresses masked; HandedOff not asked); a delivery missing
 	// here was not found (created a moment ago, or purged).
-	Now map[message.DeliveryKey]ledger.Delivery
+	Now map[message.DeliveryKey]DeliveryDocument
 }
 
 // ListPage is a page of an account's reminders, latest due first.
@@ -28,7 +39,7 @@ type ListPage struct {
 	Next string
 }
 
-// List returns up to limit (1 to ledger.MaxAccountPage) of account's
+// List returns up to limit (1 to MaxListPage) of account's
 // reminders after the page token next, latest due first, each with its
 // deliveries' states: one query of the account index and one batch read
 // of the deliveries per page. It is the operator's door: every creator's
@@ -44,8 +55,8 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 	if p := checkRef(account, 128); p != "" {
 		return ListPage{}, &ValidationError{Field: "account", Problem: p, Fix: "give the account's reference, as the reminders' accountRef, up to 128 characters"}
 	}
-	if limit < 1 || limit > ledger.MaxAccountPage {
-		return ListPage{}, &ValidationError{Field: "limit", Problem: fmt.Sprintf("is %d", limit), Fix: fmt.Sprintf("ask for 1 to %d reminders a page", ledger.MaxAccountPage)}
+	if limit < 1 || limit > MaxListPage {
+		return ListPage{}, &ValidationError{Field: "limit", Problem: fmt.Sprintf("is %d", limit), Fix: fmt.Sprintf("ask for 1 to %d reminders a page", MaxListPage)}
 	}
 	var page ledger.AccountPage
 	var err error
@@ -90,10 +101,10 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 		}
 	}
 	for _, r := range page.Reminders {
-		l := Listed{Listed: r, Now: map[message.DeliveryKey]ledger.Delivery{}}
+		l := Listed{Reminder: reminderOf(r.ReminderItem), CreatedAt: r.CreatedAt, Now: map[message.DeliveryKey]DeliveryDocument{}}
 		for _, d := range r.Deliveries {
 			if cur, ok := now[r.Key(d)]; ok {
-				l.Now[r.Key(d)] = cur
+				l.Now[r.Key(d)] = deliveryDocument(cur, false)
 			}
 		}
 		out.Reminders = append(out.Reminders, l)

@@ -67,11 +67,44 @@ type DeliveryInput struct {
 	Address string `json:"address,omitempty"`
 }
 
-// Reminder is a validated reminder, as the ledger stores it.
-type Reminder = ledger.Reminder
+// Reminder is a validated reminder: what Validate returns and Create
+// takes, and, as read back (View, Document), the API's shape of a
+// reminder (docs/openapi.yaml's Reminder). The ledger stores it as a
+// ledger.ReminderItem and its delivery items (storage.go converts).
+type Reminder struct {
+	ID         string     `json:"id"`
+	AccountRef string     `json:"accountRef"`
+	DueAt      time.Time  `json:"dueAt"`
+	ExpiresAt  time.Time  `json:"expiresAt"`
+	Deliveries []Delivery `json:"deliveries"`
+	// Metadata is the labels the reminder was given (Input.Metadata).
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// CreatedBy is the principal that created the reminder through the
+	// API (the intake's caller: an IAM role or user), which alone may act
+	// on it there, besides the stage's full-access principals. Empty for a
+	// reminder the operator's CLI created, and for one created before the
+	// intake recorded it: only full-access principals act on those through
+	// the API (docs/api.md#who-sees-what). Create sets it from its caller.
+	CreatedBy string `json:"createdBy,omitempty"`
+}
 
 // Delivery is one validated delivery of a Reminder.
-type Delivery = ledger.ReminderDelivery
+type Delivery struct {
+	Channel      string `json:"channel"`
+	Provider     string `json:"provider"`
+	RecipientRef string `json:"recipientRef"`
+	TemplateRef  string `json:"templateRef"`
+	// Address is the recipient's address, for a provider that sends to it
+	// (SES). It is written to the delivery item only, never to the
+	// reminder item, and never shown here: a reminder read back has none
+	// (the Document shows it, masked, on its delivery).
+	Address string `json:"-"`
+}
+
+// Key returns the delivery key of d in r.
+func (r Reminder) Key(d Delivery) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider}
+}
 
 // ValidationError is a reminder that cannot be accepted. It names the
 // field, what is wrong and how to fix it.

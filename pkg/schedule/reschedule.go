@@ -30,8 +30,8 @@ type MoveResult struct {
 	// the new times and not yet sending.
 	Moved, Unchanged bool
 	// Status is the delivery's status after the call.
-	Status ledger.Status
-	// Refused says why it was not moved: ledger.ErrAlreadySent,
+	Status Status
+	// Refused says why it was not moved: ErrAlreadySent,
 	// ErrFinished or ErrLeased (in flight; try again shortly).
 	Refused error
 	// At is, for a refused delivery, when it was sent or last changed, and
@@ -122,9 +122,9 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 				id, ErrIncomplete, len(gone), len(stored.Reminder.Deliveries))
 		}
 		out := Rescheduled{DueAt: due, ExpiresAt: exp}
-		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + ledger.Format(due) + note}}
+		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + FormatTime(due) + note}}
 		for _, d := range stored.Deliveries {
-			res := MoveResult{Key: d.Key(), Status: d.Status}
+			res := MoveResult{Key: d.Key(), Status: statusOf(d.Status)}
 			switch {
 			case d.Status == ledger.StatusSending:
 				res.Refused, res.At = ledger.ErrLeased, d.LeaseUntil
@@ -139,7 +139,7 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(exp):
 				res.Unchanged = true
 			default:
-				res.Moved, res.Status = true, ledger.StatusPending
+				res.Moved, res.Status = true, StatusPending
 				plan.Live = append(plan.Live, d)
 			}
 			if !res.Moved {

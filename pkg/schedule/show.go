@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
@@ -18,9 +19,20 @@ type View struct {
 	Deliveries []ledger.Delivery
 }
 
-// Event is one transition of one delivery, for a reminder's timeline.
+// Event is one transition of one delivery, for a reminder's timeline (a
+// ledger.Entry, with its delivery's key).
 type Event struct {
-	ledger.Entry
+	// At is when the transition happened (FormatTime'd).
+	At string `json:"at"`
+	// Status is the state entered.
+	Status Status `json:"status"`
+	// Attempt is the attempt number, where there is one.
+	Attempt int `json:"attempt,omitempty"`
+	// Class is the error class, for failures.
+	Class failure.Class `json:"class,omitempty"`
+	// Note is a short free text: a reason, a retry time, a receipt.
+	Note string `json:"note,omitempty"`
+	// Delivery is the delivery's key.
 	Delivery string `json:"delivery"`
 }
 
@@ -31,7 +43,7 @@ func (v View) Timeline() []Event {
 	var out []Event
 	for _, d := range v.Deliveries {
 		for _, e := range d.History {
-			out = append(out, Event{Entry: e, Delivery: d.Key().String()})
+			out = append(out, eventOf(e, d.Key().String()))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
@@ -65,5 +77,5 @@ func (s *Store) show(ctx context.Context, c Caller, id string) (View, error) {
 	if stored.Empty() {
 		return View{}, fmt.Errorf("schedule: show %q: %w; check the id (reminder ids are case-sensitive) and the table", id, ErrNoReminder)
 	}
-	return View{Reminder: stored.Reminder, Deliveries: stored.Deliveries}, nil
+	return View{Reminder: reminderRead(stored.Reminder), Deliveries: stored.Deliveries}, nil
 }

@@ -13,13 +13,12 @@ import (
 	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
 )
 
 // Ledger is the part of the delivery ledger the store uses: the reminder
 // items and their deliveries.
 type Ledger interface {
-	CreateReminder(ctx context.Context, r ledger.Reminder) (stored ledger.Reminder, exists bool, err error)
+	CreateReminder(ctx context.Context, r ledger.ReminderItem) (stored ledger.ReminderItem, exists bool, err error)
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	Create(ctx context.Context, d ledger.Delivery) error
 	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
@@ -141,7 +140,7 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		return "", err
 	}
 	outcome := Created
-	stored, exists, err := s.cfg.Ledger.CreateReminder(ctx, r)
+	stored, exists, err := s.cfg.Ledger.CreateReminder(ctx, reminderItem(r))
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("schedule: %w", err)
@@ -150,20 +149,13 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		// whatever it holds.
 		return "", fmt.Errorf("schedule: reminder %q: %w by a reminder this caller cannot see; give this reminder another id", r.ID, ErrTaken)
 	case exists:
-		if c := conflict(stored, r); c != nil {
+		if c := conflict(reminderOf(stored), r); c != nil {
 			return "", c
 		}
 		outcome = Unchanged
 	}
 	for _, d := range r.Deliveries {
-		ld := ledger.Delivery{
-			ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider,
-			RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
-		}
-		if drv, _ := registry.Lookup(d.Provider); drv.Intake.RendersTemplates && len(r.Metadata) > 0 {
-			ld.TemplateData = r.Metadata // what the template renders
-		}
-		err := s.cfg.Ledger.Create(ctx, ld)
+		err := s.cfg.Ledger.Create(ctx, deliveryItem(r, d))
 		var re *ledger.RefusedError
 		switch {
 		case errors.As(err, &re) && errors.Is(err, ledger.ErrExists):
@@ -171,7 +163,7 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 			// and the address, kept on the delivery alone, must too.
 			if re.Current.Address != d.Address && !tombstone(re.Current) {
 				return "", &ConflictError{ID: r.ID, Field: "deliveries (" + d.Channel + "/" + d.Provider + ") address",
-					Stored: ledger.MaskAddress(re.Current.Address), Given: ledger.MaskAddress(d.Address)}
+					Stored: MaskAddress(re.Current.Address), Given: MaskAddress(d.Address)}
 			}
 		case err != nil:
 			return "", fmt.Errorf("schedule: reminder %q: %w; run the same create again to finish it", r.ID, err)
@@ -221,9 +213,9 @@ func conflict(stored, given Reminder) *ConflictError {
 	}
 	switch {
 	case !stored.DueAt.Equal(given.DueAt):
-		return c("dueAt", ledger.Format(stored.DueAt), ledger.Format(given.DueAt))
+		return c("dueAt", FormatTime(stored.DueAt), FormatTime(given.DueAt))
 	case !stored.ExpiresAt.Equal(given.ExpiresAt):
-		return c("expiresAt", ledger.Format(stored.ExpiresAt), ledger.Format(given.ExpiresAt))
+		return c("expiresAt", FormatTime(stored.ExpiresAt), FormatTime(given.ExpiresAt))
 	case stored.AccountRef != given.AccountRef:
 		return c("accountRef", fmt.Sprintf("%q", stored.AccountRef), fmt.Sprintf("%q", given.AccountRef))
 	case !sameDeliveries(stored.Deliveries, given.Deliveries):
@@ -280,8 +272,8 @@ type CancelResult struct {
 	// Cancelled is true if this call cancelled it.
 	Cancelled bool
 	// Status is the delivery's status after the call.
-	Status ledger.Status
-	// Refused says why it was not cancelled: ledger.ErrAlreadySent,
+	Status Status
+	// Refused says why it was not cancelled: ErrAlreadySent,
 	// ErrFinished or ErrLeased (in flight; try again shortly).
 	Refused error
 	// At is, for a refused delivery, when it was sent or last changed, and
@@ -337,7 +329,7 @@ func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]Cancel
 		key := stored.Reminder.Key(d)
 		switch {
 		case err == nil:
-			out = append(out, CancelResult{Key: key, Cancelled: true, Status: ledger.StatusCancelled})
+			out = append(out, CancelResult{Key: key, Cancelled: true, Status: StatusCancelled})
 		case errors.Is(err, ledger.ErrExists):
 			// Written meanwhile: cancelled with the others below.
 			stored.Deliveries = append(stored.Deliveries, ledger.Delivery{ReminderID: id, Channel: d.Channel, Provider: d.Provider})
@@ -348,7 +340,7 @@ func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]Cancel
 	for _, dd := range stored.Deliveries {
 		k := dd.Key()
 		d, err := s.cfg.Ledger.Cancel(ctx, k, note)
-		res := CancelResult{Key: k, Cancelled: err == nil, Status: d.Status, Unended: d.EndedUnended()}
+		res := CancelResult{Key: k, Cancelled: err == nil, Status: statusOf(d.Status), Unended: d.EndedUnended()}
 		var re *ledger.RefusedError
 		switch {
 		case err == nil:
@@ -357,7 +349,7 @@ func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]Cancel
 			// ended either; the caller sends the cancel again.
 			return out, fmt.Errorf("schedule: cancel %s: %w", k, err)
 		case errors.As(err, &re):
-			res.Refused, res.Status, res.At, res.Unended = re.Reason, re.Current.Status, re.Current.UpdatedAt, re.Current.EndedUnended()
+			res.Refused, res.Status, res.At, res.Unended = re.Reason, statusOf(re.Current.Status), re.Current.UpdatedAt, re.Current.EndedUnended()
 			if re.Current.Status == ledger.StatusSent {
 				res.At = re.Current.SentAt
 			}

@@ -169,7 +169,7 @@ func TestCancelRefusesASentDeliveryAndSaysSo(t *testing.T) {
 	if x := byKey[email]; x.Cancelled || !errors.Is(x.Refused, ledger.ErrAlreadySent) || x.At.IsZero() {
 		t.Fatalf("sent delivery: %+v", x)
 	}
-	if x := byKey[r.Key(r.Deliveries[1])]; !x.Cancelled || x.Status != ledger.StatusCancelled {
+	if x := byKey[r.Key(r.Deliveries[1])]; !x.Cancelled || x.Status != schedule.StatusCancelled {
 		t.Fatalf("pending delivery: %+v", x)
 	}
 	if _, err := b.store.Cancel(b.ctx, "rem-unknown", "x"); !errors.Is(err, schedule.ErrNoReminder) {
@@ -453,7 +453,7 @@ func TestATimeAtTheStartOfYearOneLeavesNoOrphan(t *testing.T) {
 	if !errors.As(err, &ve) || ve.Field != "dueAt" || !strings.Contains(ve.Problem, "before 2000") {
 		t.Fatalf("a year-1 dueAt: %v; want a validation error naming dueAt", err)
 	}
-	if _, _, err := b.ledger.CreateReminder(b.ctx, ledger.Reminder{ID: "rem-y1", AccountRef: "a", ExpiresAt: now.Add(time.Hour),
+	if _, _, err := b.ledger.CreateReminder(b.ctx, ledger.ReminderItem{ID: "rem-y1", AccountRef: "a", ExpiresAt: now.Add(time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}); err == nil {
 		t.Fatal("the ledger wrote a reminder item due at the zero time")
 	}
@@ -463,11 +463,11 @@ func TestATimeAtTheStartOfYearOneLeavesNoOrphan(t *testing.T) {
 	// One written before (read here with year-1 times over an item written
 	// with sane ones, its create cut off before any delivery): the cancel
 	// writes its tombstone and answers.
-	if _, _, err := b.ledger.CreateReminder(b.ctx, ledger.Reminder{ID: "rem-y1", AccountRef: "a", DueAt: now, ExpiresAt: now.Add(time.Hour),
+	if _, _, err := b.ledger.CreateReminder(b.ctx, ledger.ReminderItem{ID: "rem-y1", AccountRef: "a", DueAt: now, ExpiresAt: now.Add(time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}); err != nil {
 		t.Fatal(err)
 	}
-	legacy := &legacyLedger{bundleLedger: b.ledger, r: ledger.Reminder{ID: "rem-y1", AccountRef: "a", ExpiresAt: now.Add(time.Hour),
+	legacy := &legacyLedger{bundleLedger: b.ledger, r: ledger.ReminderItem{ID: "rem-y1", AccountRef: "a", ExpiresAt: now.Add(time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}}
 	st, err := schedule.New(schedule.Config{Ledger: legacy, Clock: b.clk})
 	if err != nil {
@@ -483,7 +483,7 @@ func TestATimeAtTheStartOfYearOneLeavesNoOrphan(t *testing.T) {
 // the deliveries the ledger has.
 type legacyLedger struct {
 	bundleLedger
-	r ledger.Reminder
+	r ledger.ReminderItem
 }
 
 func (l *legacyLedger) ReadReminder(ctx context.Context, id string) (ledger.Stored, error) {

@@ -36,7 +36,7 @@ type Store interface {
 	MoveCursor(ctx context.Context, shard int, old, pos string, trail []ledger.Mark) (bool, error)
 	DueAfter(ctx context.Context, shard int, pos string, upTo time.Time, limit int) ([]ledger.IndexEntry, error)
 	DueBy(ctx context.Context, shard int, by time.Time, page func([]ledger.IndexEntry) bool) (bool, error)
-	CreateReminder(ctx context.Context, r ledger.Reminder) (ledger.Reminder, bool, error)
+	CreateReminder(ctx context.Context, r ledger.ReminderItem) (ledger.ReminderItem, bool, error)
 	RecordStage(ctx context.Context, f ledger.StageFacts) error
 	ReadStage(ctx context.Context) (ledger.StageFacts, bool, error)
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
@@ -929,10 +929,13 @@ func testCursorMovesOnlyFromWhereItWas(t *testing.T, b bundle) {
 // its deliveries in key order.
 func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	ctx := context.Background()
-	r := ledger.Reminder{ID: "rem-7", AccountRef: "acct-1", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour),
+	r := ledger.ReminderItem{ID: "rem-7", AccountRef: "acct-1", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"},
-			{Channel: "email", Provider: "ses", RecipientRef: "r", TemplateRef: "t", Address: "ana@example.com"}},
+			{Channel: "email", Provider: "ses", RecipientRef: "r", TemplateRef: "t"}},
 		Metadata: map[string]string{"k": "v"}}
+	// The e-mail delivery's address goes on its delivery item alone: a
+	// ReminderDelivery has no field for one.
+	addresses := map[string]string{"email": "ana@example.com"}
 	if stored, exists, err := b.l.CreateReminder(ctx, r); err != nil || exists || stored.ID != r.ID {
 		t.Fatalf("first write: %+v, %v, %v", stored, exists, err)
 	}
@@ -944,7 +947,7 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 	}
 	for _, d := range r.Deliveries {
 		if err := b.l.Create(ctx, ledger.Delivery{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef,
-			TemplateRef: d.TemplateRef, Address: d.Address, TemplateData: r.Metadata, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt}); err != nil {
+			TemplateRef: d.TemplateRef, Address: addresses[d.Channel], TemplateData: r.Metadata, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -953,12 +956,8 @@ func testReminderItemIsWrittenOnce(t *testing.T, b bundle) {
 		got.Deliveries[0].Channel != "email" || got.Deliveries[1].Channel != "sms" {
 		t.Fatalf("read: %+v, %v", got, err)
 	}
-	// The address lives on the delivery item, and only there.
-	for _, d := range got.Reminder.Deliveries {
-		if d.Address != "" {
-			t.Errorf("the reminder item holds an address for %s/%s", d.Channel, d.Provider)
-		}
-	}
+	// The address lives on the delivery item, and only there (the
+	// reminder item's type has no field for one).
 	if e := got.Deliveries[0]; e.Address != "ana@example.com" || e.TemplateData["k"] != "v" {
 		t.Errorf("the e-mail delivery holds address %q and template data %v", e.Address, e.TemplateData)
 	}
@@ -1181,7 +1180,7 @@ func testAWriterClockBehindPublishesAhead(t *testing.T, b bundle) {
 // before its new dueAt; anything changed since the read writes nothing.
 func testRescheduleMovesOnlyWhatHasNotStartedSending(t *testing.T, b bundle) {
 	ctx := context.Background()
-	r := ledger.Reminder{ID: "rem-move", AccountRef: "acct-1", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
+	r := ledger.ReminderItem{ID: "rem-move", AccountRef: "acct-1", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
 		Deliveries: []ledger.ReminderDelivery{{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"},
 			{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}, {Channel: "push", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
 	if _, _, err := b.l.CreateReminder(ctx, r); err != nil {
@@ -1309,7 +1308,7 @@ func testRescheduleMovesOnlyWhatHasNotStartedSending(t *testing.T, b bundle) {
 func testAccountListsItsRemindersLatestDueFirst(t *testing.T, b bundle) {
 	ctx := context.Background()
 	mk := func(id, account string, due time.Duration) {
-		r := ledger.Reminder{ID: id, AccountRef: account, DueAt: t0.Add(due), ExpiresAt: t0.Add(due + time.Hour),
+		r := ledger.ReminderItem{ID: id, AccountRef: account, DueAt: t0.Add(due), ExpiresAt: t0.Add(due + time.Hour),
 			Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}},
 			Metadata:   map[string]string{"plan": "gold"}}
 		if _, _, err := b.l.CreateReminder(ctx, r); err != nil {

@@ -43,7 +43,7 @@ func testAReminderKeepsItsCreatorAndListsByIt(t *testing.T, b bundle) {
 	ctx := context.Background()
 	mk := func(id, account, creator string, due time.Duration) {
 		t.Helper()
-		r := ledger.Reminder{ID: id, AccountRef: account, DueAt: t0.Add(due), ExpiresAt: t0.Add(due + time.Hour), CreatedBy: creator,
+		r := ledger.ReminderItem{ID: id, AccountRef: account, DueAt: t0.Add(due), ExpiresAt: t0.Add(due + time.Hour), CreatedBy: creator,
 			Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
 		if _, _, err := l.CreateReminder(ctx, r); err != nil {
 			t.Fatal(err)
@@ -52,7 +52,7 @@ func testAReminderKeepsItsCreatorAndListsByIt(t *testing.T, b bundle) {
 
 	// Written once, read back, kept by a move.
 	mk("rem-c1", "acct-c", billing, time.Hour)
-	again := ledger.Reminder{ID: "rem-c1", AccountRef: "acct-c", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour), CreatedBy: booking,
+	again := ledger.ReminderItem{ID: "rem-c1", AccountRef: "acct-c", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour), CreatedBy: booking,
 		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
 	stored, exists, err := l.CreateReminder(ctx, again)
 	if err != nil || !exists || stored.CreatedBy != billing {
