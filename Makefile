@@ -75,8 +75,8 @@ bench: build-local ## benchmarks, in-memory and against the stand-ins
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
 
 fuzz: ## fuzz the message decoder, the consumer's event decoding, the import parser and the intake API, FUZZTIME each (30s, or 1000000x)
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/message
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/consumer
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/message
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/consumer
 	$(GO) test -run '^$$' -fuzz '^FuzzReadRows$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/schedule
 	$(GO) test -run '^$$' -fuzz '^FuzzFunctionURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/intake
 

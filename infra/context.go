@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 // StagesFromContext returns the stages to define. With the "stage" key

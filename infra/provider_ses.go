@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsses"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/nudgehq/nudge/pkg/consumer"
-	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/internal/consumer"
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 )
 
 // sesParts is the SES provider's part: the templates from templates/email,

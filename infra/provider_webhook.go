@@ -5,7 +5,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
 )
 

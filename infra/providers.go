@@ -3,15 +3,15 @@ package main
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/provider/ses"
-	"github.com/nudgehq/nudge/pkg/provider/sns"
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/provider/ses"
+	"github.com/nudgehq/nudge/internal/provider/sns"
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
 )
 
 // providerStack is each provider's part of the stack, by the provider's
 // name: the one line a new provider adds here, beside its driver's in the
-// registry (pkg/provider/registry); its part is in provider_<name>.go.
+// registry (internal/provider/registry); its part is in provider_<name>.go.
 var providerStack = map[string]func() *providerParts{
 	webhook.Name: webhookParts,
 	ses.Name:     sesParts,

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nudgehq/nudge/pkg/provider/ses"
-	"github.com/nudgehq/nudge/pkg/provider/sns"
+	"github.com/nudgehq/nudge/internal/provider/ses"
+	"github.com/nudgehq/nudge/internal/provider/sns"
 
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/internal/deployment"
 )
 
 func allProviders() deployment.Stage {

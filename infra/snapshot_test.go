@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/internal/deployment"
 )
 
 var assetHash = regexp.MustCompile(`[0-9a-f]{64}`)

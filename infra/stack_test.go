@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/internal/deployment"
 )
 
 func TestMain(m *testing.M) {

@@ -21,7 +21,7 @@ func TestPackagesImportOnlyWhatIsBelowThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	row := regexp.MustCompile("^\\| `((?:pkg|cmd|functions)/[a-z/]+)` \\|")
+	row := regexp.MustCompile("^\\| `((?:pkg|internal|cmd|functions)/[a-z/]+)` \\|")
 	rank := map[string]int{}
 	in := false
 	for sc := bufio.NewScanner(f); sc.Scan(); {
@@ -110,7 +110,7 @@ func TestWhatReceiversImportDependsOnNoAWSPackage(t *testing.T) {
 func TestPackagesKeepOffWhatTheyMustNotImport(t *testing.T) {
 	const module = "github.com/nudgehq/nudge/"
 	for _, rule := range []struct{ pkg, dep, why string }{
-		{"pkg/intake", "pkg/ledger", "the intake takes what it needs of the ledger (statuses, errors, times, page size, masking) from pkg/schedule"},
+		{"pkg/intake", "internal/ledger", "the intake takes what it needs of the ledger (statuses, errors, times, page size, masking) from pkg/schedule"},
 	} {
 		cmd := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+rule.pkg)
 		cmd.Dir = "../.."

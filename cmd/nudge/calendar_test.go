@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 )
 
 // TestCalendarCommands runs schedule, import and cancel as a user would,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nudgehq/nudge/pkg/local/demo"
+	"github.com/nudgehq/nudge/internal/local/demo"
 )
 
 // runConfig is the run args ask for over the preset d.

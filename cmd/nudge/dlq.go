@@ -16,9 +16,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge/internal/redrive"
+	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/redrive"
-	"github.com/nudgehq/nudge/pkg/text"
 )
 
 func dlqCommand(s streams) *cobra.Command {

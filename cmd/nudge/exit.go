@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 

@@ -16,26 +16,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
-	"github.com/nudgehq/nudge/pkg/provider/ses"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local"
+	"github.com/nudgehq/nudge/internal/local/esm"
+	"github.com/nudgehq/nudge/internal/local/sink"
+	"github.com/nudgehq/nudge/internal/local/standin"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/status"
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/enqueue"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/local"
-	"github.com/nudgehq/nudge/pkg/local/esm"
-	"github.com/nudgehq/nudge/pkg/local/sink"
-	"github.com/nudgehq/nudge/pkg/local/standin"
-	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
-	"github.com/nudgehq/nudge/pkg/status"
 )
 
 // invokeOptions are local invoke's flags.

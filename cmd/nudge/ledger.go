@@ -14,11 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/redrive"
+	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/redrive"
-	"github.com/nudgehq/nudge/pkg/text"
 )
 
 func ledgerCommand(s streams) *cobra.Command {

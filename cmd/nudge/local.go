@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/nudgehq/nudge/pkg/local/demo"
-	"github.com/nudgehq/nudge/pkg/local/standin"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
+	"github.com/nudgehq/nudge/internal/local/demo"
+	"github.com/nudgehq/nudge/internal/local/standin"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 func localCommand(s streams) *cobra.Command {

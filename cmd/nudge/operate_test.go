@@ -19,14 +19,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/nudgehq/nudge/internal/deadletter"
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local"
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/redrive"
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/deadletter"
-	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/local"
-	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
-	"github.com/nudgehq/nudge/pkg/message"
-	"github.com/nudgehq/nudge/pkg/redrive"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/deployment"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/local"
-	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
-	"github.com/nudgehq/nudge/pkg/provider/ses"
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local"
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 )
 
 // TestTheIntakeFollowsWhatTheStageRuns: the CLI reads the providers the

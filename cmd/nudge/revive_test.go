@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
+	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
-	"github.com/nudgehq/nudge/pkg/message"
 )
 
 // reviveFixture is a ledger table with dead deliveries of several ages and

@@ -13,14 +13,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/consumer"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/metrics"
+	"github.com/nudgehq/nudge/internal/retry"
 	"github.com/nudgehq/nudge/pkg/batch"
-	"github.com/nudgehq/nudge/pkg/consumer"
 	"github.com/nudgehq/nudge/pkg/heartbeat"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/retry"
 )
 
 func main() {

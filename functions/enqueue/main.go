@@ -12,10 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/nudgehq/nudge/pkg/awsclient"
-	"github.com/nudgehq/nudge/pkg/enqueue"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/metrics"
+	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/metrics"
 )
 
 func main() {

@@ -12,12 +12,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/nudgehq/nudge/pkg/awsclient"
+	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/metrics"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/intake"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/metrics"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 

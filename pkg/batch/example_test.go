@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nudgehq/nudge/internal/local/batchtest"
 	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/local/batchtest"
 )
 
 // A handler acknowledges a record by returning nil. Returning

@@ -15,10 +15,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nudgehq/nudge/internal/local/batchtest"
 	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/local/batchtest"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

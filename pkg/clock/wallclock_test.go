@@ -27,7 +27,7 @@ var wallClock = map[string]map[string]bool{
 const wallClockMark = "wall clock:"
 
 // TestProductionCodeTakesTimeFromItsClock: production code (functions/,
-// cmd/ and pkg/ but for pkg/local, the system on one machine) reads time
+// cmd/, pkg/ and internal/ but for internal/local, the system on one machine) reads time
 // from its injected Clock; where it reads the wall clock instead (package
 // time's reads and timers, a context's deadline or timeout, a Deadline()
 // of a context), a comment says "wall clock:" and why (a context
@@ -38,13 +38,13 @@ const wallClockMark = "wall clock:"
 func TestProductionCodeTakesTimeFromItsClock(t *testing.T) {
 	root := filepath.Join("..", "..")
 	var files []string
-	for _, top := range []string{"functions", "cmd", "pkg"} {
+	for _, top := range []string{"functions", "cmd", "pkg", "internal"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			rel, _ := filepath.Rel(root, path)
-			if d.IsDir() && (rel == filepath.Join("pkg", "local") || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata") {
+			if d.IsDir() && (rel == filepath.Join("internal", "local") || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_") || d.Name() == "testdata") {
 				return filepath.SkipDir
 			}
 			if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {

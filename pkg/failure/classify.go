@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/internal/message"
 )
 
 // Outcome is a classified failure.

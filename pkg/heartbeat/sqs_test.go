@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/heartbeat"
-	"github.com/nudgehq/nudge/pkg/local/standin/standintest"
 )
 
 // Against fauxqs, with real time: a heartbeat keeps a message invisible past

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/metrics"
+	"github.com/nudgehq/nudge/internal/metrics"
 )
 
 // The metrics the handler counts, one per status class of its answers

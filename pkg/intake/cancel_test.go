@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/intake"
-	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/intake"
-	"github.com/nudgehq/nudge/pkg/message"
 )
 
 func TestFunctionURLCarriesTheEventAndTheCaller(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/envconfig"
+	"github.com/nudgehq/nudge/internal/envconfig"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 

@@ -304,7 +304,7 @@ type StandInKind string
 
 // The stand-ins.
 const (
-	// SinkStandIn is pkg/local/sink: an HTTP receiver that verifies the
+	// SinkStandIn is internal/local/sink: an HTTP receiver that verifies the
 	// webhook signature, deduplicates by Idempotency-Key and injects
 	// faults.
 	SinkStandIn StandInKind = "sink"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/internal/ledger"
 )
 
 // A Store has two doors onto the same operations. The operator's (Create,

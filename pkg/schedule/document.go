@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
 // Document is a reminder as `nudge reminder show --json` prints it and

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
 )
 
 // ErrBadPageToken is List's answer for a page token it did not give.

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/ledger"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/provider/ses"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 

@@ -13,12 +13,12 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/message"
 	"github.com/nudgehq/nudge/pkg/provider"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
-	"github.com/nudgehq/nudge/pkg/text"
 )
 
 // Limits on a reminder.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/message"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
 )
 
 // Times are a reschedule's new times, as a user writes them (RFC 3339).

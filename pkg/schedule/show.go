@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
 // View is everything stored about one reminder.

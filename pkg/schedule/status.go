@@ -1,7 +1,7 @@
 package schedule
 
 import (
-	"github.com/nudgehq/nudge/pkg/ledger"
+	"github.com/nudgehq/nudge/internal/ledger"
 )
 
 // Status is a delivery's state as the API tells it (docs/openapi.yaml's

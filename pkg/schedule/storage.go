@@ -3,8 +3,8 @@ package schedule
 import (
 	"maps"
 
-	"github.com/nudgehq/nudge/pkg/ledger"
-	"github.com/nudgehq/nudge/pkg/provider/registry"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 // The one place the API's types meet the ledger's: a Reminder becomes a

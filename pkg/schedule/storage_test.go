@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/ledger"
 )
 
 // fullReminder is a reminder with every field set: times to the
@@ -222,7 +222,7 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 // the other fails here.
 func TestTheAPIsStatusesAreTheLedgers(t *testing.T) {
 	t.Parallel()
-	api, stored := statusConstants(t, "."), statusConstants(t, "../ledger")
+	api, stored := statusConstants(t, "."), statusConstants(t, "../../internal/ledger")
 	if len(stored) == 0 || !reflect.DeepEqual(api, stored) {
 		t.Errorf("schedule's statuses %v, the ledger's %v; want the same", api, stored)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/message"
 )
 
 type statusErr struct {

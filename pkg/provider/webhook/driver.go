@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nudgehq/nudge/pkg/envconfig"
+	"github.com/nudgehq/nudge/internal/envconfig"
 	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/provider"
 )

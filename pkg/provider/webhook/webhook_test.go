@@ -15,8 +15,8 @@ import (
 
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
 
+	"github.com/nudgehq/nudge/internal/local/sink"
 	"github.com/nudgehq/nudge/pkg/failure"
-	"github.com/nudgehq/nudge/pkg/local/sink"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
 

@@ -1,0 +1,581 @@
+package consumer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nudgehq/nudge/internal/deadletter"
+	"github.com/nudgehq/nudge/internal/envelope"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/metrics"
+	"github.com/nudgehq/nudge/internal/ratelimit"
+	"github.com/nudgehq/nudge/internal/retry"
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/heartbeat"
+	"github.com/nudgehq/nudge/pkg/provider"
+)
+
+// Ledger is the part of the delivery ledger the consumer uses.
+type Ledger interface {
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	Complete(ctx context.Context, d ledger.Delivery, receipt string) (ledger.Delivery, error)
+	Retry(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
+	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+}
+
+var _ Ledger = (*ledger.Ledger)(nil)
+
+// SenderAPI is the part of the SQS client the consumer uses: dead-lettering
+// and re-publishing deferred messages.
+type SenderAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ SenderAPI = (*sqs.Client)(nil)
+
+// Metric names.
+const (
+	MetricReceived     = "Received"
+	MetricSent         = "Sent"
+	MetricDuplicate    = "Duplicate"
+	MetricDeferred     = "Deferred"
+	MetricRetried      = "Retried"
+	MetricDeadLettered = "DeadLettered"
+	MetricExpired      = "Expired"
+	MetricLate         = "Late"
+	MetricUnstarted    = "Unstarted"
+	MetricDueToSent    = "DueToSentSeconds"
+	// MetricAmbiguous counts sends that may have reached a provider without
+	// an answer, by provider: retried (a possible duplicate where the
+	// provider does not deduplicate) or dead-lettered for review.
+	MetricAmbiguous = "Ambiguous"
+	// MetricPaused counts sends refused because the provider paused the
+	// account's sending (SES); an alarm watches it.
+	MetricPaused = "ProviderPaused"
+	// MetricPaced counts records deferred because the provider's rate
+	// limit had no room for them.
+	MetricPaced = "Paced"
+)
+
+// Config configures a Consumer.
+type Config struct {
+	// Ledger is the delivery ledger. Required.
+	Ledger Ledger
+	// Providers maps a message's provider name to its Provider. Required.
+	Providers map[string]provider.Provider
+	// Queue sends dead letters and deferred messages. Required.
+	Queue SenderAPI
+	// QueueURL is the work queue, where deferred messages are re-published.
+	// Required.
+	QueueURL string
+	// DLQURL is the dead-letter queue. Required.
+	DLQURL string
+	// MaxAttempts is the attempt budget, counted in provider attempts: the
+	// claims the ledger records for the delivery, whichever message copy
+	// made them. A transient failure on this attempt is dead-lettered with
+	// its reason. Receives that never reached the provider (a record left
+	// unstarted at the cut-off, a lease held by another copy, a throttled
+	// claim, a FIFO deferral) do not spend it, and a repair's republish does
+	// not reset it. Default 5.
+	MaxAttempts int
+	// MaxReceiveCount is the work queue's redrive maxReceiveCount, if known:
+	// the safety net below the budget. It must exceed MaxAttempts by at
+	// least ReceiveMargin, the receives that may not reach the provider,
+	// or the queue would move a message to the DLQ silently before the
+	// consumer records why.
+	MaxReceiveCount int
+	// Backoff is the retry policy. Default retry.New(retry.Config{}).
+	Backoff *retry.Backoff
+	// Classifier classifies provider and AWS errors. Default awsfailure.Default.
+	Classifier failure.Chain
+	// EarlyTolerance is how early a message may arrive and still be sent.
+	// Default 2s.
+	EarlyTolerance time.Duration
+	// LateAfter is how late a send may be before it counts as Late.
+	// Default 60s.
+	LateAfter time.Duration
+	// Lease is the claim's lease when the context has no deadline; with a
+	// deadline the lease ends 5s after it. Default 5m.
+	Lease time.Duration
+	// Clock tells the time. Default clock.Real.
+	Clock clock.Clock
+	// Logger receives one line per transition. Default slog.Default().
+	Logger *slog.Logger
+	// Metrics records counters. Nil records none.
+	Metrics *metrics.Recorder
+	// NewToken makes claim tokens. Default: 128 random bits in hex.
+	NewToken func() string
+	// Ambiguous is each provider's AmbiguousPolicy, by name. A provider
+	// not named gets provider.AmbiguousRetry.
+	Ambiguous map[string]provider.AmbiguousPolicy
+	// Limits paces each provider's sends, by name (this instance's share
+	// of the stage's rate; ratelimit.Share). A record waits up to PaceWait
+	// for its turn; one that would wait longer is re-published with a
+	// delay, unclaimed, spending no attempt. Default: no limits.
+	Limits map[string]*ratelimit.Limiter
+	// PaceWait is the longest a record waits for its provider's rate
+	// limit. Default 1s.
+	PaceWait time.Duration
+	// SendTime is what a record needs after its pacing wait (the provider
+	// timeout and the ledger writes): a record whose context ends sooner
+	// is deferred rather than made to wait. Default 11s.
+	SendTime time.Duration
+}
+
+// Consumer handles delivery records. It implements batch.Handler.
+type Consumer struct{ cfg Config }
+
+// New validates cfg, applies defaults and returns a Consumer.
+func New(cfg Config) (*Consumer, error) {
+	switch {
+	case cfg.Ledger == nil:
+		return nil, errors.New("consumer: Ledger is nil")
+	case len(cfg.Providers) == 0:
+		return nil, errors.New("consumer: no providers configured; configure at least one (NUDGE_PROVIDERS, and its variables)")
+	case cfg.Queue == nil:
+		return nil, errors.New("consumer: Queue (SQS client) is nil")
+	case cfg.QueueURL == "":
+		return nil, errors.New("consumer: work queue URL is empty; set NUDGE_QUEUE_URL")
+	case cfg.DLQURL == "":
+		return nil, errors.New("consumer: dead-letter queue URL is empty; set NUDGE_DLQ_URL")
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.MaxAttempts < 1 {
+		return nil, fmt.Errorf("consumer: attempt budget %d is below 1", cfg.MaxAttempts)
+	}
+	if err := CheckReceiveMargin(cfg.MaxAttempts, cfg.MaxReceiveCount); cfg.MaxReceiveCount > 0 && err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	if cfg.Backoff == nil {
+		b, err := retry.New(retry.Config{})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Backoff = b
+	}
+	if cfg.Classifier == nil {
+		cfg.Classifier = awsfailure.Default
+	}
+	if cfg.EarlyTolerance == 0 {
+		cfg.EarlyTolerance = 2 * time.Second
+	}
+	if cfg.LateAfter == 0 {
+		cfg.LateAfter = time.Minute
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 5 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NewToken == nil {
+		cfg.NewToken = randomToken
+	}
+	for name, p := range cfg.Ambiguous {
+		if _, err := provider.ParseAmbiguousPolicy(string(p)); err != nil {
+			return nil, fmt.Errorf("consumer: provider %q: %w", name, err)
+		}
+	}
+	if cfg.PaceWait == 0 {
+		cfg.PaceWait = time.Second
+	}
+	if cfg.SendTime == 0 {
+		cfg.SendTime = 10*time.Second + LedgerAllowance
+	}
+	return &Consumer{cfg: cfg}, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ReceiveMargin is how many receives beyond the attempt budget the work
+// queue's maxReceiveCount must allow: receives of a delivery that never
+// reach the provider (left unstarted at the cut-off, refused by a lease
+// another copy holds, a throttled claim or ledger write, a FIFO deferral by
+// visibility). Past maxReceiveCount SQS moves the message to the DLQ
+// without a reason; the ledger still shows the delivery live, and the
+// enqueue's repair publishes it again once it is overdue.
+const ReceiveMargin = 3
+
+// CheckReceiveMargin reports whether a queue's maxReceiveCount leaves
+// ReceiveMargin receives beyond the attempt budget.
+func CheckReceiveMargin(maxAttempts, maxReceiveCount int) error {
+	if maxReceiveCount < maxAttempts+ReceiveMargin {
+		return fmt.Errorf("the queue's maxReceiveCount %d must be at least the attempt budget %d plus %d receives that may not reach the provider (%d); raise maxReceiveCount or lower the budget, or SQS moves messages to the DLQ without a recorded reason",
+			maxReceiveCount, maxAttempts, ReceiveMargin, maxAttempts+ReceiveMargin)
+	}
+	return nil
+}
+
+// record is the state of one record's handling, for logs.
+type record struct {
+	rec      events.SQSMessage
+	receives int // the message's ApproximateReceiveCount
+	attempts int // the delivery's provider attempts, this one included, once claimed
+	used     int // of those, the ones counted against the budget (since the last redrive)
+	channel  string
+	dueAt    time.Time // the claimed delivery's due time
+	late     bool
+	log      *slog.Logger
+}
+
+// Handle processes one SQS record. It returns nil when the record may be
+// deleted (sent, duplicate, expired, deferred, or dead-lettered with its
+// reason recorded) and an error, usually carrying a retry delay, otherwise.
+func (c *Consumer) Handle(ctx context.Context, rec events.SQSMessage) error {
+	c.cfg.Metrics.Add(MetricReceived, 1)
+	r := &record{rec: rec, receives: receiveCount(rec)}
+	r.log = c.cfg.Logger.With("messageId", rec.MessageId, "receive", r.receives)
+	o := c.handle(ctx, r)
+	c.report(r, o)
+	return o.Err
+}
+
+// handle decides the record's outcome: every path ends in one.
+func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
+	msg, err := message.Decode([]byte(r.rec.Body))
+	if err != nil {
+		return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
+	}
+	key := msg.Key()
+	r.channel = msg.Channel
+	r.log = r.log.With("deliveryKey", key.String(), "dueAt", ledger.Format(msg.DueAt))
+	now := c.cfg.Clock.Now()
+	if msg.DueAt.After(now.Add(c.cfg.EarlyTolerance)) {
+		return c.deferUntil(ctx, r, msg, msg.DueAt)
+	}
+	prov, ok := c.cfg.Providers[msg.Provider]
+	if !ok {
+		return c.deadLetter(ctx, r, &ledger.Delivery{ReminderID: key.ReminderID, Channel: key.Channel, Provider: key.Provider},
+			failure.ClassConfig, fmt.Sprintf("no provider %q is configured in this consumer", msg.Provider))
+	}
+
+	// A message the heartbeat already lost (another consumer may have it)
+	// is not claimed: the claim would spend an attempt on a send that
+	// cannot start.
+	if err := context.Cause(heartbeat.Watched(ctx)); err != nil && ctx.Err() == nil {
+		return Outcome{Err: failure.Retryable(err, 0)}
+	}
+	if lim := c.cfg.Limits[msg.Provider]; lim != nil {
+		if o, ok := c.pace(ctx, r, lim); !ok {
+			return o
+		}
+	}
+	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
+		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
+		DueBy: now.Add(c.cfg.EarlyTolerance),
+		// Only a message back from the DLQ may revive a dead delivery, and
+		// only the dead-lettering its attributes record.
+		Revive:         r.rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
+		ReviveAttempts: reviveAttempts(r.rec),
+	})
+	if err != nil {
+		return c.refusedClaim(ctx, r, msg, err)
+	}
+	r.attempts, r.used, r.dueAt = d.Attempts, d.BudgetUsed(), d.DueAt
+	r.log = r.log.With("attempt", r.attempts)
+	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
+		r.late = true
+		r.log = r.log.With("lateBy", late.Round(time.Second).String())
+	}
+	if d.LapsedLeaseTaken() {
+		// The attempt before this one claimed the delivery and never
+		// recorded an end: its consumer died or lost the message, maybe
+		// after the provider accepted.
+		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
+		if c.policy(d.Provider) == provider.AmbiguousReview {
+			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
+				"may have been sent (attempt %d ended without a record); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
+				r.attempts-1, d.Provider))
+		}
+	}
+
+	// The send stops if the heartbeat loses the message (another consumer
+	// may receive it); the ledger writes after it do not.
+	receipt, sendErr := prov.Send(heartbeat.Watched(ctx), provider.Request{
+		DeliveryKey: key.String(), ReminderID: d.ReminderID, Channel: d.Channel,
+		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempts,
+		Address: d.Address, TemplateData: d.TemplateData,
+	}, key.String())
+	if sendErr == nil {
+		return c.complete(ctx, r, d, receipt)
+	}
+	return c.failed(ctx, r, d, sendErr)
+}
+
+// leaseUntil is when a claim made at now on the consumer's clock lapses:
+// 5 s after the invocation's deadline, or Lease after now.
+func (c *Consumer) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	// wall clock: the deadline is the invocation's, on Lambda's clock; the
+	// time left of it counts from now, on the consumer's.
+	if dl, ok := ctx.Deadline(); ok {
+		return now.Add(time.Until(dl) + 5*time.Second) // wall clock: as above
+	}
+	return now.Add(c.cfg.Lease)
+}
+
+// refusedClaim acts on a claim the ledger refused.
+func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Message, err error) Outcome {
+	var re *ledger.RefusedError
+	if !errors.As(err, &re) {
+		o := c.cfg.Classifier.Classify(err)
+		// Nothing reached the provider: back off by receives.
+		delay := c.cfg.Backoff.Delay(r.receives, o.RetryAfter)
+		return Outcome{Transition: Retry, Class: o.Class, Next: delay, Error: err.Error(),
+			Err: failure.Retryable(failure.WithClass(err, o.Class), delay)}
+	}
+	cur := re.Current
+	switch {
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished):
+		return Outcome{Transition: Duplicate, Status: cur.Status}
+	case errors.Is(err, ledger.ErrNotDue):
+		return c.deferUntil(ctx, r, msg, cur.DueAt)
+	case errors.Is(err, ledger.ErrExpired):
+		// cur carries the claim token of whoever holds it: the ledger never
+		// takes it for this copy's lease, and refuses while that holder may
+		// still be sending.
+		_, xerr := c.cfg.Ledger.Expire(ctx, cur)
+		var xre *ledger.RefusedError
+		switch {
+		case xerr == nil:
+			return Outcome{Transition: Expired, ExpiresAt: cur.ExpiresAt}
+		case errors.As(xerr, &xre) && errors.Is(xerr, ledger.ErrLeased):
+			// Being sent: its holder ends it. This copy comes back after
+			// the lease, to find it ended (or expire it, if the holder died).
+			wait := max(xre.Current.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second).Round(time.Second)
+			return Outcome{Transition: Leased, Next: wait, Err: failure.Retryable(xerr, wait)}
+		case errors.Is(xerr, ledger.ErrNotExpired):
+			// Rescheduled since the claim read it: the next receive claims
+			// it at its new time (or defers until then).
+			return Outcome{Err: failure.Retryable(xerr, time.Second)}
+		case errors.As(xerr, &xre) && xre.Current.Status == ledger.StatusExpired:
+			return Outcome{Transition: Expired, ExpiresAt: xre.Current.ExpiresAt}
+		case errors.As(xerr, &xre) && xre.Current.Status.Terminal():
+			return Outcome{Transition: Duplicate, Status: xre.Current.Status}
+		}
+		return Outcome{Err: failure.Retryable(xerr, 0)}
+	case errors.Is(err, ledger.ErrLeased):
+		wait := max(cur.LeaseUntil.Sub(c.cfg.Clock.Now())+time.Second, time.Second).Round(time.Second)
+		return Outcome{Transition: Leased, Next: wait, Err: failure.Retryable(err, wait)}
+	case errors.Is(err, ledger.ErrNotFound):
+		return c.deadLetter(ctx, r, nil, failure.ClassNotFound, "no delivery "+re.Key.String()+" in the ledger")
+	}
+	return Outcome{Err: failure.Retryable(err, 0)}
+}
+
+// isSettled reports whether a refused write means someone else already
+// brought the delivery to an end.
+func isSettled(err error) bool {
+	return errors.Is(err, ledger.ErrAlreadySent) || errors.Is(err, ledger.ErrFinished)
+}
+
+func (c *Consumer) complete(ctx context.Context, r *record, d ledger.Delivery, receipt provider.Receipt) Outcome {
+	_, err := c.cfg.Ledger.Complete(ctx, d, receipt.ID)
+	switch {
+	case err == nil:
+		return Outcome{Transition: Sent}
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrLeaseLost):
+		// Another attempt holds or finished the delivery; it sends with the
+		// same idempotency key, so this copy of the message is done.
+		return Outcome{Transition: Duplicate, Reason: err.Error()}
+	}
+	// The provider accepted but the ledger did not record it: retry. The
+	// retry sends the same idempotency key, which the webhook's receiver
+	// and an SNS FIFO topic deduplicate; for SES the retry's claim finds
+	// this attempt's lapsed lease and, under review, sends nothing.
+	return Outcome{Transition: Retry, Class: failure.ClassAWS, Error: err.Error(), Err: failure.Ambiguous(err)}
+}
+
+func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sendErr error) Outcome {
+	o := c.cfg.Classifier.Classify(sendErr)
+	if o.Kind == failure.KindPermanent {
+		return c.deadLetter(ctx, r, &d, o.Class, sendErr.Error())
+	}
+	if o.Class == failure.ClassPaused {
+		c.cfg.Metrics.AddBy(MetricPaused, 1, map[string]string{"Provider": d.Provider})
+	}
+	if o.Kind == failure.KindAmbiguous {
+		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
+		if c.policy(d.Provider) == provider.AmbiguousReview {
+			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
+				"may have been sent (%s: %v); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
+				o.Class, sendErr, d.Provider))
+		}
+	}
+	if r.used >= c.cfg.MaxAttempts {
+		return c.deadLetter(ctx, r, &d, failure.ClassExhausted,
+			fmt.Sprintf("attempts exhausted (%d of %d); last failure %s: %v", r.used, c.cfg.MaxAttempts, o.Class, sendErr))
+	}
+	delay := c.cfg.Backoff.Delay(r.used, o.RetryAfter)
+	next := c.cfg.Clock.Now().Add(delay)
+	if _, err := c.cfg.Ledger.Retry(ctx, d, ledger.Failure{Class: o.Class, Message: sendErr.Error(), NextAttemptAt: next}); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
+		if isSettled(err) {
+			return Outcome{Transition: Duplicate, Reason: err.Error()}
+		}
+		r.log.Warn("could not record the retry in the ledger; the message is retried anyway", "error", err.Error())
+	}
+	return Outcome{Transition: Retry, Kind: o.Kind, Class: o.Class, Next: delay, Error: sendErr.Error(),
+		Err: &failure.Error{Kind: o.Kind, Class: o.Class, After: delay, Err: sendErr}}
+}
+
+// policy returns the AmbiguousPolicy of the provider called name.
+func (c *Consumer) policy(name string) provider.AmbiguousPolicy {
+	if p, ok := c.cfg.Ambiguous[name]; ok {
+		return p
+	}
+	return provider.AmbiguousRetry
+}
+
+// pace waits for the provider's rate limit. When the wait is longer than
+// PaceWait, or than the context leaves after the send's own time, it puts
+// the message back with a delay instead (ok false): unclaimed, so no
+// attempt is spent, and re-published, so no receive is either.
+func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) (Outcome, bool) {
+	maxWait := c.cfg.PaceWait
+	// wall clock: the deadline is the invocation's, on Lambda's clock
+	if dl, ok := ctx.Deadline(); ok {
+		maxWait = min(maxWait, time.Until(dl)-c.cfg.SendTime) // wall clock: as above
+	}
+	wait, ok := lim.Reserve(max(maxWait, 0))
+	if ok {
+		if wait > 0 {
+			select {
+			case <-c.cfg.Clock.After(wait):
+			case <-ctx.Done():
+				return Outcome{Err: failure.Retryable(ctx.Err(), 0)}, false
+			}
+		}
+		return Outcome{}, true
+	}
+	c.cfg.Metrics.Add(MetricPaced, 1)
+	secs := ceilSeconds(wait)
+	if r.rec.Attributes["MessageGroupId"] != "" { // FIFO: no per-message delay
+		return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "visibility", Reason: "rate limit",
+			Err: failure.Retryable(errors.New("rate limit"), time.Duration(secs)*time.Second)}, false
+	}
+	// The copy keeps the message's attributes: a message back from the DLQ
+	// carries the dead letter's, which let its claim revive the delivery.
+	env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: r.rec.Body, Delay: wait, Attributes: envelope.Kept(r.rec.MessageAttributes)})
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
+		return Outcome{Err: failure.Retryable(err, 0)}, false
+	}
+	return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish", Reason: "rate limit"}, false
+}
+
+// reviveAttempts is the attempt count a dead letter recorded, 0 if it has
+// none (a message SQS moved itself, or one dead-lettered before a claim).
+func reviveAttempts(rec events.SQSMessage) int {
+	a := rec.MessageAttributes[deadletter.AttrAttempts]
+	if a.StringValue == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(*a.StringValue)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// deadLetter sends the original body to the DLQ with the reason, then
+// records it in the ledger (when d is known), and acknowledges. If either
+// step fails, the record is retried: nothing is lost, at worst the DLQ gets
+// the message twice.
+func (c *Consumer) deadLetter(ctx context.Context, r *record, d *ledger.Delivery, class failure.Class, reason string) Outcome {
+	letter := deadletter.Letter{Class: class, Reason: reason, Attempts: r.attempts, Receives: r.receives, SourceMessageID: r.rec.MessageId}
+	if d != nil {
+		letter.DeliveryKey = d.Key().String()
+	}
+	body := r.rec.Body
+	if body == "" {
+		body = "(empty body)" // SQS refuses empty bodies
+	}
+	// A FIFO queue's DLQ is FIFO too: the letter keeps the record's group.
+	env := envelope.Build(envelope.Spec{Kind: envelope.KindOf(c.cfg.DLQURL), Body: body, Attributes: letter.Attributes(),
+		Dedup: envelope.ForDeadLetter(r.rec.Attributes["MessageGroupId"], r.rec.MessageId)})
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.DLQURL)); err != nil {
+		r.log.Error("could not dead-letter; the message stays on the work queue", "errorClass", class, "error", err.Error())
+		return Outcome{Err: failure.Retryable(err, 0)}
+	}
+	if d != nil {
+		if _, err := c.cfg.Ledger.DeadLetter(ctx, *d, ledger.Failure{Class: class, Message: reason}); err != nil && !isSettled(err) && !errors.Is(err, ledger.ErrLeased) && !errors.Is(err, ledger.ErrNotFound) {
+			r.log.Error("dead-lettered, but the ledger write failed; retrying", "error", err.Error())
+			return Outcome{Err: failure.Retryable(err, 0)}
+		}
+	}
+	return Outcome{Transition: Dead, Class: class, Reason: reason}
+}
+
+// deferUntil handles a message that arrived before dueAt, without spending
+// a receive: re-published with a delay when due within 15 minutes (FIFO
+// queues, which have no per-message delay, get a visibility delay instead),
+// otherwise handed back to the calendar.
+func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Message, dueAt time.Time) Outcome {
+	// wait may be anything up to the largest Duration (a due time decades
+	// or centuries ahead): it becomes whole seconds only once it is known
+	// to be within SQS's limits.
+	wait := dueAt.Sub(c.cfg.Clock.Now())
+	if r.rec.Attributes["MessageGroupId"] != "" && wait <= retry.MaxDelay {
+		return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "visibility",
+			Err: failure.Retryable(errors.New("not yet due"), time.Duration(ceilSeconds(wait))*time.Second)}
+	}
+	if wait <= envelope.MaxDelaySeconds*time.Second {
+		msg.DueAt = dueAt
+		body, err := message.Encode(msg)
+		if err != nil {
+			return c.deadLetter(ctx, r, nil, failure.ClassDecode, err.Error())
+		}
+		// Standard: a FIFO message waits by its visibility (above) up to 12 h.
+		env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: string(body), Delay: wait})
+		if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
+			return Outcome{Err: failure.Retryable(err, 0)}
+		}
+		return Outcome{Transition: Deferred, Next: time.Duration(env.DelaySeconds) * time.Second, Via: "republish"}
+	}
+	_, err := c.cfg.Ledger.Release(ctx, msg.Key(), dueAt, "released: due "+ledger.Format(dueAt))
+	switch {
+	case err == nil:
+	case isSettled(err), errors.Is(err, ledger.ErrNotReleasable):
+		return Outcome{Transition: Duplicate, Reason: err.Error()}
+	case errors.Is(err, ledger.ErrNotFound):
+		return c.deadLetter(ctx, r, nil, failure.ClassNotFound, "no delivery "+msg.Key().String()+" in the ledger")
+	default:
+		return Outcome{Err: failure.Retryable(err, 0)}
+	}
+	return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "calendar"}
+}
+
+// ceilSeconds is d in whole seconds, rounded up; d is at most 12 hours.
+func ceilSeconds(d time.Duration) int32 {
+	return int32((max(d, 0) + time.Second - 1) / time.Second)
+}
+
+func receiveCount(rec events.SQSMessage) int {
+	n, err := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}

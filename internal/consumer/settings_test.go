@@ -1,0 +1,96 @@
+package consumer_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/consumer"
+	"github.com/nudgehq/nudge/pkg/provider"
+)
+
+func env(kv map[string]string) func(string) string {
+	base := map[string]string{"NUDGE_TABLE": "t", "NUDGE_QUEUE_URL": "q", "NUDGE_DLQ_URL": "d", "NUDGE_WEBHOOK_URL": "https://x", "NUDGE_WEBHOOK_SECRET": "s"}
+	for k, v := range kv {
+		base[k] = v
+	}
+	return func(k string) string { return base[k] }
+}
+
+func TestSettingsDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := consumer.SettingsFromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MaxAttempts != 5 || s.MaxReceiveCount != 10 || s.Visibility != 180*time.Second || s.CutoffMargin != 12*time.Second || s.BackoffCap != 6*time.Hour {
+		t.Fatalf("defaults %+v", s)
+	}
+}
+
+func TestSettingsErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kv   map[string]string
+		want string
+	}{
+		{map[string]string{"NUDGE_TABLE": ""}, "NUDGE_TABLE is not set"},
+		{map[string]string{"NUDGE_MAX_ATTEMPTS": "0"}, "NUDGE_MAX_ATTEMPTS"},
+		{map[string]string{"NUDGE_BACKOFF_CAP": "forever"}, "NUDGE_BACKOFF_CAP"},
+		{map[string]string{"NUDGE_VISIBILITY_TIMEOUT": "5s"}, "must exceed"},
+		{map[string]string{"NUDGE_WEBHOOK_SECRET": ""}, "exactly one of NUDGE_WEBHOOK_SECRET"},
+		{map[string]string{"NUDGE_WEBHOOK_SECRET_ID": "nudge/webhook"}, "exactly one of NUDGE_WEBHOOK_SECRET"},
+	} {
+		if _, err := consumer.SettingsFromEnv(env(tc.kv)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.kv, err, tc.want)
+		}
+	}
+}
+
+func TestSettingsProviders(t *testing.T) {
+	t.Parallel()
+	s, err := consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "webhook, ses,sns", "NUDGE_SES_FROM": "reminders@example.com",
+		"NUDGE_SNS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:nudge", "NUDGE_SNS_RATE": "50", "NUDGE_SES_AMBIGUOUS": "retry", "NUDGE_MAX_CONCURRENCY": "5"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Providers, ",") != "webhook,ses,sns" || s.MaxConcurrency != 5 {
+		t.Fatalf("settings %+v", s)
+	}
+	if s.Rates["ses"] != 14 || s.Rates["sns"] != 50 || s.Rates["webhook"] != 0 {
+		t.Fatalf("rates %v; want ses's default 14, sns 50 as set, webhook none", s.Rates)
+	}
+	if s.Ambiguous["ses"] != provider.AmbiguousRetry || s.Ambiguous["sns"] != provider.AmbiguousRetry || s.Ambiguous["webhook"] != provider.AmbiguousRetry {
+		t.Fatalf("policies %v", s.Ambiguous)
+	}
+	d, err := consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "ses", "NUDGE_SES_FROM": "a@example.com", "NUDGE_WEBHOOK_URL": "", "NUDGE_WEBHOOK_SECRET": ""}))
+	if err != nil {
+		t.Fatalf("ses alone needs no webhook settings: %v", err)
+	}
+	if d.Ambiguous["ses"] != provider.AmbiguousReview {
+		t.Fatalf("ses's default policy %q, want review", d.Ambiguous["ses"])
+	}
+	if w, _ := consumer.SettingsFromEnv(env(nil)); strings.Join(w.Providers, ",") != "webhook" {
+		t.Fatalf("without NUDGE_PROVIDERS the providers are %v, want the webhook alone", w.Providers)
+	}
+}
+
+func TestSettingsProviderErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kv   map[string]string
+		want string
+	}{
+		{map[string]string{"NUDGE_PROVIDERS": "webhook,pigeon"}, `NUDGE_PROVIDERS names "pigeon"`},
+		{map[string]string{"NUDGE_PROVIDERS": "ses"}, "NUDGE_SES_FROM is not set"},
+		{map[string]string{"NUDGE_PROVIDERS": "sns"}, "NUDGE_SNS_TOPIC_ARN is not set"},
+		{map[string]string{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_RATE": "-1"}, "NUDGE_SNS_RATE"},
+		{map[string]string{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_AMBIGUOUS": "sometimes"}, "NUDGE_SNS_AMBIGUOUS"},
+		{map[string]string{"NUDGE_MAX_CONCURRENCY": "0"}, "NUDGE_MAX_CONCURRENCY"},
+	} {
+		_, err := consumer.SettingsFromEnv(env(tc.kv))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error naming %q", tc.kv, err, tc.want)
+		}
+	}
+}

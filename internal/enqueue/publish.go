@@ -1,0 +1,113 @@
+package enqueue
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/internal/envelope"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
+)
+
+// publish sends one id-only message per entry with SendMessageBatch, ten
+// at a time, batches in parallel, each delayed from the moment its batch is
+// sent (not the start of the run) until due. Entries SQS refuses are sent again with
+// backoff, up to PublishAttempts; those it still refuses are returned.
+// republished counts entries re-sent after a whole call failed, which SQS
+// may have accepted: possible duplicates.
+func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry) (failed []ledger.IndexEntry, republished int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for start := 0; start < len(entries); start += 10 {
+		batch := entries[start:min(start+10, len(entries))]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f, rp := e.publishBatch(ctx, batch, e.cfg.Clock.Now())
+			mu.Lock()
+			failed = append(failed, f...)
+			republished += rp
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return failed, republished
+}
+
+func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, now time.Time) (failed []ledger.IndexEntry, republished int) {
+	pending := map[string]ledger.IndexEntry{}
+	var entries []types.SendMessageBatchRequestEntry
+	for i, en := range batch {
+		id := strconv.Itoa(i)
+		ent, err := e.entry(id, en, now)
+		if err != nil { // only a corrupt index entry gets here
+			e.cfg.Logger.Error("cannot encode a message", "deliveryKey", en.Key.String(), "error", err.Error())
+			failed = append(failed, en)
+			continue
+		}
+		pending[id] = en
+		entries = append(entries, ent)
+	}
+	wait := 100 * time.Millisecond
+	callFailed := false
+	for attempt := 1; len(entries) > 0; attempt++ {
+		if callFailed {
+			republished += len(entries)
+		}
+		out, err := e.cfg.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(e.cfg.QueueURL), Entries: entries})
+		callFailed = err != nil
+		var retry []types.SendMessageBatchRequestEntry
+		if err != nil {
+			retry = entries
+			e.cfg.Logger.Warn("SendMessageBatch failed", "entries", len(entries), "attempt", attempt, "error", err.Error())
+		} else {
+			for _, ok := range out.Successful {
+				delete(pending, aws.ToString(ok.Id))
+			}
+			for _, f := range out.Failed {
+				e.cfg.Logger.Warn("SQS refused a message", "deliveryKey", pending[aws.ToString(f.Id)].Key.String(),
+					"code", aws.ToString(f.Code), "senderFault", f.SenderFault, "attempt", attempt)
+				for _, en := range entries {
+					if aws.ToString(en.Id) == aws.ToString(f.Id) {
+						retry = append(retry, en)
+					}
+				}
+			}
+		}
+		if len(retry) == 0 || attempt >= e.cfg.PublishAttempts || ctx.Err() != nil {
+			break
+		}
+		entries = retry
+		// The wall clock, not Clock: this pause is for SQS to recover,
+		// and must pass even under a test's stopped clock.
+		select {
+		case <-time.After(wait): // wall clock: see above
+		case <-ctx.Done():
+		}
+		wait *= 2
+	}
+	for _, en := range pending {
+		failed = append(failed, en)
+	}
+	return failed, republished
+}
+
+// entry is the message for one index entry: the contract of internal/message,
+// delayed until due on a standard queue; on a FIFO queue grouped by reminder
+// and deduplicated by delivery and publish time (envelope.ForHandOff).
+func (e *Enqueuer) entry(id string, en ledger.IndexEntry, now time.Time) (types.SendMessageBatchRequestEntry, error) {
+	body, err := message.Encode(message.Message{V: message.Version, ReminderID: en.Key.ReminderID, Channel: en.Key.Channel, Provider: en.Key.Provider, DueAt: en.DueAt})
+	if err != nil {
+		return types.SendMessageBatchRequestEntry{}, err
+	}
+	env := envelope.Build(envelope.Spec{Kind: e.queue, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
+	return env.Entry(id), nil
+}

@@ -1,0 +1,269 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+// Status is a delivery's state.
+type Status string
+
+// Delivery states. Sent, Dead, Expired and Cancelled are terminal, except
+// that a Dead delivery can be claimed again by a redriven message.
+const (
+	StatusPending   Status = "pending"   // in the calendar, not yet handed off
+	StatusQueued    Status = "queued"    // handed off to the queue
+	StatusSending   Status = "sending"   // claimed by a consumer, lease running
+	StatusRetrying  Status = "retrying"  // failed transiently, waiting to retry
+	StatusSent      Status = "sent"      // the provider accepted it
+	StatusDead      Status = "dead"      // dead-lettered with a reason
+	StatusExpired   Status = "expired"   // past expiresAt before it could be sent
+	StatusCancelled Status = "cancelled" // cancelled by an operator or the owner
+)
+
+// Terminal reports whether no further delivery attempt follows s.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSent, StatusDead, StatusExpired, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Delivery is one delivery item.
+type Delivery struct {
+	ReminderID string
+	Channel    string
+	Provider   string
+	Status     Status
+	// RecipientRef and TemplateRef are references the provider resolves;
+	// never the recipient's address or the rendered text.
+	RecipientRef string
+	TemplateRef  string
+	// Address is the recipient's address for the channel, for a provider
+	// that sends to it itself (SES). Personal data: the delivery item is
+	// the one place it is kept (encrypted at rest, removed by retention and
+	// purge); it is never logged, published, or put in an error.
+	Address string
+	// TemplateData is the data a stored template renders (the reminder's
+	// metadata), for a provider that renders (SES).
+	TemplateData map[string]string
+	DueAt        time.Time
+	ExpiresAt    time.Time
+	// Attempts counts claims: provider attempts started, by any copy of the
+	// delivery's message.
+	Attempts int
+	// BudgetFrom is Attempts when the attempt budget last restarted: when a
+	// redrive took the delivery out of dead. BudgetUsed is what counts
+	// against the consumer's budget.
+	BudgetFrom int
+	// UnendedAttempt is the last attempt that started and never recorded an
+	// end, as the repair found it (its lease lapsed long ago) when it
+	// handed the delivery to the queue again; 0 if none.
+	UnendedAttempt int
+	// Repairs counts the times the enqueue's repair handed the delivery
+	// back to the queue since a consumer last claimed it (or it was
+	// rescheduled): each repair waits twice as long as the one before, so
+	// that a queue slower than the repair's window gets a few copies of a
+	// delivery, not one per window.
+	Repairs        int
+	ClaimToken     string
+	LeaseUntil     time.Time
+	LastErrorClass failure.Class
+	LastError      string
+	NextAttemptAt  time.Time
+	SentAt         time.Time
+	Receipt        string
+	UpdatedAt      time.Time
+	// TTL is when DynamoDB may delete the item: Ledger.Expiry, set when the
+	// delivery is created.
+	TTL time.Time
+	// Index is where a live delivery stands in the due index; nil once it
+	// has ended.
+	Index   *IndexPosition
+	History []Entry
+}
+
+// IndexPosition is a live delivery's place in the due index.
+type IndexPosition struct {
+	// Shard is its shard; Sort its sort key (publishAt#key).
+	Shard int
+	Sort  string
+	// PublishAt is when the enqueue may hand it off.
+	PublishAt time.Time
+}
+
+// Entry is one transition in a delivery's history.
+type Entry struct {
+	// At is when the transition happened (Format'ed).
+	At string `dynamodbav:"t" json:"at"`
+	// Status is the state entered.
+	Status Status `dynamodbav:"s" json:"status"`
+	// Attempt is the attempt number, where there is one.
+	Attempt int `dynamodbav:"a,omitempty" json:"attempt,omitempty"`
+	// Class is the error class, for failures.
+	Class failure.Class `dynamodbav:"c,omitempty" json:"class,omitempty"`
+	// Note is a short free text: a reason, a retry time, a receipt.
+	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
+}
+
+// LapsedLeaseTaken reports whether d, as its latest claim left it, follows
+// an attempt that started and never recorded an end: the claim took over
+// its lapsed lease (the history's last two entries are both sending), or
+// the repair handed it back to the queue after that attempt
+// (UnendedAttempt is the one before this claim's). That attempt may have
+// reached the provider before its consumer died or lost the message. A
+// redrive since (BudgetFrom) settles it: the operator decided.
+func (d Delivery) LapsedLeaseTaken() bool {
+	if d.Status != StatusSending {
+		return false
+	}
+	n := len(d.History)
+	if n >= 2 && d.History[n-1].Status == StatusSending && d.History[n-2].Status == StatusSending {
+		return true
+	}
+	return d.UnendedAttempt > d.BudgetFrom && d.UnendedAttempt == d.Attempts-1
+}
+
+// unended returns the attempt of d that started and never recorded an end,
+// as d stands, with leases ending before lapsedBefore counted as lapsed; 0
+// if none: an attempt holding a lapsed lease, one the repair found so and
+// handed back to the queue (UnendedAttempt, no claim since), or a dead
+// delivery dead-lettered as ambiguous (the attempt it names may have gone
+// out). unendedCond is the same test as a DynamoDB condition.
+func (d Delivery) unended(lapsedBefore time.Time) int {
+	switch {
+	case d.Status == StatusSending && d.LeaseUntil.Before(lapsedBefore):
+		return d.Attempts
+	case (d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying) &&
+		d.UnendedAttempt > 0 && d.UnendedAttempt == d.Attempts && d.UnendedAttempt > d.BudgetFrom:
+		return d.UnendedAttempt
+	case d.Status == StatusDead && d.LastErrorClass == failure.ClassAmbiguous:
+		return max(d.Attempts, 1)
+	}
+	return 0
+}
+
+// UnendedNote is what a delivery's history says of an attempt that never
+// recorded its end when the delivery is cancelled or expired.
+func UnendedNote(attempt int) string {
+	return fmt.Sprintf("attempt %d may have been sent (it never recorded its end)", attempt)
+}
+
+// EndedUnended returns, for a delivery that was cancelled or expired while
+// an attempt's outcome was unknown, that attempt (the history's last
+// entry says so, class ambiguous); 0 otherwise. Such a delivery may have
+// reached its recipient: an operator checks the provider's record.
+func (d Delivery) EndedUnended() int {
+	if len(d.History) == 0 || (d.Status != StatusCancelled && d.Status != StatusExpired) {
+		return 0
+	}
+	if e := d.History[len(d.History)-1]; e.Status == d.Status && e.Class == failure.ClassAmbiguous {
+		return max(e.Attempt, 1)
+	}
+	return 0
+}
+
+// Masked returns d with its address masked (MaskAddress), as reports show it.
+func (d Delivery) Masked() Delivery {
+	d.Address = MaskAddress(d.Address)
+	return d
+}
+
+// MaskAddress hides an address but for its first character (none for a
+// local part of one) and, for an e-mail address, its domain:
+// "a•••@example.com". Empty stays empty.
+func MaskAddress(a string) string {
+	if a == "" {
+		return ""
+	}
+	local, domain, ok := strings.Cut(a, "@")
+	first := []rune(local)
+	if len(first) < 2 {
+		first = nil // a one-letter local part would show whole
+	}
+	if len(first) == 0 {
+		if ok {
+			return "•••@" + domain
+		}
+		return "•••"
+	}
+	if !ok {
+		return string(first[0]) + "•••"
+	}
+	return string(first[0]) + "•••@" + domain
+}
+
+// BudgetUsed returns the attempts counted against the attempt budget: those
+// since the last redrive.
+func (d Delivery) BudgetUsed() int { return d.Attempts - d.BudgetFrom }
+
+// Key returns the delivery key.
+func (d Delivery) Key() message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider}
+}
+
+// TimeFormat is how times are stored: fixed-width UTC, so that strings sort
+// and compare in time order inside DynamoDB conditions.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// Format renders t in TimeFormat.
+func Format(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Sentinel reasons a conditional write was refused; match with errors.Is.
+var (
+	// ErrNotFound: no delivery item has that key.
+	ErrNotFound = errors.New("delivery not found")
+	// ErrAlreadySent: the delivery was sent before; this is a duplicate.
+	ErrAlreadySent = errors.New("delivery already sent")
+	// ErrFinished: the delivery ended without being sent (cancelled, expired,
+	// or dead-lettered where the write needed it live).
+	ErrFinished = errors.New("delivery already finished")
+	// ErrLeased: another consumer holds the delivery's lease.
+	ErrLeased = errors.New("delivery in flight elsewhere")
+	// ErrNotDue: the delivery's dueAt is later than the claim allows.
+	ErrNotDue = errors.New("delivery not yet due")
+	// ErrExpired: the delivery is past its expiresAt.
+	ErrExpired = errors.New("delivery expired")
+	// ErrLeaseLost: the write needed this consumer's lease, which is gone.
+	ErrLeaseLost = errors.New("delivery lease lost")
+	// ErrNotReleasable: the delivery is not in a state that can go back to
+	// the calendar.
+	ErrNotReleasable = errors.New("delivery cannot be released")
+	// ErrNotDead: a redrive found the delivery no longer dead (a console
+	// redrive or an earlier CLI redrive got there first).
+	ErrNotDead = errors.New("delivery is not dead")
+	// ErrNotExpired: an Expire found the delivery's expiresAt (as stored,
+	// perhaps rescheduled since it was read) still ahead.
+	ErrNotExpired = errors.New("delivery not expired")
+	// ErrInFlight: a purge found a delivery a consumer is sending now.
+	ErrInFlight = errors.New("delivery is being sent")
+)
+
+// RefusedError is a conditional write that the ledger refused. Current is
+// the item as it was, from ALL_OLD, so the caller needs no extra read.
+type RefusedError struct {
+	// Op is the transition that was refused ("claim", "complete", …).
+	Op string
+	// Key is the delivery the write was for.
+	Key message.DeliveryKey
+	// Reason is one of the Err sentinels.
+	Reason error
+	// Current is the delivery as DynamoDB had it; zero for ErrNotFound.
+	Current Delivery
+}
+
+func (e *RefusedError) Error() string {
+	if e.Current.Status == "" {
+		return fmt.Sprintf("ledger: %s %s: %v", e.Op, e.Key, e.Reason)
+	}
+	return fmt.Sprintf("ledger: %s %s: %v (status %q)", e.Op, e.Key, e.Reason, e.Current.Status)
+}
+
+// Is matches the sentinel reason.
+func (e *RefusedError) Is(target error) bool { return target == e.Reason }

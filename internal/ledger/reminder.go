@@ -1,0 +1,188 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/internal/message"
+)
+
+// ReminderItem is the reminder item: a reminder as the intake accepted it
+// (pkg/schedule validates it, and converts its own Reminder to and from
+// this), stored as one item beside its deliveries, in the reminder's
+// partition, so that a repeated create can be compared with it. It is the
+// table's shape only: the API's is schedule.Reminder.
+type ReminderItem struct {
+	ID         string             `dynamodbav:"reminderId"`
+	AccountRef string             `dynamodbav:"accountRef"`
+	DueAt      time.Time          `dynamodbav:"-"` // stored Format'ed (reminderRecord)
+	ExpiresAt  time.Time          `dynamodbav:"-"` // stored Format'ed (reminderRecord)
+	Deliveries []ReminderDelivery `dynamodbav:"deliveries"`
+	Metadata   map[string]string  `dynamodbav:"metadata,omitempty"`
+	// CreatedBy is the principal that created the reminder through the
+	// API (the intake's caller: an IAM role or user), which alone may act
+	// on it there, besides the stage's full-access principals. Empty for a
+	// reminder the operator's CLI created, and for one created before the
+	// intake recorded it: only full-access principals act on those through
+	// the API (docs/api.md#who-sees-what). Written once, with the item.
+	CreatedBy string `dynamodbav:"createdBy,omitempty"`
+	// TTL is when DynamoDB may delete the reminder item, as read (zero:
+	// never, or not read).
+	TTL time.Time `dynamodbav:"-"`
+}
+
+// ReminderDelivery is one delivery a ReminderItem lists. It has no
+// address: a recipient's address (SES) is kept on the delivery item alone
+// (Delivery.Address), never on the reminder item.
+type ReminderDelivery struct {
+	Channel      string `dynamodbav:"channel"`
+	Provider     string `dynamodbav:"provider"`
+	RecipientRef string `dynamodbav:"recipientRef"`
+	TemplateRef  string `dynamodbav:"templateRef"`
+}
+
+// Key returns the delivery key of d in r.
+func (r ReminderItem) Key(d ReminderDelivery) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider}
+}
+
+// reminderSK is the sort key of the reminder item, beside its deliveries.
+const reminderSK = "REMINDER"
+
+// reminderRecord is a ReminderItem as it is marshalled: its keys, and its
+// times as the ledger writes them.
+type reminderRecord struct {
+	PK           string `dynamodbav:"PK"`
+	SK           string `dynamodbav:"SK"`
+	ReminderItem        // inline
+	DueAt        string `dynamodbav:"dueAt"`
+	ExpiresAt    string `dynamodbav:"expiresAt"`
+	CreatedAt    string `dynamodbav:"createdAt"`
+	// TTL is when DynamoDB may delete the item: the retention after
+	// expiresAt, as for its deliveries.
+	TTL int64 `dynamodbav:"ttl"`
+}
+
+// CreateReminder writes reminder r's item unless one exists under its id;
+// then it returns the stored one, and exists true, for the caller to
+// compare. Its deliveries are written by Create, one by one, after it.
+func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored ReminderItem, exists bool, err error) {
+	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
+		return ReminderItem{}, false, err
+	}
+	av, err := attributevalue.MarshalMap(reminderRecord{
+		PK: PartitionKey(r.ID), SK: reminderSK, ReminderItem: r,
+		DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),
+		TTL: l.Expiry(r.ExpiresAt).Unix(),
+	})
+	if err != nil {
+		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
+	}
+	out, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(l.cfg.Table), Item: av,
+		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
+	})
+	if err == nil {
+		l.countTo(&l.units.Reminders, out.ConsumedCapacity)
+		return r, false, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		stored, err := fromReminderItem(ccf.Item)
+		return stored, true, err
+	}
+	return ReminderItem{}, false, fmt.Errorf("ledger: write reminder %q: %w", r.ID, err)
+}
+
+func fromReminderItem(av map[string]types.AttributeValue) (ReminderItem, error) {
+	var it reminderRecord
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return ReminderItem{}, fmt.Errorf("ledger: stored reminder is unreadable: %w", err)
+	}
+	r := it.ReminderItem
+	var err error
+	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
+		return ReminderItem{}, fmt.Errorf("ledger: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)
+	}
+	if r.ExpiresAt, err = time.Parse(time.RFC3339Nano, it.ExpiresAt); err != nil {
+		return ReminderItem{}, fmt.Errorf("ledger: stored reminder %q has expiresAt %q: %w", r.ID, it.ExpiresAt, err)
+	}
+	if it.TTL > 0 {
+		r.TTL = time.Unix(it.TTL, 0).UTC()
+	}
+	return r, nil
+}
+
+// Stored is everything stored under one reminder id.
+type Stored struct {
+	// Reminder is the reminder item; nil if there is none (deliveries
+	// written without the intake), or if it could not be read
+	// (ReminderErr).
+	Reminder *ReminderItem
+	// ReminderErr says why a reminder item that exists could not be read.
+	// It stops nothing that works from the keys: a cancel, a purge.
+	ReminderErr error
+	// Deliveries are its deliveries as they are now, in key order.
+	Deliveries []Delivery
+	// keys are the sort keys of every item, for Purge.
+	keys []string
+}
+
+// Empty reports whether nothing is stored.
+func (s Stored) Empty() bool { return len(s.keys) == 0 }
+
+// OtherItems counts the items that are not deliveries (the reminder item).
+func (s Stored) OtherItems() int { return len(s.keys) - len(s.Deliveries) }
+
+// ReadReminder reads everything stored under reminder id, with strong
+// consistency: one query of its partition.
+func (l *Ledger) ReadReminder(ctx context.Context, id string) (Stored, error) {
+	var s Stored
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.cfg.Table),
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": sv(PartitionKey(id))},
+		ConsistentRead:            aws.Bool(true),
+	}
+	for {
+		out, err := l.api.Query(ctx, in)
+		if err != nil {
+			return s, fmt.Errorf("ledger: read reminder %q: %w", id, err)
+		}
+		for _, it := range out.Items {
+			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
+			if sk == nil {
+				continue
+			}
+			s.keys = append(s.keys, sk.Value)
+			switch {
+			case sk.Value == reminderSK:
+				if r, err := fromReminderItem(it); err != nil {
+					s.ReminderErr = err
+				} else {
+					s.Reminder = &r
+				}
+			case strings.HasPrefix(sk.Value, "DLV#"):
+				d, err := fromItem(it)
+				if err != nil {
+					return s, err
+				}
+				s.Deliveries = append(s.Deliveries, d)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return s, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,351 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+// Planned is one delivery of a plan, with the end its faults call for.
+type Planned struct {
+	Key message.DeliveryKey
+	// Kind is its place in the run's mix ("due now", …), for the reader.
+	Kind string
+	// Fault is the fault its provider meets ("500", …; Repeats), or "".
+	Fault string
+	// Expect is the status it must end in, and Class the failure class it
+	// must carry if that is dead.
+	Expect ledger.Status
+	Class  failure.Class
+}
+
+// Plan is what a run set out to do.
+type Plan struct {
+	// Deliveries are every delivery the run schedules, by key.
+	Deliveries map[message.DeliveryKey]Planned
+	// Poison is how many malformed messages the run puts on the work
+	// queue: each must reach the DLQ.
+	Poison int
+}
+
+// Evidence is what a run left behind, to check the plan against.
+type Evidence struct {
+	// End is when the run ended: a delivery due by then must have ended.
+	End time.Time
+	// Ledger is every delivery in the table, by key.
+	Ledger map[message.DeliveryKey]ledger.Delivery
+	// DLQ is every message read from the DLQ, copies included.
+	DLQ []DeadLetter
+	// PoisonIDs are the ids of the poison messages put on the work queue.
+	PoisonIDs []string
+	// QueueLeft is how many messages the work queue held at the end; -1
+	// when it could not be read.
+	QueueLeft int
+
+	// Recorded counts the copies of each delivery its provider's own record
+	// holds (the sink's acceptances, the SES store's e-mails, the SNS
+	// subscriber's messages).
+	Recorded map[message.DeliveryKey]int
+	// Requests counts the requests each delivery's provider received for it.
+	Requests map[message.DeliveryKey]int
+	// ProviderRequests counts every request each provider received, by
+	// provider name.
+	ProviderRequests map[string]int64
+	// AcceptedAt is when the provider accepted a delivery, where its record
+	// says (the sink's): the start of the duplicate window.
+	AcceptedAt map[message.DeliveryKey]time.Time
+	// Resends are the deliveries requested again after the provider had
+	// accepted them and answered so.
+	Resends []Resend
+
+	// Kills are the consumer runtimes killed mid-batch, and
+	// InvocationTimeout the consumer's timeout: how long after a request
+	// the invocation that sent it may still run.
+	Kills             []Kill
+	InvocationTimeout time.Duration
+	// LedgerFailed holds the delivery keys whose accepted send a consumer
+	// logged it could not record in the ledger (it retries with the key).
+	LedgerFailed map[string]bool
+	// BatchFailures counts the consumer invocations that failed as a
+	// whole, the killed ones included.
+	BatchFailures int64
+	// ErrorLines are the mapping's failures by kind, then the functions'
+	// first errors.
+	ErrorLines []string
+	// PublishFailed counts the deliveries the enqueue could not publish.
+	PublishFailed float64
+	// Budget is the consumer's attempt budget.
+	Budget int
+
+	// Problems are what went wrong on the way (a refused cancel, a failed
+	// schedule tick, a short DLQ read), and Stall the run's last stall
+	// report, if it stalled.
+	Problems []string
+	Stall    string
+}
+
+// DeadLetter is one message read from the DLQ.
+type DeadLetter struct {
+	// Key is the delivery's; zero for a poison message.
+	Key    message.DeliveryKey
+	Class  failure.Class
+	Reason string
+	// Source is the work queue message the consumer dead-lettered.
+	Source string
+}
+
+// ReasonKind shortens the reason to its kind, for counting.
+func (d DeadLetter) ReasonKind() string {
+	r := d.Reason
+	if i := strings.IndexAny(r, ":(\""); i > 0 {
+		r = r[:i]
+	}
+	return strings.TrimSpace(r)
+}
+
+// Resend is a delivery requested again after its provider had accepted it
+// and answered so.
+type Resend struct {
+	Key   string
+	Times int
+	// AnsweredTo is the consumer instance the acceptance was answered to
+	// ("" if the record does not say), and Received when the accepted
+	// request arrived (zero if unknown).
+	AnsweredTo string
+	Received   time.Time
+}
+
+// Kill is a consumer runtime killed mid-batch.
+type Kill struct {
+	Instance string
+	At       time.Time
+}
+
+// Verdict is what Check found: the invariants broken, and the figures.
+type Verdict struct {
+	// Violations name each invariant broken; none when the run kept them.
+	Violations []string
+
+	// ByStatus counts the ledger's deliveries by status, and Overdue those
+	// due by the end that had not ended.
+	ByStatus map[ledger.Status]int
+	Overdue  int
+	// Latency is due→sent of the sent deliveries.
+	LatencyP50, LatencyP99, LatencyMax time.Duration
+	Histogram                          []Bucket
+	// Window is the duplicate window: from the provider's acceptance to
+	// the ledger's record of the send, over the sent deliveries.
+	WindowP50, WindowP99, WindowMax time.Duration
+	// DeadLettered counts DLQ messages by "class: reason"; DLQCopies the
+	// ones beyond the first for the same delivery or poison message.
+	DeadLettered map[string]int
+	DLQCopies    int
+	// Resent counts repeats after an answered acceptance that a kill of
+	// the instance answered explains, and ResentLedger those the consumer's
+	// failed ledger write explains.
+	Resent, ResentLedger int
+	// KillsExhausted counts deliveries that kills dead-lettered, by ending
+	// enough of their attempts to spend the budget.
+	KillsExhausted int
+	// ByProvider are each provider's figures, every provider the checker
+	// knows and every one the plan uses.
+	ByProvider map[string]*ProviderCounts
+}
+
+// OK reports whether every invariant held.
+func (v Verdict) OK() bool { return len(v.Violations) == 0 }
+
+// Check checks the evidence against the plan: nothing sent twice, nothing
+// lost, nothing overdue, and each delivery ended as its faults call for.
+// It returns the violations and the figures.
+func Check(p Plan, ev Evidence) Verdict {
+	v := Verdict{ByStatus: map[ledger.Status]int{}, DeadLettered: map[string]int{}, ByProvider: map[string]*ProviderCounts{}}
+
+	// The ledger.
+	var latencies, windows []time.Duration
+	for k, d := range ev.Ledger {
+		v.ByStatus[d.Status]++
+		if d.Status == ledger.StatusSent {
+			latencies = append(latencies, max(d.SentAt.Sub(d.DueAt), 0))
+			if at, ok := ev.AcceptedAt[k]; ok {
+				windows = append(windows, max(d.SentAt.Sub(at), 0))
+			}
+		}
+		if !d.Status.Terminal() && !d.DueAt.After(ev.End) {
+			v.Overdue++
+		}
+	}
+	v.latency(latencies)
+	slices.Sort(windows)
+	v.WindowP50, v.WindowP99, v.WindowMax = quantile(windows, 0.5), quantile(windows, 0.99), quantile(windows, 1)
+
+	// The DLQ.
+	copies := map[string]int{}
+	for _, m := range ev.DLQ {
+		v.DeadLettered[string(m.Class)+": "+m.ReasonKind()]++
+		id := m.Key.String()
+		if m.Key.ReminderID == "" {
+			id = m.Source
+		}
+		if copies[id]++; copies[id] > 1 {
+			v.DLQCopies++
+		}
+	}
+
+	// Each provider's record.
+	for _, name := range registry.Names() {
+		v.ByProvider[name] = &ProviderCounts{}
+	}
+	counts := func(name string) *ProviderCounts {
+		if v.ByProvider[name] == nil {
+			v.ByProvider[name] = &ProviderCounts{}
+		}
+		return v.ByProvider[name]
+	}
+	for k, want := range p.Deliveries {
+		pc := counts(k.Provider)
+		pc.Deliveries++
+		got, n := ev.Ledger[k], ev.Recorded[k]
+		if got.Status == ledger.StatusSent {
+			pc.Sent++
+		}
+		if n > 0 {
+			pc.Recorded++
+			pc.Copies += n - 1
+		}
+		if exhaustedByKills(want, got, ev.Requests[k], n, ev.Budget) {
+			v.KillsExhausted++
+		}
+		if got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous {
+			pc.Reviewed++
+			if n > 0 {
+				pc.Delivered++
+			}
+		}
+	}
+	for name, n := range ev.ProviderRequests {
+		counts(name).Requests = n
+	}
+
+	// A repeat after an answered acceptance is explained only by a kill of
+	// the instance the answer went to, during the invocation that sent it,
+	// or by the consumer's own record that it could not write the send to
+	// the ledger.
+	resent := map[string]int{}
+	for _, r := range ev.Resends {
+		switch {
+		case !r.Received.IsZero() && killedDuring(ev.Kills, r.AnsweredTo, r.Received, ev.InvocationTimeout):
+			v.Resent += r.Times
+		case ev.LedgerFailed[r.Key]:
+			v.ResentLedger += r.Times
+		default:
+			resent[r.Key] = r.Times
+		}
+	}
+	v.Violations = violations(p, ev, resent, v.Overdue)
+	return v
+}
+
+// violations are the invariants the evidence breaks, at most 40 named.
+// resent are the repeats after an answered acceptance nothing explains.
+func violations(p Plan, ev Evidence, resent map[string]int, overdue int) []string {
+	var out []string
+	violate := func(format string, args ...any) {
+		if len(out) < 40 {
+			out = append(out, fmt.Sprintf(format, args...))
+		} else if len(out) == 40 {
+			out = append(out, "… and more")
+		}
+	}
+	keys := make([]string, 0, len(resent))
+	for key := range resent {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		violate("sent twice: %s was sent %d more time(s) after the provider had answered that it was accepted", key, resent[key])
+	}
+	dlqKeys, sources := map[message.DeliveryKey]bool{}, map[string]bool{}
+	for _, m := range ev.DLQ {
+		dlqKeys[m.Key] = true
+		sources[m.Source] = true
+	}
+	poisonDead := 0
+	for _, id := range ev.PoisonIDs {
+		if sources[id] {
+			poisonDead++
+		}
+	}
+	planned := make([]message.DeliveryKey, 0, len(p.Deliveries))
+	for k := range p.Deliveries {
+		planned = append(planned, k)
+	}
+	slices.SortFunc(planned, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range planned {
+		want := p.Deliveries[k]
+		got, ok := ev.Ledger[k]
+		copies := ev.Recorded[k]
+		// A delivery dead-lettered for review may have gone out; so may one
+		// whose last attempt, the budget's, lost the provider's answer.
+		killed := exhaustedByKills(want, got, ev.Requests[k], copies, ev.Budget)
+		switch {
+		case !ok:
+			violate("lost: %s (%s) is not in the ledger", k, want.Kind)
+			continue
+		case reviewedAfterLapse(k, got):
+			// An attempt died mid-send (a kill): a provider that reviews
+			// dead-letters what may have gone out, whatever was planned.
+		case killed:
+			// Kills ended enough of its attempts to spend the budget.
+		case got.Status != want.Expect:
+			violate("%s (%s, fault %q) ended %s (%s %s), expected %s", k, want.Kind, want.Fault, got.Status, got.LastErrorClass, got.LastError, want.Expect)
+		case got.Status == ledger.StatusDead && got.LastErrorClass != want.Class:
+			violate("%s was dead-lettered as %q, expected %q", k, got.LastErrorClass, want.Class)
+		}
+		if got.Status == ledger.StatusSent && copies == 0 {
+			violate("%s is recorded sent, but the provider never accepted it", k)
+		}
+		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous || killed
+		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
+			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
+		}
+		if copies > 1 && reviews(k.Provider) {
+			name := title(k.Provider)
+			violate("sent twice: %s accepted %s %d times; %s does not deduplicate, so the review policy must never send again", name, k, copies, name)
+		}
+		if got.Status == ledger.StatusDead && !dlqKeys[k] {
+			violate("%s is dead in the ledger but has no message in the DLQ for review and redrive", k)
+		}
+	}
+	if poisonDead != p.Poison {
+		violate("%d poison messages were put on the queue, %d reached the DLQ", p.Poison, poisonDead)
+	}
+	if overdue > 0 {
+		why := ""
+		if ev.Stall != "" {
+			why = "; the run's last " + ev.Stall
+		}
+		violate("%d deliveries were due before the end and had not ended (overdue)%s", overdue, why)
+	}
+	if ev.QueueLeft != 0 {
+		violate("%d messages were left in the work queue (-1: it could not be read)", ev.QueueLeft)
+	}
+	if failed := ev.BatchFailures - int64(len(ev.Kills)); failed > 0 {
+		violate("%d consumer invocations failed as a whole (beyond those killed); the mapping's failures by kind, kills included, "+
+			"then the functions' first errors (all in .local/logs): %v", failed, ev.ErrorLines)
+	}
+	for _, pr := range ev.Problems {
+		violate("%s", pr)
+	}
+	if ev.PublishFailed > 0 {
+		violate("the enqueue could not publish %v deliveries", ev.PublishFailed)
+	}
+	return out
+}

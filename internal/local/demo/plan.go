@@ -1,0 +1,249 @@
+package demo
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local/check"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/schedule"
+)
+
+// kind is a reminder's place in the mix.
+type kind string
+
+const (
+	dueNow     kind = "due now"
+	dueSoon    kind = "due soon"
+	future     kind = "future"
+	expired    kind = "expired"
+	cancelled  kind = "cancelled"      // cancelled before its hand-off
+	lateCancel kind = "cancelled late" // cancelled after its message was published
+)
+
+// kinds in the order the summary lists them.
+var kinds = []kind{dueNow, dueSoon, future, expired, cancelled, lateCancel}
+
+// The providers, by channel: e-mail goes out through SES for half the
+// reminders and the webhook for the other half; SMS is published to SNS,
+// for the team's own SMS gateway.
+const (
+	sesShare = 0.5
+	smsShare = 0.3
+)
+
+// share of the reminders per kind; due now takes the rest.
+var shares = map[kind]float64{dueSoon: 0.35, future: 0.10, expired: 0.05, cancelled: 0.03, lateCancel: 0.03}
+
+// plannedReminder is one reminder of the mix.
+type plannedReminder struct {
+	id         string
+	kind       kind
+	soon       time.Duration // how far ahead of its creation a due-soon reminder falls due
+	deliveries []check.Planned
+}
+
+// plan is the whole mix, drawn from a seeded source, and what each of its
+// deliveries must end as (check.Plan).
+type plan struct {
+	check.Plan
+	reminders []*plannedReminder
+	poison    []string
+	cfg       Config
+
+	mu    sync.Mutex
+	rnd   *rand.Rand      // for latencies, drawn as requests arrive
+	fixed map[string]bool // fault kinds whose cause an operator fixed (fix)
+}
+
+func newPlan(cfg Config) *plan {
+	rnd := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6e75646765))
+	p := &plan{Plan: check.Plan{Deliveries: map[message.DeliveryKey]check.Planned{}}, cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 1))}
+	n := cfg.Reminders
+	counts := map[kind]int{dueNow: n}
+	for _, k := range kinds[1:] {
+		counts[k] = int(math.Round(shares[k] * float64(n)))
+		counts[dueNow] -= counts[k]
+	}
+	// Expired reminders go first, so they expire before the first tick;
+	// the rest are shuffled.
+	var order, rest []kind
+	for _, k := range kinds {
+		for range counts[k] {
+			if k == expired {
+				order = append(order, k)
+			} else {
+				rest = append(rest, k)
+			}
+		}
+	}
+	rnd.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	order = append(order, rest...)
+
+	f := *cfg.Faults
+	for i, k := range order {
+		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
+		email := stoodIn(provider.SinkStandIn)
+		if rnd.Float64() < sesShare {
+			email = stoodIn(provider.EmailStandIn)
+		}
+		keys := []message.DeliveryKey{{ReminderID: r.id, Channel: "email", Provider: email}}
+		if rnd.Float64() < smsShare {
+			keys = append(keys, message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: stoodIn(provider.TopicStandIn)})
+		}
+		for _, key := range keys {
+			d := check.Planned{Key: key, Kind: string(k)}
+			switch k {
+			case future:
+				d.Expect = ledger.StatusPending
+			case expired:
+				d.Expect = ledger.StatusExpired
+			case cancelled, lateCancel:
+				d.Expect = ledger.StatusCancelled
+			default:
+				d.Fault = drawFault(rnd.Float64(), f)
+				d.Expect, d.Class = check.Expect(key.Provider, d.Fault)
+			}
+			r.deliveries = append(r.deliveries, d)
+			p.Deliveries[d.Key] = d
+		}
+		p.reminders = append(p.reminders, r)
+	}
+	for i := range cfg.Poison {
+		p.poison = append(p.poison, poisonBodies[i%len(poisonBodies)])
+	}
+	p.Poison = len(p.poison)
+	return p
+}
+
+// mixLine counts the reminders by kind, for the run's first line.
+func (p *plan) mixLine() string {
+	counts := map[kind]int{}
+	for _, r := range p.reminders {
+		counts[r.kind]++
+	}
+	line := ""
+	for _, k := range kinds {
+		if line != "" {
+			line += ", "
+		}
+		line += fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return line
+}
+
+// drawFault picks a fault kind for a uniform draw u.
+func drawFault(u float64, f Faults) string {
+	for _, c := range []struct {
+		name  string
+		share float64
+	}{{"500", f.Server}, {"429", f.Throttled}, {"400", f.Rejected}, {"hang", f.Hang}, {"drop", f.Drop}, {"down", f.Down}} {
+		if u < c.share {
+			return c.name
+		}
+		u -= c.share
+	}
+	return ""
+}
+
+// poisonBodies break the queue contract in different ways; the consumer
+// must dead-letter each with its reason, never crash or retry.
+var poisonBodies = func(p string) []string {
+	return []string{
+		`not json at all`,
+		`{"v":2,"reminderId":"rem-from-the-future","channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"reminderId":"rem bad id","channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`{"v":1,"reminderId":"rem-1","channel":"email","provider":"` + p + `","dueAt":"tomorrow"}`,
+		`{"v":1,"reminderId":"rem-purged-long-ago","channel":"email","provider":"` + p + `","dueAt":"2026-01-01T00:00:00Z"}`,
+		`[1,2,3]`,
+	}
+}(registry.Default())
+
+// input is the reminder's intake record, with times relative to now.
+func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) schedule.Input {
+	due, expires := now, time.Time{}
+	switch r.kind {
+	case dueSoon:
+		due = now.Add(soon)
+	case future:
+		due = now.Add(30 * 24 * time.Hour)
+	case expired:
+		due, expires = now.Add(-10*time.Minute), now.Add(expiredWindow)
+	case cancelled:
+		due = now.Add(p.cfg.Spread)
+	case lateCancel:
+		due = now.Add(p.lateCancelDue())
+	}
+	// The metadata is what the e-mail template renders.
+	in := schedule.Input{ID: r.id, AccountRef: "acct-demo", DueAt: due.Format(time.RFC3339Nano),
+		Metadata: map[string]string{"demo": string(r.kind), "plan": "Pro", "renewsOn": due.Format("2 January 2006"), "reference": r.id}}
+	if !expires.IsZero() {
+		in.ExpiresAt = expires.Format(time.RFC3339Nano)
+	}
+	for i, d := range r.deliveries {
+		di := schedule.DeliveryInput{Channel: d.Key.Channel, Provider: d.Key.Provider,
+			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
+		if drv, _ := registry.Lookup(d.Key.Provider); drv.Intake.Address == provider.EmailAddress {
+			di.TemplateRef, di.Address = "renewal-notice", r.id+"@customers.example"
+		}
+		in.Deliveries = append(in.Deliveries, di)
+	}
+	return in
+}
+
+// lateCancelDue is how far ahead a late-cancelled reminder falls due: far
+// enough that its message is published (delayed) and still waiting when
+// the cancel comes, a few ticks after the intake ends.
+func (p *plan) lateCancelDue() time.Duration {
+	return max(p.cfg.Spread, 8*p.cfg.Tick) + 5*time.Second
+}
+
+// repeats is check.Repeats (the fault model), unless an operator fixed the
+// cause of that kind of fault since (fix).
+func (p *plan) repeats(fault string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return check.Repeats(fault) && !p.fixed[fault]
+}
+
+// fix records that an operator fixed the cause of a kind of fault (a
+// rejected request: the receiver or the template): a delivery redriven
+// after it is answered.
+func (p *plan) fix(fault string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fixed == nil {
+		p.fixed = map[string]bool{}
+	}
+	p.fixed[fault] = true
+}
+
+func (p *plan) latency() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mean := float64(p.cfg.Latency)
+	return time.Duration(min(p.rnd.ExpFloat64()*mean, 10*mean))
+}
+
+// count returns how many deliveries of the plan satisfy ok.
+func (p *plan) count(ok func(check.Planned) bool) int {
+	n := 0
+	for _, d := range p.Deliveries {
+		if ok(d) {
+			n++
+		}
+	}
+	return n
+}
+
+// duplicates is how many due-now deliveries get a second message.
+func (p *plan) duplicates() int {
+	return int(math.Round(p.cfg.Duplicates * float64(p.count(func(d check.Planned) bool { return d.Kind == string(dueNow) }))))
+}

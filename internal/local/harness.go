@@ -1,0 +1,267 @@
+package local
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local/esm"
+	"github.com/nudgehq/nudge/internal/local/standin"
+	"github.com/nudgehq/nudge/internal/message"
+)
+
+// HarnessConfig configures a Harness.
+type HarnessConfig struct {
+	// Bootstraps is the folder holding consumer/bootstrap,
+	// enqueue/bootstrap and intake/bootstrap built for this machine.
+	// Default "build/local".
+	Bootstraps string
+	// Consumers is how many consumer instances run, each one invocation at
+	// a time: the event source mapping's invokers. Default the stage's
+	// maximum concurrency.
+	Consumers int
+	// ConsumerFronts are where the consumers' SES and SNS calls go (fault
+	// fronts before the stand-ins); only SES and SNS are read. Empty: the
+	// stand-ins.
+	ConsumerFronts Endpoints
+	// ConsumerOverrides replace variables of each consumer's environment
+	// (KEY=VALUE, as Env's overrides).
+	ConsumerOverrides []string
+	// EnqueueTimeout is the enqueue's function timeout. Default the
+	// stage's.
+	EnqueueTimeout time.Duration
+	// EnqueueOverrides replace variables of the enqueue's environment.
+	EnqueueOverrides []string
+	// IntakeInstances is how many intake instances serve its function URL.
+	// Default none: no intake.
+	IntakeInstances int
+	// PollWait is the event source mapping's long-poll wait. Default the
+	// mapping's (20 s).
+	PollWait time.Duration
+	// Output returns where a function instance's output goes, by its name
+	// ("consumer-1", …, "enqueue", "intake"). Nil, or a nil writer:
+	// discarded.
+	Output func(name string) io.Writer
+	// MappingLog receives the event source mapping's lines (a failed
+	// invocation, a failed receive, …). Nil: discarded.
+	MappingLog io.Writer
+}
+
+// Harness is the local system as every runner drives it: the System, its
+// table and queues emptied of an earlier run's, the functions running
+// under the emulator with the stack's environment and their AWS requests
+// counted, and an event source mapping ready to feed the work queue to the
+// consumers. The runner invokes the enqueue on its schedule, runs the
+// mapping, and reads what it needs.
+type Harness struct {
+	*System
+	// Ledger reads the table on an uncounted client: the runners' own
+	// reads, which the figures leave out.
+	Ledger *ledger.Ledger
+	// Proxies count each function's AWS requests (and DynamoDB's capacity
+	// units), by caller: "consumer DynamoDB", "consumer SQS", "enqueue
+	// DynamoDB", "enqueue SQS", and with an intake "intake DynamoDB".
+	Proxies map[string]*standin.Proxy
+	// Consumers are the consumer instances, the mapping's invokers in
+	// order, named consumer-1, …. Each posts to its own path of the
+	// webhook (WebhookURL/consumer-1, …), so that the provider's record
+	// tells which instance an answer went to.
+	Consumers []*Function
+	// Enqueue is the enqueue function, invoked by the runner's schedule.
+	Enqueue *Function
+	// Intake is the intake behind its function URL; nil without
+	// IntakeInstances.
+	Intake *Intake
+	// Mapping feeds the work queue to the consumers while it runs.
+	Mapping *esm.Mapping
+
+	stop []func()
+}
+
+// StartHarness empties s's table and queues (an earlier run's figures are
+// not this one's), starts counting proxies before the stand-ins, the
+// consumers, the enqueue and the intake under the emulator with the
+// stack's environment (Env) and their AWS calls sent through the proxies,
+// and makes the event source mapping with the stage's batch size, batching
+// window and the consumer's timeout. Close stops what it started; the
+// System stays.
+func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harness, err error) {
+	cfg.Bootstraps = cmp.Or(cfg.Bootstraps, "build/local")
+	cfg.Consumers = cmp.Or(cfg.Consumers, s.Stage.MaxConcurrency)
+	if cfg.Consumers < 1 || cfg.IntakeInstances < 0 {
+		return nil, fmt.Errorf("local: %d consumers, %d intake instances; start at least 1 consumer, and 0 or more intake instances",
+			cfg.Consumers, cfg.IntakeInstances)
+	}
+	output := func(name string) io.Writer {
+		if cfg.Output == nil {
+			return io.Discard
+		}
+		if w := cfg.Output(name); w != nil {
+			return w
+		}
+		return io.Discard
+	}
+	h = &Harness{System: s, Proxies: map[string]*standin.Proxy{}}
+	defer func() {
+		if err != nil {
+			h.Close()
+			h = nil
+		}
+	}()
+	if h.Ledger, err = ledger.New(s.DB, ledger.Config{Table: s.Resources.Table}); err != nil {
+		return h, err
+	}
+	if err := h.empty(ctx); err != nil {
+		return h, err
+	}
+	callers := []string{"consumer DynamoDB", "consumer SQS", "enqueue DynamoDB", "enqueue SQS"}
+	if cfg.IntakeInstances > 0 {
+		callers = append(callers, "intake DynamoDB")
+	}
+	for _, name := range callers {
+		target := s.DynamoDBEndpoint
+		if strings.HasSuffix(name, "SQS") {
+			target = s.SQSEndpoint
+		}
+		p, err := standin.NewProxy(target)
+		if err != nil {
+			return h, err
+		}
+		h.stop = append(h.stop, func() { p.Close() })
+		h.Proxies[name] = p
+	}
+
+	// The consumers, the mapping's invokers.
+	var invokers []esm.Invoker
+	ep := h.counted("consumer")
+	ep.SES, ep.SNS = cfg.ConsumerFronts.SES, cfg.ConsumerFronts.SNS
+	for i := range cfg.Consumers {
+		name := fmt.Sprintf("consumer-%d", i+1)
+		env, err := s.Env("consumer", ep, 0, append(s.sinkPath(name), cfg.ConsumerOverrides...)...)
+		if err != nil {
+			return h, err
+		}
+		fn, err := h.start(ctx, name, filepath.Join(cfg.Bootstraps, "consumer", "bootstrap"), env, output(name))
+		if err != nil {
+			return h, err
+		}
+		h.Consumers = append(h.Consumers, fn)
+		invokers = append(invokers, fn)
+	}
+	env, err := s.Env("enqueue", h.counted("enqueue"), cfg.EnqueueTimeout, cfg.EnqueueOverrides...)
+	if err != nil {
+		return h, err
+	}
+	if h.Enqueue, err = h.start(ctx, "enqueue", filepath.Join(cfg.Bootstraps, "enqueue", "bootstrap"), env, output("enqueue")); err != nil {
+		return h, err
+	}
+	if cfg.IntakeInstances > 0 {
+		// The intake's DynamoDB calls counted by a proxy.
+		if h.Intake, err = s.StartIntake(ctx, filepath.Join(cfg.Bootstraps, "intake", "bootstrap"), cfg.IntakeInstances,
+			Endpoints{DynamoDB: h.Proxies["intake DynamoDB"].Endpoint}, output("intake")); err != nil {
+			return h, err
+		}
+		h.stop = append(h.stop, h.Intake.Close)
+	}
+	mappingLog := cmp.Or[io.Writer](cfg.MappingLog, io.Discard)
+	h.Mapping, err = esm.New(esm.Config{Queue: s.SQS, QueueURL: s.Resources.WorkURL, QueueARN: s.Resources.WorkARN,
+		BatchSize: s.Stage.BatchSize, BatchingWindow: s.Stage.BatchingWindow, Invokers: invokers, PollWait: cfg.PollWait,
+		FunctionTimeout: s.Stage.ConsumerTimeout, Logger: slog.New(slog.NewTextHandler(mappingLog, nil))})
+	return h, err
+}
+
+// counted is where a function's AWS calls go: its counting proxies.
+func (h *Harness) counted(fn string) Endpoints {
+	return Endpoints{DynamoDB: h.Proxies[fn+" DynamoDB"].Endpoint, SQS: h.Proxies[fn+" SQS"].Endpoint}
+}
+
+// start runs one function instance under the emulator, timing its start.
+func (h *Harness) start(ctx context.Context, name, bootstrap string, env []string, log io.Writer) (*Function, error) {
+	start := time.Now()
+	fn, err := h.StartFunction(ctx, bootstrap, env, log)
+	if err != nil {
+		return nil, err
+	}
+	h.stop = append(h.stop, fn.Stop)
+	return &Function{Lambda: fn, Name: name, Startup: time.Since(start)}, nil
+}
+
+// empty removes what an earlier run left in the queues and the table.
+func (h *Harness) empty(ctx context.Context) error {
+	for _, url := range []string{h.Resources.WorkURL, h.Resources.DLQURL, h.Resources.Topic.QueueURL} {
+		if url == "" {
+			continue // a stage without sns has no subscriber queue
+		}
+		if _, err := h.SQS.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err != nil {
+			return fmt.Errorf("demo: purge %s: %w", url, err)
+		}
+	}
+	var keys []message.DeliveryKey
+	if err := h.Ledger.ScanDeliveries(ctx, func(d ledger.Delivery) error {
+		keys = append(keys, d.Key())
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		// An earlier run's table: start from a new one.
+		if _, err := h.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(h.Resources.Table)}); err != nil {
+			return fmt.Errorf("demo: remove the earlier run's table: %w", err)
+		}
+		if err := ledger.CreateTable(ctx, h.DB, h.Resources.Table); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops what StartHarness started, in reverse order: the intake,
+// the functions, the proxies. The System runs on until its own Close.
+func (h *Harness) Close() {
+	for i := len(h.stop) - 1; i >= 0; i-- {
+		h.stop[i]()
+	}
+	h.stop = nil
+}
+
+// Function is one function instance under the emulator, as the mapping or
+// a schedule invokes it, marked busy while an invocation runs so that a
+// kill can land in the middle of one.
+type Function struct {
+	*standin.Lambda
+	// Name is "consumer-1", …, or "enqueue".
+	Name string
+	// Startup is how long its start took, until the emulator accepted a
+	// connection: the first part of a cold start (the runtime starts on
+	// the first invocation).
+	Startup time.Duration
+
+	busy atomic.Bool
+}
+
+// Invoke runs one invocation.
+func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	f.busy.Store(true)
+	defer f.busy.Store(false)
+	out, err := f.Lambda.Invoke(ctx, payload)
+	if err != nil && f.Exited() {
+		// Not the runtime (the kills' target) but its emulator: every
+		// invocation after this fails at once.
+		err = fmt.Errorf("%s: the emulator itself has exited (see its log): %w", f.Name, err)
+	}
+	return out, err
+}
+
+// Busy reports whether an invocation is running.
+func (f *Function) Busy() bool { return f.busy.Load() }

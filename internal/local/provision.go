@@ -1,0 +1,119 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/pkg/provider"
+)
+
+// queueAPI is what Provision needs of SQS.
+type queueAPI interface {
+	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, opts ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SetQueueAttributes(ctx context.Context, in *sqs.SetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
+}
+
+var _ queueAPI = (*sqs.Client)(nil)
+
+// Provisioned names the resources Provision made.
+type Provisioned struct {
+	Table            string
+	WorkURL, WorkARN string
+	DLQURL, DLQARN   string
+	// Topic is the sns provider's topic and its subscriber queue, when the
+	// stage runs sns.
+	Topic Topic
+}
+
+// Resources returns the function resources of stage s for p, with each
+// provider's from what its stand-in made (l, whose TopicARN is p's topic's).
+func (p Provisioned) Resources(s deployment.Stage, l provider.Local) deployment.Resources {
+	l.TopicARN = p.Topic.ARN
+	res := deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, Providers: map[string]map[string]string{}}
+	for _, name := range s.Providers {
+		if d, ok := registry.Lookup(name); ok && d.StandIn.Resources != nil {
+			res.Providers[name] = d.StandIn.Resources(l)
+		}
+	}
+	return res
+}
+
+// StandInStage returns s running every registered provider, each with the
+// settings its stand-in needs (provider.StandIn.Settings): the stage of
+// the local runs and `nudge local invoke`.
+func StandInStage(s deployment.Stage) deployment.Stage {
+	s.Providers = registry.Names()
+	s.ProviderSettings = maps.Clone(s.ProviderSettings)
+	if s.ProviderSettings == nil {
+		s.ProviderSettings = map[string]string{}
+	}
+	for _, d := range registry.All() {
+		maps.Copy(s.ProviderSettings, d.StandIn.Settings)
+	}
+	return s
+}
+
+// Provision creates the stage's ledger table, work queue and DLQ as the
+// stack defines them (the same table input, queue attributes and redrive
+// policies), for the local stand-ins. It is idempotent: what exists is
+// kept.
+func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q queueAPI) (Provisioned, error) {
+	if err := s.Validate(); err != nil {
+		return Provisioned{}, err
+	}
+	p := Provisioned{Table: s.TableName()}
+	if err := ledger.CreateTable(ctx, db, p.Table); err != nil {
+		return p, err
+	}
+	queueARN := func(url string) (string, error) {
+		a, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return "", fmt.Errorf("local: queue %s: %w", url, err)
+		}
+		return a.Attributes[string(types.QueueAttributeNameQueueArn)], nil
+	}
+	dlq, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(s.DLQName())})
+	if err != nil {
+		return p, fmt.Errorf("local: create %s: %w", s.DLQName(), err)
+	}
+	p.DLQURL = aws.ToString(dlq.QueueUrl)
+	if p.DLQARN, err = queueARN(p.DLQURL); err != nil {
+		return p, err
+	}
+	work, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(s.WorkQueueName()), Attributes: s.WorkQueueAttributes(p.DLQARN)})
+	if err != nil {
+		return p, fmt.Errorf("local: create %s: %w", s.WorkQueueName(), err)
+	}
+	p.WorkURL = aws.ToString(work.QueueUrl)
+	if p.WorkARN, err = queueARN(p.WorkURL); err != nil {
+		return p, err
+	}
+	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(p.WorkARN)}); err != nil {
+		return p, fmt.Errorf("local: set the DLQ's retention and redrive-allow policy: %w", err)
+	}
+	return p, nil
+}
+
+// RecordShards records the stage's shard count in the table's registry, as
+// the enqueue does on its first run: the intake and the operator CLI take
+// their count from there and, until one is recorded, refuse to place a
+// delivery (ledger.ErrNoShardCount). A larger count already recorded stays.
+func RecordShards(ctx context.Context, s deployment.Stage, db ledger.API) error {
+	l, err := ledger.New(db, ledger.Config{Table: s.TableName(), Shards: s.Shards})
+	if err != nil {
+		return err
+	}
+	if _, err := l.StoredShards(ctx); err != nil {
+		return fmt.Errorf("local: record the shard count: %w", err)
+	}
+	return nil
+}
