@@ -13,9 +13,8 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	id := r.PathValue("id")
-	if err := validID(h.cfg.Store.Validator(), id); err != nil {
-		h.fail(w, r, err)
+	id, ok := h.pathID(w, r)
+	if !ok {
 		return
 	}
 	results, err := h.cfg.Store.CancelAs(r.Context(), h.caller(r), id, "cancelled through the API by "+Caller(r.Context()))

@@ -9,11 +9,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	if err := validID(h.cfg.Store.Validator(), r.PathValue("id")); err != nil {
-		h.fail(w, r, err)
+	id, ok := h.pathID(w, r)
+	if !ok {
 		return
 	}
-	v, err := h.cfg.Store.ShowAs(r.Context(), h.caller(r), r.PathValue("id"))
+	v, err := h.cfg.Store.ShowAs(r.Context(), h.caller(r), id)
 	if err != nil {
 		h.fail(w, r, err)
 		return

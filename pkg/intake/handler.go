@@ -231,6 +231,17 @@ func clip(s string) string {
 	return s
 }
 
+// pathID returns the reminder id of the request's path, or writes the
+// problem of an id that cannot be one and returns false.
+func (h *Handler) pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if err := validID(h.cfg.Store.Validator(), id); err != nil {
+		h.fail(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
 func validID(v schedule.Validator, id string) error {
 	_, err := v.Validate(schedule.Input{ID: id})
 	var ve *schedule.ValidationError

@@ -14,9 +14,8 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	id := r.PathValue("id")
-	if err := validID(h.cfg.Store.Validator(), id); err != nil {
-		h.fail(w, r, err)
+	id, ok := h.pathID(w, r)
+	if !ok {
 		return
 	}
 	to, err := schedule.ParseTimes(body)
