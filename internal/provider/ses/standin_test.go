@@ -136,31 +136,61 @@ func TestSESSendsTheStoredTemplateWithTheDeliveryKeyHeader(t *testing.T) {
 // TestSESFailureTable sends through the stand-in (the missing template, a
 // template that cannot render) and its fault front (SES's other answers),
 // and checks each outcome and that no error text carries the address.
+// sesRow is a row of SES's failure table: the fault (the recipient's
+// local part the fault front answers for), the driver's row it is, and what
+// the answer must become.
+type sesRow struct {
+	local, template, answer string
+	kind                    failure.Kind
+	class                   failure.Class
+	after                   time.Duration // the least Retry-After wanted
+	sent                    bool          // whether the stand-in accepted it
+}
+
+// sesTable is the driver's classification table (ses.Driver.Contract), row
+// by row, as TestSESFailureTable makes each answer happen.
+var sesTable = []sesRow{
+	{"missing-template", "no-such-template", "NotFoundException: no such template, identity or configuration set", failure.KindPermanent, failure.ClassConfig, 0, false},
+	{"throttled", "renewal", "TooManyRequestsException", failure.KindRetry, failure.ClassThrottled, 0, false},
+	{"maxrate", "renewal", "LimitExceededException: maximum sending rate", failure.KindRetry, failure.ClassThrottled, 0, false},
+	{"quota", "renewal", "LimitExceededException: daily quota (retried after LongBackoff)", failure.KindRetry, failure.ClassThrottled, time.Hour, false},
+	{"rejected", "renewal", "MessageRejected", failure.KindPermanent, failure.ClassRejected, 0, false},
+	{"suppressed", "renewal", "MessageRejected: on the suppression list", failure.KindPermanent, failure.ClassSuppressed, 0, false},
+	{"unverified", "renewal", "MessageRejected: address not verified", failure.KindPermanent, failure.ClassConfig, 0, false},
+	{"mailfrom", "renewal", "MailFromDomainNotVerifiedException", failure.KindPermanent, failure.ClassConfig, 0, false},
+	{"paused", "renewal", "SendingPausedException (retried after LongBackoff)", failure.KindRetry, failure.ClassPaused, time.Hour, false},
+	{"suspended", "renewal", "AccountSuspendedException (retried after LongBackoff)", failure.KindRetry, failure.ClassPaused, time.Hour, false},
+	{"internal", "renewal", "500 InternalFailure", failure.KindAmbiguous, failure.ClassServer, 0, false},
+	{"unavailable", "renewal", "503 ServiceUnavailable", failure.KindRetry, failure.ClassServer, 0, false},
+	{"drop", "renewal", "accepted, the answer lost", failure.KindAmbiguous, failure.ClassNetwork, 0, true},
+	{"hang", "renewal", "no answer in the timeout, after the request was written", failure.KindAmbiguous, failure.ClassTimeout, 0, false},
+}
+
+// TestTheDeclaredTableIsTheTestedOne: every row of the driver's
+// classification table is a row TestSESFailureTable makes happen against
+// the stand-in, with the same outcome, and no tested row is undeclared.
+func TestTheDeclaredTableIsTheTestedOne(t *testing.T) {
+	tested := map[string]sesRow{}
+	for _, r := range sesTable {
+		tested[r.answer] = r
+	}
+	declared := map[string]bool{}
+	for _, d := range ses.Driver.Contract.Classification {
+		declared[d.Answer] = true
+		if r, ok := tested[d.Answer]; !ok || r.kind != d.Kind || r.class != d.Class {
+			t.Errorf("declared %q → %v/%s; the failure table has %+v", d.Answer, d.Kind, d.Class, r)
+		}
+	}
+	for answer := range tested {
+		if !declared[answer] {
+			t.Errorf("the failure table tests %q, which the driver does not declare", answer)
+		}
+	}
+}
+
 func TestSESFailureTable(t *testing.T) {
 	f := newSESFixture(t)
-	type row struct {
-		local, template string
-		kind            failure.Kind
-		class           failure.Class
-		after           time.Duration // the least Retry-After wanted
-		sent            bool          // whether the stand-in accepted it
-	}
-	rows := []row{
-		{"missing-template", "no-such-template", failure.KindPermanent, failure.ClassConfig, 0, false},
-		{"throttled", "renewal", failure.KindRetry, failure.ClassThrottled, 0, false},
-		{"maxrate", "renewal", failure.KindRetry, failure.ClassThrottled, 0, false},
-		{"quota", "renewal", failure.KindRetry, failure.ClassThrottled, time.Hour, false},
-		{"rejected", "renewal", failure.KindPermanent, failure.ClassRejected, 0, false},
-		{"suppressed", "renewal", failure.KindPermanent, failure.ClassSuppressed, 0, false},
-		{"unverified", "renewal", failure.KindPermanent, failure.ClassConfig, 0, false},
-		{"mailfrom", "renewal", failure.KindPermanent, failure.ClassConfig, 0, false},
-		{"paused", "renewal", failure.KindRetry, failure.ClassPaused, time.Hour, false},
-		{"suspended", "renewal", failure.KindRetry, failure.ClassPaused, time.Hour, false},
-		{"internal", "renewal", failure.KindAmbiguous, failure.ClassServer, 0, false},
-		{"unavailable", "renewal", failure.KindRetry, failure.ClassServer, 0, false},
-		{"drop", "renewal", failure.KindAmbiguous, failure.ClassNetwork, 0, true},
-		{"hang", "renewal", failure.KindAmbiguous, failure.ClassTimeout, 0, false},
-	}
+	rows := sesTable
 	for _, r := range rows {
 		t.Run(r.local, func(t *testing.T) {
 			addr := r.local + "+" + standintest.Name("x") + "@example.com"

@@ -175,21 +175,52 @@ func TestSNSDeduplicationIDFitsSNSLimit(t *testing.T) {
 	}
 }
 
+// snsRow is a row of SNS's failure table: the fault the front answers for
+// ("rem-<kind>-" in the body), the driver's row it is, and what it must
+// become.
+type snsRow struct {
+	kind, answer string
+	want         failure.Kind
+	class        failure.Class
+	sent         bool
+}
+
+// snsTable is the driver's classification table (sns.Driver.Contract), row
+// by row, as TestSNSFailureTable makes each answer happen.
+var snsTable = []snsRow{
+	{"throttled", "Throttled, Throttling, KMSThrottling", failure.KindRetry, failure.ClassThrottled, false},
+	{"invalid", "InvalidParameter, ValidationError", failure.KindPermanent, failure.ClassRejected, false},
+	{"notfound", "NotFound: no such topic", failure.KindPermanent, failure.ClassConfig, false},
+	{"denied", "AuthorizationError, AccessDenied, KMS errors", failure.KindPermanent, failure.ClassConfig, false},
+	{"internal", "500 InternalError", failure.KindAmbiguous, failure.ClassServer, false},
+	{"drop", "accepted, the answer lost", failure.KindAmbiguous, failure.ClassNetwork, true},
+}
+
+// TestTheDeclaredTableIsTheTestedOne: every row of the driver's
+// classification table is a row TestSNSFailureTable makes happen against
+// the stand-in, with the same outcome, and no tested row is undeclared.
+func TestTheDeclaredTableIsTheTestedOne(t *testing.T) {
+	tested := map[string]snsRow{}
+	for _, r := range snsTable {
+		tested[r.answer] = r
+	}
+	declared := map[string]bool{}
+	for _, d := range snsprovider.Driver.Contract.Classification {
+		declared[d.Answer] = true
+		if r, ok := tested[d.Answer]; !ok || r.want != d.Kind || r.class != d.Class {
+			t.Errorf("declared %q → %v/%s; the failure table has %+v", d.Answer, d.Kind, d.Class, r)
+		}
+	}
+	for answer := range tested {
+		if !declared[answer] {
+			t.Errorf("the failure table tests %q, which the driver does not declare", answer)
+		}
+	}
+}
+
 func TestSNSFailureTable(t *testing.T) {
 	f := newSNSFixture(t, false)
-	rows := []struct {
-		kind  string
-		want  failure.Kind
-		class failure.Class
-		sent  bool
-	}{
-		{"throttled", failure.KindRetry, failure.ClassThrottled, false},
-		{"invalid", failure.KindPermanent, failure.ClassRejected, false},
-		{"notfound", failure.KindPermanent, failure.ClassConfig, false},
-		{"denied", failure.KindPermanent, failure.ClassConfig, false},
-		{"internal", failure.KindAmbiguous, failure.ClassServer, false},
-		{"drop", failure.KindAmbiguous, failure.ClassNetwork, true},
-	}
+	rows := snsTable
 	for _, r := range rows {
 		t.Run(r.kind, func(t *testing.T) {
 			id := "rem-" + r.kind + "-1"

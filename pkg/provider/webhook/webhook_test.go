@@ -246,3 +246,33 @@ func TestErrorsNeverCarryTheURLsPathOrQuery(t *testing.T) {
 		t.Errorf("configuration error: %v", err)
 	}
 }
+
+// TestTheDeclaredTableIsTheTestedOne: every row of the driver's
+// classification table is an outcome a test here makes happen against the
+// sink, with the same kind and class, and no tested outcome is undeclared.
+func TestTheDeclaredTableIsTheTestedOne(t *testing.T) {
+	tested := map[string]failure.Outcome{
+		// TestWebhookFaultsAreClassified
+		"429, with or without Retry-After": {Kind: failure.KindRetry, Class: failure.ClassThrottled},
+		"5xx":                              {Kind: failure.KindRetry, Class: failure.ClassServer},
+		"other 4xx":                        {Kind: failure.KindPermanent, Class: failure.ClassRejected},
+		"no answer in the timeout, after the request was written": {Kind: failure.KindAmbiguous, Class: failure.ClassTimeout},
+		"connection dropped after the request was written":        {Kind: failure.KindAmbiguous, Class: failure.ClassNetwork},
+		// TestWebhookNeverFollowsARedirect
+		"3xx, a redirect (not followed)": {Kind: failure.KindPermanent, Class: failure.ClassConfig},
+		// TestWebhookRefusesConnectionBeforeWriting
+		"connection refused, before the request was written": {Kind: failure.KindRetry, Class: failure.ClassNetwork},
+	}
+	declared := map[string]bool{}
+	for _, d := range webhook.Driver.Contract.Classification {
+		declared[d.Answer] = true
+		if o, ok := tested[d.Answer]; !ok || o.Kind != d.Kind || o.Class != d.Class {
+			t.Errorf("declared %q → %v/%s; the tests have %+v", d.Answer, d.Kind, d.Class, o)
+		}
+	}
+	for answer := range tested {
+		if !declared[answer] {
+			t.Errorf("the tests make %q happen, which the driver does not declare", answer)
+		}
+	}
+}
