@@ -1,5 +1,9 @@
 // Package batch processes an SQS event from Lambda record by record and
-// builds the partial batch response, for any SQS handler.
+// builds the partial batch response, for any Go Lambda function that
+// consumes SQS. Write a Handler for one record, wrap it in Middleware if
+// need be, and pass a Processor's Process to lambda.Start; the package
+// knows nothing of reminders. This package is part of Nudge's public Go
+// API; see the README's “Go packages”.
 //
 // A Processor runs a Handler on each record with bounded concurrency (in FIFO
 // mode: each message group in order, other groups in parallel), and then:

@@ -1,5 +1,12 @@
-// Package failure classifies what went wrong with a delivery into one of
-// three outcomes, so the consumer knows whether to retry or dead-letter:
+// Package failure gives errors an outcome (retry, retry with the same
+// idempotency key, or give up), so that code which retries work (an SQS
+// consumer, a sender to an HTTP API) knows what to do. It has typed errors
+// for code that knows what a failure means, a small set of failure
+// classes, and a Chain of classifiers for the errors that do not say.
+// This package is part of Nudge's public Go API; see the README's “Go
+// packages”.
+//
+// The three outcomes, as Nudge's consumer treats a delivery:
 //
 //   - Retry: transient (throttling, 5xx, 429, timeouts before the request
 //     left, AWS hiccups). Retried later with backoff, honouring Retry-After.

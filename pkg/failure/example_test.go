@@ -56,3 +56,26 @@ func ExampleChain() {
 	// something new                            retry     unknown   0s
 	// duplicate-at-provider server
 }
+
+// Code that knows what a failure means says so with Retryable, Permanent
+// or Ambiguous; the outcome survives wrapping, and a caller reads it with
+// errors.As (or through a Chain, whose Decided classifier comes first).
+func ExampleError() {
+	errs := []error{
+		failure.Retryable(errors.New("provider is paused"), 10*time.Minute),
+		fmt.Errorf("send rem-184: %w", failure.Permanent(errors.New("no such template"))),
+		failure.Ambiguous(errors.New("connection reset after the request was written")),
+		failure.WithClass(failure.Permanent(errors.New("address on the suppression list")), failure.ClassSuppressed),
+	}
+	for _, err := range errs {
+		var f *failure.Error
+		if errors.As(err, &f) {
+			fmt.Printf("%-9s %-10s %-5v %v\n", f.Kind, f.Class, f.After, err)
+		}
+	}
+	// Output:
+	// retry     unknown    10m0s provider is paused
+	// permanent rejected   0s    send rem-184: no such template
+	// ambiguous unknown    0s    connection reset after the request was written
+	// permanent suppressed 0s    address on the suppression list
+}

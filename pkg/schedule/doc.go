@@ -1,7 +1,18 @@
-// Package schedule is the intake of the calendar: it validates reminders
-// and writes them, idempotently by id, to the ledger table before anything
-// can be published; it cancels them; and it imports them in bulk from JSON
-// Lines or CSV.
+// Package schedule is the reminder as Nudge's API takes and answers it,
+// and the intake's one logic behind every door (the API, the CLI, the
+// import) that validates reminders and writes them. An application in Go
+// uses its types with intake.Client (Input to create, Document to read
+// back, Status, Times to reschedule), its Validator to check a reminder
+// before sending it (the intake's rules but for the stage's settings:
+// which providers it runs, which templates are deployed, the lateness and
+// how far ahead a reminder may be), and its ValidationError and refusals
+// to read what was wrong. This package is part of Nudge's public Go API;
+// see the README's “Go packages”.
+//
+// Inside Nudge, a Store validates reminders and writes them, idempotently
+// by id, to the ledger table before anything can be published; it cancels
+// and reschedules them; and it imports them in bulk from JSON Lines or
+// CSV.
 //
 // The ledger stores a reminder (ledger.CreateReminder: what the user gave)
 // and one delivery per delivery (ledger.Create), which it places in the due
