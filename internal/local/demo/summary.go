@@ -242,7 +242,7 @@ func (sum *Summary) Write(w io.Writer) {
 				fmt.Fprintf(w, "  %s: %d reviewed (dead-lettered as ambiguous), of which %d did go out: %s does not deduplicate, so they wait for an operator rather than risk a second %s\n",
 					d.Title, c.Reviewed, c.Delivered, d.Title, strings.TrimSuffix(d.Contract.Price.Unit, "s"))
 			case d.Contract.Ambiguous == provider.AmbiguousRetry && c.Copies > 0:
-				fmt.Fprintf(w, "  %s: %d extra copies reached its stand-in (a retry after a lost answer; deduplicated by %s)\n", d.Title, c.Copies, d.Contract.Deduplicates)
+				fmt.Fprintf(w, "  %s: %d extra copies reached its stand-in (a retry after a lost answer); what deduplicates them: %s\n", d.Title, c.Copies, d.Contract.Deduplicates)
 			}
 		}
 	}
