@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,8 +132,8 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	if v, ok := str("providers"); ok {
 		s.Providers = nil
 		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				s.Providers = append(s.Providers, p)
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(s.Providers, p) {
+				s.Providers = append(s.Providers, p) // each once: the stack defines a provider's part once
 			}
 		}
 	}

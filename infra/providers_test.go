@@ -162,7 +162,7 @@ func TestAnExistingTopicIsUsedNotCreated(t *testing.T) {
 }
 
 func TestProviderSettingsFromContext(t *testing.T) {
-	ctx := map[string]any{"providers": "ses, sns", "sesFrom": "a@example.com", "sesRate": "40", "sesAmbiguous": "retry"}
+	ctx := map[string]any{"providers": "ses, sns,ses", "sesFrom": "a@example.com", "sesRate": "40", "sesAmbiguous": "retry"}
 	s, err := StageFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
 		t.Fatal(err)

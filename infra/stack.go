@@ -30,6 +30,7 @@ import (
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/enqueue"
 	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/intake"
 )
 
@@ -115,9 +116,14 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 
 	// Each provider the stage runs adds its part (provider_<name>.go), at
 	// each step below.
+	// In the registry's order, whatever the stage's: the template is the
+	// same for the same providers.
 	var parts []*providerParts
-	for _, p := range s.Providers {
-		parts = append(parts, providerStack[p]())
+	var partOf []string
+	for _, d := range registry.All() {
+		if part, ok := providerStack[d.Name]; ok && s.Runs(d.Name) {
+			parts, partOf = append(parts, part()), append(partOf, d.Name)
+		}
 	}
 	for _, p := range parts {
 		if p.params != nil {
@@ -152,7 +158,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	res.Providers = map[string]map[string]string{}
 	for i, p := range parts {
 		if p.resources != nil {
-			res.Providers[s.Providers[i]] = p.resources(n, s, props)
+			res.Providers[partOf[i]] = p.resources(n, s, props)
 		}
 	}
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)

@@ -102,8 +102,8 @@ with different content it is refused as a conflict naming the field.`, s)
 	channel := fs.String("channel", "email", "the `CHANNEL`")
 	prov := fs.String("provider", registry.Default(), "the `PROVIDER`")
 	recipient := fs.String("recipient", "", "the recipient reference `REF` the provider resolves")
-	template := fs.String("template", "", "the template reference `REF` (for ses, a template in templates/email)")
-	address := fs.String("address", "", "the recipient's `ADDRESS`, for a provider that sends to it (ses: an e-mail address)")
+	template := fs.String("template", "", "the template reference `REF` (for a provider that renders it, a template in templates/email)")
+	address := fs.String("address", "", "the recipient's `ADDRESS`, for a provider that sends to it (an e-mail address, for one that sends e-mail)")
 	meta := metaFlag{}
 	fs.Var(meta, "meta", "metadata `KEY=VALUE` (repeatable)")
 	c.run = func(ctx context.Context, _ []string) int {

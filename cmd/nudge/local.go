@@ -254,9 +254,9 @@ func printKept(w io.Writer, local demo.Local) {
 	// system's functions run on it.
 	fmt.Fprintf(w, "  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local -H 'content-type: application/json' \\\n"+
 		"    -X PUT %s/v1/reminders/rem-try-1 -d '{\"accountRef\":\"acct-1\",\"dueAt\":\"%s\",\n"+
-		"    \"deliveries\":[{\"channel\":\"sms\",\"provider\":\"webhook\",\"recipientRef\":\"contact-1\",\"templateRef\":\"renewal\"}]}'\n"+
+		"    \"deliveries\":[{\"channel\":\"sms\",\"provider\":\"%s\",\"recipientRef\":\"contact-1\",\"templateRef\":\"renewal\"}]}'\n"+
 		"  curl --aws-sigv4 aws:amz:us-east-1:lambda --user local:local %s/v1/reminders/rem-try-1\n",
-		local.IntakeURL, time.Now().Add(time.Minute).UTC().Format(time.RFC3339), local.IntakeURL)
+		local.IntakeURL, time.Now().Add(time.Minute).UTC().Format(time.RFC3339), registry.Default(), local.IntakeURL)
 	fmt.Fprintf(w, "\nThe system keeps running (the schedule ticks, the consumers consume). In another shell:\n\n")
 	for _, kv := range local.Env {
 		fmt.Fprintf(w, "  export %s\n", kv)

@@ -106,6 +106,11 @@ func ParseProviders(v string) ([]string, error) {
 	if strings.TrimSpace(v) == "" {
 		return []string{registry.Default()}, nil
 	}
+	for _, p := range strings.Split(v, ",") {
+		if strings.TrimSpace(p) == "" {
+			return nil, registry.Check("consumer: NUDGE_PROVIDERS", []string{""})
+		}
+	}
 	return registry.Parse("consumer: NUDGE_PROVIDERS", v)
 }
 

@@ -236,9 +236,10 @@ func (s Stage) Validate() error {
 	names := registry.Names()
 	check(len(s.Providers) > 0, "runs no provider; set providers to one or more of %s (-c providers=%s)", strings.Join(names, ", "), strings.Join(names[:min(2, len(names))], ","))
 	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", Providers: map[string]map[string]string{}}
-	for _, p := range s.Providers {
+	for i, p := range s.Providers {
 		d, ok := registry.Lookup(p)
 		check(ok, "provider %q is unknown; the providers are %s", p, strings.Join(names, ", "))
+		check(!slices.Contains(s.Providers[:i], p), "provider %q is listed twice; list each provider once", p)
 		if ok && d.CheckStage != nil {
 			if err := d.CheckStage(s.Provider(p, nil)); err != nil {
 				check(false, "%v", err)
@@ -317,9 +318,10 @@ func (s Stage) providerEnv(fn provider.Function, r Resources) map[string]string 
 		vars := d.Env(s.Provider(p, r.Providers[p]))
 		if fn == provider.Enqueue {
 			// The enqueue records the intake's checks' variables in the
-			// table, for the CLI's intake.
+			// table, for the CLI's intake, told which by name.
 			for _, k := range d.Intake.Recorded {
 				env[k] = vars[provider.Intake][k]
+				env[enqueue.EnvRecorded] = strings.Trim(env[enqueue.EnvRecorded]+","+k, ",")
 			}
 			continue
 		}

@@ -193,6 +193,11 @@ func TestBadConfigurationIsRefusedWithTheFix(t *testing.T) {
 		}, `"pigeon"`},
 		{"stage: the intake's reading of its environment", func() error { s := deployment.Dev(); s.Providers = []string{"pigeon"}; return s.Validate() }, "intake: NUDGE_PROVIDERS"},
 		{"stage: zero shards", func() error { s := deployment.Dev(); s.Shards = 0; return s.Validate() }, "0 shards; use 1 to 1000"},
+		{"stage: a provider twice", func() error { s := deployment.Dev(); s.Providers = []string{"webhook", "webhook"}; return s.Validate() }, `provider "webhook" is listed twice`},
+		{"consumer: a blank provider", func() error {
+			_, err := consumer.SettingsFromEnv(with(cenv, "NUDGE_PROVIDERS", "webhook,"))
+			return err
+		}, `NUDGE_PROVIDERS names ""`},
 		{"stage: consumer timeout not above the provider's", func() error {
 			s := deployment.Dev()
 			s.ProviderTimeout = s.ConsumerTimeout

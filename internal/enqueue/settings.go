@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/internal/envconfig"
-	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 // Settings are the enqueue function's deployment settings, read from its
@@ -26,9 +25,14 @@ type Settings struct {
 	Providers    []string      // NUDGE_PROVIDERS: the providers the consumer runs, recorded in the table for the intake. Optional.
 	// ProviderEnv are the providers' variables the intake's checks read
 	// (provider.IntakeRules.Recorded), recorded with them, so that the CLI
-	// checks a delivery as the intake function does. Optional.
+	// checks a delivery as the intake function does: those NUDGE_RECORDED
+	// names, comma-separated, read from the environment. Optional.
 	ProviderEnv map[string]string
 }
+
+// EnvRecorded names the variables the enqueue records for the intake
+// (Settings.ProviderEnv).
+const EnvRecorded = "NUDGE_RECORDED"
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
@@ -50,15 +54,14 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			s.Providers = append(s.Providers, p)
 		}
 	}
-	for _, p := range s.Providers {
-		d, _ := registry.Lookup(p)
-		for _, k := range d.Intake.Recorded {
-			if v := getenv(k); v != "" {
-				if s.ProviderEnv == nil {
-					s.ProviderEnv = map[string]string{}
-				}
-				s.ProviderEnv[k] = v
+	// The names come from the stage (the drivers' declarations), so that
+	// the enqueue needs no driver, nor the clients drivers bring.
+	for _, k := range strings.Split(getenv(EnvRecorded), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			if s.ProviderEnv == nil {
+				s.ProviderEnv = map[string]string{}
 			}
+			s.ProviderEnv[k] = getenv(k)
 		}
 	}
 	return s, r.Err()

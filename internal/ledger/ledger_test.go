@@ -3,10 +3,14 @@ package ledger_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/ledger/ledgertest"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
@@ -142,5 +146,45 @@ func TestHistoryLimitKeepsEveryWriteAtOneUnit(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTheStageRecordKeepsItsFormat: the stage record the enqueue writes is
+// the one every version wrote (providers, and each variable as an
+// attribute of its own: sesTemplatePrefix), so that a CLI of an earlier
+// version reads what this one records, and this one reads a record an
+// earlier enqueue wrote.
+func TestTheStageRecordKeepsItsFormat(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	table := standintest.Table(t, db)
+	l, err := ledger.New(db, ledger.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "NUDGE"}, "SK": &types.AttributeValueMemberS{Value: "STAGE"}}
+	// As the enqueue before 2026-12-02 wrote it.
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
+		UpdateExpression: aws.String("SET providers = :p, sesTemplatePrefix = :t"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "webhook"}, &types.AttributeValueMemberS{Value: "ses"}}},
+			":t": &types.AttributeValueMemberS{Value: "nudge-old-"},
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := l.ReadStage(ctx)
+	if err != nil || !ok || f.Env["NUDGE_SES_TEMPLATE_PREFIX"] != "nudge-old-" || strings.Join(f.Providers, ",") != "webhook,ses" {
+		t.Fatalf("an earlier record reads %+v, %v, %v", f, ok, err)
+	}
+	if err := l.RecordStage(ctx, ledger.StageFacts{Providers: []string{"ses"}, Env: map[string]string{"NUDGE_SES_TEMPLATE_PREFIX": "nudge-dev-"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := out.Item["sesTemplatePrefix"].(*types.AttributeValueMemberS); !ok || v.Value != "nudge-dev-" || len(out.Item) != 4 {
+		t.Fatalf("the record is %v; want PK, SK, providers and sesTemplatePrefix = nudge-dev-", out.Item)
 	}
 }

@@ -1042,20 +1042,32 @@ func testAReviveTakesOnlyTheDeadLetteringItRecords(t *testing.T, b bundle) {
 }
 
 // testStageFactsAreRecordedAndReplaced: nothing is recorded at first; a
-// record is read back; a later one replaces it.
+// record is read back; a later one replaces its providers and the
+// variables it names, and keeps the others.
 func testStageFactsAreRecordedAndReplaced(t *testing.T, b bundle) {
 	ctx := context.Background()
 	if _, ok, err := b.l.ReadStage(ctx); ok || err != nil {
 		t.Fatalf("a new table has stage facts (%v)", err)
 	}
-	for _, f := range []ledger.StageFacts{{Providers: []string{"webhook", "ses"}, Env: map[string]string{"NUDGE_SES_TEMPLATE_PREFIX": "nudge-dev-"}}, {Providers: []string{"sns"}}} {
-		if err := b.l.RecordStage(ctx, f); err != nil {
+	const prefix = "NUDGE_SES_TEMPLATE_PREFIX"
+	for _, c := range []struct {
+		record ledger.StageFacts
+		want   map[string]string
+	}{
+		{ledger.StageFacts{Providers: []string{"webhook", "ses"}, Env: map[string]string{prefix: "nudge-dev-"}}, map[string]string{prefix: "nudge-dev-"}},
+		{ledger.StageFacts{Providers: []string{"sns"}}, map[string]string{prefix: "nudge-dev-"}},
+		{ledger.StageFacts{Providers: []string{"ses"}, Env: map[string]string{prefix: "nudge-prod-", "NUDGE_X_Y": ""}}, map[string]string{prefix: "nudge-prod-", "NUDGE_X_Y": ""}},
+	} {
+		if err := b.l.RecordStage(ctx, c.record); err != nil {
 			t.Fatal(err)
 		}
 		got, ok, err := b.l.ReadStage(ctx)
-		if err != nil || !ok || strings.Join(got.Providers, ",") != strings.Join(f.Providers, ",") || !maps.Equal(got.Env, f.Env) {
-			t.Fatalf("read %+v, %v, %v; want %+v", got, ok, err, f)
+		if err != nil || !ok || strings.Join(got.Providers, ",") != strings.Join(c.record.Providers, ",") || !maps.Equal(got.Env, c.want) {
+			t.Fatalf("recorded %+v, read %+v, %v, %v; want the variables %v", c.record, got, ok, err, c.want)
 		}
+	}
+	if err := b.l.RecordStage(ctx, ledger.StageFacts{Providers: []string{"ses"}, Env: map[string]string{"nudge_lower": "x"}}); err == nil {
+		t.Error("a variable whose attribute would not read back as it was recorded")
 	}
 }
 

@@ -205,9 +205,12 @@ func NewDoor(prefix string, templates Templates) provider.TemplateDoor {
 // looked up.
 func newDoor(env provider.Env) (provider.Door, error) {
 	d := door{prefix: env.Getenv(EnvTemplatePrefix)}
+	if env.AWS == nil {
+		return d, nil
+	}
 	cfg, ok := env.AWS.(aws.Config)
 	if !ok {
-		return d, nil
+		return nil, fmt.Errorf("ses: the intake's AWS configuration is a %T, not an aws.Config: no template could be checked", env.AWS)
 	}
 	client := sesv2.NewFromConfig(cfg)
 	if raw := env.Getenv(EnvTemplates); raw != "" {
