@@ -87,7 +87,7 @@ type Stage struct {
 	OldestMessageAlarm time.Duration
 
 	// Providers are the providers the stage runs, of the registry's
-	// (package registry): at least one. The intake refuses a delivery
+	// (internal/provider/registry): at least one. The intake refuses a delivery
 	// naming another. Default the registry's default alone.
 	Providers []string
 	// ProviderSettings are the providers' own settings, by the key each

@@ -12,10 +12,11 @@ import (
 // Driver declares one provider in one place: its name, its contract, its
 // settings from the stage to each function's environment, what the intake
 // checks of its deliveries, how a function builds it, and how the local
-// system stands it in. The registry (package registry) lists the drivers;
-// the consumer, the intake, the stage and the stack iterate it, so adding
-// a provider is a package declaring its Driver and one line in the
-// registry (and, for AWS, its construct in the stack).
+// system stands it in. The registry (internal/provider/registry) lists
+// the drivers; the consumer, the intake, the stage and the stack iterate
+// it, so adding a provider is a package declaring its Driver and one line
+// in the registry (and, if the stack provisions something for it, its
+// part of the stack).
 type Driver struct {
 	// Name is what a delivery's provider field gives: 1–32 lower-case
 	// letters, digits, '_' or '-'.
