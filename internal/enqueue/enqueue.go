@@ -191,6 +191,12 @@ type Report struct {
 	// PublishFailed is deliveries SQS kept refusing; they are handed
 	// back to the calendar for the next run.
 	PublishFailed int `json:"publishFailed"`
+	// PublishCut is deliveries whose publish the run's own deadline (the
+	// reserve) ended, not SQS: handed back like a refused one, or, if that
+	// too was cut, repaired by the overdue scan. A slow SQS or DynamoDB, as
+	// Interrupted; not counted in PublishFailed, whose alarm calls for an
+	// operator.
+	PublishCut int `json:"publishCut"`
 	// Republished is entries sent again after SQS failed a whole batch
 	// call, which it may have accepted: possible duplicate messages.
 	Republished int `json:"republished"`
@@ -335,7 +341,7 @@ func (e *Enqueuer) emit(rep Report) {
 	m.Observe(MetricOldestOverdue, rep.OldestOverdue.Seconds())
 	m.Observe(MetricLag, rep.Lag.Seconds())
 	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "repaired", rep.Repaired,
-		"expired", rep.Expired, "publishFailed", rep.PublishFailed, "republished", rep.Republished, "contended", rep.Contended,
+		"expired", rep.Expired, "publishFailed", rep.PublishFailed, "publishCut", rep.PublishCut, "republished", rep.Republished, "contended", rep.Contended,
 		"overduePending", rep.OverduePending, "oldestOverdue", rep.OldestOverdue.Round(time.Second).String(),
 		"lag", rep.Lag.Round(time.Second).String(), "caughtUp", rep.Caught, "cut", rep.Cut, "interrupted", rep.Interrupted)
 }
@@ -459,12 +465,23 @@ func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
 		}
 	}
 	failed, republished := r.e.publish(ctx, out)
+	cut := ctx.Err() != nil
 	r.add(func(rep *Report) {
 		rep.Enqueued += len(out) - len(failed)
-		rep.PublishFailed += len(failed)
+		rep.countFailed(len(failed), cut)
 		rep.Republished += republished
 	})
 	r.handBack(ctx, failed)
+}
+
+// countFailed counts n deliveries not published: cut by the run's own
+// deadline, or refused by SQS.
+func (rep *Report) countFailed(n int, cut bool) {
+	if cut {
+		rep.PublishCut += n
+	} else {
+		rep.PublishFailed += n
+	}
 }
 
 // handBack returns entries SQS kept refusing to the calendar, ahead of the

@@ -248,9 +248,10 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 		republish = append(republish, en)
 	}
 	failed, republished := r.e.publish(r.finish, republish)
+	cut := r.finish.Err() != nil
 	r.add(func(rep *Report) {
 		rep.Repaired += len(republish) - len(failed)
-		rep.PublishFailed += len(failed)
+		rep.countFailed(len(failed), cut)
 		rep.Republished += republished
 	})
 	// As a hand-off's: the next run's cursor takes them, without waiting

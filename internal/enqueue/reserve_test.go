@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
 	"github.com/nudgehq/nudge/internal/enqueue"
@@ -95,6 +96,55 @@ func TestSlowDynamoDBCutsTheRunInsteadOfTimingItOut(t *testing.T) {
 	for k, n := range got {
 		if n != 1 {
 			t.Fatalf("%s published %d times", k, n)
+		}
+	}
+}
+
+// stallingQueue holds every SendMessageBatch until its request is
+// cancelled, as SQS answering too slowly for the run's time would.
+type stallingQueue struct{}
+
+func (stallingQueue) SendMessageBatch(ctx context.Context, _ *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestAPublishTheReserveCutIsNotARefusal: SQS answers too slowly for the
+// run, whose reserve cancels the publishes in flight. They are counted as
+// cut (PublishCut), not as refused (PublishFailed, whose alarm calls an
+// operator; the local runs' checker holds it to 0), and nothing is lost:
+// the next run, or the repair, hands each delivery off once.
+func TestAPublishTheReserveCutIsNotARefusal(t *testing.T) {
+	b := setup(t, 2)
+	b.scheduleHundred(t, 2)
+	b.clk.Advance(time.Minute)
+	slow := b.enqueuer(t, func(c *enqueue.Config) {
+		c.Queue = stallingQueue{}
+		c.CutoffMargin = 1200 * time.Millisecond
+		c.Reserve = 400 * time.Millisecond
+	})
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second) // wall clock: the run's deadline is Lambda's
+	defer cancel()
+	rep, err := slow.Run(ctx)
+	if err != nil {
+		t.Fatalf("run failed: %v; want it cut", err)
+	}
+	if rep.PublishFailed != 0 || rep.PublishCut == 0 || rep.Enqueued != 0 {
+		t.Fatalf("report %+v; want every publish counted as cut, none as refused", rep)
+	}
+	// The next runs, with SQS healthy: the cursor's next hand-off, and, a
+	// repair window on, the repair of what could not be handed back, send
+	// each delivery once.
+	b.run(t, b.enqueuer(t, nil))
+	b.clk.Advance(11 * time.Minute)
+	b.run(t, b.enqueuer(t, nil))
+	got := keysOf(b.pub.take())
+	if len(got) != 100 {
+		t.Fatalf("%d distinct published after the cut, want 100", len(got))
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Errorf("%s published %d times", k, n)
 		}
 	}
 }
