@@ -188,6 +188,7 @@ func (h *Harness) counted(fn string) Endpoints {
 
 // start runs one function instance under the emulator, timing its start.
 func (h *Harness) start(ctx context.Context, name, bootstrap string, env []string, log io.Writer) (*Function, error) {
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	start := time.Now()
 	fn, err := h.StartFunction(ctx, bootstrap, env, log)
 	if err != nil {

@@ -63,6 +63,7 @@ func (r *run) killer(ctx context.Context) {
 				}
 				if in.Busy() && in.KillRuntime() == nil {
 					r.kills.mu.Lock()
+					// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 					r.kills.consumer = append(r.kills.consumer, check.Kill{Instance: in.Name, At: time.Now()})
 					r.kills.mu.Unlock()
 					break

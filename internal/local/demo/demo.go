@@ -139,6 +139,7 @@ const intakeInstances = 4
 // ended and the work queue is empty, or the deadline passes, then checks
 // it; with Keep, it keeps the system running for the operator.
 func (r *run) demo(ctx context.Context) (*Summary, error) {
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	r.started = time.Now()
 	runCtx, stopRun := context.WithTimeout(ctx, r.cfg.Deadline)
 	defer stopRun()
@@ -202,6 +203,7 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 	// sends, or nothing has moved for a minute. The progress line's "sent"
 	// is the provider's count.
 	large := r.cfg.Reminders > 20_000
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	lastAccepted, lastMove := -1, time.Now()
 	toSend := r.plan.count(func(d check.Planned) bool { return d.Expect == ledger.StatusSent })
 	for !finished {
@@ -224,11 +226,13 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 		// the plan calls for, or nothing has moved for a minute (a delivery
 		// that ended otherwise than planned is then reported).
 		if snap.accepted != lastAccepted || snap.queue != 0 {
+			// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 			lastAccepted, lastMove = snap.accepted, time.Now()
 		}
 		settled := intakeOver && snap.queue == 0 && (!large || snap.accepted >= toSend || time.Since(lastMove) > time.Minute)
 		if err == nil && (!large && time.Since(scanned) >= scanEvery || settled) {
 			err = r.scan(runCtx, &snap)
+			// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 			scanned, fresh = time.Now(), true
 		}
 		if err != nil {
@@ -238,6 +242,7 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 			return nil, err
 		}
 		prog.show(time.Since(r.started), snap)
+		// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 		if report := r.stall.observe(time.Now(), snap, ms); report != "" {
 			prog.note(fmt.Sprintf("%5.0fs  %s", time.Since(r.started).Seconds(), report))
 		}
@@ -321,6 +326,7 @@ func (r *run) create(ctx context.Context, rs []*plannedReminder, lateCancels *sy
 		}()
 	}
 	interval := time.Duration(float64(time.Second) / r.cfg.Rate)
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	next := time.Now()
 	var err error
 feed:
@@ -355,6 +361,7 @@ feed:
 }
 
 func (r *run) createOne(ctx context.Context, rem *plannedReminder, lateCancels *sync.WaitGroup) error {
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	now := time.Now()
 	in := r.plan.input(rem, now, rem.soon)
 	var created intake.Created

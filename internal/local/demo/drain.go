@@ -128,6 +128,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	}
 
 	// The deliveries, due now, and their messages.
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	now := time.Now().UTC().Add(-time.Second)
 	bodies, err := seedQueued(ctx, led, "rem-drain", cfg.Deliveries+1, now)
 	if err != nil {
@@ -141,6 +142,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	res.EmulatorStart = first.Startup
 	ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1", ReceiptHandle: "cold-1", Body: cold, EventSource: "aws:sqs",
 		EventSourceARN: h.Resources.WorkARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}}}})
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	invoked := time.Now()
 	out, err := first.Invoke(ctx, ev)
 	if _, ferr := esm.Acknowledged(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cold-1"}}}, out); err != nil || ferr != nil {
@@ -158,6 +160,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 	wg.Add(1)
 	go func() { defer wg.Done(); h.Mapping.Run(runCtx) }()
 	defer func() { stop(); wg.Wait() }()
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	started := time.Now()
 	want := cfg.Deliveries + 1
 	if err := waitFor(ctx, 10*time.Minute, func() bool { n, _ := h.Sink.Totals(); return n >= want }); err != nil {
@@ -201,6 +204,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 
 	// The enqueue's cold start, on the drained table: a tick with nothing
 	// to hand off, its first invocation.
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	invoked = time.Now()
 	out, err = h.Enqueue.Invoke(ctx, []byte(`{"source":"aws.scheduler","scheduledTime":"`+time.Now().UTC().Format(time.RFC3339)+`"}`))
 	if err != nil || strings.Contains(string(out), "errorType") {
@@ -281,8 +285,10 @@ func snapshotCounts(p map[string]*standin.Proxy) counts {
 
 // waitFor polls done every 20 ms until it is true or limit passes.
 func waitFor(ctx context.Context, limit time.Duration, done func() bool) error {
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	deadline := time.Now().Add(limit)
 	for !done() {
+		// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not done after %v", limit)
 		}

@@ -22,6 +22,7 @@ import (
 // own record (channels.evidence); the kills; the functions' logs; and the
 // problems the run met on the way.
 func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	ev := check.Evidence{End: time.Now(), Ledger: map[message.DeliveryKey]ledger.Delivery{}, PoisonIDs: r.poisonIDs,
 		Kills: r.kills.killed(), InvocationTimeout: r.cfg.ConsumerTimeout, Budget: r.h.Stage.MaxAttempts}
 	if err := r.h.Ledger.ScanDeliveries(ctx, func(d ledger.Delivery) error {
@@ -81,6 +82,7 @@ func readDLQ(ctx context.Context, q *sqs.Client, res local.Provisioned, minHold 
 		}
 		// What could not be released reappears after the hold: a read that
 		// outlasted its hold costs the next read nothing.
+		// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 		read := time.Now()
 		// One dead letter per message: the review folds the copies of a
 		// delivery into one letter, the checker counts each.

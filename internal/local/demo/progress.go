@@ -23,6 +23,7 @@ type snapshot struct {
 // scan reads the ledger into snap.
 func (r *run) scan(ctx context.Context, snap *snapshot) error {
 	byStatus, dueLive := map[ledger.Status]int{}, 0
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	now := time.Now()
 	err := r.h.Ledger.ScanDeliveries(ctx, func(d ledger.Delivery) error {
 		byStatus[d.Status]++
@@ -91,6 +92,7 @@ func (p *progress) print(line string) {
 	}
 	if time.Since(p.last) >= 5*time.Second {
 		fmt.Fprintln(p.out, line)
+		// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 		p.last = time.Now()
 	}
 }

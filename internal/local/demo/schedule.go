@@ -23,6 +23,7 @@ func (r *run) tick(ctx context.Context) {
 	t := time.NewTicker(r.cfg.Tick)
 	defer t.Stop()
 	for {
+		// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 		at := time.Now().UTC()
 		ev := fmt.Sprintf(`{"source":"aws.scheduler","scheduledTime":%q,"executionId":"demo-%d"}`, at.Format(time.RFC3339), r.ticks.runs.Load()+1)
 		killsBefore := r.kills.enqueue.Load()

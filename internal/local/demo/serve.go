@@ -10,6 +10,7 @@ import (
 // schedule ticks, the consumers consume, the intake answers. Nothing is
 // scheduled, faulted or checked.
 func (r *run) serve(ctx context.Context) error {
+	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	r.started = time.Now()
 	keep, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
