@@ -83,6 +83,7 @@ type options struct {
 	wrapSend    func(provider.Provider) provider.Provider
 	visibility  time.Duration
 	heartbeat   bool
+	middleware  []batch.Middleware // inside the heartbeat's
 }
 
 func setup(t testing.TB, o options) *bundle {
@@ -147,6 +148,7 @@ func setup(t testing.TB, o options) *bundle {
 	if hb != nil {
 		mw = append(mw, hb.Middleware(func(events.SQSMessage) string { return b.q.WorkURL }))
 	}
+	mw = append(mw, o.middleware...)
 	proc, err := batch.New(c, batch.Config{
 		Concurrency: o.concurrency, Visibility: b.sqs, Clock: b.clk, Logger: log, Middleware: mw,
 		QueueURL: func(string) string { return b.q.WorkURL },

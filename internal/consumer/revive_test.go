@@ -1,11 +1,19 @@
 package consumer_test
 
 import (
+	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/redrive"
+	"github.com/nudgehq/nudge/pkg/batch"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
 
 // The operator's revive from the ledger (nudge ledger revive) with the
@@ -41,14 +49,53 @@ func (b *bundle) revive(k message.DeliveryKey) {
 	}
 }
 
+// holdSend, once armed, holds a send until another record of the batch has
+// finished: the two copies of one delivery in one batch then overlap as
+// they can in production (one sends while the other tries its claim),
+// whatever the goroutines' scheduling. Without it the batch's two records
+// may run one after the other, and the second copy finds the delivery
+// sent rather than leased: a loaded CI machine did (an outcome as correct,
+// but not the path this test is for).
+type holdSend struct {
+	armed    atomic.Bool
+	finished chan struct{}
+	once     sync.Once
+}
+
+func newHoldSend() *holdSend { return &holdSend{finished: make(chan struct{})} }
+
+func (h *holdSend) wrap(p provider.Provider) provider.Provider {
+	return provider.Func(func(ctx context.Context, req provider.Request, key string) (provider.Receipt, error) {
+		if h.armed.Load() {
+			select {
+			case <-h.finished:
+			case <-time.After(10 * time.Second): // the other record never ran beside this one: the test's check says so
+			}
+		}
+		return p.Send(ctx, req, key)
+	})
+}
+
+func (h *holdSend) middleware(next batch.Handler) batch.Handler {
+	return batch.HandlerFunc(func(ctx context.Context, rec events.SQSMessage) error {
+		err := next.Handle(ctx, rec)
+		if h.armed.Load() {
+			h.once.Do(func() { close(h.finished) })
+		}
+		return err
+	})
+}
+
 // TestARevivedDeliveryIsSentOnceWhenTheConsoleRedrivesItsCopy: revived,
 // then the enqueue's message and the console's redrive of the DLQ copy
 // arrive in one batch: one claims and sends, the other finds it leased,
 // and on its retry, sent.
 func TestARevivedDeliveryIsSentOnceWhenTheConsoleRedrivesItsCopy(t *testing.T) {
-	b := setup(t, options{script: "rem-rv-80=400"}) // the first request fails, later ones succeed
+	hold := newHoldSend()
+	b := setup(t, options{script: "rem-rv-80=400", concurrency: 2, wrapSend: hold.wrap, middleware: []batch.Middleware{hold.middleware}}) // the first request fails, later ones succeed
 	k := b.deadWithACopy("rem-rv-80")
 	b.revive(k)
+	hold.armed.Store(true)
 	b.publish(b.body("rem-rv-80", b.delivery(k).DueAt)) // the enqueue hands the revived delivery off
 	if moved := b.consoleRedrive(); len(moved) != 1 {
 		t.Fatalf("the DLQ held %d messages, want the copy", len(moved))
@@ -57,6 +104,7 @@ func TestARevivedDeliveryIsSentOnceWhenTheConsoleRedrivesItsCopy(t *testing.T) {
 	if failures(resp) != 1 || b.sink.Sends(k.String()) != 1 || b.delivery(k).Status != ledger.StatusSent {
 		t.Fatalf("the batch of both copies: failures %v, sends %d, delivery %+v", resp.BatchItemFailures, b.sink.Sends(k.String()), b.delivery(k))
 	}
+	hold.armed.Store(false)
 	b.expireVisibility(ev, resp)
 	if _, resp := b.poll(1); failures(resp) != 0 {
 		t.Fatalf("the leased copy's retry: %v", resp.BatchItemFailures)
