@@ -41,6 +41,12 @@ type Delivery struct {
 	Channel    string
 	Provider   string
 	Status     Status
+	// AccountRef is the owning account's reference, copied from the
+	// reminder when the delivery is created, so that what is derived from
+	// the delivery item alone (its outcome events) names the account. Not
+	// indexed (the account index is the reminder items'); empty on items
+	// written before it was kept.
+	AccountRef string
 	// RecipientRef and TemplateRef are references the provider resolves;
 	// never the recipient's address or the rendered text.
 	RecipientRef string

@@ -33,6 +33,7 @@ type item struct {
 	Channel        string            `dynamodbav:"channel"`
 	Provider       string            `dynamodbav:"provider"`
 	Status         Status            `dynamodbav:"status"`
+	AccountRef     string            `dynamodbav:"account,omitempty"`
 	RecipientRef   string            `dynamodbav:"recipientRef"`
 	TemplateRef    string            `dynamodbav:"templateRef"`
 	Address        string            `dynamodbav:"address,omitempty"`
@@ -98,7 +99,7 @@ func parseOpt(field, s string) (time.Time, error) {
 func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, error) {
 	it := item{
 		PK: PartitionKey(d.ReminderID), SK: SortKey(d.Channel, d.Provider),
-		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status,
+		ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status, AccountRef: d.AccountRef,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, TemplateData: d.TemplateData,
 		DueAt: Format(d.DueAt), ExpiresAt: Format(d.ExpiresAt), Attempts: d.Attempts, BudgetFrom: d.BudgetFrom, UnendedAttempt: d.UnendedAttempt, Repairs: d.Repairs,
 		ClaimToken: d.ClaimToken, LeaseUntil: formatOpt(d.LeaseUntil),
@@ -120,7 +121,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("ledger: item is not a delivery: %w", err)
 	}
 	d := Delivery{
-		ReminderID: it.ReminderID, Channel: it.Channel, Provider: it.Provider, Status: it.Status,
+		ReminderID: it.ReminderID, Channel: it.Channel, Provider: it.Provider, Status: it.Status, AccountRef: it.AccountRef,
 		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom, UnendedAttempt: it.UnendedAttempt, Repairs: it.Repairs,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
@@ -159,3 +160,20 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}
 	return d, nil
 }
+
+// DeliveryOfImage decodes an item image as the table's stream gives it:
+// the delivery it holds, and ok false for an item that is not a delivery
+// (a reminder item, the stage record) or an empty image (no image: an
+// INSERT's old one, a REMOVE's new one).
+func DeliveryOfImage(av map[string]types.AttributeValue) (d Delivery, ok bool, err error) {
+	sk, _ := av[attrSK].(*types.AttributeValueMemberS)
+	if sk == nil || !strings.HasPrefix(sk.Value, "DLV#") {
+		return Delivery{}, false, nil
+	}
+	d, err = fromItem(av)
+	return d, err == nil, err
+}
+
+// Image returns the item d is stored as, without its due index keys: what
+// the table's stream shows of it (DeliveryOfImage reads it back).
+func Image(d Delivery) (map[string]types.AttributeValue, error) { return toItem(d, "", "") }

@@ -62,7 +62,7 @@ func reminderRead(it *ledger.ReminderItem) *Reminder {
 // templates.
 func deliveryItem(r Reminder, d Delivery) ledger.Delivery {
 	ld := ledger.Delivery{
-		ReminderID: r.ID, Channel: d.Channel, Provider: d.Provider,
+		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: d.Channel, Provider: d.Provider,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
 	}
 	if drv, _ := registry.Lookup(d.Provider); drv.Intake.RendersTemplates && len(r.Metadata) > 0 {
