@@ -13,7 +13,8 @@ import (
 // TableInput returns the definition of the ledger table: string keys PK and
 // SK, on-demand billing, the sparse due index (IndexName) keyed by dueShard
 // and dueSort, projecting dueAt and expiresAt, and the sparse account index
-// (AccountIndexName) over reminder items, keyed by accountRef and dueAt.
+// (AccountIndexName) over reminder items, keyed by accountRef and dueAt,
+// and its stream (new and old images), which the outcomes function reads.
 // The CDK stack and the local stand-ins both use it.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
@@ -31,6 +32,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
 		},
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(IndexName),
 			KeySchema: []types.KeySchemaElement{
