@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -42,6 +43,13 @@ type Stage struct {
 	// tools): the intake's NUDGE_FULL_ACCESS_PRINCIPALS. Every other caller
 	// acts on the reminders it created alone. Default none.
 	IntakeFullAccess []string
+	// OutcomesMemoryMB and OutcomesTimeout size the outcomes function,
+	// which reads the ledger's stream and puts the outcome events.
+	OutcomesMemoryMB int
+	OutcomesTimeout  time.Duration
+	// EventBus is where the outcome events go: "" for the stage's own bus
+	// (EventBusName), "default" for the account's default bus.
+	EventBus string
 
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
 	// event source mapping.
@@ -111,6 +119,7 @@ func Dev() Stage {
 		ConsumerMemoryMB: 256, ConsumerTimeout: 30 * time.Second,
 		EnqueueMemoryMB: 256, EnqueueTimeout: 55 * time.Second,
 		IntakeMemoryMB: 256, IntakeTimeout: 10 * time.Second,
+		OutcomesMemoryMB: 128, OutcomesTimeout: 30 * time.Second,
 		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
@@ -181,6 +190,18 @@ func (s Stage) TableName() string     { return "nudge-" + s.Name + "-ledger" }
 func (s Stage) WorkQueueName() string { return "nudge-" + s.Name + "-work" }
 func (s Stage) DLQName() string       { return "nudge-" + s.Name + "-dlq" }
 
+// DefaultBus is the EventBus setting for the account's default bus.
+const DefaultBus = "default"
+
+// EventBusName is the bus the outcome events go to: the stage's own
+// ("nudge-<stage>") or, when EventBus says so, the account's default.
+func (s Stage) EventBusName() string {
+	if s.EventBus == DefaultBus {
+		return DefaultBus
+	}
+	return "nudge-" + s.Name
+}
+
 // Runs reports whether the stage runs provider p.
 func (s Stage) Runs(p string) bool { return slices.Contains(s.Providers, p) }
 
@@ -218,7 +239,9 @@ func (s Stage) Validate() error {
 	}
 	check(s.Name != "", "no name")
 	check(s.ProviderTimeout >= time.Second, "provider timeout %v is below 1 s", s.ProviderTimeout)
-	check(s.ConsumerTimeout <= 15*time.Minute && s.EnqueueTimeout <= 15*time.Minute, "a function timeout above Lambda's 15 minutes")
+	check(s.ConsumerTimeout <= 15*time.Minute && s.EnqueueTimeout <= 15*time.Minute && s.OutcomesTimeout <= 15*time.Minute, "a function timeout above Lambda's 15 minutes")
+	check(s.OutcomesTimeout >= time.Second && s.OutcomesMemoryMB >= 128, "the outcomes function needs a timeout of 1 s or more and 128 MB or more (it has %v, %d MB)", s.OutcomesTimeout, s.OutcomesMemoryMB)
+	check(s.EventBus == "" || s.EventBus == DefaultBus, "event bus %q: leave it empty for the stage's own bus, or set default for the account's default bus (-c eventBus=default)", s.EventBus)
 	check(s.Visibility() <= 12*time.Hour, "visibility %v above SQS's 12 h", s.Visibility())
 	// The event source mapping receives a message up to the batching
 	// window before it invokes the function with it, and the message is
@@ -288,6 +311,9 @@ func (s Stage) Validate() error {
 	check(s.IntakeTimeout >= 3*time.Second && s.IntakeTimeout <= 15*time.Minute, "intake timeout %v; use 3 s to 15 minutes (a caller waits for it)", s.IntakeTimeout)
 	check(s.IntakeReservedConcurrency >= 0 && s.IntakeReservedConcurrency <= 1000, "intake reserved concurrency %d; use 0 (no cap) to 1000", s.IntakeReservedConcurrency)
 	if _, err := intake.SettingsFromEnv(mapEnv(s.IntakeEnv(placeholders))); err != nil {
+		check(false, "%v", err)
+	}
+	if _, err := outcome.SettingsFromEnv(mapEnv(s.OutcomesEnv())); err != nil {
 		check(false, "%v", err)
 	}
 	check(s.LogRetentionDays > 0, "log retention must be set")
@@ -408,6 +434,12 @@ func (s Stage) IntakeEnv(r Resources) map[string]string {
 		env[intake.FullAccessSetting] = strings.Join(s.IntakeFullAccess, ",")
 	}
 	return env
+}
+
+// OutcomesEnv is the outcomes function's environment (see
+// outcome.Settings): the bus and the stage's name.
+func (s Stage) OutcomesEnv() map[string]string {
+	return map[string]string{"NUDGE_EVENT_BUS": s.EventBusName(), "NUDGE_STAGE_NAME": s.Name}
 }
 
 // topicARN matches an SNS topic's ARN (for the alarm topic).
