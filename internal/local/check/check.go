@@ -9,6 +9,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/failure"
 )
@@ -84,6 +85,13 @@ type Evidence struct {
 	// Budget is the consumer's attempt budget.
 	Budget int
 
+	// Events are the outcome events the local bus delivered to the
+	// outcomes queue (their details), repeats included, read after the
+	// stream mapping caught up with the ledger; EventsRead says the run
+	// read them (every local run does), and so that they are checked.
+	Events     []outcome.Event
+	EventsRead bool
+
 	// Problems are what went wrong on the way (a refused cancel, a failed
 	// schedule tick, a short DLQ read), and Stall the run's last stall
 	// report, if it stalled.
@@ -154,6 +162,11 @@ type Verdict struct {
 	// KillsExhausted counts deliveries that kills dead-lettered, by ending
 	// enough of their attempts to spend the budget.
 	KillsExhausted int
+	// Events counts the distinct outcome events, EventRepeats the
+	// publications beyond the first of one (the same eventId: at least
+	// once), and EarlierEnds the events of an end a delivery has since
+	// left (dead-lettered, then revived or redriven).
+	Events, EventRepeats, EarlierEnds int
 	// ByProvider are each provider's figures, every provider the checker
 	// knows and every one the plan uses.
 	ByProvider map[string]*ProviderCounts
@@ -250,7 +263,64 @@ func Check(p Plan, ev Evidence) Verdict {
 		}
 	}
 	v.Violations = violations(p, ev, resent, v.Overdue)
+	if ev.EventsRead {
+		v.Violations = append(v.Violations, v.events(ev)...)
+	}
 	return v
+}
+
+// events checks the outcome events against the ledger: every delivery
+// that ended has its end's event (the eventId its change gives), of its
+// outcome; every event names a delivery of the ledger. It counts the
+// events, the repeats and the earlier ends.
+func (v *Verdict) events(ev Evidence) []string {
+	var out []string
+	violate := func(format string, args ...any) {
+		if len(out) < 20 {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+	}
+	seen := map[string]outcome.Event{}
+	for _, e := range ev.Events {
+		if _, ok := seen[e.EventID]; ok {
+			v.EventRepeats++
+			continue
+		}
+		seen[e.EventID] = e
+		k, err := message.ParseDeliveryKey(e.DeliveryKey)
+		if _, ok := ev.Ledger[k]; err != nil || !ok {
+			violate("outcome event %s (%s) names delivery %q, which is not in the ledger", e.EventID, e.Outcome, e.DeliveryKey)
+		}
+	}
+	v.Events = len(seen)
+	keys := make([]message.DeliveryKey, 0, len(ev.Ledger))
+	for k := range ev.Ledger {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	current := map[string]bool{}
+	for _, k := range keys {
+		want, ok := outcome.Of(ledger.Delivery{}, false, ev.Ledger[k], "")
+		if !ok {
+			continue
+		}
+		current[want.EventID] = true
+		got, ok := seen[want.EventID]
+		switch {
+		case !ok:
+			violate("no outcome event: %s ended %s (%s), and no %q event with its eventId %s reached the bus", k, want.Status, want.Outcome, want.DetailType(), want.EventID)
+		case got.Outcome != want.Outcome || got.DeliveryKey != want.DeliveryKey:
+			violate("outcome event %s says %s of %s; the ledger's end is %s of %s", got.EventID, got.Outcome, got.DeliveryKey, want.Outcome, want.DeliveryKey)
+		}
+	}
+	for id, e := range seen {
+		if k, err := message.ParseDeliveryKey(e.DeliveryKey); err == nil && !current[id] {
+			if _, ok := ev.Ledger[k]; ok {
+				v.EarlierEnds++
+			}
+		}
+	}
+	return out
 }
 
 // violations are the invariants the evidence breaks, at most 40 named.

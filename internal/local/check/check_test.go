@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/internal/provider/sns"
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
@@ -391,5 +392,68 @@ func TestTheFiguresAreReadFromTheEvidence(t *testing.T) {
 		if got := v.ByProvider[prov]; got == nil || *got != want {
 			t.Errorf("%s: %+v, want %+v", prov, got, want)
 		}
+	}
+}
+
+// withEvents is ev with the outcome events of its ledger's ends, each
+// delivered once.
+func withEvents(ev Evidence) Evidence {
+	ev.EventsRead, ev.Events = true, nil
+	for _, d := range ev.Ledger {
+		if e, ok := outcome.Of(ledger.Delivery{}, false, d, "dev"); ok {
+			ev.Events = append(ev.Events, e)
+		}
+	}
+	return ev
+}
+
+// TestEveryEndHasItsOutcomeEvent: a run's events are checked against the
+// ledger's ends: one missing, one of another outcome, one for a delivery
+// the ledger does not hold are violations; repeats and earlier ends are
+// counted, not violations.
+func TestEveryEndHasItsOutcomeEvent(t *testing.T) {
+	t.Parallel()
+	p := testPlan()
+	sent := key("webhook", "ok")
+	for _, c := range []struct {
+		name   string
+		change func(*Evidence)
+		want   string
+	}{
+		{"every end once", func(*Evidence) {}, ""},
+		{"an end without its event", func(ev *Evidence) {
+			ev.Events = slices.DeleteFunc(ev.Events, func(e outcome.Event) bool { return e.DeliveryKey == sent.String() })
+		}, "no outcome event: " + sent.String() + " ended sent (sent), and no \"Delivery Sent\" event"},
+		{"an event of another outcome", func(ev *Evidence) {
+			for i, e := range ev.Events {
+				if e.DeliveryKey == sent.String() {
+					ev.Events[i].Outcome = outcome.DeadLettered
+				}
+			}
+		}, "says dead-lettered of " + sent.String() + "; the ledger's end is sent"},
+		{"an event for a delivery the ledger does not hold", func(ev *Evidence) {
+			ev.Events = append(ev.Events, outcome.Event{EventID: "x1", Outcome: outcome.Sent, DeliveryKey: "rem-gone:email:webhook"})
+		}, `names delivery "rem-gone:email:webhook", which is not in the ledger`},
+		{"no events read at all", func(ev *Evidence) { ev.Events = nil }, "no outcome event"},
+	} {
+		ev := withEvents(Perfect(p))
+		c.change(&ev)
+		v := Check(p, ev)
+		got := strings.Join(v.Violations, "\n")
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s: violations\n%s\nwant %q", c.name, got, c.want)
+		}
+	}
+
+	ev := withEvents(Perfect(p))
+	ends := len(ev.Events)
+	ev.Events = append(ev.Events, ev.Events[0], ev.Events[1]) // put twice: at least once
+	earlier := ev.Ledger[sent]
+	earlier.Status, earlier.LastErrorClass, earlier.UpdatedAt = ledger.StatusDead, failure.ClassRejected, perfectEnd.Add(-time.Hour)
+	e, _ := outcome.Of(ledger.Delivery{}, false, earlier, "dev") // dead-lettered, then revived and sent
+	ev.Events = append(ev.Events, e)
+	v := Check(p, ev)
+	if !v.OK() || v.Events != ends+1 || v.EventRepeats != 2 || v.EarlierEnds != 1 {
+		t.Fatalf("violations %v; events %d (want %d), repeats %d, earlier ends %d", v.Violations, v.Events, ends+1, v.EventRepeats, v.EarlierEnds)
 	}
 }
