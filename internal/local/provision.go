@@ -29,6 +29,9 @@ type Provisioned struct {
 	Table            string
 	WorkURL, WorkARN string
 	DLQURL, DLQARN   string
+	// OutcomesURL and OutcomesARN are the queue the local bus's rule
+	// delivers the outcome events to (the stack's outcomeQueue example).
+	OutcomesURL, OutcomesARN string
 	// Topic is the sns provider's topic and its subscriber queue, when the
 	// stage runs sns.
 	Topic Topic
@@ -100,8 +103,20 @@ func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q qu
 	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(p.WorkARN)}); err != nil {
 		return p, fmt.Errorf("local: set the DLQ's retention and redrive-allow policy: %w", err)
 	}
+	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(OutcomesQueueName(s))})
+	if err != nil {
+		return p, fmt.Errorf("local: create %s: %w", OutcomesQueueName(s), err)
+	}
+	p.OutcomesURL = aws.ToString(out.QueueUrl)
+	if p.OutcomesARN, err = queueARN(p.OutcomesURL); err != nil {
+		return p, err
+	}
 	return p, nil
 }
+
+// OutcomesQueueName is the queue the outcome events reach locally: the
+// name the stack gives its example rule's queue (-c outcomeQueue=true).
+func OutcomesQueueName(s deployment.Stage) string { return "nudge-" + s.Name + "-outcomes" }
 
 // RecordShards records the stage's shard count in the table's registry, as
 // the enqueue does on its first run: the intake and the operator CLI take

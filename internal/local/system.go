@@ -237,8 +237,11 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 	case "intake":
 		env, memory = s.Stage.IntakeEnv(res), s.Stage.IntakeMemoryMB
 		timeout = cmp.Or(timeout, s.Stage.IntakeTimeout)
+	case "outcomes":
+		env, memory = s.Stage.OutcomesEnv(), s.Stage.OutcomesMemoryMB
+		timeout = cmp.Or(timeout, s.Stage.OutcomesTimeout)
 	default:
-		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue or intake", fn)
+		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue, intake or outcomes", fn)
 	}
 	ep.SES = cmp.Or(ep.SES, s.SESEndpoint)
 	list := append(standin.EndpointEnv(ep), deployment.EnvList(env)...)

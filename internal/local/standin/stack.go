@@ -50,7 +50,7 @@ func (s *Stack) Env() []string {
 // Endpoints are where AWS calls go: the stand-ins, or fronts (counting
 // proxies, fault fronts) before them. An empty SNS goes where SQS does
 // (fauxqs serves both).
-type Endpoints struct{ DynamoDB, SQS, SNS, SES string }
+type Endpoints struct{ DynamoDB, SQS, SNS, SES, EventBridge string }
 
 // EndpointEnv is the environment that points an AWS SDK at ep with static
 // test credentials, and away from any profile, shared config or instance
@@ -64,6 +64,7 @@ func EndpointEnv(ep Endpoints) []string {
 		"AWS_ENDPOINT_URL_SQS=" + ep.SQS,
 		"AWS_ENDPOINT_URL_SNS=" + ep.SNS,
 		"AWS_ENDPOINT_URL_SESV2=" + ep.SES,
+		"AWS_ENDPOINT_URL_EVENTBRIDGE=" + ep.EventBridge,
 		"AWS_ACCESS_KEY_ID=local",
 		"AWS_SECRET_ACCESS_KEY=local",
 		"AWS_SESSION_TOKEN=",
