@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
@@ -300,6 +301,27 @@ func TestPutEventsToAFauxqsQueue(t *testing.T) {
 	}
 }
 
+// TestTheStandardEndpointVariableReachesTheBus: a function that builds its
+// client from the standard configuration, with no endpoint in code, reaches
+// the bus through AWS_ENDPOINT_URL_EVENTBRIDGE, as the local system will
+// point it.
+func TestTheStandardEndpointVariableReachesTheBus(t *testing.T) {
+	q := queue("q")
+	f := setup(t, bus.Config{Rules: []bus.Rule{{Name: "all", QueueURL: q}}})
+	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", f.bus.URL())
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIALOCALTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, eventbridge.NewFromConfig(cfg), entry("s", "t", "{}"))
+	if n := len(f.sqs.bodies(q)); n != 1 {
+		t.Errorf("%d events delivered; want 1", n)
+	}
+}
+
 // TestTheAccountAndRegionAreTheConfigured: an event names the bus's
 // account and region, and a request signed for another region is refused.
 func TestTheAccountAndRegionAreTheConfigured(t *testing.T) {
@@ -546,7 +568,7 @@ func TestEntryFaultsAsTheSDKSeesThem(t *testing.T) {
 		t.Errorf("delivered %d events; want the 4 that did not fail", len(got))
 	}
 	s := f.bus.Stats()
-	if s.Failed["InternalFailure"] != 2 || s.Failed["ThrottlingException"] != 2 || s.Accepted != 4 || s.Delivered["all"] != 4 {
+	if s.Failed["InternalFailure"] != 2 || s.Failed["ThrottlingException"] != 2 || s.EntryFaults != 4 || s.Accepted != 4 || s.Delivered["all"] != 4 {
 		t.Errorf("stats %+v", s)
 	}
 	if err := f.bus.SetFaults(bus.Faults{EntryCode: "InternalException"}); err == nil {

@@ -204,6 +204,7 @@ func (b *Bus) accept(e requestEntry) (event, resultEntry) {
 		at = t
 	}
 	if code := b.entryFault(); code != "" {
+		b.count(func(s *Stats) { s.EntryFaults++ })
 		return fail(code, "injected fault: the entry failed (Faults.EntryRate/EntryEvery); send it again")
 	}
 	resources := e.Resources

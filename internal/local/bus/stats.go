@@ -17,6 +17,8 @@ type Stats struct {
 	// Failed counts the entries that failed, by ErrorCode (injected faults
 	// under theirs: InternalFailure or ThrottlingException).
 	Failed map[string]int
+	// EntryFaults is how many of those were injected faults.
+	EntryFaults int
 	// Delivered counts the events sent to a rule's target, by rule name.
 	Delivered map[string]int
 	// TargetFailures counts the events a rule's target refused on every
