@@ -21,6 +21,7 @@
 //	standin      install and run the stand-ins and the emulator; counting proxies
 //	esm          a local SQS event source mapping
 //	urlfront     a local Lambda function URL (payload format 2.0, SigV4 header required)
+//	bus          a stand-in for EventBridge's PutEvents: rules on source and detail-type to SQS queues
 //	sink         a provider that deduplicates by idempotency key and injects faults
 //	demo         the runners: the demo, the chaos run, serve and the drain benchmark
 //	check        the runs' checker: the plan and the evidence in, the verdict out
