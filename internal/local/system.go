@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/provider/ses"
 	snsprovider "github.com/nudgehq/nudge/internal/provider/sns"
@@ -28,6 +29,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/local/bus"
 	"github.com/nudgehq/nudge/internal/local/sink"
 	"github.com/nudgehq/nudge/internal/local/standin"
 	"github.com/nudgehq/nudge/internal/local/urlfront"
@@ -75,6 +77,10 @@ type System struct {
 	SES       *sesv2.Client
 	SNS       *sns.Client
 	Templates []ses.Template
+	// Bus stands in for EventBridge: the stage's bus (and the default
+	// one), with the rule that delivers the outcome events to the
+	// outcomes queue (Resources.OutcomesURL).
+	Bus *bus.Bus
 
 	stop []func()
 }
@@ -141,6 +147,9 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 			return s, err
 		}
 	}
+	if s.Bus, err = s.startBus(log); err != nil {
+		return s, err
+	}
 	s.Sink = &sink.Sink{Secret: []byte(WebhookSecret), Plan: cfg.Plan}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -151,6 +160,25 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	s.stop = append(s.stop, func() { _ = srv.Close() })
 	s.WebhookURL = "http://" + ln.Addr().String() + "/deliveries"
 	return s, nil
+}
+
+// startBus starts the stand-in for EventBridge, with the stage's bus and
+// the rule that delivers the outcome events to the outcomes queue, as the
+// stack's example rule does (-c outcomeQueue=true).
+func (s *System) startBus(log io.Writer) (*bus.Bus, error) {
+	var buses []string
+	if name := s.Stage.EventBusName(); name != bus.DefaultBus {
+		buses = append(buses, name)
+	}
+	b, err := bus.Start(bus.Config{Buses: buses, SQS: s.SQS, Log: io.Discard, Rules: []bus.Rule{{
+		Name: OutcomesQueueName(s.Stage), EventBus: s.Stage.EventBusName(), Source: []string{outcome.Source}, QueueURL: s.Resources.OutcomesURL,
+	}}})
+	if err != nil {
+		return nil, fmt.Errorf("local: start the EventBridge stand-in: %w", err)
+	}
+	s.stop = append(s.stop, b.Close)
+	fmt.Fprintf(log, "local: EventBridge stand-in on %s (bus %s, outcome events to %s)\n", b.URL(), s.Stage.EventBusName(), OutcomesQueueName(s.Stage))
+	return b, nil
 }
 
 // Close stops what Start started, in reverse order.
@@ -215,7 +243,7 @@ type Endpoints = standin.Endpoints
 
 // Endpoints returns the stand-ins' endpoints.
 func (s *System) Endpoints() Endpoints {
-	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint}
+	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint, EventBridge: s.Bus.URL()}
 }
 
 // Env returns function fn's environment (consumer, enqueue or intake): the one the
@@ -244,6 +272,7 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue, intake or outcomes", fn)
 	}
 	ep.SES = cmp.Or(ep.SES, s.SESEndpoint)
+	ep.EventBridge = cmp.Or(ep.EventBridge, s.Bus.URL())
 	list := append(standin.EndpointEnv(ep), deployment.EnvList(env)...)
 	list = append(list, standin.LambdaEnv("nudge-"+s.Stage.Name+"-"+fn, timeout, memory)...)
 	for _, o := range overrides {
