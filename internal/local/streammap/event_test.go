@@ -18,14 +18,17 @@ import (
 const testARN = "arn:aws:dynamodb:eu-west-1:123456789012:table/ledger/stream/2026-01-01T00:00:00.000"
 
 func modifyRecord() types.Record {
+	item := func(status string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "d#1"}, "status": &types.AttributeValueMemberS{Value: status}}
+	}
 	return types.Record{
 		EventID: aws.String("e-1"), EventName: types.OperationTypeModify, EventVersion: aws.String("1.1"), EventSource: aws.String("aws:dynamodb"),
 		AwsRegion: aws.String("eu-west-1"),
 		Dynamodb: &types.StreamRecord{
 			ApproximateCreationDateTime: aws.Time(time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC)),
 			Keys:                        map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "d#1"}},
-			OldImage:                    map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "d#1"}, "status": &types.AttributeValueMemberS{Value: "leased"}},
-			NewImage:                    map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "d#1"}, "status": &types.AttributeValueMemberS{Value: "sent"}},
+			OldImage:                    item("leased"),
+			NewImage:                    item("sent"),
 			SequenceNumber:              aws.String("000000000000000000042"), SizeBytes: aws.Int64(61), StreamViewType: types.StreamViewTypeNewAndOldImages,
 		},
 	}
@@ -72,7 +75,8 @@ func TestEventDecodesAsAWSLambdaGosDynamoDBEvent(t *testing.T) {
 		t.Fatalf("%d records", len(ev.Records))
 	}
 	in, mod, rm := ev.Records[0], ev.Records[1], ev.Records[2]
-	if in.EventName != "INSERT" || in.AWSRegion != "eu-west-1" || in.EventVersion != "1.1" || in.Change.OldImage != nil || in.Change.NewImage["status"].String() != "sent" {
+	if in.EventName != "INSERT" || in.AWSRegion != "eu-west-1" || in.EventVersion != "1.1" || in.Change.OldImage != nil ||
+		in.Change.NewImage["status"].String() != "sent" {
 		t.Errorf("insert: %+v", in)
 	}
 	if mod.EventName != "MODIFY" || mod.EventSource != "aws:dynamodb" || mod.EventSourceArn != testARN || mod.EventID != "e-1" ||
@@ -95,7 +99,8 @@ func TestEventDecodesAsAWSLambdaGosDynamoDBEvent(t *testing.T) {
 // attribute of an unknown type, names the record.
 func TestRecordRefusesARecordItCannotShape(t *testing.T) {
 	t.Parallel()
-	if _, err := streammap.Record(testARN, types.Record{EventID: aws.String("e-9")}); err == nil || !strings.Contains(err.Error(), `"e-9" has no sequence number`) {
+	_, err := streammap.Record(testARN, types.Record{EventID: aws.String("e-9")})
+	if err == nil || !strings.Contains(err.Error(), `"e-9" has no sequence number`) {
 		t.Errorf("no sequence number: %v", err)
 	}
 	r := modifyRecord()
