@@ -1,0 +1,4 @@
+package streammap
+
+// RetryDelay is retryDelay, for the tests.
+var RetryDelay = retryDelay
