@@ -3,6 +3,7 @@ package local
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,11 +14,14 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/esm"
 	"github.com/nudgehq/nudge/internal/local/standin"
+	"github.com/nudgehq/nudge/internal/local/streammap"
 	"github.com/nudgehq/nudge/internal/message"
 )
 
@@ -85,8 +89,16 @@ type Harness struct {
 	Intake *Intake
 	// Mapping feeds the work queue to the consumers while it runs.
 	Mapping *esm.Mapping
+	// Outcomes is the outcomes function, and OutcomeStream the stream
+	// mapping that feeds it the ledger's changes from StartHarness to
+	// Close: the outcome events reach the outcomes queue through the local
+	// bus (System.Bus) as they happen. DrainOutcomes waits for them.
+	Outcomes      *Function
+	OutcomeStream *streammap.Mapping
 
-	stop []func()
+	streamDone chan struct{}
+	streamErr  error
+	stop       []func()
 }
 
 // StartHarness empties s's table and queues (an earlier run's figures are
@@ -166,6 +178,9 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if h.Enqueue, err = h.start(ctx, "enqueue", filepath.Join(cfg.Bootstraps, "enqueue", "bootstrap"), env, output("enqueue")); err != nil {
 		return h, err
 	}
+	if err := h.startOutcomes(ctx, filepath.Join(cfg.Bootstraps, "outcomes", "bootstrap"), output("outcomes"), cfg.MappingLog); err != nil {
+		return h, err
+	}
 	if cfg.IntakeInstances > 0 {
 		// The intake's DynamoDB calls counted by a proxy.
 		if h.Intake, err = s.StartIntake(ctx, filepath.Join(cfg.Bootstraps, "intake", "bootstrap"), cfg.IntakeInstances,
@@ -179,6 +194,52 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 		BatchSize: s.Stage.BatchSize, BatchingWindow: s.Stage.BatchingWindow, Invokers: invokers, PollWait: cfg.PollWait,
 		FunctionTimeout: s.Stage.ConsumerTimeout, Logger: slog.New(slog.NewTextHandler(mappingLog, nil))})
 	return h, err
+}
+
+// startOutcomes starts the outcomes function and the stream mapping that
+// feeds it the table's stream from its start (the table is new or
+// emptied), as Lambda's mapping does in the stack (filters aside: every
+// change reaches the function, which keeps the ends).
+func (h *Harness) startOutcomes(ctx context.Context, bootstrap string, out, mappingLog io.Writer) error {
+	env, err := h.Env("outcomes", h.System.Endpoints(), 0)
+	if err != nil {
+		return err
+	}
+	if h.Outcomes, err = h.start(ctx, "outcomes", bootstrap, env, out); err != nil {
+		return err
+	}
+	cfg, err := localConfig(ctx, nil)
+	if err != nil {
+		return err
+	}
+	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) { o.BaseEndpoint = aws.String(h.DynamoDBEndpoint) })
+	h.OutcomeStream, err = streammap.New(streammap.Config{Streams: streams, TableName: h.Resources.Table, Invoker: h.Outcomes,
+		StartingPosition: streamtypes.ShardIteratorTypeTrimHorizon, Logger: slog.New(slog.NewTextHandler(cmp.Or[io.Writer](mappingLog, io.Discard), nil))})
+	if err != nil {
+		return err
+	}
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.streamDone = make(chan struct{})
+	go func() {
+		defer close(h.streamDone)
+		if err := h.OutcomeStream.Run(run); err != nil && run.Err() == nil {
+			h.streamErr = fmt.Errorf("local: the ledger's stream mapping stopped: %w", err)
+		}
+	}()
+	h.stop = append(h.stop, func() { cancel(); <-h.streamDone })
+	return nil
+}
+
+// DrainOutcomes waits until the outcomes function has been handed, and
+// has acknowledged, every change of the ledger made before the call, so
+// that every outcome event of those changes is on the outcomes queue.
+func (h *Harness) DrainOutcomes(ctx context.Context) error {
+	select {
+	case <-h.streamDone:
+		return cmp.Or(h.streamErr, errors.New("local: the ledger's stream mapping has stopped"))
+	default:
+	}
+	return h.OutcomeStream.Drain(ctx)
 }
 
 // counted is where a function's AWS calls go: its counting proxies.

@@ -2,7 +2,10 @@ package local_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
+	"github.com/nudgehq/nudge/internal/message"
 	nudgestatus "github.com/nudgehq/nudge/internal/status"
 )
 
@@ -38,7 +42,7 @@ func TestAHarnessRefusesNoConsumers(t *testing.T) {
 // them on Close.
 func TestTheHarnessRunsTheFunctionsCounted(t *testing.T) {
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bins := standintest.Bootstraps(t, "consumer", "enqueue")
+	bins := standintest.Bootstraps(t, "consumer", "enqueue", "outcomes")
 	sys := startSystem(t, "h")
 	stage, ctx := sys.Stage, context.Background()
 	// An earlier run's delivery and message.
@@ -75,7 +79,7 @@ func TestTheHarnessRunsTheFunctionsCounted(t *testing.T) {
 	if d, err := nudgestatus.QueueDepth(ctx, h.SQS, h.Resources.WorkURL); err != nil || d.Total() != 0 {
 		t.Errorf("the work queue holds %+v (%v); want it purged", d, err)
 	}
-	if names := []string{h.Consumers[0].Name, h.Consumers[1].Name, h.Enqueue.Name}; !slices.Equal(names, []string{"consumer-1", "consumer-2", "enqueue"}) ||
+	if names := []string{h.Consumers[0].Name, h.Consumers[1].Name, h.Enqueue.Name, h.Outcomes.Name}; !slices.Equal(names, []string{"consumer-1", "consumer-2", "enqueue", "outcomes"}) ||
 		!slices.Equal(outputs, names) {
 		t.Errorf("functions %v, output asked for %v", names, outputs)
 	}
@@ -93,9 +97,79 @@ func TestTheHarnessRunsTheFunctionsCounted(t *testing.T) {
 			h.Proxies["enqueue DynamoDB"].Total(), h.Proxies["consumer DynamoDB"].Total())
 	}
 	h.Close()
-	for _, fn := range append([]*local.Function{h.Enqueue}, h.Consumers...) {
+	for _, fn := range append([]*local.Function{h.Enqueue, h.Outcomes}, h.Consumers...) {
 		if !fn.Exited() {
 			t.Errorf("%s runs on after Close", fn.Name)
 		}
+	}
+}
+
+// TestAnEndInTheLedgerReachesTheOutcomesQueue: the path the stack builds,
+// run locally: a delivery that ends in the ledger (here cancelled, and one
+// sent) is read from the table's stream by the stream mapping, turned into
+// its outcome event by the outcomes function under the emulator, put on the
+// local bus, and delivered by the bus's rule to the outcomes queue as
+// EventBridge delivers to SQS; a change that is not an end gives none.
+func TestAnEndInTheLedgerReachesTheOutcomesQueue(t *testing.T) {
+	standintest.AWSConfig(t)
+	bins := standintest.Bootstraps(t, "consumer", "enqueue", "outcomes")
+	sys := startSystem(t, "o")
+	ctx := context.Background()
+	h, err := sys.StartHarness(ctx, local.HarnessConfig{Bootstraps: bins, Consumers: 1, PollWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	led, err := ledger.New(sys.DB, ledger.Config{Table: sys.Resources.Table, Shards: sys.Stage.Shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().UTC().Add(-time.Second)
+	for _, id := range []string{"rem-o1", "rem-o2", "rem-o3"} {
+		if err := led.Create(ctx, ledger.Delivery{ReminderID: id, AccountRef: "acct-o", Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+			DueAt: due, ExpiresAt: due.Add(time.Hour), Status: ledger.StatusQueued}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k1 := message.DeliveryKey{ReminderID: "rem-o1", Channel: "email", Provider: "webhook"}
+	if _, err := led.Cancel(ctx, k1, "cancelled by the test"); err != nil {
+		t.Fatal(err)
+	}
+	k2 := message.DeliveryKey{ReminderID: "rem-o2", Channel: "email", Provider: "webhook"}
+	d, err := led.Claim(ctx, ledger.Claim{Key: k2, Token: "tok", LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := led.Complete(ctx, d, "receipt-o2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.DrainOutcomes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]any{}
+	for range 20 {
+		out, err := sys.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(sys.Resources.OutcomesURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			var env map[string]any
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &env); err != nil {
+				t.Fatal(err)
+			}
+			detail, _ := env["detail"].(map[string]any)
+			got[fmt.Sprint(env["detail-type"], " ", detail["deliveryKey"])] = env
+		}
+		if len(got) >= 2 {
+			break
+		}
+	}
+	cancelled, sent := got["Delivery Cancelled "+k1.String()], got["Delivery Sent "+k2.String()]
+	if len(got) != 2 || cancelled == nil || sent == nil {
+		t.Fatalf("the outcomes queue holds %v; want rem-o1's cancel and rem-o2's send, and nothing for rem-o3 (queued)", slices.Collect(maps.Keys(got)))
+	}
+	detail := sent["detail"].(map[string]any)
+	if sent["source"] != "nudge" || detail["receipt"] != "receipt-o2" || detail["accountRef"] != "acct-o" || detail["stage"] != sys.Stage.Name || detail["attempt"] != 1.0 {
+		t.Errorf("the sent event: %v", sent)
 	}
 }

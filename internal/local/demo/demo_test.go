@@ -188,7 +188,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 // and checks its summary.
 func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake")
+	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake", "outcomes")
 	var (
 		out        bytes.Buffer
 		redriven   []message.DeliveryKey
@@ -265,7 +265,7 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 // make chaos runs the full size.
 func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	standintest.AWSConfig(t)
-	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake")
+	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake", "outcomes")
 	cfg := ChaosDefaults()
 	cfg.Reminders, cfg.Rate, cfg.Spread, cfg.Tick, cfg.Deadline = 400, 200, 8*time.Second, time.Second, 150*time.Second
 	// The budget is the chaos run's: a much smaller one fails runs on a

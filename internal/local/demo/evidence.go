@@ -38,6 +38,19 @@ func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 	if err := r.ch.evidence(ctx, r.started, &ev); err != nil {
 		return ev, err
 	}
+	// Every change made so far reaches the outcomes function before the
+	// events are read: a change without its event is then one the bus
+	// never got.
+	drain, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = r.h.DrainOutcomes(drain)
+	cancel()
+	if err != nil {
+		r.problems.add("the outcomes function did not catch up with the ledger's stream: %v", err)
+	}
+	if ev.Events, err = readEvents(ctx, r.h.SQS, r.h.Resources.OutcomesURL, r.problems.add); err != nil {
+		return ev, err
+	}
+	ev.EventsRead = true
 	if ev.QueueLeft, err = r.depth(ctx, r.h.Resources.WorkURL); err != nil {
 		ev.QueueLeft = -1
 	}
@@ -45,7 +58,7 @@ func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 	ev.ErrorLines = append(r.logs.mappingErrors.Lines(), r.logs.consumer.errorLines()...)
 	ev.LedgerFailed = r.logs.consumer.ledgerFailed()
 	ev.PublishFailed = r.logs.enqueue.metric(enqueue.MetricPublishFailed)
-	ev.Problems, ev.Stall = r.problems.all(), r.stall.lastReport()
+	ev.Problems, ev.Stall = r.problems.all(), r.stall.lastReport() // after the events, whose reads may add problems
 	return ev, nil
 }
 
