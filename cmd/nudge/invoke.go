@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -112,6 +113,12 @@ func functionFor(raw []byte) (string, error) {
 			return "consumer", nil
 		}
 		return "", fmt.Errorf("the event's records come from %q; the consumer takes SQS events (aws:sqs)", probe.Records[0].EventSource)
+	}
+	var bus struct {
+		Source string `json:"source"`
+	}
+	if json.Unmarshal(raw, &bus) == nil && bus.Source == outcome.Source {
+		return "", errors.New("an outcome event Nudge publishes (docs/events.md), for your rules and targets: no Nudge function takes it")
 	}
 	if _, err := enqueue.DecodeTick(raw); err != nil {
 		return "", fmt.Errorf("neither an SQS event (consumer) nor a schedule event (enqueue): %w", err)

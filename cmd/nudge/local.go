@@ -201,6 +201,7 @@ func addRunFlags(fs *pflag.FlagSet, d demo.Config) *runFlags {
 	fs.Int64Var(&cfg.Seed, "seed", d.Seed, "`SEED` of the mix and the faults")
 	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run (below the preset's reminders, one per 10 reminders; above, no more)")
 	fs.IntVar(&cfg.EnqueueKills, "enqueue-kills", d.EnqueueKills, "times (`N`) to kill the enqueue's runtime in the middle of a run, spread over the run (below the preset's reminders, one per 1,000 reminders and at least 1; above, no more)")
+	fs.IntVar(&cfg.OutcomeKills, "outcome-kills", d.OutcomeKills, "times (`N`) to kill the outcomes function's runtime in the middle of a batch of the ledger's stream (below the preset's reminders, one per 1,000 reminders and at least 1; above, no more)")
 	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout `DURATION`; the queue's visibility timeout is 6× it")
 	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget `DURATION` (0: the stage's 55 s timeout)")
 	fs.BoolVar(&f.keep, "keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")
@@ -235,6 +236,9 @@ func (f *runFlags) config() (demo.Config, error) {
 		}
 		if !f.fs.Changed("enqueue-kills") && d.EnqueueKills > 0 {
 			cfg.EnqueueKills = max(1, d.EnqueueKills*cfg.Reminders/d.Reminders)
+		}
+		if !f.fs.Changed("outcome-kills") && d.OutcomeKills > 0 {
+			cfg.OutcomeKills = max(1, d.OutcomeKills*cfg.Reminders/d.Reminders)
 		}
 	}
 	faults, err := demo.ParseFaults(f.faults)

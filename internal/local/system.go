@@ -243,7 +243,11 @@ type Endpoints = standin.Endpoints
 
 // Endpoints returns the stand-ins' endpoints.
 func (s *System) Endpoints() Endpoints {
-	return Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint, EventBridge: s.Bus.URL()}
+	ep := Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint}
+	if s.Bus != nil {
+		ep.EventBridge = s.Bus.URL()
+	}
+	return ep
 }
 
 // Env returns function fn's environment (consumer, enqueue or intake): the one the
@@ -272,7 +276,9 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue, intake or outcomes", fn)
 	}
 	ep.SES = cmp.Or(ep.SES, s.SESEndpoint)
-	ep.EventBridge = cmp.Or(ep.EventBridge, s.Bus.URL())
+	if s.Bus != nil {
+		ep.EventBridge = cmp.Or(ep.EventBridge, s.Bus.URL())
+	}
 	list := append(standin.EndpointEnv(ep), deployment.EnvList(env)...)
 	list = append(list, standin.LambdaEnv("nudge-"+s.Stage.Name+"-"+fn, timeout, memory)...)
 	for _, o := range overrides {

@@ -23,6 +23,7 @@ type kills struct {
 	mu       sync.Mutex
 	consumer []check.Kill // consumer runtimes killed mid-batch, in order
 	enqueue  atomic.Int64 // enqueue runtimes killed mid-run
+	outcomes atomic.Int64 // outcomes runtimes killed mid-batch
 }
 
 // killed returns the consumer runtimes killed so far.
@@ -84,17 +85,31 @@ func (r *run) killer(ctx context.Context) {
 // from the cursors, and what this one published without recording it is
 // published again (a duplicate the consumer recognises).
 func (r *run) enqueueKiller(ctx context.Context) {
-	if r.cfg.EnqueueKills == 0 {
+	r.midRunKiller(ctx, r.h.Enqueue, r.cfg.EnqueueKills, &r.kills.enqueue, 0x656e71)
+}
+
+// outcomesKiller kills the outcomes function's runtime in the middle of a
+// batch of the ledger's stream, Config.OutcomeKills times, spread as the
+// enqueue kills are. The invocation fails; the stream mapping retries the
+// batch, and the events the killed invocation had put are put again with
+// their eventIds (repeats the checker counts, never a loss).
+func (r *run) outcomesKiller(ctx context.Context) {
+	r.midRunKiller(ctx, r.h.Outcomes, r.cfg.OutcomeKills, &r.kills.outcomes, 0x6f7574)
+}
+
+// midRunKiller kills fn's runtime n times while it runs an invocation,
+// counting each in killed (before the kill, so the run it fails knows why).
+func (r *run) midRunKiller(ctx context.Context, fn *local.Function, n int, killed *atomic.Int64, seed uint64) {
+	if n == 0 {
 		return
 	}
-	rnd := rand.New(rand.NewPCG(uint64(r.cfg.Seed), 0x656e71))
+	rnd := rand.New(rand.NewPCG(uint64(r.cfg.Seed), seed))
 	pause := pauser(ctx)
-	enqueue := r.h.Enqueue
-	for k := 1; k <= r.cfg.EnqueueKills; k++ {
-		if !r.waitForShare(pause, k, r.cfg.EnqueueKills) {
+	for k := 1; k <= n; k++ {
+		if !r.waitForShare(pause, k, n) {
 			return
 		}
-		for !enqueue.Busy() {
+		for !fn.Busy() {
 			if !pause(2 * time.Millisecond) {
 				return
 			}
@@ -102,17 +117,17 @@ func (r *run) enqueueKiller(ctx context.Context) {
 		if !pause(time.Duration(rnd.Int64N(int64(20 * time.Millisecond)))) {
 			return
 		}
-		if age, err := enqueue.RuntimeAge(); err != nil || age < standin.MinRuntimeAge {
+		if age, err := fn.RuntimeAge(); err != nil || age < standin.MinRuntimeAge {
 			// Too young for the emulator to take a kill: try again, without
-			// counting a kill that a run starting now would take as its own.
+			// counting a kill that an invocation starting now would take as
+			// its own.
 			k--
 			continue
 		}
-		// Counted before the kill, so that the run it fails knows why.
-		r.kills.enqueue.Add(1)
-		if !enqueue.Busy() || enqueue.KillRuntime() != nil {
-			r.kills.enqueue.Add(-1)
-			k-- // the run ended first: wait for the next one
+		killed.Add(1)
+		if !fn.Busy() || fn.KillRuntime() != nil {
+			killed.Add(-1)
+			k-- // the invocation ended first: wait for the next one
 		}
 	}
 }

@@ -74,6 +74,11 @@ type Config struct {
 	// (SIGKILL) in the middle of a run, spread over the run as Kills are:
 	// the run fails, and the next tick's run resumes from the cursors.
 	EnqueueKills int
+	// OutcomeKills is how many times the outcomes function's runtime is
+	// killed (SIGKILL) in the middle of a batch of the ledger's stream,
+	// spread over the run: the stream mapping retries the batch, and its
+	// events are put again with their eventIds.
+	OutcomeKills int
 	// EnqueueBudget, if set, is each enqueue run's time budget: the
 	// function gets a timeout of its cut-off margin plus this, so a run
 	// with more to hand off is cut and the next resumes from the cursors.
@@ -269,7 +274,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Out = io.Discard
 	}
 	switch {
-	case c.Serve && (c.Reminders != 0 || c.Kills != 0 || c.EnqueueKills != 0 || c.Keep == nil):
+	case c.Serve && (c.Reminders != 0 || c.Kills != 0 || c.EnqueueKills != 0 || c.OutcomeKills != 0 || c.Keep == nil):
 		return c, fmt.Errorf("demo: serving runs no plan (no reminders, no kills) and needs Keep")
 	case !c.Serve && (c.Reminders < 10 || c.Reminders > 1_000_000):
 		return c, fmt.Errorf("demo: %d reminders; use 10 to 1,000,000", c.Reminders)
@@ -283,8 +288,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("demo: fault shares add up to %.2f; they must not pass 1", c.Faults.total())
 	case c.Tick < 500*time.Millisecond:
 		return c, fmt.Errorf("demo: tick %v; use at least 500ms", c.Tick)
-	case c.Kills < 0 || c.EnqueueKills < 0:
-		return c, fmt.Errorf("demo: %d consumer kills, %d enqueue kills; use 0 or more", c.Kills, c.EnqueueKills)
+	case c.Kills < 0 || c.EnqueueKills < 0 || c.OutcomeKills < 0:
+		return c, fmt.Errorf("demo: %d consumer kills, %d enqueue kills, %d outcomes kills; use 0 or more", c.Kills, c.EnqueueKills, c.OutcomeKills)
 	case c.ConsumerTimeout > 15*time.Minute: // too short is the stage's to say (Config.stage)
 		return c, fmt.Errorf("demo: consumer timeout %v; Lambda allows at most 15m", c.ConsumerTimeout)
 	case c.EnqueueBudget < 0 || c.EnqueueBudget > 50*time.Second:
@@ -316,13 +321,14 @@ func tenfold() map[string]float64 {
 }
 
 // ChaosDefaults returns the chaos run's configuration: 10,000 reminders,
-// ChaosFaults, 1,000 consumer kills mid-batch and 10 in the enqueue, enqueue
+// ChaosFaults, 1,000 consumer kills mid-batch, 10 in the enqueue and 10 in
+// the outcomes function, enqueue
 // runs cut by a 500 ms budget, 4 consumer instances, and a 6 s consumer
 // timeout so that a killed batch's records return within 36 s.
 func ChaosDefaults() Config {
 	c, _ := Config{
 		Reminders: 10_000, Rate: 500, Rates: tenfold(), Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
-		Kills: 1000, EnqueueKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
+		Kills: 1000, EnqueueKills: 10, OutcomeKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
 	c.Faults = &f

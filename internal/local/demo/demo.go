@@ -164,11 +164,12 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 	case <-runCtx.Done():
 		return nil, runCtx.Err()
 	}
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); r.tick(workers) }()
 	go func() { defer wg.Done(); r.h.Mapping.Run(workers) }()
 	go func() { defer wg.Done(); r.killer(workers) }()
 	go func() { defer wg.Done(); r.enqueueKiller(workers) }()
+	go func() { defer wg.Done(); r.outcomesKiller(workers) }()
 	go func() { defer wg.Done(); r.ch.drain(workers) }()
 	go func() {
 		defer close(intakeDone)

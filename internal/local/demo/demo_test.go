@@ -165,7 +165,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 		{Config{Tick: time.Millisecond}, "use at least 500ms"},
 		{Config{Duplicates: 2}, "duplicates share 2; use 0 to 1"},
 		{Config{Faults: &Faults{Server: 0.7, Drop: 0.5}}, "add up to 1.20"},
-		{Config{Kills: -1}, "-1 consumer kills, 0 enqueue kills; use 0 or more"},
+		{Config{Kills: -1}, "-1 consumer kills, 0 enqueue kills, 0 outcomes kills; use 0 or more"},
 		{Config{EnqueueBudget: time.Minute}, "enqueue budget 1m0s; use 0"},
 	} {
 		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {

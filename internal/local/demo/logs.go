@@ -26,8 +26,8 @@ func LogPath(dir, stage, name string) string {
 // instance's output, read as CloudWatch would (functionLog), and the event
 // source mapping's lines, counted by kind.
 type runLogs struct {
-	consumer, enqueue, intake logs
-	byName                    map[string]*functionLog // "consumer-1", …, "enqueue", "intake"
+	consumer, enqueue, intake, outcomes logs
+	byName                              map[string]*functionLog // "consumer-1", …, "enqueue", "intake", "outcomes"
 	mappingErrors             *errorKinds
 	mappingFile               *os.File
 	files                     []*os.File
@@ -52,7 +52,7 @@ func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
 		}
 		return f, err
 	}
-	names := []string{"enqueue", "intake"}
+	names := []string{"enqueue", "intake", "outcomes"}
 	for i := range consumers {
 		names = append(names, fmt.Sprintf("consumer-%d", i+1))
 	}
@@ -68,6 +68,8 @@ func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
 			l.enqueue = append(l.enqueue, fl)
 		case name == "intake":
 			l.intake = append(l.intake, fl)
+		case name == "outcomes":
+			l.outcomes = append(l.outcomes, fl)
 		default:
 			l.consumer = append(l.consumer, fl)
 		}

@@ -64,6 +64,9 @@ type Summary struct {
 	// EnqueueKills are the enqueue runtimes killed mid-run (of those asked
 	// for).
 	EnqueueKills, EnqueueKillsAsked int
+	// OutcomeKills are the outcomes runtimes killed mid-batch (of those
+	// asked for).
+	OutcomeKills, OutcomeKillsAsked int
 	FailedInvocations               int
 	// UnseenReceives counts receives of the work queue's records that
 	// never reached the local event source mapping (esm.Stats): each such
@@ -171,8 +174,9 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 
 	// The chaos.
 	sum.Kills = len(ev.Kills)
-	sum.Chaos, sum.KillsAsked = r.cfg.Kills > 0 || r.cfg.EnqueueKills > 0 || r.cfg.EnqueueBudget > 0, r.cfg.Kills
+	sum.Chaos, sum.KillsAsked = r.cfg.Kills > 0 || r.cfg.EnqueueKills > 0 || r.cfg.OutcomeKills > 0 || r.cfg.EnqueueBudget > 0, r.cfg.Kills
 	sum.EnqueueKills, sum.EnqueueKillsAsked = int(r.kills.enqueue.Load()), r.cfg.EnqueueKills
+	sum.OutcomeKills, sum.OutcomeKillsAsked = int(r.kills.outcomes.Load()), r.cfg.OutcomeKills
 	sum.FailedInvocations, sum.EnqueueCut, sum.EnqueueSlow = int(st.BatchFailures), int(r.ticks.cut.Load()), int(r.ticks.slow.Load())
 	sum.UnseenReceives, sum.MappingWarnings = int(st.UnseenReceives), logs.mappingErrors.Lines()
 	sum.PeakRSS = map[string]int64{}
@@ -255,6 +259,7 @@ func (sum *Summary) Write(w io.Writer) {
 		fmt.Fprintln(w, "\nchaos:")
 		row("runtimes killed mid-batch", fmt.Sprintf("%d of %d", sum.Kills, sum.KillsAsked), "each fails its invocation; the batch returns after the visibility timeout")
 		row("enqueue killed mid-run", fmt.Sprintf("%d of %d", sum.EnqueueKills, sum.EnqueueKillsAsked), "the run fails; the next resumes from the cursors")
+		row("outcomes killed mid-batch", fmt.Sprintf("%d of %d", sum.OutcomeKills, sum.OutcomeKillsAsked), "the stream mapping retries the batch; its events come again with their eventIds")
 		row("invocations failed", sum.FailedInvocations, "as a whole; must not exceed the kills")
 		row("enqueue runs cut", fmt.Sprintf("%d of %d", sum.EnqueueCut, sum.Ticks), "by the time budget; the next run resumes from the cursors")
 		row("  of which at the reserve", sum.EnqueueSlow, "requests still running near the deadline, cancelled so it answers in time")
