@@ -28,9 +28,9 @@ func LogPath(dir, stage, name string) string {
 type runLogs struct {
 	consumer, enqueue, intake, outcomes logs
 	byName                              map[string]*functionLog // "consumer-1", …, "enqueue", "intake", "outcomes"
-	mappingErrors             *errorKinds
-	mappingFile               *os.File
-	files                     []*os.File
+	mappingErrors                       *errorKinds
+	mappingFile                         *os.File
+	files                               []*os.File
 }
 
 // openLogs creates the log files of a run of the stage with the given
