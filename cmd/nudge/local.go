@@ -202,6 +202,7 @@ func addRunFlags(fs *pflag.FlagSet, d demo.Config) *runFlags {
 	fs.IntVar(&cfg.Kills, "kills", d.Kills, "consumer runtimes (`N`) to kill in the middle of a batch, spread over the run (below the preset's reminders, one per 10 reminders; above, no more)")
 	fs.IntVar(&cfg.EnqueueKills, "enqueue-kills", d.EnqueueKills, "times (`N`) to kill the enqueue's runtime in the middle of a run, spread over the run (below the preset's reminders, one per 1,000 reminders and at least 1; above, no more)")
 	fs.IntVar(&cfg.OutcomeKills, "outcome-kills", d.OutcomeKills, "times (`N`) to kill the outcomes function's runtime in the middle of a batch of the ledger's stream (below the preset's reminders, one per 1,000 reminders and at least 1; above, no more)")
+	fs.Float64Var(&cfg.EventFaults, "event-faults", d.EventFaults, "`SHARE` of the outcome events the local bus fails, 0 to 0.5 (half of it fails whole PutEvents requests)")
 	fs.DurationVar(&cfg.ConsumerTimeout, "consumer-timeout", d.ConsumerTimeout, "the consumer's function timeout `DURATION`; the queue's visibility timeout is 6× it")
 	fs.DurationVar(&cfg.EnqueueBudget, "enqueue-budget", d.EnqueueBudget, "each enqueue run's time budget `DURATION` (0: the stage's 55 s timeout)")
 	fs.BoolVar(&f.keep, "keep", false, "after the summary, keep the system running (schedule, consumers, stand-ins) to try the operator commands on it, until Ctrl-C")

@@ -79,6 +79,11 @@ type Config struct {
 	// spread over the run: the stream mapping retries the batch, and its
 	// events are put again with their eventIds.
 	OutcomeKills int
+	// EventFaults is the share of outcome events the local bus fails
+	// (EventBridge's retryable InternalFailure), and half of it the share
+	// of its PutEvents requests answered 500: the outcomes function puts
+	// them again, or the stream mapping retries its batch. Default 0.
+	EventFaults float64
 	// EnqueueBudget, if set, is each enqueue run's time budget: the
 	// function gets a timeout of its cut-off margin plus this, so a run
 	// with more to hand off is cut and the next resumes from the cursors.
@@ -288,6 +293,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("demo: fault shares add up to %.2f; they must not pass 1", c.Faults.total())
 	case c.Tick < 500*time.Millisecond:
 		return c, fmt.Errorf("demo: tick %v; use at least 500ms", c.Tick)
+	case c.EventFaults < 0 || c.EventFaults > 0.5:
+		return c, fmt.Errorf("demo: event faults %v: use a share from 0 to 0.5 (0.02 fails 2%% of the outcome events put)", c.EventFaults)
 	case c.Kills < 0 || c.EnqueueKills < 0 || c.OutcomeKills < 0:
 		return c, fmt.Errorf("demo: %d consumer kills, %d enqueue kills, %d outcomes kills; use 0 or more", c.Kills, c.EnqueueKills, c.OutcomeKills)
 	case c.ConsumerTimeout > 15*time.Minute: // too short is the stage's to say (Config.stage)
@@ -322,13 +329,13 @@ func tenfold() map[string]float64 {
 
 // ChaosDefaults returns the chaos run's configuration: 10,000 reminders,
 // ChaosFaults, 1,000 consumer kills mid-batch, 10 in the enqueue and 10 in
-// the outcomes function, enqueue
+// the outcomes function, 2% of the outcome events failed by the bus, enqueue
 // runs cut by a 500 ms budget, 4 consumer instances, and a 6 s consumer
 // timeout so that a killed batch's records return within 36 s.
 func ChaosDefaults() Config {
 	c, _ := Config{
 		Reminders: 10_000, Rate: 500, Rates: tenfold(), Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
-		Kills: 1000, EnqueueKills: 10, OutcomeKills: 10, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
+		Kills: 1000, EnqueueKills: 10, OutcomeKills: 10, EventFaults: 0.02, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
 	c.Faults = &f

@@ -23,6 +23,9 @@ type PriceList struct {
 	LambdaRequest, LambdaGBSecond float64
 	// LogsGB is per GB ingested by CloudWatch Logs (standard class).
 	LogsGB float64
+	// EventBridge is per million custom events put (64 KB each): the
+	// outcome events.
+	EventBridge float64
 	// Each provider's own price is its driver's (provider.Contract.Price).
 }
 
@@ -34,7 +37,7 @@ var Prices = PriceList{
 	DynamoDBWrite: 0.625, DynamoDBRead: 0.125,
 	SQS:           0.40,
 	LambdaRequest: 0.20, LambdaGBSecond: 0.0000133334,
-	LogsGB: 0.50,
+	LogsGB: 0.50, EventBridge: 1.00,
 }
 
 // Usage is what a run consumed, as AWS would bill it.
@@ -44,16 +47,18 @@ type Usage struct {
 	Invocations           int
 	GBSeconds             float64
 	LogBytes              int64
+	// Events are the outcome events put on the bus (repeats included).
+	Events int
 }
 
 // Cost is a run's cost per million sent deliveries, by service, in US
 // dollars.
 type Cost struct {
-	DynamoDB, SQS, Lambda, Logs float64
+	DynamoDB, SQS, Lambda, Logs, EventBridge float64
 }
 
 // Total is the sum of the services.
-func (c Cost) Total() float64 { return c.DynamoDB + c.SQS + c.Lambda + c.Logs }
+func (c Cost) Total() float64 { return c.DynamoDB + c.SQS + c.Lambda + c.Logs + c.EventBridge }
 
 // PerMillion prices u at p and scales it to a million sent deliveries.
 func (u Usage) PerMillion(p PriceList, sent int) Cost {
@@ -66,6 +71,8 @@ func (u Usage) PerMillion(p PriceList, sent int) Cost {
 		SQS:      scale * float64(u.SQSRequests) * p.SQS / 1e6,
 		Lambda:   scale * (float64(u.Invocations)*p.LambdaRequest/1e6 + u.GBSeconds*p.LambdaGBSecond),
 		Logs:     scale * float64(u.LogBytes) / 1e9 * p.LogsGB,
+		// The ledger's stream is free to read for Lambda's mapping.
+		EventBridge: scale * float64(u.Events) * p.EventBridge / 1e6,
 	}
 }
 
@@ -88,7 +95,9 @@ func (sum *Summary) writeCost(w io.Writer) {
 	fmt.Fprintf(w, "  %-10s $%6.2f   %.2f requests per sent\n", "SQS", c.SQS, per(float64(u.SQSRequests)))
 	fmt.Fprintf(w, "  %-10s $%6.2f   %.3f invocations and %.5f GB-s per sent\n", "Lambda", c.Lambda, per(float64(u.Invocations)), per(u.GBSeconds))
 	fmt.Fprintf(w, "  %-10s $%6.2f   %.0f bytes of logs per sent\n", "Logs", c.Logs, per(float64(u.LogBytes)))
-	fmt.Fprintln(w, "  (the run ticks the enqueue far more often than once a minute, so its share here is above AWS's)")
+	fmt.Fprintf(w, "  %-10s $%6.2f   %.3f outcome events per sent\n", "EventBridge", c.EventBridge, per(float64(u.Events)))
+	fmt.Fprintln(w, "  (the run ticks the enqueue far more often than once a minute, and invokes the outcomes function for every")
+	fmt.Fprintln(w, "  batch of the ledger's stream where the stack's filter passes only ends, so their share here is above AWS's)")
 	for _, d := range registry.All() {
 		c, price := sum.ByProvider[d.Name], d.Contract.Price
 		if c == nil || c.Sent == 0 || price.Per == 0 {

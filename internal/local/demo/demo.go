@@ -18,6 +18,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local"
+	"github.com/nudgehq/nudge/internal/local/bus"
 	"github.com/nudgehq/nudge/internal/local/check"
 	"github.com/nudgehq/nudge/internal/local/standin"
 	"github.com/nudgehq/nudge/internal/message"
@@ -163,6 +164,10 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 	case <-time.After(expiredWindow + 100*time.Millisecond):
 	case <-runCtx.Done():
 		return nil, runCtx.Err()
+	}
+	if r.cfg.EventFaults > 0 {
+		r.h.Bus.SetFaults(bus.Faults{EntryRate: r.cfg.EventFaults, RequestRate: r.cfg.EventFaults / 2})
+		defer r.h.Bus.SetFaults(bus.Faults{}) // for what runs on it after (--keep)
 	}
 	wg.Add(6)
 	go func() { defer wg.Done(); r.tick(workers) }()

@@ -166,10 +166,13 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	cBilled, cBytes := logs.consumer.usage()
 	eBilled, eBytes := logs.enqueue.usage()
 	iBilled, iBytes := logs.intake.usage()
+	oBilled, oBytes := logs.outcomes.usage()
 	sum.IntakeCalls = logs.intake.invocations()
-	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls
-	sum.Usage.GBSeconds = gbSeconds(cBilled, h.Stage.ConsumerMemoryMB) + gbSeconds(eBilled, h.Stage.EnqueueMemoryMB) + gbSeconds(iBilled, h.Stage.IntakeMemoryMB)
-	sum.Usage.LogBytes = cBytes + eBytes + iBytes
+	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls + logs.outcomes.invocations()
+	sum.Usage.GBSeconds = gbSeconds(cBilled, h.Stage.ConsumerMemoryMB) + gbSeconds(eBilled, h.Stage.EnqueueMemoryMB) + gbSeconds(iBilled, h.Stage.IntakeMemoryMB) +
+		gbSeconds(oBilled, h.Stage.OutcomesMemoryMB)
+	sum.Usage.LogBytes = cBytes + eBytes + iBytes + oBytes
+	sum.Usage.Events = h.Bus.Stats().Accepted
 	sum.Cost = sum.Usage.PerMillion(Prices, sum.Sent)
 
 	// The chaos.
