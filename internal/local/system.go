@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/local/bus"
+	"github.com/nudgehq/nudge/internal/local/sesevents"
 	"github.com/nudgehq/nudge/internal/local/sink"
 	"github.com/nudgehq/nudge/internal/local/standin"
 	"github.com/nudgehq/nudge/internal/local/urlfront"
@@ -81,6 +83,10 @@ type System struct {
 	// one), with the rule that delivers the outcome events to the
 	// outcomes queue (Resources.OutcomesURL).
 	Bus *bus.Bus
+	// SESEvents stands in for SES's event publishing: a front for the SES
+	// stand-in, the functions' SES endpoint, that puts SES's events of
+	// every e-mail it accepted on the bus's default bus.
+	SESEvents *sesevents.Front
 
 	stop []func()
 }
@@ -150,6 +156,9 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	if s.Bus, err = s.startBus(log); err != nil {
 		return s, err
 	}
+	if s.SESEvents, err = s.startSESEvents(ctx); err != nil {
+		return s, err
+	}
 	s.Sink = &sink.Sink{Secret: []byte(WebhookSecret), Plan: cfg.Plan}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -179,6 +188,31 @@ func (s *System) startBus(log io.Writer) (*bus.Bus, error) {
 	s.stop = append(s.stop, b.Close)
 	fmt.Fprintf(log, "local: EventBridge stand-in on %s (bus %s, outcome events to %s)\n", b.URL(), s.Stage.EventBusName(), OutcomesQueueName(s.Stage))
 	return b, nil
+}
+
+// startSESEvents starts the stand-in for SES's event publishing before the
+// SES stand-in, putting the events on the local bus.
+func (s *System) startSESEvents(ctx context.Context) (*sesevents.Front, error) {
+	cfg, err := localConfig(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	eb := eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) { o.BaseEndpoint = aws.String(s.Bus.URL()) })
+	f, err := sesevents.Start(sesevents.Config{Target: s.SESEndpoint, Events: eb})
+	if err != nil {
+		return nil, err
+	}
+	s.stop = append(s.stop, f.Close)
+	return f, nil
+}
+
+// SESSendEndpoint is where the functions send e-mail: the SES stand-in
+// behind the stand-in for its event publishing.
+func (s *System) SESSendEndpoint() string {
+	if s.SESEvents == nil {
+		return s.SESEndpoint
+	}
+	return s.SESEvents.URL()
 }
 
 // Close stops what Start started, in reverse order.
@@ -243,7 +277,7 @@ type Endpoints = standin.Endpoints
 
 // Endpoints returns the stand-ins' endpoints.
 func (s *System) Endpoints() Endpoints {
-	ep := Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESEndpoint}
+	ep := Endpoints{DynamoDB: s.DynamoDBEndpoint, SQS: s.SQSEndpoint, SES: s.SESSendEndpoint()}
 	if s.Bus != nil {
 		ep.EventBridge = s.Bus.URL()
 	}
@@ -275,7 +309,7 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 	default:
 		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue, intake or outcomes", fn)
 	}
-	ep.SES = cmp.Or(ep.SES, s.SESEndpoint)
+	ep.SES = cmp.Or(ep.SES, s.SESSendEndpoint())
 	if s.Bus != nil {
 		ep.EventBridge = cmp.Or(ep.EventBridge, s.Bus.URL())
 	}

@@ -108,7 +108,9 @@ func newChannels(p *plan, sys *local.System) (*channels, error) {
 		return nil, err
 	}
 	c.instancePaths = webhook.Path + "/"
-	if c.ses, err = standin.NewFaultFront(sys.SESEndpoint, func(_ *http.Request, body []byte) *standin.Fault {
+	// Before the stand-in for SES's event publishing: an e-mail whose answer
+	// the front drops still has its events, as in AWS.
+	if c.ses, err = standin.NewFaultFront(sys.SESSendEndpoint(), func(_ *http.Request, body []byte) *standin.Fault {
 		return c.decide(stoodIn(provider.EmailStandIn), sesKey(body))
 	}); err != nil {
 		return nil, err
