@@ -177,20 +177,24 @@ func (n *NudgeStack) outcomeAlarms(add alarmFunc) {
 	minute := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Maximum")}
 	sum := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Sum")}
 	notBreaching := awscloudwatch.TreatMissingData_NOT_BREACHING
-	add("outcomes-errors", "The outcomes function failed invocations (a crash, a timeout, a failed start): the stream mapping retries the batch, and outcome events wait.",
+	add("outcomes-errors", "The outcomes function failed invocations (a crash, a timeout, a failed start): "+
+		"the stream mapping retries the batch, and outcome events wait.",
 		n.Outcomes.MetricErrors(sum), 0, 3, 0, notBreaching)
-	add("outcomes-iterator-age", fmt.Sprintf("The outcomes function's stream iterator age was above %v in 3 of 3 minutes: outcome events are that late (a failing or slow batch holds its shard).",
-		outcomesIteratorAgeAlarm),
+	add("outcomes-iterator-age", fmt.Sprintf("The outcomes function's stream iterator age was above %v in 3 of 3 minutes: "+
+		"outcome events are that late (a failing or slow batch holds its shard).", outcomesIteratorAgeAlarm),
 		n.Outcomes.Metric(str("IteratorAge"), minute), float64(outcomesIteratorAgeAlarm.Milliseconds()), 3, 0, notBreaching)
-	add("outcomes-dlq-not-empty", "A stream batch failed for 24 h and the mapping gave it up: the outcome events of those ledger changes were not put. The record in the outcomes DLQ names the shard and sequence numbers.",
+	add("outcomes-dlq-not-empty", "A stream batch failed for 24 h and the mapping gave it up: the outcome events of those ledger changes "+
+		"were not put. The record in the outcomes DLQ names the shard and sequence numbers.",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(v, 0) + FILL(h, 0)"), Label: str("Outcomes DLQ messages"),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"v": n.OutcomesDLQ.MetricApproximateNumberOfMessagesVisible(minute),
 				"h": n.OutcomesDLQ.MetricApproximateNumberOfMessagesNotVisible(minute)},
 			Period: awscdk.Duration_Minutes(num(1))}),
 		0, 1, 0, notBreaching)
-	add("outcomes-publish-failed", "EventBridge kept refusing outcome events in 3 of 5 minutes: the mapping retries from the first refused record, and events wait.",
+	add("outcomes-publish-failed", "EventBridge kept refusing outcome events in 3 of 5 minutes: "+
+		"the mapping retries from the first refused record, and events wait.",
 		nudgeMetric("outcomes", metricOutcomesPublishFailed, "Sum"), 0, 5, 3, notBreaching)
-	add("outcomes-undecodable", "The outcomes function skipped stream records it could not decode as deliveries: their outcome events were not put and no retry will put them.",
+	add("outcomes-undecodable", "The outcomes function skipped stream records it could not decode as deliveries: "+
+		"their outcome events were not put and no retry will put them.",
 		nudgeMetric("outcomes", metricOutcomesUndecodable, "Sum"), 0, 1, 0, notBreaching)
 }
 

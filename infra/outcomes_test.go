@@ -73,7 +73,8 @@ func TestTheOutcomesFunction(t *testing.T) {
 			if num64(t, fn["MemorySize"]) != float64(s.OutcomesMemoryMB) || num64(t, fn["Timeout"]) != s.OutcomesTimeout.Seconds() {
 				t.Errorf("outcomes memory %v MB, timeout %v s; want %d, %v", fn["MemorySize"], fn["Timeout"], s.OutcomesMemoryMB, s.OutcomesTimeout.Seconds())
 			}
-			if env := asJSON(fn["Environment"].(map[string]any)["Variables"]); env != asJSON(s.OutcomesEnv()) || !strings.Contains(env, `"NUDGE_EVENT_BUS":"nudge-`+s.Name+`"`) {
+			env := asJSON(fn["Environment"].(map[string]any)["Variables"])
+			if env != asJSON(s.OutcomesEnv()) || !strings.Contains(env, `"NUDGE_EVENT_BUS":"nudge-`+s.Name+`"`) {
 				t.Errorf("outcomes environment %s, want %s (the stage's own bus)", env, asJSON(s.OutcomesEnv()))
 			}
 			if fn["ReservedConcurrentExecutions"] != nil {
@@ -116,7 +117,8 @@ func TestTheOutcomesFunction(t *testing.T) {
 			if r, ok := m["MaximumRetryAttempts"]; ok && num64(t, r) != -1 {
 				t.Errorf("the mapping gives up after %v retries; want the 24 h age alone to end them", r)
 			}
-			if !strings.Contains(string(pattern), `{"prefix":"DLV#"}`) || !strings.Contains(string(pattern), `"NewImage":{"status":{"S":["sent","dead","expired","cancelled"]}}`) {
+			if !strings.Contains(string(pattern), `{"prefix":"DLV#"}`) ||
+				!strings.Contains(string(pattern), `"NewImage":{"status":{"S":["sent","dead","expired","cancelled"]}}`) {
 				t.Errorf("the filter %s", pattern)
 			}
 
@@ -328,7 +330,8 @@ func TestTheOutcomesAlarms(t *testing.T) {
 		"outcomes-iterator-age": {"IteratorAge", "Maximum", 300000, 3, 3},
 	} {
 		a := alarm(name)
-		if a["MetricName"] != w.metric || a["Namespace"] != "AWS/Lambda" || asJSON(a["Dimensions"]) != fnDim || a["Statistic"] != w.stat || num64(t, a["Period"]) != 60 {
+		if a["MetricName"] != w.metric || a["Namespace"] != "AWS/Lambda" || asJSON(a["Dimensions"]) != fnDim || a["Statistic"] != w.stat ||
+			num64(t, a["Period"]) != 60 {
 			t.Errorf("alarm %s: %s; want the outcomes function's %s (%s per minute)", name, asJSON(a), w.metric, w.stat)
 		}
 		check(name, a, w.threshold, w.of, w.points)
@@ -398,7 +401,8 @@ func TestTheOutcomesFunctionEmitsTheAlarmedMetrics(t *testing.T) {
 				t.Fatalf("%v: %s", err, line)
 			}
 			for _, m := range doc.AWS.CloudWatchMetrics {
-				if doc.Function != "outcomes" || m.Namespace != "Nudge" || !slices.ContainsFunc(m.Dimensions, func(d []string) bool { return slices.Equal(d, []string{"Function"}) }) {
+				byFunction := slices.ContainsFunc(m.Dimensions, func(d []string) bool { return slices.Equal(d, []string{"Function"}) })
+				if doc.Function != "outcomes" || m.Namespace != "Nudge" || !byFunction {
 					t.Errorf("metrics %s: want namespace Nudge, dimension Function=outcomes", line)
 				}
 				for _, x := range m.Metrics {
