@@ -64,6 +64,9 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	intakeMemory      MB          intakeTimeout   seconds (the HTTP intake)
 //	intakeReservedConcurrency     the most intake instances at once (0: no cap)
 //	intakeFullAccess  IAM role and user ARNs (comma-separated) that act on every reminder through the API
+//	outcomesMemory    MB          outcomesTimeout seconds (the outcomes function)
+//	eventBus          default (the account's default bus for the outcome events; absent: the stage's own, nudge-<stage>)
+//	outcomeQueue      true | false: a stack option, not the stage's (OptionsFromContext)
 //	retainData        true | false (the removal policy)
 //	providers         a comma-separated subset of the registry's providers (default its first)
 //	<provider>Rate    sends per second for the stage (default: its contract's; 0: no limit)
@@ -87,21 +90,12 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	if err != nil {
 		return s, err
 	}
-	str := func(key string) (string, bool) {
-		v := get(s.Name + ":" + key)
-		if v == nil {
-			v = get(key)
-		}
-		if v == nil {
-			return "", false
-		}
-		return fmt.Sprint(v), true
-	}
+	str := func(key string) (string, bool) { return contextValue(get, s.Name, key) }
 	ints := map[string]*int{
 		"consumerMemory": &s.ConsumerMemoryMB, "enqueueMemory": &s.EnqueueMemoryMB, "batchSize": &s.BatchSize,
 		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
 		"recordConcurrency": &s.RecordConcurrency, "enqueueReservedConcurrency": &s.EnqueueReservedConcurrency,
-		"intakeMemory": &s.IntakeMemoryMB, "intakeReservedConcurrency": &s.IntakeReservedConcurrency,
+		"intakeMemory": &s.IntakeMemoryMB, "intakeReservedConcurrency": &s.IntakeReservedConcurrency, "outcomesMemory": &s.OutcomesMemoryMB,
 	}
 	for key, dst := range ints {
 		if v, ok := str(key); ok {
@@ -113,7 +107,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		}
 	}
 	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow, "providerTimeout": &s.ProviderTimeout,
-		"intakeTimeout": &s.IntakeTimeout}
+		"intakeTimeout": &s.IntakeTimeout, "outcomesTimeout": &s.OutcomesTimeout}
 	for key, dst := range seconds {
 		if v, ok := str(key); ok {
 			n, err := strconv.Atoi(v)
@@ -128,6 +122,9 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	}
 	if v, ok := str("alarmTopicArn"); ok {
 		s.AlarmTopicArn = v
+	}
+	if v, ok := str("eventBus"); ok {
+		s.EventBus = v // Validate refuses anything but "default"
 	}
 	if v, ok := str("providers"); ok {
 		s.Providers = nil
@@ -181,4 +178,43 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		s.RetainData = b
 	}
 	return s, s.Validate()
+}
+
+// contextValue is key's value for the stage: "<stage>:key" if set, else
+// key.
+func contextValue(get func(key string) any, stage, key string) (string, bool) {
+	v := get(stage + ":" + key)
+	if v == nil {
+		v = get(key)
+	}
+	if v == nil {
+		return "", false
+	}
+	return fmt.Sprint(v), true
+}
+
+// Options are the stack's settings that are not the stage's
+// (deployment.Stage): parts a deployer adds for itself, which no function
+// relies on.
+type Options struct {
+	// OutcomeQueue adds the example subscriber of the outcome events: the
+	// queue nudge-<stage>-outcomes and a rule on the bus that sends it every
+	// event of source "nudge" (context outcomeQueue=true). Default false.
+	OutcomeQueue bool
+}
+
+// OptionsFromContext reads the stack's options for a stage, with the
+// stage's scoping (a "prod:outcomeQueue" key wins over "outcomeQueue"):
+//
+//	outcomeQueue      true | false (the example queue of outcome events)
+func OptionsFromContext(stage string, get func(key string) any) (Options, error) {
+	var o Options
+	if v, ok := contextValue(get, stage, "outcomeQueue"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, fmt.Errorf("context outcomeQueue=%q is not true or false", v)
+		}
+		o.OutcomeQueue = b
+	}
+	return o, nil
 }

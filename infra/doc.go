@@ -1,7 +1,7 @@
 // Command infra is Nudge's CDK app: one stack per stage (Nudge-dev,
-// Nudge-prod) with the ledger table and its due index, the work queue and
-// DLQ, the consumer and enqueue functions, the schedule, the alarms and a
-// dashboard. Its settings come from internal/deployment, which the local
+// Nudge-prod) with the ledger table, its indexes and its stream, the work
+// queue and DLQ, the consumer, enqueue, intake and outcomes functions, the
+// outcome events' bus, the schedule, the alarms and a dashboard. Its settings come from internal/deployment, which the local
 // stand-ins are provisioned from too; context overrides them:
 //
 //	cdk synth -c stage=prod -c alarmEmail=ops@example.com -c consumerMemory=1024

@@ -32,18 +32,27 @@ func run() (err error) {
 		}
 	}()
 	app := awscdk.NewApp(nil)
-	stages, left, err := StagesFromContext(func(key string) any { return app.Node().TryGetContext(jsii.String(key)) })
+	get := func(key string) any { return app.Node().TryGetContext(jsii.String(key)) }
+	stages, left, err := StagesFromContext(get)
 	if err != nil {
 		return err
 	}
 	for _, note := range left {
 		fmt.Fprintln(os.Stderr, "nudge infra:", oneLine(errors.New(note)))
 	}
+	var options []Options
+	for _, s := range stages {
+		o, err := OptionsFromContext(s.Name, get)
+		if err != nil {
+			return err
+		}
+		options = append(options, o)
+	}
 	if err := buildFunctions("build"); err != nil {
 		return err
 	}
-	for _, s := range stages {
-		NewNudgeStack(app, "Nudge-"+s.Name, &NudgeStackProps{Stage: s, BuildDir: "build", Nag: true})
+	for i, s := range stages {
+		NewNudgeStack(app, "Nudge-"+s.Name, &NudgeStackProps{Stage: s, BuildDir: "build", Nag: true, Options: options[i]})
 	}
 	app.Synth(nil)
 	return nil
@@ -82,7 +91,7 @@ func buildFunctions(dir string) error {
 }
 
 // functionNames are the functions/ directories the stack deploys.
-var functionNames = []string{"consumer", "enqueue", "intake"}
+var functionNames = []string{"consumer", "enqueue", "intake", "outcomes"}
 
 // oneLine joins a multi-line error (errors.Join) into one line.
 func oneLine(err error) string {

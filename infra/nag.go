@@ -16,6 +16,18 @@ func applyNag(n *NudgeStack) {
 	awscdk.Aspects_Of(n.Stack).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	suppress(n.SchedulerDLQ, "AwsSolutions-SQS3",
 		"This queue is the dead-letter queue of the enqueue schedule (EventBridge Scheduler's DeadLetterConfig) and the enqueue's on-failure destination, which cdk-nag does not recognise as a DLQ; a DLQ behind it would never receive anything.")
+	suppress(n.OutcomesDLQ, "AwsSolutions-SQS3",
+		"This queue is the on-failure destination of the outcomes function's stream mapping (its records name the stream batches given up after 24 h), "+
+			"which cdk-nag does not recognise as a DLQ; a DLQ behind it would never receive anything.")
+	suppress(n.Outcomes.Role(), "AwsSolutions-IAM5",
+		"dynamodb:ListStreams takes no resource (it lists stream ARNs and reads no data); the DynamoDB event source's grant adds it on * "+
+			"beside DescribeStream, GetRecords and GetShardIterator on the ledger's stream alone, and Lambda checks it when it creates the mapping.",
+		"Resource::*")
+	if n.OutcomeQueue != nil {
+		suppress(n.OutcomeQueue, "AwsSolutions-SQS3",
+			"An example subscriber's queue for the outcome events: whoever consumes it gives it the redrive policy (a DLQ and a receive count) "+
+				"that fits their consumer; the stack has no consumer of it to fit one to.")
+	}
 	if len(n.EmailTemplates) > 0 {
 		prefix := "Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:template/" + n.TemplatePrefix + "*"
 		why := "SES names a send's template at send time; the grant covers the stage's own templates (its nudge-<stage>- prefix, the templates/email folder the stack deploys), so that adding a template needs no policy change, and nothing else."

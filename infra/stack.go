@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
@@ -47,6 +48,8 @@ type NudgeStackProps struct {
 	// deploys to SES when the stage runs ses. Default: templates/email at
 	// the repository's root.
 	TemplatesDir string
+	// Options are the stack's settings beyond the stage's (OptionsFromContext).
+	Options Options
 }
 
 func (p *NudgeStackProps) templatesDir() string {
@@ -93,6 +96,16 @@ type NudgeStack struct {
 	// EmailEvents is the log group of SES's sending events, one line per
 	// event, when the stage runs ses.
 	EmailEvents awslogs.LogGroup
+	// Outcomes is the function that reads the ledger's stream and puts the
+	// outcome events on EventBus (the stage's own bus, or the account's
+	// default); OutcomesDLQ receives its mapping's on-failure records.
+	Outcomes    awslambda.Function
+	OutcomesDLQ awssqs.Queue
+	EventBus    awsevents.IEventBus
+	// OutcomeQueue and OutcomeRule are the example subscriber, with
+	// Options.OutcomeQueue.
+	OutcomeQueue awssqs.Queue
+	OutcomeRule  awsevents.Rule
 }
 
 func str(s string) *string           { return jsii.String(s) }
@@ -164,6 +177,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
 	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
 	n.intake(s, props.BuildDir, res, removal)
+	n.outcomes(s, props, def, removal)
 
 	// Least privilege: only the actions each function calls, on its own
 	// resources (docs/infrastructure.md lists them).
@@ -229,6 +243,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		"ConsumerFunction": n.Consumer.FunctionName(), "EnqueueFunction": n.Enqueue.FunctionName(), "AlarmTopic": n.AlarmTopic.TopicArn(),
 		"OperatorPolicyArn": n.Operator.ManagedPolicyArn(),
 		"IntakeFunction":    n.Intake.FunctionName(), "IntakeUrl": n.IntakeURL.Url(), "IntakeCallerPolicyArn": n.IntakeCallers.ManagedPolicyArn(),
+		"OutcomesFunction": n.Outcomes.FunctionName(), "OutcomeEventBusArn": n.EventBus.EventBusArn(), "OutcomesDeadLetterQueueUrl": n.OutcomesDLQ.QueueUrl(),
 	} {
 		awscdk.NewCfnOutput(stack, str(name), &awscdk.CfnOutputProps{Value: v})
 	}
@@ -240,7 +255,8 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 
 // newTable defines the ledger table from def, ledger.TableInput: the
 // definition the local stand-ins are created with. Every global secondary
-// index of def becomes one of the table's, with its keys and projection.
+// index of def becomes one of the table's, with its keys and projection,
+// and def's stream, if it has one, the table's, with its view type.
 func newTable(stack awscdk.Stack, def *dynamodb.CreateTableInput, retain bool, removal awscdk.RemovalPolicy) awsdynamodb.Table {
 	types := map[string]awsdynamodb.AttributeType{}
 	for _, a := range def.AttributeDefinitions {
@@ -259,6 +275,7 @@ func newTable(stack awscdk.Stack, def *dynamodb.CreateTableInput, retain bool, r
 	}
 	t := awsdynamodb.NewTable(stack, str("Ledger"), &awsdynamodb.TableProps{
 		TableName:    def.TableName,
+		Stream:       streamView(def),
 		PartitionKey: key(def.KeySchema, ddbtypes.KeyTypeHash), SortKey: key(def.KeySchema, ddbtypes.KeyTypeRange),
 		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: jsii.Bool(true)},
@@ -305,6 +322,28 @@ func newTable(stack awscdk.Stack, def *dynamodb.CreateTableInput, retain bool, r
 		t.AddGlobalSecondaryIndex(index)
 	}
 	return t
+}
+
+// streamView is the view type of def's stream, or "" (no stream) when def
+// has none or disables it. A view type CDK does not know stops the
+// synthesis: the outcomes function's filter reads new images.
+func streamView(def *dynamodb.CreateTableInput) awsdynamodb.StreamViewType {
+	spec := def.StreamSpecification
+	if spec == nil || spec.StreamEnabled == nil || !*spec.StreamEnabled {
+		return ""
+	}
+	switch spec.StreamViewType {
+	case ddbtypes.StreamViewTypeNewAndOldImages:
+		return awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES
+	case ddbtypes.StreamViewTypeNewImage:
+		return awsdynamodb.StreamViewType_NEW_IMAGE
+	case ddbtypes.StreamViewTypeOldImage:
+		return awsdynamodb.StreamViewType_OLD_IMAGE
+	case ddbtypes.StreamViewTypeKeysOnly:
+		return awsdynamodb.StreamViewType_KEYS_ONLY
+	}
+	panic(fmt.Sprintf("ledger table %s has a stream of view type %q, which the stack does not know (NEW_AND_OLD_IMAGES, NEW_IMAGE, OLD_IMAGE, KEYS_ONLY)",
+		*def.TableName, spec.StreamViewType))
 }
 
 // indexARN is the ARN of one of the ledger table's indexes.
@@ -551,6 +590,7 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 	}
 	add("ticks-lost", "Enqueue ticks are being lost (runs failing, ticks dropped after a minute, or Scheduler unable to invoke the enqueue): hand-offs wait. Their records are in the schedule DLQ.",
 		n.SchedulerDLQ.MetricNumberOfMessagesSent(sum), 0, 5, 3, notBreaching)
+	n.outcomeAlarms(add)
 }
 
 // dashboard shows the Nudge metrics and the queue depths.
@@ -590,5 +630,5 @@ func (n *NudgeStack) dashboard(s deployment.Stage) {
 		Left: &[]awscloudwatch.IMetric{n.Intake.MetricInvocations(sum), nudgeMetric("intake", intake.MetricAnswered5xx, "Sum"), n.Intake.MetricErrors(sum),
 			n.Intake.MetricThrottles(sum)},
 		Right: &[]awscloudwatch.IMetric{n.Intake.MetricDuration(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("p99")})},
-	}))
+	}), n.outcomesWidget())
 }

@@ -24,11 +24,17 @@ func TestMain(m *testing.M) {
 // synth builds the stack for a stage and returns its template.
 func synth(t *testing.T, s deployment.Stage) (*NudgeStack, assertions.Template) {
 	t.Helper()
+	return synthWith(t, s, Options{})
+}
+
+// synthWith builds the stack for a stage with options.
+func synthWith(t *testing.T, s deployment.Stage, o Options) (*NudgeStack, assertions.Template) {
+	t.Helper()
 	var n *NudgeStack
 	var tpl assertions.Template
 	must(t, func() {
 		app := awscdk.NewApp(nil)
-		n = NewNudgeStack(app, "Nudge-"+s.Name, &NudgeStackProps{Stage: s, BuildDir: "../build", Nag: true})
+		n = NewNudgeStack(app, "Nudge-"+s.Name, &NudgeStackProps{Stage: s, BuildDir: "../build", Nag: true, Options: o})
 		tpl = assertions.Template_FromStack(n.Stack, nil)
 	})
 	return n, tpl
@@ -206,16 +212,26 @@ func TestInvariants(t *testing.T) {
 					t.Errorf("function %s logs %v, want JSON", id, p["LoggingConfig"])
 				}
 			}
+			// The consumer's mapping (the outcomes function's, on the stream,
+			// is TestTheOutcomesFunction's).
 			esm := tp.resources("AWS::Lambda::EventSourceMapping")
-			if len(esm) != 1 {
-				t.Fatalf("%d event source mappings", len(esm))
+			if len(esm) != 2 {
+				t.Fatalf("%d event source mappings, want the consumer's and the outcomes function's", len(esm))
 			}
+			consumers := 0
 			for _, m := range esm {
 				p := props(m)
+				if !strings.Contains(fmt.Sprint(p["FunctionName"]), "Consumer") {
+					continue
+				}
+				consumers++
 				if fmt.Sprint(p["FunctionResponseTypes"]) != "[ReportBatchItemFailures]" || num64(t, p["BatchSize"]) != float64(s.BatchSize) ||
 					num64(t, p["ScalingConfig"].(map[string]any)["MaximumConcurrency"]) != float64(s.MaxConcurrency) {
 					t.Errorf("event source mapping %v", p)
 				}
+			}
+			if consumers != 1 {
+				t.Errorf("%d event source mappings of the consumer, want 1", consumers)
 			}
 			table := tp.one(t, "AWS::DynamoDB::Table", "TableName", s.TableName())
 			tprops := props(table)
@@ -284,7 +300,8 @@ func TestInvariants(t *testing.T) {
 				}
 			}
 			for _, want := range []string{"expired", "consumer-duration", "unstarted", "publish-failed", "dynamodb-throttles", "ticks-lost", "overdue-pending", "dlq-not-empty",
-				"consumer-errors", "enqueue-errors", "intake-errors", "intake-5xx", "consumer-throttles", "enqueue-throttles", "intake-throttles"} {
+				"consumer-errors", "enqueue-errors", "intake-errors", "intake-5xx", "consumer-throttles", "enqueue-throttles", "intake-throttles",
+				"outcomes-errors", "outcomes-iterator-age", "outcomes-dlq-not-empty", "outcomes-publish-failed", "outcomes-undecodable"} {
 				if !names[want] {
 					t.Errorf("no %s alarm", want)
 				}
