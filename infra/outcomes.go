@@ -33,12 +33,14 @@ const (
 	// it invokes: one second groups the writes of a consumer's batch into
 	// one invocation and adds at most a second to an event's delay.
 	outcomesBatchingWindow = time.Second
-	// outcomesMaxRecordAge is how long a failing record is retried: 24 h,
-	// DynamoDB Streams' retention. The mapping's retries are unlimited (no
+	// outcomesMaxRecordAge is how long a failing record is retried: 23 h,
+	// an hour inside DynamoDB Streams' 24 h retention, so that Lambda gives
+	// the record up, and writes its on-failure record to the outcomes DLQ,
+	// while the stream still holds it (a record the stream trims first may
+	// leave no trace). The mapping's retries are otherwise unlimited (no
 	// MaximumRetryAttempts: CDK's RetryAttempts left unset is -1); at this
-	// age (MaxRecordAge, MaximumRecordAgeInSeconds) Lambda gives the record
-	// up and writes its on-failure record to the outcomes DLQ.
-	outcomesMaxRecordAge = 24 * time.Hour
+	// age (MaxRecordAge, MaximumRecordAgeInSeconds) the age alone ends them.
+	outcomesMaxRecordAge = 23 * time.Hour
 	// outcomesIteratorAgeAlarm is the stream iterator age (the age of the
 	// last record of an invocation's batch) above which, in 3 minutes of 3,
 	// the outcomes-iterator-age alarm fires: events are that late.
@@ -183,7 +185,7 @@ func (n *NudgeStack) outcomeAlarms(add alarmFunc) {
 	add("outcomes-iterator-age", fmt.Sprintf("The outcomes function's stream iterator age was above %v in 3 of 3 minutes: "+
 		"outcome events are that late (a failing or slow batch holds its shard).", outcomesIteratorAgeAlarm),
 		n.Outcomes.Metric(str("IteratorAge"), minute), float64(outcomesIteratorAgeAlarm.Milliseconds()), 3, 0, notBreaching)
-	add("outcomes-dlq-not-empty", "A stream batch failed for 24 h and the mapping gave it up: the outcome events of those ledger changes "+
+	add("outcomes-dlq-not-empty", "A stream batch failed for 23 h and the mapping gave it up: the outcome events of those ledger changes "+
 		"were not put. The record in the outcomes DLQ names the shard and sequence numbers.",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(v, 0) + FILL(h, 0)"), Label: str("Outcomes DLQ messages"),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"v": n.OutcomesDLQ.MetricApproximateNumberOfMessagesVisible(minute),

@@ -103,7 +103,7 @@ func TestTheOutcomesFunction(t *testing.T) {
 				"MaximumBatchingWindowInSeconds": `1`,
 				"FunctionResponseTypes":          `["ReportBatchItemFailures"]`,
 				"ParallelizationFactor":          `1`,
-				"MaximumRecordAgeInSeconds":      `86400`,
+				"MaximumRecordAgeInSeconds":      `82800`,
 				"BisectBatchOnFunctionError":     `false`,
 				"DestinationConfig":              `{"OnFailure":{"Destination":{"Fn::GetAtt":["` + ids.dlq + `","Arn"]}}}`,
 				"FilterCriteria":                 `{"Filters":[{"Pattern":` + strconv.Quote(string(pattern)) + `}]}`,
@@ -115,7 +115,7 @@ func TestTheOutcomesFunction(t *testing.T) {
 			}
 			// Unlimited retries (-1, the default): the record's age ends them.
 			if r, ok := m["MaximumRetryAttempts"]; ok && num64(t, r) != -1 {
-				t.Errorf("the mapping gives up after %v retries; want the 24 h age alone to end them", r)
+				t.Errorf("the mapping gives up after %v retries; want the 23 h age alone to end them", r)
 			}
 			if !strings.Contains(string(pattern), `{"prefix":"DLV#"}`) ||
 				!strings.Contains(string(pattern), `"NewImage":{"status":{"S":["sent","dead","expired","cancelled"]}}`) {
