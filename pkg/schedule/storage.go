@@ -82,6 +82,9 @@ func deliveryDocument(d ledger.Delivery, reveal bool) DeliveryDocument {
 	if reveal {
 		dd.Address = d.Address
 	}
+	if f := d.Feedback; f.Kind != "" {
+		dd.Feedback = &Feedback{Kind: string(f.Kind), Detail: f.Detail, At: FormatOpt(f.At), Failed: f.Failed()}
+	}
 	return dd
 }
 
