@@ -138,7 +138,7 @@ func (f *Function) HandleRecord(ctx context.Context, rec events.SQSMessage) erro
 		log.Error("feedback undecodable; acknowledged, since no retry can read it", "error", err.Error())
 		return nil
 	}
-	log = log.With("sesMessageId", e.MessageID)
+	log = log.With("providerMessageId", e.MessageID)
 	d, err := f.cfg.Ledger.RecordFeedback(ctx, e.Key, e.Feedback)
 	switch {
 	case err == nil:
