@@ -159,13 +159,15 @@ func variants(t *testing.T) []struct {
 			mail["tags"].(map[string]any)["nudge_reminder"] = []any{recipient}
 		}), feedback.ErrMalformed},
 		{"no message id", edit(t, "send.json", func(_, _, mail map[string]any) { mail["messageId"] = recipient }), feedback.ErrMalformed},
-		{"an eventType of another detail-type", edit(t, "bounce-permanent.json", func(_, d, _ map[string]any) { d["eventType"] = "Delivery" }), feedback.ErrMalformed},
+		{"an eventType of another detail-type", edit(t, "bounce-permanent.json", func(_, d, _ map[string]any) {
+			d["eventType"] = "Delivery"
+		}), feedback.ErrMalformed},
 		{"an eventType that is an address", edit(t, "bounce-permanent.json", func(_, d, _ map[string]any) { d["eventType"] = recipient }), feedback.ErrMalformed},
 		{"a bounce without its object", edit(t, "bounce-permanent.json", func(_, d, _ map[string]any) { delete(d, "bounce") }), feedback.ErrMalformed},
 		{"a time that is not one", edit(t, "delivery.json", func(_, d, _ map[string]any) {
 			d["delivery"].(map[string]any)["timestamp"] = recipient
 		}), feedback.ErrMalformed},
-		{"a field of the wrong type", edit(t, "delivery.json", func(_, d, _ map[string]any) { d["mail"].(map[string]any)["headers"] = recipient }), feedback.ErrMalformed},
+		{"a field of the wrong type", edit(t, "delivery.json", func(_, _, mail map[string]any) { mail["headers"] = recipient }), feedback.ErrMalformed},
 	}
 }
 

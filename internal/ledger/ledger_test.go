@@ -204,9 +204,11 @@ func TestFeedbackKeepsEveryWriteAtOneUnit(t *testing.T) {
 	msg := "0100019a5f6e2b3c-8d2f4a61-3b7e-4c2a-9f10-6e5d4c3b2a19-000000"
 	events := []ledger.Feedback{
 		{Kind: ledger.FeedbackSentByProvider, At: t0.Add(time.Second), ID: msg + ":Send:2026-11-30T09:00:01.000Z", MessageID: msg},
-		{Kind: ledger.FeedbackDelayed, Detail: "TransientCommunicationFailure", At: t0.Add(2 * time.Minute), ID: msg + ":DeliveryDelay:2026-11-30T09:02:00.000Z", MessageID: msg},
+		{Kind: ledger.FeedbackDelayed, Detail: "TransientCommunicationFailure", At: t0.Add(2 * time.Minute),
+			ID: msg + ":DeliveryDelay:2026-11-30T09:02:00.000Z", MessageID: msg},
 		{Kind: ledger.FeedbackDelivered, Detail: "250", At: t0.Add(3 * time.Second), ID: msg + ":Delivery:2026-11-30T09:00:03.000Z", MessageID: msg},
-		{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: t0.Add(4 * time.Second), ID: "0100019a5f6e31aa-9c0b7d52-4a1e-4f3b-8e21-7d6c5b4a3f20-000000", MessageID: msg},
+		{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: t0.Add(4 * time.Second),
+			ID: "0100019a5f6e31aa-9c0b7d52-4a1e-4f3b-8e21-7d6c5b4a3f20-000000", MessageID: msg},
 		{Kind: ledger.FeedbackComplained, Detail: "abuse", At: t0.Add(time.Hour), ID: "0100019a5f9b44cc-2e1d0c9b-8a7f-4e6d-b5c4-3a2b1c0d9e8f-000000", MessageID: msg},
 	}
 	for _, attempts := range []int{1, 4} {
@@ -237,7 +239,8 @@ func TestFeedbackKeepsEveryWriteAtOneUnit(t *testing.T) {
 			}
 		}
 		key := map[string]types.AttributeValue{
-			"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey(d.ReminderID)}, "SK": &types.AttributeValueMemberS{Value: ledger.SortKey(d.Channel, d.Provider)}}
+			"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey(d.ReminderID)},
+			"SK": &types.AttributeValueMemberS{Value: ledger.SortKey(d.Channel, d.Provider)}}
 		sizeNow := func() int {
 			t.Helper()
 			out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})

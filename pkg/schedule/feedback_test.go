@@ -18,14 +18,16 @@ func TestADeliveryThatFailedAfterSendingCannotBeMissed(t *testing.T) {
 	d := ledger.Delivery{ReminderID: "rem-1", Channel: "email", Provider: "ses", Status: ledger.StatusSent, Address: "ana.lima@example.com",
 		Feedback: ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1", At: at, MessageID: "msg-1"}}
 	doc := deliveryDocument(d, false)
-	if doc.Status != StatusSent || doc.Feedback == nil || *doc.Feedback != (Feedback{Kind: "bounced", Detail: "Permanent/General 5.1.1", At: "2026-11-30T09:00:02.669Z", Failed: true}) {
+	want := Feedback{Kind: "bounced", Detail: "Permanent/General 5.1.1", At: "2026-11-30T09:00:02.669Z", Failed: true}
+	if doc.Status != StatusSent || doc.Feedback == nil || *doc.Feedback != want {
 		t.Fatalf("document %+v, feedback %+v", doc, doc.Feedback)
 	}
 	if got, want := doc.Told(), "sent, then bounced (Permanent/General 5.1.1) at 2026-11-30T09:00:02.669Z"; got != want {
 		t.Errorf("Told() = %q, want %q", got, want)
 	}
 	b, _ := json.Marshal(doc)
-	if !strings.Contains(string(b), `"status":"sent"`) || !strings.Contains(string(b), `"feedback":{"kind":"bounced","detail":"Permanent/General 5.1.1","at":"2026-11-30T09:00:02.669Z","failed":true}`) {
+	wantJSON := `"feedback":{"kind":"bounced","detail":"Permanent/General 5.1.1","at":"2026-11-30T09:00:02.669Z","failed":true}`
+	if !strings.Contains(string(b), `"status":"sent"`) || !strings.Contains(string(b), wantJSON) {
 		t.Errorf("JSON %s", b)
 	}
 	d.Feedback = ledger.Feedback{Kind: ledger.FeedbackDelivered, Detail: "250 2.6.0", At: at}

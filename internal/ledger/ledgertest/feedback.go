@@ -20,11 +20,13 @@ import (
 
 // SES-like events of one message, at provider times after t0.
 var (
-	fbSend      = ledger.Feedback{Kind: ledger.FeedbackSentByProvider, At: t0.Add(time.Second), ID: "msg-1:Send:2026-11-30T09:00:01.000Z", MessageID: "msg-1"}
-	fbDelay     = ledger.Feedback{Kind: ledger.FeedbackDelayed, Detail: "TransientCommunicationFailure", At: t0.Add(2 * time.Second), ID: "msg-1:DeliveryDelay:2", MessageID: "msg-1"}
+	fbSend  = ledger.Feedback{Kind: ledger.FeedbackSentByProvider, At: t0.Add(time.Second), ID: "msg-1:Send:2026-11-30T09:00:01.000Z", MessageID: "msg-1"}
+	fbDelay = ledger.Feedback{Kind: ledger.FeedbackDelayed, Detail: "TransientCommunicationFailure", At: t0.Add(2 * time.Second),
+		ID: "msg-1:DeliveryDelay:2", MessageID: "msg-1"}
 	fbSoft      = ledger.Feedback{Kind: ledger.FeedbackBounced, Detail: "Transient/MailboxFull", At: t0.Add(3 * time.Second), ID: "fb-soft", MessageID: "msg-1"}
 	fbDelivered = ledger.Feedback{Kind: ledger.FeedbackDelivered, Detail: "250", At: t0.Add(4 * time.Second), ID: "msg-1:Delivery:4", MessageID: "msg-1"}
-	fbHard      = ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: t0.Add(5 * time.Second), ID: "fb-hard", MessageID: "msg-1"}
+	fbHard      = ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: t0.Add(5 * time.Second),
+		ID: "fb-hard", MessageID: "msg-1"}
 	fbComplaint = ledger.Feedback{Kind: ledger.FeedbackComplained, Detail: "abuse", At: t0.Add(time.Hour), ID: "fb-complaint", MessageID: "msg-1"}
 )
 
@@ -286,7 +288,8 @@ func testFeedbackLeavesAnUnsentDeliveryAsItIs(t *testing.T, b bundle) {
 func testFeedbackKeepsTheItemBounded(t *testing.T, b bundle) {
 	d := b.sent(t, "rem-fb-many")
 	delay := func(i int) ledger.Feedback {
-		return ledger.Feedback{Kind: ledger.FeedbackDelayed, Detail: "MailboxFull", At: t0.Add(time.Duration(i) * time.Second), ID: fmt.Sprint("delay-", i), MessageID: "msg-1"}
+		return ledger.Feedback{Kind: ledger.FeedbackDelayed, Detail: "MailboxFull", At: t0.Add(time.Duration(i) * time.Second),
+			ID: fmt.Sprint("delay-", i), MessageID: "msg-1"}
 	}
 	var got ledger.Delivery
 	for i := range 12 {
