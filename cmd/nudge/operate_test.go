@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -380,5 +381,47 @@ func TestExplainSaysWhatToDo(t *testing.T) {
 		if code != c.code || !strings.Contains(msg, c.want) {
 			t.Errorf("%v: %q (exit %d); want %q (exit %d)", c.err, msg, code, c.want, c.code)
 		}
+	}
+}
+
+// TestReminderShowTellsWhatTheProviderSaid: an e-mail sent, then bounced
+// for good, reads sent in the ledger and the --json document (with its
+// feedback, failed), and `nudge reminder show` says it in its status and
+// on a line of its own.
+func TestReminderShowTellsWhatTheProviderSaid(t *testing.T) {
+	f := opsSetup(t)
+	d := ledger.Delivery{ReminderID: "rem-ops-fb", Channel: "email", Provider: "ses", RecipientRef: "acct-7/contact-1", TemplateRef: "renewal-notice",
+		Address: "ana.lima@example.com", DueAt: opsT0, ExpiresAt: opsT0.Add(24 * time.Hour), Status: ledger.StatusQueued}
+	if err := f.l.Create(f.ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.l.Claim(f.ctx, ledger.Claim{Key: d.Key(), Token: "t9", LeaseUntil: opsT0.Add(time.Minute), DueBy: opsT0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Complete(f.ctx, c, "ses-msg-1"); err != nil {
+		t.Fatal(err)
+	}
+	bounce := ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1",
+		At: time.Date(2026, 11, 2, 9, 0, 2, 669e6, time.UTC), ID: "fb-1", MessageID: "ses-msg-1"}
+	if _, err := f.l.RecordFeedback(f.ctx, d.Key(), bounce); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := f.run("", "reminder", "show", "rem-ops-fb")
+	told := "sent, then bounced (Permanent/General 5.1.1) at 2026-11-02T09:00:02.669Z"
+	if code != exitOK || !hasLine(out, "rem-ops-fb:email:ses", told) || !strings.Contains(out, "FAILED AFTER SENDING: rem-ops-fb:email:ses: "+told) ||
+		!hasLine(out, "rem-ops-fb:email:ses", "sent", "bounced Permanent/General 5.1.1") {
+		t.Errorf("show: %d %s\n%s", code, errs, out)
+	}
+	code, out, _ = f.run("", "reminder", "show", "--json", "rem-ops-fb")
+	var doc schedule.Document
+	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil || len(doc.Deliveries) != 1 {
+		t.Fatalf("show --json: %d %v\n%s", code, err, out)
+	}
+	if dd := doc.Deliveries[0]; dd.Status != schedule.StatusSent || dd.Feedback == nil || !dd.Feedback.Failed || dd.Feedback.Kind != "bounced" {
+		t.Errorf("the document's delivery %+v, feedback %+v", dd, dd.Feedback)
+	}
+	if last := doc.History[len(doc.History)-1]; !last.Feedback || last.Status != schedule.StatusSent {
+		t.Errorf("the history's last entry %+v; want the feedback, status sent", last)
 	}
 }

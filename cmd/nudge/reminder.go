@@ -79,9 +79,14 @@ off, and the transition history in time order.`, s)
 			default:
 				handed = "no, from " + d.PublishAt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Status, handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Told(), handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
 		}
 		tw.Flush()
+		for _, d := range doc.Deliveries {
+			if d.Feedback != nil && d.Feedback.Failed {
+				fmt.Fprintf(out, "\nFAILED AFTER SENDING: %s: %s (the recipient did not get it, or complained of it)\n", d.Key, d.Told())
+			}
+		}
 		addresses := false
 		for _, d := range doc.Deliveries {
 			if d.Address != "" {

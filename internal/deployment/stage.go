@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/internal/feedback"
 	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/intake"
@@ -47,6 +48,11 @@ type Stage struct {
 	// which reads the ledger's stream and puts the outcome events.
 	OutcomesMemoryMB int
 	OutcomesTimeout  time.Duration
+	// FeedbackMemoryMB and FeedbackTimeout size the feedback function,
+	// which records SES's sending events on their deliveries; it is needed
+	// only when the stage runs ses (the stack decides).
+	FeedbackMemoryMB int
+	FeedbackTimeout  time.Duration
 	// EventBus is where the outcome events go: "" for the stage's own bus
 	// (EventBusName), "default" for the account's default bus.
 	EventBus string
@@ -120,6 +126,7 @@ func Dev() Stage {
 		EnqueueMemoryMB: 256, EnqueueTimeout: 55 * time.Second,
 		IntakeMemoryMB: 256, IntakeTimeout: 10 * time.Second,
 		OutcomesMemoryMB: 128, OutcomesTimeout: 30 * time.Second,
+		FeedbackMemoryMB: 128, FeedbackTimeout: 30 * time.Second,
 		BatchSize: 10, BatchingWindow: time.Second, MaxConcurrency: 5, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
@@ -241,6 +248,8 @@ func (s Stage) Validate() error {
 	check(s.ProviderTimeout >= time.Second, "provider timeout %v is below 1 s", s.ProviderTimeout)
 	check(s.ConsumerTimeout <= 15*time.Minute && s.EnqueueTimeout <= 15*time.Minute && s.OutcomesTimeout <= 15*time.Minute, "a function timeout above Lambda's 15 minutes")
 	check(s.OutcomesTimeout >= time.Second && s.OutcomesMemoryMB >= 128, "the outcomes function needs a timeout of 1 s or more and 128 MB or more (it has %v, %d MB)", s.OutcomesTimeout, s.OutcomesMemoryMB)
+	check(s.FeedbackTimeout >= time.Second && s.FeedbackTimeout <= 15*time.Minute && s.FeedbackMemoryMB >= 128 && s.FeedbackMemoryMB <= 10240,
+		"the feedback function needs a timeout of 1 s to 15 minutes and 128 to 10240 MB (it has %v, %d MB)", s.FeedbackTimeout, s.FeedbackMemoryMB)
 	check(s.EventBus == "" || s.EventBus == DefaultBus, "event bus %q: leave it empty for the stage's own bus, or set default for the account's default bus (-c eventBus=default)", s.EventBus)
 	check(s.Visibility() <= 12*time.Hour, "visibility %v above SQS's 12 h", s.Visibility())
 	// The event source mapping receives a message up to the batching
@@ -314,6 +323,9 @@ func (s Stage) Validate() error {
 		check(false, "%v", err)
 	}
 	if _, err := outcome.SettingsFromEnv(mapEnv(s.OutcomesEnv())); err != nil {
+		check(false, "%v", err)
+	}
+	if _, err := feedback.SettingsFromEnv(mapEnv(s.FeedbackEnv(placeholders))); err != nil {
 		check(false, "%v", err)
 	}
 	check(s.LogRetentionDays > 0, "log retention must be set")
@@ -440,6 +452,15 @@ func (s Stage) IntakeEnv(r Resources) map[string]string {
 // outcome.Settings): the bus and the stage's name.
 func (s Stage) OutcomesEnv() map[string]string {
 	return map[string]string{"NUDGE_EVENT_BUS": s.EventBusName(), "NUDGE_STAGE_NAME": s.Name}
+}
+
+// FeedbackEnv is the feedback function's environment (see
+// feedback.Settings): the ledger table, and the stage's name, whose
+// configuration set's (nudge-<stage>) events it records. The function is
+// needed only when the stage runs ses, the one provider that reports
+// feedback; the stack decides whether to deploy it.
+func (s Stage) FeedbackEnv(r Resources) map[string]string {
+	return map[string]string{"NUDGE_TABLE": r.Table, "NUDGE_STAGE_NAME": s.Name}
 }
 
 // topicARN matches an SNS topic's ARN (for the alarm topic).

@@ -10,6 +10,7 @@ import (
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/internal/feedback"
 	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/provider/webhook"
@@ -65,6 +66,10 @@ func TestValidateRefusesBrokenRelations(t *testing.T) {
 		"intake timeout above Lambda's": {func(s *deployment.Stage) { s.IntakeTimeout = 16 * time.Minute }, "intake timeout 16m0s"},
 		"intake reserving below 0":      {func(s *deployment.Stage) { s.IntakeReservedConcurrency = -1 }, "intake reserved concurrency -1; use 0 (no cap) to 1000"},
 		"intake reserving above 1000":   {func(s *deployment.Stage) { s.IntakeReservedConcurrency = 1001 }, "intake reserved concurrency 1001"},
+		"feedback timeout below 1s":     {func(s *deployment.Stage) { s.FeedbackTimeout = 0 }, "the feedback function needs a timeout of 1 s to 15 minutes"},
+		"feedback memory below 128":     {func(s *deployment.Stage) { s.FeedbackMemoryMB = 64 }, "(it has 30s, 64 MB)"},
+		"feedback timeout above Lambda": {func(s *deployment.Stage) { s.FeedbackTimeout = 16 * time.Minute }, "(it has 16m0s, 128 MB)"},
+		"feedback without a stage name": {func(s *deployment.Stage) { s.Name = "" }, "feedback: NUDGE_STAGE_NAME is not set"},
 	} {
 		s := deployment.Dev()
 		tc.edit(&s)
@@ -130,6 +135,13 @@ func TestFunctionsAcceptTheEnvironmentTheStageGives(t *testing.T) {
 	}
 	if e, err := enqueue.SettingsFromEnv(getenv(email.EnqueueEnv(r))); err != nil || e.ProviderEnv[ses.EnvTemplatePrefix] != ses.TemplatePrefix("dev") {
 		t.Fatalf("the enqueue of a stage running ses records %v (%v); want its template prefix", e.ProviderEnv, err)
+	}
+	if f, err := feedback.SettingsFromEnv(getenv(email.FeedbackEnv(r))); err != nil || f.Table != "t" || f.Stage != "dev" ||
+		ses.ConfigurationSet(f.Stage) != "nudge-dev" {
+		t.Fatalf("feedback settings %+v, %v; want the table and the stage whose configuration set it reads", f, err)
+	}
+	if s.FeedbackMemoryMB != 128 || s.FeedbackTimeout != 30*time.Second {
+		t.Fatalf("the feedback function is sized %d MB, %v; want 128 MB, 30 s", s.FeedbackMemoryMB, s.FeedbackTimeout)
 	}
 	if _, ok := s.IntakeEnv(r)["NUDGE_SHARDS"]; ok {
 		t.Error("the intake is given a shard count; it reads the table's registry")

@@ -91,8 +91,18 @@ type Delivery struct {
 	TTL time.Time
 	// Index is where a live delivery stands in the due index; nil once it
 	// has ended.
-	Index   *IndexPosition
+	Index *IndexPosition
+	// History is the last transitions, and the provider's feedback
+	// entries among them (Entry.Feedback; Transitions leaves those out).
 	History []Entry
+	// Feedback is the provider's feedback that stands (RecordFeedback has
+	// the rules); zero if none was recorded. Its ID is empty: the ledger
+	// keeps digests of the IDs, in FeedbackSeen.
+	Feedback Feedback
+	// FeedbackSeen are the digests (FeedbackDigest) of the last
+	// MaxFeedbackSeen feedback events recorded, by which a repeat is
+	// refused.
+	FeedbackSeen []string
 }
 
 // IndexPosition is a live delivery's place in the due index.
@@ -114,13 +124,18 @@ type Entry struct {
 	Attempt int `dynamodbav:"a,omitempty" json:"attempt,omitempty"`
 	// Class is the error class, for failures.
 	Class failure.Class `dynamodbav:"c,omitempty" json:"class,omitempty"`
-	// Note is a short free text: a reason, a retry time, a receipt.
+	// Note is a short free text: a reason, a retry time, a receipt; for
+	// feedback, which ("bounced Permanent/General").
 	Note string `dynamodbav:"n,omitempty" json:"note,omitempty"`
+	// Feedback is set on an entry that records the provider's feedback
+	// (RecordFeedback; the note names it) rather than a transition:
+	// Status is then the status the delivery had, unchanged.
+	Feedback bool `dynamodbav:"f,omitempty" json:"feedback,omitempty"`
 }
 
 // LapsedLeaseTaken reports whether d, as its latest claim left it, follows
 // an attempt that started and never recorded an end: the claim took over
-// its lapsed lease (the history's last two entries are both sending), or
+// its lapsed lease (the last two transitions are both sending), or
 // the repair handed it back to the queue after that attempt
 // (UnendedAttempt is the one before this claim's). That attempt may have
 // reached the provider before its consumer died or lost the message. A
@@ -129,8 +144,9 @@ func (d Delivery) LapsedLeaseTaken() bool {
 	if d.Status != StatusSending {
 		return false
 	}
-	n := len(d.History)
-	if n >= 2 && d.History[n-1].Status == StatusSending && d.History[n-2].Status == StatusSending {
+	h := d.Transitions()
+	n := len(h)
+	if n >= 2 && h[n-1].Status == StatusSending && h[n-2].Status == StatusSending {
 		return true
 	}
 	return d.UnendedAttempt > d.BudgetFrom && d.UnendedAttempt == d.Attempts-1
@@ -162,14 +178,15 @@ func UnendedNote(attempt int) string {
 }
 
 // EndedUnended returns, for a delivery that was cancelled or expired while
-// an attempt's outcome was unknown, that attempt (the history's last
-// entry says so, class ambiguous); 0 otherwise. Such a delivery may have
+// an attempt's outcome was unknown, that attempt (the last transition
+// says so, class ambiguous); 0 otherwise. Such a delivery may have
 // reached its recipient: an operator checks the provider's record.
 func (d Delivery) EndedUnended() int {
-	if len(d.History) == 0 || (d.Status != StatusCancelled && d.Status != StatusExpired) {
+	h := d.Transitions()
+	if len(h) == 0 || (d.Status != StatusCancelled && d.Status != StatusExpired) {
 		return 0
 	}
-	if e := d.History[len(d.History)-1]; e.Status == d.Status && e.Class == failure.ClassAmbiguous {
+	if e := h[len(h)-1]; e.Status == d.Status && e.Class == failure.ClassAmbiguous {
 		return max(e.Attempt, 1)
 	}
 	return 0

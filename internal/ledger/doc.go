@@ -10,6 +10,12 @@
 // Failure ALL_OLD), and the ledger turns that into a *RefusedError naming why:
 // already sent, in flight elsewhere, not yet due, expired. No extra read.
 //
+// A provider's feedback on a message (RecordFeedback: a bounce, a
+// complaint, a delivery) is recorded beside the status, never changing
+// it: the feedback that stands (a failing one over an informational one,
+// else the later by the provider's time), a history entry, and the ids
+// seen, so that a repeat is refused (ErrFeedbackSeen).
+//
 // Each transition appends an entry to the item's history in the same write,
 // bounded to the last Config.HistoryLimit entries. docs/ledger.md has the item
 // layout, the state machine and the write units of each transition.

@@ -53,6 +53,12 @@ type item struct {
 	Receipt        string            `dynamodbav:"receipt,omitempty"`
 	UpdatedAt      string            `dynamodbav:"updatedAt,omitempty"`
 	History        []Entry           `dynamodbav:"history"`
+	Feedback       FeedbackKind      `dynamodbav:"feedback,omitempty"`
+	FeedbackAt     string            `dynamodbav:"feedbackAt,omitempty"`
+	FeedbackDetail string            `dynamodbav:"feedbackDetail,omitempty"`
+	FeedbackPerm   bool              `dynamodbav:"feedbackPermanent,omitempty"`
+	ProviderMsgID  string            `dynamodbav:"providerMessageId,omitempty"`
+	FeedbackIDs    []string          `dynamodbav:"feedbackIds,omitempty"`
 	TTL            int64             `dynamodbav:"ttl,omitempty"`
 	DueShard       string            `dynamodbav:"dueShard,omitempty"`
 	DueSort        string            `dynamodbav:"dueSort,omitempty"`
@@ -108,6 +114,14 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		Receipt: d.Receipt, UpdatedAt: formatOpt(d.UpdatedAt), History: d.History,
 		TTL:      unixOpt(d.TTL),
 		DueShard: shard, DueSort: sort,
+		Feedback: d.Feedback.Kind, FeedbackDetail: d.Feedback.Detail, FeedbackPerm: d.Feedback.Permanent,
+		FeedbackIDs: d.FeedbackSeen,
+	}
+	if d.Feedback.Kind != "" {
+		it.FeedbackAt = Format(d.Feedback.At)
+	}
+	if d.Feedback.MessageID != d.Receipt {
+		it.ProviderMsgID = d.Feedback.MessageID // kept only where it is not the receipt
 	}
 	if it.History == nil {
 		it.History = []Entry{}
@@ -125,9 +139,14 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom, UnendedAttempt: it.UnendedAttempt, Repairs: it.Repairs,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
+		Feedback:     Feedback{Kind: it.Feedback, Detail: it.FeedbackDetail, Permanent: it.FeedbackPerm, MessageID: it.ProviderMsgID},
+		FeedbackSeen: it.FeedbackIDs,
 	}
 	if it.TTL > 0 {
 		d.TTL = time.Unix(it.TTL, 0).UTC()
+	}
+	if d.Feedback.Kind != "" && d.Feedback.MessageID == "" {
+		d.Feedback.MessageID = d.Receipt // providerMessageId is absent where it is the receipt
 	}
 	if it.DueShard != "" || it.DueSort != "" {
 		shard, err := strconv.Atoi(strings.TrimPrefix(it.DueShard, "DUE#"))
@@ -152,7 +171,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 	}{
 		{"dueAt", it.DueAt, &d.DueAt}, {"expiresAt", it.ExpiresAt, &d.ExpiresAt},
 		{"leaseUntil", it.LeaseUntil, &d.LeaseUntil}, {"nextAttemptAt", it.NextAttemptAt, &d.NextAttemptAt},
-		{"sentAt", it.SentAt, &d.SentAt}, {"updatedAt", it.UpdatedAt, &d.UpdatedAt},
+		{"sentAt", it.SentAt, &d.SentAt}, {"updatedAt", it.UpdatedAt, &d.UpdatedAt}, {"feedbackAt", it.FeedbackAt, &d.Feedback.At},
 	} {
 		if *f.dst, err = parseOpt(f.name, f.src); err != nil {
 			return Delivery{}, err

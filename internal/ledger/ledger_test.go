@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -187,4 +188,187 @@ func TestTheStageRecordKeepsItsFormat(t *testing.T) {
 	if v, ok := out.Item["sesTemplatePrefix"].(*types.AttributeValueMemberS); !ok || v.Value != "nudge-dev-" || len(out.Item) != 4 {
 		t.Fatalf("the record is %v; want PK, SK, providers and sesTemplatePrefix = nudge-dev-", out.Item)
 	}
+}
+
+// TestFeedbackKeepsEveryWriteAtOneUnit: an e-mail delivery as the intake
+// writes it (an address, template data, the account), sent at its first
+// attempt and at its fourth (a full history), then told sent, delayed,
+// delivered, bounced and complained of by SES, with SES's ids: every
+// feedback write costs 1 write unit and leaves the item under 1 KB, and a
+// repeat is refused without a write. Run with -v to see the item's size.
+func TestFeedbackKeepsEveryWriteAtOneUnit(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	table := standintest.Table(t, db)
+	ctx := context.Background()
+	msg := "0100019a5f6e2b3c-8d2f4a61-3b7e-4c2a-9f10-6e5d4c3b2a19-000000"
+	events := []ledger.Feedback{
+		{Kind: ledger.FeedbackSentByProvider, At: t0.Add(time.Second), ID: msg + ":Send:2026-11-30T09:00:01.000Z", MessageID: msg},
+		{Kind: ledger.FeedbackDelayed, Detail: "TransientCommunicationFailure", At: t0.Add(2 * time.Minute),
+			ID: msg + ":DeliveryDelay:2026-11-30T09:02:00.000Z", MessageID: msg},
+		{Kind: ledger.FeedbackDelivered, Detail: "250", At: t0.Add(3 * time.Second), ID: msg + ":Delivery:2026-11-30T09:00:03.000Z", MessageID: msg},
+		{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: t0.Add(4 * time.Second),
+			ID: "0100019a5f6e31aa-9c0b7d52-4a1e-4f3b-8e21-7d6c5b4a3f20-000000", MessageID: msg},
+		{Kind: ledger.FeedbackComplained, Detail: "abuse", At: t0.Add(time.Hour), ID: "0100019a5f9b44cc-2e1d0c9b-8a7f-4e6d-b5c4-3a2b1c0d9e8f-000000", MessageID: msg},
+	}
+	for _, attempts := range []int{1, 4} {
+		clk := clock.NewFake(t0)
+		l, err := ledger.New(db, ledger.Config{Table: table, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := ledger.Delivery{ReminderID: fmt.Sprint("rem-1840000", attempts), Channel: "email", Provider: "ses", AccountRef: "acct-1",
+			RecipientRef: "acct-1/contact-2", TemplateRef: "renewal-notice", Address: "ana.lima@example.com",
+			TemplateData: map[string]string{"plan": "Pro", "renewsOn": "1 December", "reference": "R-184"},
+			DueAt:        t0, ExpiresAt: t0.Add(24 * time.Hour), Status: ledger.StatusQueued}
+		if err := l.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= attempts; i++ {
+			c, err := l.Claim(ctx, ledger.Claim{Key: d.Key(), Token: fmt.Sprintf("%032d", i), LeaseUntil: t0.Add(time.Minute), DueBy: t0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i < attempts {
+				_, err = l.Retry(ctx, c, ledger.Failure{Class: "throttled", Message: "ses answered 429 TooManyRequestsException", NextAttemptAt: t0.Add(time.Minute)})
+			} else {
+				_, err = l.Complete(ctx, c, msg)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		key := map[string]types.AttributeValue{
+			"PK": &types.AttributeValueMemberS{Value: ledger.PartitionKey(d.ReminderID)},
+			"SK": &types.AttributeValueMemberS{Value: ledger.SortKey(d.Channel, d.Provider)}}
+		sizeNow := func() int {
+			t.Helper()
+			out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return itemSize(out.Item)
+		}
+		sizes := []int{sizeNow()}
+		for _, f := range events {
+			before := l.WriteUnits()
+			if _, err := l.RecordFeedback(ctx, d.Key(), f); err != nil {
+				t.Fatal(err)
+			}
+			if u := l.WriteUnits() - before; u != 1 {
+				t.Errorf("sent at attempt %d: recording %s cost %v write units, want 1", attempts, f.Note(), u)
+			}
+			if sizes = append(sizes, sizeNow()); sizes[len(sizes)-1] >= 1024 {
+				t.Errorf("sent at attempt %d: after %s the item is %d bytes; want under 1 KB", attempts, f.Note(), sizes[len(sizes)-1])
+			}
+		}
+		t.Logf("sent at attempt %d: %d bytes, then after each feedback %v", attempts, sizes[0], sizes[1:])
+		before := l.WriteUnits()
+		if _, err := l.RecordFeedback(ctx, d.Key(), events[0]); !errors.Is(err, ledger.ErrFeedbackSeen) || l.WriteUnits() != before {
+			t.Errorf("a repeat: %v, %v units; want ErrFeedbackSeen and no write", err, l.WriteUnits()-before)
+		}
+	}
+}
+
+// TestFeedbackIsDecidedAgainWhenTheDeliveryChanged: a transition landing
+// between RecordFeedback's read and its write (the consumer's Complete)
+// refuses the write; the feedback is decided again from the item the
+// refusal returned and written, the transition kept.
+func TestFeedbackIsDecidedAgainWhenTheDeliveryChanged(t *testing.T) {
+	t.Parallel()
+	db := standintest.DynamoDB(t)
+	clk := clock.NewFake(t0)
+	table := standintest.Table(t, db)
+	consumer, err := ledger.New(db, ledger.Config{Table: table, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := ledger.Delivery{ReminderID: "rem-race", Channel: "email", Provider: "ses", DueAt: t0, ExpiresAt: t0.Add(time.Hour), Status: ledger.StatusQueued}
+	if err := consumer.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	c, err := consumer.Claim(ctx, ledger.Claim{Key: d.Key(), Token: "tok", LeaseUntil: t0.Add(time.Minute), DueBy: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	between := &completeBetween{dynamoAPI: db, complete: func() {
+		if _, err := consumer.Complete(ctx, c, "msg-1"); err != nil {
+			t.Error(err)
+		}
+	}}
+	l, err := ledger.New(between, ledger.Config{Table: table, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.RecordFeedback(ctx, d.Key(), ledger.Feedback{Kind: ledger.FeedbackSentByProvider, At: t0, ID: "msg-1:Send", MessageID: "msg-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if between.updates != 2 || got.Status != ledger.StatusSent || got.Feedback.Kind != ledger.FeedbackSentByProvider {
+		t.Fatalf("%d writes; %+v: want two writes, sent and the feedback", between.updates, got)
+	}
+	h := got.History
+	if n := len(h); n < 2 || h[n-2].Status != ledger.StatusSent || !h[n-1].Feedback {
+		t.Fatalf("history %+v: want the send, then the feedback", h)
+	}
+}
+
+type dynamoAPI = ledger.API
+
+// completeBetween runs complete before the first feedback write it passes
+// on, as a consumer finishing its send would between the read and the write.
+type completeBetween struct {
+	dynamoAPI
+	complete func()
+	updates  int
+}
+
+func (c *completeBetween) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.updates++
+	if c.updates == 1 {
+		c.complete()
+	}
+	return c.dynamoAPI.UpdateItem(ctx, in, optFns...)
+}
+
+// itemSize is an item's size as DynamoDB counts it: each attribute's name
+// and value, a number at most 21 bytes, 3 bytes per list or map and 1 per
+// element.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return min(21, len(v.Value))
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	}
+	return 0
 }

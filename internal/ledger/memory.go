@@ -484,6 +484,7 @@ func (m *Memory) ReadReminder(_ context.Context, id string) (Stored, error) {
 
 func copyOf(d Delivery) Delivery {
 	d.History = slices.Clone(d.History)
+	d.FeedbackSeen = slices.Clone(d.FeedbackSeen)
 	if d.Index != nil {
 		i := *d.Index
 		d.Index = &i

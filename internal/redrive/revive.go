@@ -196,8 +196,9 @@ func (r *Reviver) Plan(ctx context.Context, f ReviveFilter) (*RevivePlan, error)
 // review is d, read at now, as a plan shows it.
 func (r *Reviver) review(d ledger.Delivery, now time.Time) Dead {
 	at := d.UpdatedAt
-	for i := len(d.History) - 1; i >= 0; i-- {
-		if e := d.History[i]; e.Status == ledger.StatusDead {
+	h := d.Transitions() // a feedback entry on a dead delivery says dead too, at the feedback's time
+	for i := len(h) - 1; i >= 0; i-- {
+		if e := h[i]; e.Status == ledger.StatusDead {
 			if t, err := time.Parse(time.RFC3339Nano, e.At); err == nil {
 				at = t.UTC()
 			}

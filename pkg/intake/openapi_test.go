@@ -232,7 +232,13 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 		check(ex)
 	}
 	f.clk.Advance(time.Hour)
-	f.sendOne("rem-sent", true)
+	sent := f.sendOne("rem-sent", true)
+	check(exchange{name: "read a sent one", method: "GET", path: "/v1/reminders/rem-sent", status: 200})
+	if _, err := f.led.RecordFeedback(ctx, sent.Key(), ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1",
+		At: f.clk.Now(), ID: "fb-1", MessageID: "r-1"}); err != nil {
+		t.Fatal(err)
+	}
+	check(exchange{name: "read a sent one that bounced", method: "GET", path: "/v1/reminders/rem-sent", status: 200})
 	for _, ex := range []exchange{
 		{name: "reschedule a sent one", method: "POST", path: "/v1/reminders/rem-sent/reschedule", contentType: "application/json", body: []byte(`{"dueAt":"` + now.Add(3*time.Hour).Format(time.RFC3339) + `"}`), status: 409},
 		{name: "cancel a sent one", method: "DELETE", path: "/v1/reminders/rem-sent", status: 409},

@@ -39,6 +39,47 @@ type DeliveryDocument struct {
 	// pending when the cursor hands it off).
 	HandedOff *bool  `json:"handedOff,omitempty"`
 	PublishAt string `json:"publishAt,omitempty"`
+	// Feedback is what the provider said of the message after it took it
+	// (SES: delivered, bounced, complained of), where it said anything.
+	// Status stays the ledger's (sent): Feedback.Failed says the recipient
+	// did not, or should not, get it.
+	Feedback *Feedback `json:"feedback,omitempty"`
+}
+
+// Feedback is the provider's feedback that stands on a delivery: a failing
+// one over an informational one, else the latest (docs/ledger.md,
+// "Provider feedback").
+type Feedback struct {
+	// Kind is sent-by-provider, delivered, delayed, bounced, complained,
+	// rejected or rendering-failed.
+	Kind string `json:"kind"`
+	// Detail is a type, subtype or status code, never an address:
+	// "Permanent/General 5.1.1", "abuse".
+	Detail string `json:"detail,omitempty"`
+	// At is the provider's time of it (FormatTime'd).
+	At string `json:"at"`
+	// Failed is set for a failing feedback: a permanent bounce, a
+	// complaint, a reject, a rendering failure.
+	Failed bool `json:"failed"`
+}
+
+// Told is d's state in words, as `nudge reminder show` prints it: the
+// status, and the provider's feedback where there is some: "sent, then
+// bounced (Permanent/General 5.1.1) at 2026-11-30T09:00:02.669Z" for a
+// failing one, "sent; delivered at …" otherwise.
+func (d DeliveryDocument) Told() string {
+	f := d.Feedback
+	if f == nil {
+		return string(d.Status)
+	}
+	what := f.Kind
+	if f.Detail != "" {
+		what += " (" + f.Detail + ")"
+	}
+	if f.Failed {
+		return string(d.Status) + ", then " + what + " at " + f.At
+	}
+	return string(d.Status) + "; " + what + " at " + f.At
 }
 
 // Document returns v as a Document, asking the ledger whether each live

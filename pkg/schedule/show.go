@@ -30,8 +30,13 @@ type Event struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Class is the error class, for failures.
 	Class failure.Class `json:"class,omitempty"`
-	// Note is a short free text: a reason, a retry time, a receipt.
+	// Note is a short free text: a reason, a retry time, a receipt; for
+	// the provider's feedback, which ("bounced Permanent/General").
 	Note string `json:"note,omitempty"`
+	// Feedback is set on an entry that records the provider's feedback on
+	// the message (a bounce, a complaint, a delivery) rather than a
+	// transition: Status is then the delivery's, unchanged.
+	Feedback bool `json:"feedback,omitempty"`
 	// Delivery is the delivery's key.
 	Delivery string `json:"delivery"`
 }

@@ -82,6 +82,9 @@ func deliveryDocument(d ledger.Delivery, reveal bool) DeliveryDocument {
 	if reveal {
 		dd.Address = d.Address
 	}
+	if f := d.Feedback; f.Kind != "" {
+		dd.Feedback = &Feedback{Kind: string(f.Kind), Detail: f.Detail, At: FormatOpt(f.At), Failed: f.Failed()}
+	}
 	return dd
 }
 
@@ -90,5 +93,5 @@ func statusOf(s ledger.Status) Status { return Status(s) }
 
 // eventOf is history entry e of the delivery keyed delivery.
 func eventOf(e ledger.Entry, delivery string) Event {
-	return Event{At: e.At, Status: statusOf(e.Status), Attempt: e.Attempt, Class: e.Class, Note: e.Note, Delivery: delivery}
+	return Event{At: e.At, Status: statusOf(e.Status), Attempt: e.Attempt, Class: e.Class, Note: e.Note, Feedback: e.Feedback, Delivery: delivery}
 }

@@ -43,6 +43,7 @@ type Store interface {
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 	MoveReminder(ctx context.Context, p ledger.MovePlan) error
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
+	RecordFeedback(ctx context.Context, key message.DeliveryKey, f ledger.Feedback) (ledger.Delivery, error)
 }
 
 var (
@@ -108,6 +109,14 @@ func Run(t *testing.T, newStore Factory) {
 		{"AMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead", testAMoveHoldsOnlyIfTheKeptDeliveriesAreAsRead},
 		{"ReviveFromTheLedger", testReviveFromTheLedger},
 		{"AReminderKeepsItsCreatorAndListsByIt", testAReminderKeepsItsCreatorAndListsByIt},
+		{"FeedbackIsRecordedOnceByItsID", testFeedbackIsRecordedOnceByItsID},
+		{"AFailingFeedbackIsNeverReplacedByAnInformationalOne", testAFailingFeedbackIsNeverReplacedByAnInformationalOne},
+		{"TheOrderOfArrivalDoesNotDecide", testTheOrderOfArrivalDoesNotDecide},
+		{"AnOlderFeedbackArrivingLateIsRecordedButDoesNotStand", testAnOlderFeedbackArrivingLateIsRecordedButDoesNotStand},
+		{"FeedbackForAnUnknownDeliveryIsNotFound", testFeedbackForAnUnknownDeliveryIsNotFound},
+		{"FeedbackLeavesAnUnsentDeliveryAsItIs", testFeedbackLeavesAnUnsentDeliveryAsItIs},
+		{"FeedbackKeepsTheItemBounded", testFeedbackKeepsTheItemBounded},
+		{"ConcurrentFeedbackIsAllRecorded", testConcurrentFeedbackIsAllRecorded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -52,6 +53,41 @@ func TagValue(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// TagValueDecode is TagValue's inverse: the string v encodes, or an error
+// for a value TagValue cannot have written.
+func TagValueDecode(v string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-':
+			b.WriteByte(c)
+			continue
+		case c != '_' || i+1 == len(v):
+		case v[i+1] == '_':
+			b.WriteByte('_')
+			i++
+			continue
+		case v[i+1] == 'd':
+			b.WriteByte('.')
+			i++
+			continue
+		case v[i+1] == 'c':
+			b.WriteByte(':')
+			i++
+			continue
+		case v[i+1] == 'x' && i+6 <= len(v):
+			if r, err := strconv.ParseUint(v[i+2:i+6], 16, 32); err == nil && utf8.ValidRune(rune(r)) {
+				b.WriteRune(rune(r))
+				i += 5
+				continue
+			}
+		}
+		return "", fmt.Errorf("ses: tag value %q is not TagValue's encoding at byte %d", v, i)
+	}
+	return b.String(), nil
 }
 
 // EmailSender is the part of the SES v2 client a Sender uses.

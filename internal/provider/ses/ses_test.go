@@ -112,4 +112,14 @@ func TestTagValueIsReversibleAndFitsSES(t *testing.T) {
 	if got := TagValue(long); len(got) > 256 || strings.Trim(got, "_d") != "" {
 		t.Errorf("a 128-dot id encodes to %d characters", len(got))
 	}
+	for _, in := range []string{"rem-184", "rem_1.a", "a:b", "__", "_d", "x_y_z", long, "héllo wörld", "", "rem-2026.11.30_a:b"} {
+		if got, err := TagValueDecode(TagValue(in)); err != nil || got != in {
+			t.Errorf("TagValueDecode(TagValue(%q)) = %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"a_", "a_q", "a.b", "a b", "_x12", "_xzzzz", "a@b"} {
+		if got, err := TagValueDecode(bad); err == nil {
+			t.Errorf("TagValueDecode(%q) = %q; want an error: TagValue never writes it", bad, got)
+		}
+	}
 }
