@@ -3,7 +3,9 @@ package outcome
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/failure"
@@ -31,10 +33,24 @@ const (
 	// never recorded its end): the recipient may have it. Someone checks
 	// the provider's record.
 	NeedsReview Outcome = "needs-review"
+
+	// Bounced: the provider accepted it, then reported a permanent bounce
+	// (the recipient's server refused it, or the address is on the
+	// suppression list). The ledger keeps it sent, with the feedback.
+	Bounced Outcome = "bounced"
+	// Complained: delivered, and the recipient marked it as spam.
+	Complained Outcome = "complained"
+	// Rejected: the provider took it, then refused to deliver it (SES: a
+	// virus) or could not render its template.
+	Rejected Outcome = "rejected"
+	// Feedback: any other report of the provider about the message (sent
+	// by the provider, delivered, delayed, a transient bounce), or a report
+	// that does not change what stands (a late one, a second failure).
+	Feedback Outcome = "feedback"
 )
 
 // Outcomes are the outcomes, in the order docs/events.md lists them.
-var Outcomes = []Outcome{Sent, DeadLettered, Expired, Cancelled, NeedsReview}
+var Outcomes = []Outcome{Sent, DeadLettered, Expired, Cancelled, NeedsReview, Bounced, Complained, Rejected, Feedback}
 
 // DetailType is o's EventBridge detail-type.
 func (o Outcome) DetailType() string {
@@ -49,6 +65,14 @@ func (o Outcome) DetailType() string {
 		return "Delivery Cancelled"
 	case NeedsReview:
 		return "Delivery Needs Review"
+	case Bounced:
+		return "Delivery Bounced"
+	case Complained:
+		return "Delivery Complained"
+	case Rejected:
+		return "Delivery Rejected"
+	case Feedback:
+		return "Delivery Feedback"
 	}
 	return ""
 }
@@ -83,6 +107,27 @@ type Event struct {
 	// time of the change). Both RFC 3339, UTC, milliseconds.
 	DueAt string `json:"dueAt"`
 	At    string `json:"at"`
+	// Feedback is the provider's report this event tells of, for bounced,
+	// complained, rejected and feedback.
+	Feedback *FeedbackDetail `json:"feedback,omitempty"`
+}
+
+// FeedbackDetail is a provider's report on a message, as an event tells it:
+// never an address.
+type FeedbackDetail struct {
+	// Kind is what the provider reported: sent-by-provider, delivered,
+	// delayed, bounced, complained, rejected, rendering-failed.
+	Kind string `json:"kind"`
+	// Detail is its type, subtype or status code ("Permanent/General
+	// 5.1.1"), when it has one.
+	Detail string `json:"detail,omitempty"`
+	// Failed is set for a failing report: a permanent bounce, a complaint,
+	// a reject, a rendering failure.
+	Failed bool `json:"failed"`
+	// Standing is the report that stands on the delivery after this one
+	// (a failing one is never replaced by an informational one, and a late
+	// one does not replace a newer one), as kind and detail.
+	Standing string `json:"standing"`
 }
 
 // DetailType is e's EventBridge detail-type.
@@ -94,7 +139,22 @@ func (e Event) DetailType() string { return e.Outcome.DetailType() }
 // false for any other change (a claim, a retry, a lease renewed, a
 // revive).
 func Of(old ledger.Delivery, hadOld bool, d ledger.Delivery, stage string) (Event, bool) {
-	if !d.Status.Terminal() || (hadOld && old.Status == d.Status) {
+	if hadOld { // a new item holds no report yet
+		if e, ok := feedbackOf(old, d, stage); ok {
+			return e, true
+		}
+	}
+	if hadOld && old.Status == d.Status {
+		return Event{}, false
+	}
+	return End(d, stage)
+}
+
+// End returns the event of the end d is in (the one Of gave for the change
+// that ended it, whatever reports were recorded since), and false for a
+// live delivery.
+func End(d ledger.Delivery, stage string) (Event, bool) {
+	if !d.Status.Terminal() {
 		return Event{}, false
 	}
 	e := Event{
@@ -127,14 +187,69 @@ func Of(old ledger.Delivery, hadOld bool, d ledger.Delivery, stage string) (Even
 // class). A stream record delivered twice gives the same id; a delivery
 // that ends again after a revive gives another (a later entry).
 func eventID(d ledger.Delivery) string {
-	h := sha256.New()
 	last := ledger.Entry{At: ledger.Format(d.UpdatedAt)}
-	if n := len(d.History); n > 0 {
-		last = d.History[n-1]
+	if t := d.Transitions(); len(t) > 0 { // feedback entries after the end do not change it
+		last = t[len(t)-1]
 	}
-	for _, s := range []string{d.Key().String(), string(d.Status), last.At, strconv.Itoa(last.Attempt), string(last.Class)} {
+	return digest(d.Key().String(), string(d.Status), last.At, strconv.Itoa(last.Attempt), string(last.Class))
+}
+
+// digest is the event id of the given parts.
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// FeedbackEventID is the eventId of the event of the report whose digest
+// (ledger.FeedbackDigest, as Delivery.FeedbackSeen keeps it) was recorded
+// on the delivery with key.
+func FeedbackEventID(key, reportDigest string) string { return digest(key, "feedback", reportDigest) }
+
+// IsFeedback reports whether o is the outcome of a provider's report
+// rather than of an end.
+func (o Outcome) IsFeedback() bool {
+	return o == Bounced || o == Complained || o == Rejected || o == Feedback
+}
+
+// feedbackOf returns the event of a change that recorded a provider's
+// report on d (ledger.RecordFeedback: a new digest in FeedbackSeen, an
+// entry in the history, the status unchanged): bounced, complained or
+// rejected when the report made the delivery failed, feedback otherwise.
+// Its id is the report's digest under the delivery's key: the same record
+// gives the same id.
+func feedbackOf(old, d ledger.Delivery, stage string) (Event, bool) {
+	n := len(d.FeedbackSeen)
+	if n == 0 || slices.Contains(old.FeedbackSeen, d.FeedbackSeen[n-1]) || len(d.History) == 0 {
+		return Event{}, false
+	}
+	entry := d.History[len(d.History)-1]
+	if !entry.Feedback {
+		return Event{}, false
+	}
+	told, _, _ := strings.Cut(entry.Note, "; ") // "bounced Permanent/General[; delivered 250 stands]"
+	kind, detail, _ := strings.Cut(told, " ")
+	f := &FeedbackDetail{Kind: kind, Detail: detail, Standing: d.Feedback.Note(),
+		Failed: kind == string(ledger.FeedbackComplained) || kind == string(ledger.FeedbackRejected) || kind == string(ledger.FeedbackRenderingFailed) ||
+			kind == string(ledger.FeedbackBounced) && strings.HasPrefix(detail, "Permanent")}
+	e := Event{
+		EventID: FeedbackEventID(d.Key().String(), d.FeedbackSeen[n-1]), Outcome: Feedback,
+		Stage: stage, ReminderID: d.ReminderID, AccountRef: d.AccountRef, DeliveryKey: d.Key().String(),
+		Channel: d.Channel, Provider: d.Provider, Status: string(d.Status), Attempt: d.Attempts, Receipt: d.Receipt,
+		DueAt: ledger.Format(d.DueAt), At: entry.At, Feedback: f,
+	}
+	if d.Failed() && !old.Failed() { // this report made it failed
+		switch d.Feedback.Kind {
+		case ledger.FeedbackBounced:
+			e.Outcome = Bounced
+		case ledger.FeedbackComplained:
+			e.Outcome = Complained
+		default:
+			e.Outcome = Rejected
+		}
+	}
+	return e, true
 }

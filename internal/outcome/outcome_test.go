@@ -456,3 +456,72 @@ func TestNewFunctionSaysWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// feedback is d after the ledger recorded f on it (the in-memory ledger,
+// which records as the DynamoDB one does).
+func feedback(d ledger.Delivery, f ledger.Feedback) ledger.Delivery {
+	m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clock.NewFake(f.At.Add(time.Second))})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if err := m.Create(ctx, d); err != nil {
+		panic(err)
+	}
+	got, err := m.RecordFeedback(ctx, d.Key(), f)
+	if err != nil {
+		panic(err)
+	}
+	return got
+}
+
+// TestEachReportOfTheProviderIsOneEvent: a report that makes the delivery
+// failed is bounced, complained or rejected; any other, or one after the
+// delivery already failed, is feedback; the report's id names the event;
+// a write that recorded no new report has none; the end's id is unchanged
+// by reports recorded after it.
+func TestEachReportOfTheProviderIsOneEvent(t *testing.T) {
+	at := t0.Add(time.Minute)
+	sent := ended(delivery("rem-f1"), ledger.StatusSent, "", "0100018f-ses-message-id", at)
+	delivered := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackDelivered, Detail: "250 2.6.0", At: at.Add(time.Second), ID: "d-1"})
+	e, ok := outcome.Of(sent, true, delivered, "")
+	if !ok || e.Outcome != outcome.Feedback || e.Feedback == nil || e.Feedback.Kind != "delivered" || e.Feedback.Failed || e.Feedback.Standing != "delivered 250 2.6.0" {
+		t.Fatalf("delivered: %+v %+v", e, e.Feedback)
+	}
+	complained := feedback(delivered, ledger.Feedback{Kind: ledger.FeedbackComplained, Detail: "abuse", At: at.Add(time.Minute), ID: "c-1"})
+	c, ok := outcome.Of(delivered, true, complained, "")
+	if !ok || c.Outcome != outcome.Complained || !c.Feedback.Failed || c.EventID == e.EventID || c.Receipt != "0100018f-ses-message-id" {
+		t.Fatalf("complained: %+v %+v", c, c.Feedback)
+	}
+	// A late delivered report after the complaint: told, not standing.
+	late := feedback(complained, ledger.Feedback{Kind: ledger.FeedbackDelivered, Detail: "250 2.6.0", At: at, ID: "d-0"})
+	l, ok := outcome.Of(complained, true, late, "")
+	if !ok || l.Outcome != outcome.Feedback || l.Feedback.Kind != "delivered" || l.Feedback.Standing != "complained abuse" {
+		t.Fatalf("late: %+v %+v", l, l.Feedback)
+	}
+	// A second failing report after the first: feedback, failed.
+	bounce := feedback(complained, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: at.Add(2 * time.Minute), ID: "b-1"})
+	if b, _ := outcome.Of(complained, true, bounce, ""); b.Outcome != outcome.Feedback || !b.Feedback.Failed {
+		t.Fatalf("a second failure: %+v %+v", b, b.Feedback)
+	}
+	// The same record again: the same id; a write without a new report: none.
+	if again, _ := outcome.Of(delivered, true, complained, ""); again.EventID != c.EventID {
+		t.Fatal("the same record gave another id")
+	}
+	if e, ok := outcome.Of(complained, true, complained, ""); ok {
+		t.Fatalf("a write without a new report: %+v", e)
+	}
+	// The end's event id is the same before and after reports.
+	before, _ := outcome.End(sent, "")
+	after, _ := outcome.End(complained, "")
+	if before.EventID != after.EventID || before.Outcome != outcome.Sent {
+		t.Fatalf("the end's id moved with the reports: %s, %s", before.EventID, after.EventID)
+	}
+	// A report on a delivery not sent (a send that timed out): told too.
+	retrying := delivery("rem-f2")
+	retrying.Status = ledger.StatusRetrying
+	sentBy := feedback(retrying, ledger.Feedback{Kind: ledger.FeedbackSentByProvider, At: at, ID: "s-1", MessageID: "m-1"})
+	if s, ok := outcome.Of(retrying, true, sentBy, ""); !ok || s.Outcome != outcome.Feedback || s.Status != "retrying" || s.Feedback.Kind != "sent-by-provider" {
+		t.Fatalf("sent by provider: %+v %+v", s, s.Feedback)
+	}
+}

@@ -29,8 +29,17 @@ func scenarios() map[outcome.Outcome][2]ledger.Delivery {
 	unended.Status, unended.UpdatedAt = ledger.StatusExpired, at
 	unended.History = append(append([]ledger.Entry(nil), live.History...),
 		ledger.Entry{At: ledger.Format(at), Status: ledger.StatusExpired, Attempt: 2, Class: failure.ClassAmbiguous, Note: ledger.UnendedNote(2)})
+	sent := ended(live, ledger.StatusSent, "", "0100018f-ses-message-id", at)
+	bounced := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1", At: at.Add(time.Minute), ID: "fb-1"})
+	complained := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackComplained, Detail: "abuse", At: at.Add(time.Minute), ID: "fb-2"})
+	rejected := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackRejected, Detail: "Bad content", At: at.Add(time.Minute), ID: "fb-3"})
+	delivered := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackDelivered, Detail: "250 2.6.0", At: at.Add(time.Minute), ID: "fb-4"})
 	return map[outcome.Outcome][2]ledger.Delivery{
-		outcome.Sent:         {live, ended(live, ledger.StatusSent, "", "0100018f-ses-message-id", at)},
+		outcome.Bounced:      {sent, bounced},
+		outcome.Complained:   {sent, complained},
+		outcome.Rejected:     {sent, rejected},
+		outcome.Feedback:     {sent, delivered},
+		outcome.Sent:         {live, sent},
 		outcome.DeadLettered: {live, ended(live, ledger.StatusDead, failure.ClassRejected, "provider answered 400", at)},
 		outcome.Expired:      {live, ended(live, ledger.StatusExpired, "", "expiresAt 2027-03-02T09:00:00.000Z", at)},
 		outcome.Cancelled:    {live, ended(live, ledger.StatusCancelled, "", "cancelled by the owner", at)},

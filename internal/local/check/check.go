@@ -164,9 +164,10 @@ type Verdict struct {
 	KillsExhausted int
 	// Events counts the distinct outcome events, EventRepeats the
 	// publications beyond the first of one (the same eventId: at least
-	// once), and EarlierEnds the events of an end a delivery has since
-	// left (dead-lettered, then revived or redriven).
-	Events, EventRepeats, EarlierEnds int
+	// once), EarlierEnds the events of an end a delivery has since left
+	// (dead-lettered, then revived or redriven), and FeedbackEvents those
+	// of a provider's report (bounced, complained, rejected, feedback).
+	Events, EventRepeats, EarlierEnds, FeedbackEvents int
 	// ByProvider are each provider's figures, every provider the checker
 	// knows and every one the plan uses.
 	ByProvider map[string]*ProviderCounts
@@ -300,7 +301,7 @@ func (v *Verdict) events(ev Evidence) []string {
 	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
 	current := map[string]bool{}
 	for _, k := range keys {
-		want, ok := outcome.Of(ledger.Delivery{}, false, ev.Ledger[k], "")
+		want, ok := outcome.End(ev.Ledger[k], "")
 		if !ok {
 			continue
 		}
@@ -313,8 +314,27 @@ func (v *Verdict) events(ev Evidence) []string {
 			violate("outcome event %s says %s of %s; the ledger's end is %s of %s", got.EventID, got.Outcome, got.DeliveryKey, want.Outcome, want.DeliveryKey)
 		}
 	}
+	// Every report the ledger remembers on a delivery has its event.
+	for _, k := range keys {
+		for _, dig := range ev.Ledger[k].FeedbackSeen {
+			id := outcome.FeedbackEventID(k.String(), dig)
+			current[id] = true
+			got, ok := seen[id]
+			switch {
+			case !ok:
+				violate("no outcome event: a report of %s's provider was recorded on it, and no event with its eventId %s reached the bus", k, id)
+			case !got.Outcome.IsFeedback():
+				violate("outcome event %s of %s's provider's report says %s", id, k, got.Outcome)
+			}
+		}
+	}
+	for _, e := range seen {
+		if e.Outcome.IsFeedback() {
+			v.FeedbackEvents++
+		}
+	}
 	for id, e := range seen {
-		if k, err := message.ParseDeliveryKey(e.DeliveryKey); err == nil && !current[id] {
+		if k, err := message.ParseDeliveryKey(e.DeliveryKey); err == nil && !current[id] && !e.Outcome.IsFeedback() {
 			if _, ok := ev.Ledger[k]; ok {
 				v.EarlierEnds++
 			}

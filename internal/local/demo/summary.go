@@ -99,6 +99,8 @@ type Summary struct {
 	// EventRepeats the publications beyond the first of one (the same
 	// eventId), EarlierEnds the events of an end a delivery has since left.
 	Events, EventRepeats, EarlierEnds int
+	// FeedbackEvents counts those of a provider's report.
+	FeedbackEvents int
 	// PeakRSS is each function's largest peak resident memory (VmHWM of
 	// its runtime), in bytes.
 	PeakRSS map[string]int64
@@ -136,7 +138,7 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.WindowP50, sum.WindowP99, sum.WindowMax = v.WindowP50, v.WindowP99, v.WindowMax
 	sum.DeadLettered, sum.DLQCopies = v.DeadLettered, v.DLQCopies
 	sum.Resent, sum.ResentLedger, sum.KillsExhausted = v.Resent, v.ResentLedger, v.KillsExhausted
-	sum.Events, sum.EventRepeats, sum.EarlierEnds = v.Events, v.EventRepeats, v.EarlierEnds
+	sum.Events, sum.EventRepeats, sum.EarlierEnds, sum.FeedbackEvents = v.Events, v.EventRepeats, v.EarlierEnds, v.FeedbackEvents
 
 	// The metrics, the sink, the requests.
 	h, logs := r.h, r.logs
@@ -274,11 +276,11 @@ func (sum *Summary) Write(w io.Writer) {
 			sum.WindowP50.Round(time.Millisecond), sum.WindowP99.Round(time.Millisecond), sum.WindowMax.Round(time.Millisecond))
 		fmt.Fprintf(w, "  A provider without idempotency keys would have delivered the %d repeats twice: a crash or a failed\n  ledger write inside the window repeats the send, and only the key makes the repeat harmless.\n", sum.Resent+sum.ResentLedger)
 	}
-	fmt.Fprintf(w, "\noutcome events (the ledger's stream → the outcomes function → the bus → its queue): %d, one for each end in the ledger", sum.Events)
+	fmt.Fprintf(w, "\noutcome events (the ledger's stream → the outcomes function → the bus → its queue): %d, one for each end in the ledger", sum.Events-sum.FeedbackEvents)
 	if sum.EarlierEnds > 0 {
 		fmt.Fprintf(w, ", %d of them for an end a delivery has since left (revived, redriven)", sum.EarlierEnds)
 	}
-	fmt.Fprintf(w, "; %d repeats, each with its eventId\n", sum.EventRepeats)
+	fmt.Fprintf(w, ", and %d for the providers' reports recorded; %d repeats, each with its eventId\n", sum.FeedbackEvents, sum.EventRepeats)
 	if len(sum.PeakRSS) > 0 {
 		var parts []string
 		for _, fn := range []string{"consumer", "enqueue"} {
