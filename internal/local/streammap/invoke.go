@@ -7,35 +7,22 @@ import (
 	"reflect"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/nudgehq/nudge/internal/local/esm"
 )
 
 // Invoker invokes a function synchronously with payload and returns its
-// response payload. A function error may come back either as the payload
-// ({"errorMessage": …, "errorType": …}) or as an error; both fail the
-// batch. *standin.Lambda (the runtime interface emulator) is one; so is any
-// esm.Invoker.
-type Invoker interface {
-	Invoke(ctx context.Context, payload []byte) ([]byte, error)
-}
+// response payload: the SQS mapping's (esm.Invoker), so that one emulator
+// instance (*standin.Lambda) serves either. A function error may come back
+// either as the payload ({"errorMessage": …, "errorType": …}) or as an
+// error; both fail the batch.
+type Invoker = esm.Invoker
 
 // Recycler is an Invoker whose instance the mapping recycles after an
-// invocation that failed without a function's answer (Invoke returned an
-// error), before it invokes it again: an emulator instance that may still
-// be running the old invocation must not be given a new one.
-// *standin.Lambda is one.
-type Recycler interface {
-	Invoker
-	// Recycle ends whatever the instance is still running.
-	Recycle(ctx context.Context) error
-}
+// invocation that failed without a function's answer (esm.Recycler).
+type Recycler = esm.Recycler
 
 // InvokerFunc adapts a function to Invoker.
-type InvokerFunc func(ctx context.Context, payload []byte) ([]byte, error)
-
-// Invoke calls f.
-func (f InvokerFunc) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	return f(ctx, payload)
-}
+type InvokerFunc = esm.InvokerFunc
 
 // Handler is a Go Lambda handler of DynamoDB stream events that reports
 // batch item failures, the signature the outcomes function's handler has.
