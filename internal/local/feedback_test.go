@@ -60,7 +60,8 @@ func startSESSystem(t testing.TB, prefix string) *local.System {
 	t.Cleanup(func() {
 		sys.Close()
 		_, _ = sys.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(sys.Resources.Table)})
-		for _, url := range []string{sys.Resources.WorkURL, sys.Resources.DLQURL, sys.Resources.OutcomesURL, sys.Resources.FeedbackURL, sys.Resources.Topic.QueueURL} {
+		res := sys.Resources
+		for _, url := range []string{res.WorkURL, res.DLQURL, res.OutcomesURL, res.FeedbackURL, res.Topic.QueueURL} {
 			if url != "" {
 				_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 			}
@@ -84,7 +85,7 @@ func TestSESFeedbackReachesTheLedger(t *testing.T) {
 	bins := standintest.Bootstraps(t, "consumer", "enqueue", "outcomes", "feedback")
 	sys := startSESSystem(t, "fb")
 	ctx := context.Background()
-	if sys.Resources.FeedbackURL == "" || !strings.HasSuffix(sys.Resources.FeedbackURL, "/"+local.FeedbackQueueName(sys.Stage)) || sys.Resources.FeedbackARN == "" {
+	if res := sys.Resources; !strings.HasSuffix(res.FeedbackURL, "/"+local.FeedbackQueueName(sys.Stage)) || res.FeedbackARN == "" {
 		t.Fatalf("feedback queue %q (%q); want %s", sys.Resources.FeedbackURL, sys.Resources.FeedbackARN, local.FeedbackQueueName(sys.Stage))
 	}
 	attrs, err := sys.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(sys.Resources.FeedbackURL),
@@ -147,7 +148,8 @@ func TestSESFeedbackReachesTheLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		receipt, err := sender.Send(ctx, provider.Request{DeliveryKey: k.String(), ReminderID: k.ReminderID, Channel: k.Channel, RecipientRef: "r",
-			TemplateRef: "renewal-notice", DueAt: due, Attempt: 1, Address: address, TemplateData: map[string]string{"plan": "Pro", "reference": k.ReminderID}}, k.String())
+			TemplateRef: "renewal-notice", DueAt: due, Attempt: 1, Address: address,
+			TemplateData: map[string]string{"plan": "Pro", "reference": k.ReminderID}}, k.String())
 		if err != nil || receipt.ID == "" {
 			t.Fatalf("send to %s: %v (receipt %q)", address, err, receipt.ID)
 		}
