@@ -99,6 +99,15 @@ type Summary struct {
 	// EventRepeats the publications beyond the first of one (the same
 	// eventId), EarlierEnds the events of an end a delivery has since left.
 	Events, EventRepeats, EarlierEnds int
+	// FeedbackRead says the run had SES's feedback path (its stage runs
+	// ses); Feedback counts the deliveries by the feedback standing on
+	// them (SES's events, recorded by the feedback function);
+	// FeedbackFailed those that failed after sending (bounced for good or
+	// complained of); Simulated the e-mails sent to SES's mailbox
+	// simulator.
+	FeedbackRead              bool
+	Feedback                  map[ledger.FeedbackKind]int
+	FeedbackFailed, Simulated int
 	// PeakRSS is each function's largest peak resident memory (VmHWM of
 	// its runtime), in bytes.
 	PeakRSS map[string]int64
@@ -137,6 +146,7 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.DeadLettered, sum.DLQCopies = v.DeadLettered, v.DLQCopies
 	sum.Resent, sum.ResentLedger, sum.KillsExhausted = v.Resent, v.ResentLedger, v.KillsExhausted
 	sum.Events, sum.EventRepeats, sum.EarlierEnds = v.Events, v.EventRepeats, v.EarlierEnds
+	sum.FeedbackRead, sum.Feedback, sum.FeedbackFailed, sum.Simulated = ev.FeedbackRead, v.Feedback, v.FeedbackFailed, v.Simulated
 
 	// The metrics, the sink, the requests.
 	h, logs := r.h, r.logs
@@ -167,12 +177,18 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	eBilled, eBytes := logs.enqueue.usage()
 	iBilled, iBytes := logs.intake.usage()
 	oBilled, oBytes := logs.outcomes.usage()
+	fBilled, fBytes := logs.feedback.usage()
 	sum.IntakeCalls = logs.intake.invocations()
-	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls + logs.outcomes.invocations()
+	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls + logs.outcomes.invocations() + logs.feedback.invocations()
 	sum.Usage.GBSeconds = gbSeconds(cBilled, h.Stage.ConsumerMemoryMB) + gbSeconds(eBilled, h.Stage.EnqueueMemoryMB) + gbSeconds(iBilled, h.Stage.IntakeMemoryMB) +
-		gbSeconds(oBilled, h.Stage.OutcomesMemoryMB)
-	sum.Usage.LogBytes = cBytes + eBytes + iBytes + oBytes
+		gbSeconds(oBilled, h.Stage.OutcomesMemoryMB) + gbSeconds(fBilled, h.Stage.FeedbackMemoryMB)
+	sum.Usage.LogBytes = cBytes + eBytes + iBytes + oBytes + fBytes
+	// SES's events on the default bus are AWS service events, which
+	// EventBridge does not charge for: the outcome events alone are billed.
 	sum.Usage.Events = h.Bus.Stats().Accepted
+	for _, n := range h.SESEvents.Stats().Events {
+		sum.Usage.Events -= n
+	}
 	sum.Cost = sum.Usage.PerMillion(Prices, sum.Sent)
 
 	// The chaos.
@@ -190,6 +206,23 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 		}
 	}
 	return sum, nil
+}
+
+// feedbackCounts renders the deliveries by their standing feedback: "212
+// recorded (205 delivered, 4 bounced, 3 complained)", kinds in the
+// ledger's order.
+func feedbackCounts(by map[ledger.FeedbackKind]int) string {
+	total, parts := 0, []string{}
+	for _, k := range ledger.FeedbackKinds {
+		if n := by[k]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if total == 0 {
+		return "none recorded"
+	}
+	return fmt.Sprintf("%d recorded (%s)", total, strings.Join(parts, ", "))
 }
 
 // Write renders the summary as text.
@@ -279,6 +312,11 @@ func (sum *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, ", %d of them for an end a delivery has since left (revived, redriven)", sum.EarlierEnds)
 	}
 	fmt.Fprintf(w, "; %d repeats, each with its eventId\n", sum.EventRepeats)
+	if sum.FeedbackRead {
+		fmt.Fprintf(w, "SES feedback (its events → the default bus → the feedback queue → the feedback function → the ledger): %s; "+
+			"%d failed after sending (bounced for good or complained of); %d e-mails to SES's mailbox simulator, each ending as it says\n",
+			feedbackCounts(sum.Feedback), sum.FeedbackFailed, sum.Simulated)
+	}
 	if len(sum.PeakRSS) > 0 {
 		var parts []string
 		for _, fn := range []string{"consumer", "enqueue"} {
