@@ -179,15 +179,15 @@ type Verdict struct {
 	// once), and EarlierEnds the events of an end a delivery has since
 	// left (dead-lettered, then revived or redriven).
 	Events, EventRepeats, EarlierEnds int
+	// ByProvider are each provider's figures, every provider the checker
+	// knows and every one the plan uses.
+	ByProvider map[string]*ProviderCounts
 	// Feedback counts the ledger's deliveries by their standing feedback's
 	// kind; FeedbackFailed those whose feedback is failing (sent, then
 	// bounced for good or complained of: ledger.Delivery.Failed); and
 	// Simulated the planned deliveries sent to SES's mailbox simulator.
 	Feedback                  map[ledger.FeedbackKind]int
 	FeedbackFailed, Simulated int
-	// ByProvider are each provider's figures, every provider the checker
-	// knows and every one the plan uses.
-	ByProvider map[string]*ProviderCounts
 }
 
 // OK reports whether every invariant held.

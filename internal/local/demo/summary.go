@@ -99,6 +99,12 @@ type Summary struct {
 	// EventRepeats the publications beyond the first of one (the same
 	// eventId), EarlierEnds the events of an end a delivery has since left.
 	Events, EventRepeats, EarlierEnds int
+	// PeakRSS is each function's largest peak resident memory (VmHWM of
+	// its runtime), in bytes.
+	PeakRSS map[string]int64
+	// ByProvider is each provider's side of the run, from the ledger and
+	// from the provider's stand-in's own record.
+	ByProvider map[string]*check.ProviderCounts
 	// FeedbackRead says the run had SES's feedback path (its stage runs
 	// ses); Feedback counts the deliveries by the feedback standing on
 	// them (SES's events, recorded by the feedback function);
@@ -108,12 +114,6 @@ type Summary struct {
 	FeedbackRead              bool
 	Feedback                  map[ledger.FeedbackKind]int
 	FeedbackFailed, Simulated int
-	// PeakRSS is each function's largest peak resident memory (VmHWM of
-	// its runtime), in bytes.
-	PeakRSS map[string]int64
-	// ByProvider is each provider's side of the run, from the ledger and
-	// from the provider's stand-in's own record.
-	ByProvider map[string]*check.ProviderCounts
 
 	// Usage is what the run consumed as AWS bills it (the intake's writes
 	// included), and Cost that at Prices per million sent deliveries.
@@ -142,11 +142,11 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.ByStatus, sum.Overdue, sum.ByProvider = v.ByStatus, v.Overdue, v.ByProvider
 	sum.Sent, sum.Expired, sum.Cancelled = v.ByStatus[ledger.StatusSent], v.ByStatus[ledger.StatusExpired], v.ByStatus[ledger.StatusCancelled]
 	sum.LatencyP50, sum.LatencyP99, sum.LatencyMax, sum.Histogram = v.LatencyP50, v.LatencyP99, v.LatencyMax, v.Histogram
+	sum.FeedbackRead, sum.Feedback, sum.FeedbackFailed, sum.Simulated = ev.FeedbackRead, v.Feedback, v.FeedbackFailed, v.Simulated
 	sum.WindowP50, sum.WindowP99, sum.WindowMax = v.WindowP50, v.WindowP99, v.WindowMax
 	sum.DeadLettered, sum.DLQCopies = v.DeadLettered, v.DLQCopies
 	sum.Resent, sum.ResentLedger, sum.KillsExhausted = v.Resent, v.ResentLedger, v.KillsExhausted
 	sum.Events, sum.EventRepeats, sum.EarlierEnds = v.Events, v.EventRepeats, v.EarlierEnds
-	sum.FeedbackRead, sum.Feedback, sum.FeedbackFailed, sum.Simulated = ev.FeedbackRead, v.Feedback, v.FeedbackFailed, v.Simulated
 
 	// The metrics, the sink, the requests.
 	h, logs := r.h, r.logs
@@ -291,6 +291,11 @@ func (sum *Summary) Write(w io.Writer) {
 			}
 		}
 	}
+	if sum.FeedbackRead {
+		fmt.Fprintf(w, "\nSES feedback (its events → the default bus → the feedback queue → the feedback function → the ledger): %s;\n"+
+			"  %d failed after sending (bounced for good or complained of); %d e-mails to SES's mailbox simulator, each ending as it says\n",
+			feedbackCounts(sum.Feedback), sum.FeedbackFailed, sum.Simulated)
+	}
 	if sum.Chaos {
 		fmt.Fprintln(w, "\nchaos:")
 		row("runtimes killed mid-batch", fmt.Sprintf("%d of %d", sum.Kills, sum.KillsAsked), "each fails its invocation; the batch returns after the visibility timeout")
@@ -312,11 +317,6 @@ func (sum *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, ", %d of them for an end a delivery has since left (revived, redriven)", sum.EarlierEnds)
 	}
 	fmt.Fprintf(w, "; %d repeats, each with its eventId\n", sum.EventRepeats)
-	if sum.FeedbackRead {
-		fmt.Fprintf(w, "SES feedback (its events → the default bus → the feedback queue → the feedback function → the ledger): %s; "+
-			"%d failed after sending (bounced for good or complained of); %d e-mails to SES's mailbox simulator, each ending as it says\n",
-			feedbackCounts(sum.Feedback), sum.FeedbackFailed, sum.Simulated)
-	}
 	if len(sum.PeakRSS) > 0 {
 		var parts []string
 		for _, fn := range []string{"consumer", "enqueue"} {
