@@ -14,7 +14,11 @@
 // A Harness (StartHarness) is what every runner drives, built once on a
 // System: its table and queues emptied, the consumers, the enqueue and the
 // intake running with their AWS requests counted by proxies, and an event
-// source mapping for the consumers.
+// source mapping for the consumers; the outcomes function fed the ledger's
+// stream (DrainOutcomes), and, when the stage runs ses, the feedback
+// function fed SES's events from the feedback queue (DrainFeedback), as
+// the stack wires them: the stand-in for SES's event publishing puts them
+// on the local bus, whose rule on the default bus delivers them there.
 //
 // Its subpackages are the parts:
 //

@@ -23,13 +23,15 @@ import (
 	"github.com/nudgehq/nudge/internal/local/standin"
 	"github.com/nudgehq/nudge/internal/local/streammap"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/status"
 )
 
 // HarnessConfig configures a Harness.
 type HarnessConfig struct {
 	// Bootstraps is the folder holding consumer/bootstrap,
-	// enqueue/bootstrap and intake/bootstrap built for this machine.
-	// Default "build/local".
+	// enqueue/bootstrap, outcomes/bootstrap, intake/bootstrap (with
+	// IntakeInstances) and feedback/bootstrap (when the stage runs ses)
+	// built for this machine. Default "build/local".
 	Bootstraps string
 	// Consumers is how many consumer instances run, each one invocation at
 	// a time: the event source mapping's invokers. Default the stage's
@@ -54,8 +56,8 @@ type HarnessConfig struct {
 	// mapping's (20 s).
 	PollWait time.Duration
 	// Output returns where a function instance's output goes, by its name
-	// ("consumer-1", …, "enqueue", "intake"). Nil, or a nil writer:
-	// discarded.
+	// ("consumer-1", …, "enqueue", "intake", "outcomes", "feedback"). Nil,
+	// or a nil writer: discarded.
 	Output func(name string) io.Writer
 	// MappingLog receives the event source mapping's lines (a failed
 	// invocation, a failed receive, …). Nil: discarded.
@@ -95,6 +97,13 @@ type Harness struct {
 	// bus (System.Bus) as they happen. DrainOutcomes waits for them.
 	Outcomes      *Function
 	OutcomeStream *streammap.Mapping
+	// Feedback is the feedback function, and FeedbackMapping the event
+	// source mapping that feeds it the feedback queue from StartHarness to
+	// Close, when the stage runs ses (nil otherwise): SES's events reach
+	// the ledger through the local bus's rule as they happen.
+	// DrainFeedback waits for them.
+	Feedback        *Function
+	FeedbackMapping *esm.Mapping
 
 	streamDone chan struct{}
 	streamErr  error
@@ -106,8 +115,10 @@ type Harness struct {
 // consumers, the enqueue and the intake under the emulator with the
 // stack's environment (Env) and their AWS calls sent through the proxies,
 // and makes the event source mapping with the stage's batch size, batching
-// window and the consumer's timeout. Close stops what it started; the
-// System stays.
+// window and the consumer's timeout. It starts the outcomes function with
+// the ledger's stream mapping and, when the stage runs ses, the feedback
+// function with its queue's mapping, both running until Close. Close stops
+// what it started; the System stays.
 func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harness, err error) {
 	cfg.Bootstraps = cmp.Or(cfg.Bootstraps, "build/local")
 	cfg.Consumers = cmp.Or(cfg.Consumers, s.Stage.MaxConcurrency)
@@ -181,6 +192,9 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if err := h.startOutcomes(ctx, filepath.Join(cfg.Bootstraps, "outcomes", "bootstrap"), output("outcomes"), cfg.MappingLog); err != nil {
 		return h, err
 	}
+	if err := h.startFeedback(ctx, filepath.Join(cfg.Bootstraps, "feedback", "bootstrap"), output("feedback"), cfg); err != nil {
+		return h, err
+	}
 	if cfg.IntakeInstances > 0 {
 		// The intake's DynamoDB calls counted by a proxy.
 		if h.Intake, err = s.StartIntake(ctx, filepath.Join(cfg.Bootstraps, "intake", "bootstrap"), cfg.IntakeInstances,
@@ -242,6 +256,66 @@ func (h *Harness) DrainOutcomes(ctx context.Context) error {
 	return h.OutcomeStream.Drain(ctx)
 }
 
+// startFeedback starts, when the stage runs ses (the system has a feedback
+// queue), the feedback function and the SQS event source mapping that
+// feeds it the feedback queue, as Lambda's does in the stack: one instance,
+// batches of up to 10, no batching window, the function's timeout. The
+// mapping runs until Close.
+func (h *Harness) startFeedback(ctx context.Context, bootstrap string, out io.Writer, cfg HarnessConfig) error {
+	if h.Resources.FeedbackURL == "" {
+		return nil
+	}
+	env, err := h.Env("feedback", h.System.Endpoints(), 0)
+	if err != nil {
+		return err
+	}
+	if h.Feedback, err = h.start(ctx, "feedback", bootstrap, env, out); err != nil {
+		return err
+	}
+	h.FeedbackMapping, err = esm.New(esm.Config{Queue: h.SQS, QueueURL: h.Resources.FeedbackURL, QueueARN: h.Resources.FeedbackARN,
+		BatchSize: 10, Invokers: []esm.Invoker{h.Feedback}, PollWait: cfg.PollWait, FunctionTimeout: h.Stage.FeedbackTimeout,
+		Logger: slog.New(slog.NewTextHandler(cmp.Or[io.Writer](cfg.MappingLog, io.Discard), nil))})
+	if err != nil {
+		return err
+	}
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); h.FeedbackMapping.Run(run) }()
+	h.stop = append(h.stop, func() { cancel(); <-done })
+	return nil
+}
+
+// DrainFeedback waits until SES's events of every e-mail accepted before
+// the call are recorded: the stand-in for SES's event publishing has put
+// them on the bus (whose rule delivers them to the feedback queue before
+// it answers), and then the feedback queue holds nothing, visible, in
+// flight or delayed, that the feedback function has not acknowledged.
+// Without a feedback queue (a stage without ses) it waits for the first
+// alone.
+func (h *Harness) DrainFeedback(ctx context.Context) error {
+	if err := h.SESEvents.Drain(ctx); err != nil {
+		return err
+	}
+	if h.FeedbackMapping == nil {
+		return nil
+	}
+	for {
+		d, err := status.QueueDepth(ctx, h.SQS, h.Resources.FeedbackURL)
+		if err != nil {
+			return fmt.Errorf("local: drain the feedback queue: %w", err)
+		}
+		if d.Total() == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("local: the feedback queue still holds %d events (visible %d, in flight %d, delayed %d): %w",
+				d.Total(), d.Visible, d.InFlight, d.Delayed, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // counted is where a function's AWS calls go: its counting proxies.
 func (h *Harness) counted(fn string) Endpoints {
 	return Endpoints{DynamoDB: h.Proxies[fn+" DynamoDB"].Endpoint, SQS: h.Proxies[fn+" SQS"].Endpoint}
@@ -261,9 +335,9 @@ func (h *Harness) start(ctx context.Context, name, bootstrap string, env []strin
 
 // empty removes what an earlier run left in the queues and the table.
 func (h *Harness) empty(ctx context.Context) error {
-	for _, url := range []string{h.Resources.WorkURL, h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.OutcomesURL} {
+	for _, url := range []string{h.Resources.WorkURL, h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.OutcomesURL, h.Resources.FeedbackURL} {
 		if url == "" {
-			continue // a stage without sns has no subscriber queue
+			continue // a stage without sns has no subscriber queue, one without ses no feedback queue
 		}
 		if _, err := h.SQS.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err != nil {
 			return fmt.Errorf("demo: purge %s: %w", url, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -12,6 +13,7 @@ import (
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
 
@@ -32,6 +34,10 @@ type Provisioned struct {
 	// OutcomesURL and OutcomesARN are the queue the local bus's rule
 	// delivers the outcome events to (the stack's outcomeQueue example).
 	OutcomesURL, OutcomesARN string
+	// FeedbackURL and FeedbackARN are the queue the local bus's rule
+	// delivers SES's sending events to, which the feedback function reads,
+	// when the stage runs ses (empty otherwise).
+	FeedbackURL, FeedbackARN string
 	// Topic is the sns provider's topic and its subscriber queue, when the
 	// stage runs sns.
 	Topic Topic
@@ -67,8 +73,9 @@ func StandInStage(s deployment.Stage) deployment.Stage {
 
 // Provision creates the stage's ledger table, work queue and DLQ as the
 // stack defines them (the same table input, queue attributes and redrive
-// policies), for the local stand-ins. It is idempotent: what exists is
-// kept.
+// policies), the outcomes queue, and, when the stage runs ses, the feedback
+// queue (FeedbackQueueName), for the local stand-ins. It is idempotent:
+// what exists is kept.
 func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q queueAPI) (Provisioned, error) {
 	if err := s.Validate(); err != nil {
 		return Provisioned{}, err
@@ -111,7 +118,32 @@ func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q qu
 	if p.OutcomesARN, err = queueARN(p.OutcomesURL); err != nil {
 		return p, err
 	}
+	if !s.Runs(ses.Name) {
+		return p, nil
+	}
+	fb, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(FeedbackQueueName(s)), Attributes: FeedbackQueueAttributes(s)})
+	if err != nil {
+		return p, fmt.Errorf("local: create %s: %w", FeedbackQueueName(s), err)
+	}
+	p.FeedbackURL = aws.ToString(fb.QueueUrl)
+	if p.FeedbackARN, err = queueARN(p.FeedbackURL); err != nil {
+		return p, err
+	}
 	return p, nil
+}
+
+// FeedbackQueueName is the queue SES's sending events reach on their way
+// to the feedback function: a rule on the default bus sends them there.
+func FeedbackQueueName(s deployment.Stage) string { return "nudge-" + s.Name + "-feedback" }
+
+// FeedbackQueueAttributes are the feedback queue's: a visibility timeout
+// of deployment.VisibilityFactor times the feedback function's timeout, as
+// the work queue's is of the consumer's (Lambda wants it at least the
+// function's timeout), so that a batch being recorded is not handed out
+// again meanwhile.
+func FeedbackQueueAttributes(s deployment.Stage) map[string]string {
+	visibility := deployment.VisibilityFactor * s.FeedbackTimeout
+	return map[string]string{string(types.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(visibility.Seconds()))}
 }
 
 // OutcomesQueueName is the queue the outcome events reach locally: the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/feedback"
 	"github.com/nudgehq/nudge/internal/outcome"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/provider/ses"
@@ -81,7 +82,9 @@ type System struct {
 	Templates []ses.Template
 	// Bus stands in for EventBridge: the stage's bus (and the default
 	// one), with the rule that delivers the outcome events to the
-	// outcomes queue (Resources.OutcomesURL).
+	// outcomes queue (Resources.OutcomesURL) and, when the stage runs ses,
+	// the one on the default bus that delivers SES's sending events to the
+	// feedback queue (Resources.FeedbackURL).
 	Bus *bus.Bus
 	// SESEvents stands in for SES's event publishing: a front for the SES
 	// stand-in, the functions' SES endpoint, that puts SES's events of
@@ -171,22 +174,38 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 	return s, nil
 }
 
+// FeedbackDetailTypes are the detail-types of SES's events that the rule
+// to the feedback queue matches: the sending events the feedback function
+// records (see internal/feedback's doc), not opens, clicks or
+// subscriptions.
+var FeedbackDetailTypes = []string{"Email Sent", "Email Delivered", "Email Bounced", "Email Complaint Received", "Email Rejected",
+	"Email Delivery Delayed", "Email Rendering Failed"}
+
 // startBus starts the stand-in for EventBridge, with the stage's bus and
 // the rule that delivers the outcome events to the outcomes queue, as the
-// stack's example rule does (-c outcomeQueue=true).
+// stack's example rule does (-c outcomeQueue=true), and, when the stage
+// runs ses, the rule on the default bus that delivers SES's sending events
+// to the feedback queue, as the stack's does.
 func (s *System) startBus(log io.Writer) (*bus.Bus, error) {
 	var buses []string
 	if name := s.Stage.EventBusName(); name != bus.DefaultBus {
 		buses = append(buses, name)
 	}
-	b, err := bus.Start(bus.Config{Buses: buses, SQS: s.SQS, Log: io.Discard, Rules: []bus.Rule{{
-		Name: OutcomesQueueName(s.Stage), EventBus: s.Stage.EventBusName(), Source: []string{outcome.Source}, QueueURL: s.Resources.OutcomesURL,
-	}}})
+	rules := []bus.Rule{{Name: OutcomesQueueName(s.Stage), EventBus: s.Stage.EventBusName(), Source: []string{outcome.Source}, QueueURL: s.Resources.OutcomesURL}}
+	if s.Resources.FeedbackURL != "" {
+		rules = append(rules, bus.Rule{Name: FeedbackQueueName(s.Stage), EventBus: bus.DefaultBus, Source: []string{feedback.Source},
+			DetailType: FeedbackDetailTypes, QueueURL: s.Resources.FeedbackURL})
+	}
+	b, err := bus.Start(bus.Config{Buses: buses, SQS: s.SQS, Log: io.Discard, Rules: rules})
 	if err != nil {
 		return nil, fmt.Errorf("local: start the EventBridge stand-in: %w", err)
 	}
 	s.stop = append(s.stop, b.Close)
-	fmt.Fprintf(log, "local: EventBridge stand-in on %s (bus %s, outcome events to %s)\n", b.URL(), s.Stage.EventBusName(), OutcomesQueueName(s.Stage))
+	fmt.Fprintf(log, "local: EventBridge stand-in on %s (bus %s, outcome events to %s", b.URL(), s.Stage.EventBusName(), OutcomesQueueName(s.Stage))
+	if s.Resources.FeedbackURL != "" {
+		fmt.Fprintf(log, ", SES's events to %s", FeedbackQueueName(s.Stage))
+	}
+	fmt.Fprintln(log, ")")
 	return b, nil
 }
 
@@ -284,9 +303,9 @@ func (s *System) Endpoints() Endpoints {
 	return ep
 }
 
-// Env returns function fn's environment (consumer, enqueue or intake): the one the
-// stack gives it, with this system's resources and provider, its AWS calls
-// sent to ep, the emulator's Lambda variables for a function of timeout
+// Env returns function fn's environment (consumer, enqueue, intake,
+// outcomes or feedback): the one the stack gives it, with this system's
+// resources and provider, its AWS calls sent to ep, the emulator's Lambda variables for a function of timeout
 // (0: the stage's), and overrides (KEY=VALUE) replacing what they name.
 // Each variable appears once: the emulator keeps the first of duplicates.
 func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides ...string) ([]string, error) {
@@ -306,8 +325,11 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 	case "outcomes":
 		env, memory = s.Stage.OutcomesEnv(), s.Stage.OutcomesMemoryMB
 		timeout = cmp.Or(timeout, s.Stage.OutcomesTimeout)
+	case "feedback":
+		env, memory = s.Stage.FeedbackEnv(res), s.Stage.FeedbackMemoryMB
+		timeout = cmp.Or(timeout, s.Stage.FeedbackTimeout)
 	default:
-		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue, intake or outcomes", fn)
+		return nil, fmt.Errorf("local: no function %q; use consumer, enqueue, intake, outcomes or feedback", fn)
 	}
 	ep.SES = cmp.Or(ep.SES, s.SESSendEndpoint())
 	if s.Bus != nil {

@@ -25,6 +25,14 @@ type Planned struct {
 	// must carry if that is dead.
 	Expect ledger.Status
 	Class  failure.Class
+	// Feedback is the standing feedback (its Kind and Permanent) its
+	// provider's events must leave on it once the provider has sent it:
+	// SES's, by its recipient's mailbox. Zero for a provider that reports
+	// none: it must have none. Simulator is its recipient when that is a
+	// mailbox of SES's simulator (bounce@simulator.amazonses.com, …), for
+	// the reader; "" for an ordinary one.
+	Feedback  ledger.Feedback
+	Simulator string
 }
 
 // Plan is what a run set out to do.
@@ -91,6 +99,10 @@ type Evidence struct {
 	// read them (every local run does), and so that they are checked.
 	Events     []outcome.Event
 	EventsRead bool
+	// FeedbackRead says the run waited until SES's events of every e-mail
+	// it sent were recorded before it read the ledger, so that a sent
+	// delivery without its feedback is one the path lost (check/feedback.go).
+	FeedbackRead bool
 
 	// Problems are what went wrong on the way (a refused cancel, a failed
 	// schedule tick, a short DLQ read), and Stall the run's last stall
@@ -171,6 +183,12 @@ type Verdict struct {
 	// ByProvider are each provider's figures, every provider the checker
 	// knows and every one the plan uses.
 	ByProvider map[string]*ProviderCounts
+	// Feedback counts the ledger's deliveries by their standing feedback's
+	// kind; FeedbackFailed those whose feedback is failing (sent, then
+	// bounced for good or complained of: ledger.Delivery.Failed); and
+	// Simulated the planned deliveries sent to SES's mailbox simulator.
+	Feedback                  map[ledger.FeedbackKind]int
+	FeedbackFailed, Simulated int
 }
 
 // OK reports whether every invariant held.
@@ -267,6 +285,7 @@ func Check(p Plan, ev Evidence) Verdict {
 	if ev.EventsRead {
 		v.Violations = append(v.Violations, v.events(ev)...)
 	}
+	v.Violations = append(v.Violations, v.feedback(p, ev)...)
 	return v
 }
 

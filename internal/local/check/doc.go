@@ -10,7 +10,10 @@
 // lost, nothing overdue, and each delivery ended as its faults call for
 // (the fault model: Repeats, Expect; and the providers' contracts, one table
 // keyed by provider name). A kill explains another end only where the
-// evidence shows it did.
+// evidence shows it did. The provider's feedback (feedback.go): each e-mail
+// SES sent ends with the feedback its recipient's mailbox calls for (the
+// mailbox simulator's bounce, complaint, delivery), and nothing its
+// provider never sent has any.
 //
 // A new invariant is a case of violations and a row of its table test; a new
 // scenario is a new plan and its evidence, checked by the same Check.

@@ -16,17 +16,18 @@ var perfectEnd = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // ended at a fixed time (End): each delivery in the ledger as planned (a
 // pending one due a month later), each one sent in its provider's record
 // once, and so each one a provider that reviews accepted before its answer
-// was lost (drop); a DLQ message for each dead delivery, and for each
-// poison message (ids poison-0, …); the work queue empty. A test breaks it
-// one way at a time and checks that Check says so.
+// was lost (drop); each one its provider sent with the feedback its plan
+// expects standing, and the feedback read (FeedbackRead); a DLQ message
+// for each dead delivery, and for each poison message (ids poison-0, …);
+// the work queue empty. A test breaks it one way at a time and checks that
+// Check says so.
 func Perfect(p Plan) Evidence {
-	ev := Evidence{End: perfectEnd, Ledger: map[message.DeliveryKey]ledger.Delivery{}, Recorded: map[message.DeliveryKey]int{}}
+	ev := Evidence{End: perfectEnd, Ledger: map[message.DeliveryKey]ledger.Delivery{}, Recorded: map[message.DeliveryKey]int{}, FeedbackRead: true}
 	for k, d := range p.Deliveries {
 		got := ledger.Delivery{ReminderID: k.ReminderID, Channel: k.Channel, Provider: k.Provider, Status: d.Expect, LastErrorClass: d.Class}
 		if d.Expect == ledger.StatusPending {
 			got.DueAt = perfectEnd.Add(30 * 24 * time.Hour)
 		}
-		ev.Ledger[k] = got
 		if d.Fault == "drop" && reviews(k.Provider) {
 			ev.Recorded[k] = 1 // it went out; the answer was lost, so it waits for review
 		}
@@ -36,6 +37,10 @@ func Perfect(p Plan) Evidence {
 		case ledger.StatusDead:
 			ev.DLQ = append(ev.DLQ, DeadLetter{Key: k, Class: d.Class})
 		}
+		if ev.Recorded[k] > 0 && d.Feedback.Kind != "" {
+			got.Feedback = ledger.Feedback{Kind: d.Feedback.Kind, Permanent: d.Feedback.Permanent, At: perfectEnd.Add(-time.Minute)}
+		}
+		ev.Ledger[k] = got
 	}
 	for i := range p.Poison {
 		id := fmt.Sprint("poison-", i)

@@ -59,7 +59,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, fn := range []string{"consumer", "enqueue", "intake"} {
+	for _, fn := range []string{"consumer", "enqueue", "intake", "outcomes", "feedback"} {
 		if bin := filepath.Join(cfg.Bootstraps, fn, "bootstrap"); !exists(bin) {
 			return nil, fmt.Errorf("demo: %s not found; build the functions for this machine first (make build-local; make demo does it)", bin)
 		}

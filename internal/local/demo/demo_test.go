@@ -13,6 +13,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/check"
+	"github.com/nudgehq/nudge/internal/local/sesevents"
 	"github.com/nudgehq/nudge/internal/local/standin"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/internal/message"
@@ -153,6 +154,74 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 	}
 }
 
+// TestAShareOfTheEmailsGoesToTheSimulator: about one in ten of the SES
+// deliveries due now without a fault goes to a mailbox of SES's
+// simulator, the five in turn, the same ones for the same seed, each with
+// the feedback SES's events give it; every other SES delivery expects
+// delivered, and the others none.
+func TestAShareOfTheEmailsGoesToTheSimulator(t *testing.T) {
+	t.Parallel()
+	cfg := defaults(t, Config{Reminders: 2000})
+	p, again := newPlan(cfg), newPlan(cfg)
+	byAddress, candidates := map[string]int{}, 0
+	for k, d := range p.Deliveries {
+		if d.Simulator != again.Deliveries[k].Simulator {
+			t.Fatalf("%s: the same seed sent it to %q, then %q", k, d.Simulator, again.Deliveries[k].Simulator)
+		}
+		viaSES := k.Provider == ses.Name
+		if viaSES && kind(d.Kind) == dueNow && d.Fault == "" {
+			candidates++
+		}
+		switch {
+		case d.Simulator != "":
+			byAddress[d.Simulator]++
+			if !viaSES || kind(d.Kind) != dueNow || d.Fault != "" {
+				t.Errorf("%s (%s, fault %q) goes to the simulator; only SES deliveries due now without a fault do", k, d.Kind, d.Fault)
+			}
+		case viaSES && (d.Feedback != ledger.Feedback{Kind: ledger.FeedbackDelivered}):
+			t.Errorf("%s to an ordinary address expects feedback %+v; SES delivers it", k, d.Feedback)
+		case !viaSES && d.Feedback.Kind != "":
+			t.Errorf("%s expects feedback %+v; only SES reports any", k, d.Feedback)
+		}
+	}
+	want := map[string]ledger.Feedback{sesevents.Success: {Kind: ledger.FeedbackDelivered}, sesevents.OutOfOffice: {Kind: ledger.FeedbackDelivered},
+		sesevents.Bounce: {Kind: ledger.FeedbackBounced, Permanent: true}, sesevents.SuppressionList: {Kind: ledger.FeedbackBounced, Permanent: true},
+		sesevents.Complaint: {Kind: ledger.FeedbackComplained}}
+	total := 0
+	for address, n := range byAddress {
+		total += n
+		if _, ok := want[address]; !ok {
+			t.Errorf("%d deliveries go to %s, not a simulator address", n, address)
+		}
+	}
+	if len(byAddress) != len(want) || total < candidates/20 || total > candidates/5 {
+		t.Errorf("%d of %d candidates to the simulator, by address %v; want about one in ten, over all five", total, candidates, byAddress)
+	}
+	for k, d := range p.Deliveries {
+		if f, ok := want[d.Simulator]; ok && d.Feedback != f {
+			t.Errorf("%s to %s expects %+v; SES's events say %+v", k, d.Simulator, d.Feedback, f)
+		}
+	}
+	// The rest of the mix is the seed's as before: the simulator draws from
+	// its own source.
+	for i, r := range p.reminders {
+		if r.kind != again.reminders[i].kind || len(r.deliveries) != len(again.reminders[i].deliveries) {
+			t.Fatal("the same seed drew a different mix")
+		}
+	}
+	// An e-mail to the simulator is addressed to it at the intake.
+	for _, r := range p.reminders {
+		for i, d := range r.deliveries {
+			if d.Simulator != "" {
+				if got := p.input(r, time.Now(), time.Second).Deliveries[i].Address; got != d.Simulator {
+					t.Fatalf("%s is addressed to %q at the intake; want %s", d.Key, got, d.Simulator)
+				}
+				return
+			}
+		}
+	}
+}
+
 // TestConfigRefusesNonsense: bad options name the option and the fix.
 func TestConfigRefusesNonsense(t *testing.T) {
 	t.Parallel()
@@ -188,7 +257,7 @@ func TestConfigRefusesNonsense(t *testing.T) {
 // and checks its summary.
 func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	standintest.AWSConfig(t) // skips (or fails under CI) without the stand-ins
-	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake", "outcomes")
+	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake", "outcomes", "feedback")
 	var (
 		out        bytes.Buffer
 		redriven   []message.DeliveryKey
@@ -265,7 +334,7 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 // make chaos runs the full size.
 func TestChaosRunKeepsItsInvariants(t *testing.T) {
 	standintest.AWSConfig(t)
-	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake", "outcomes")
+	bins := standintest.Bootstraps(t, "consumer", "enqueue", "intake", "outcomes", "feedback")
 	cfg := ChaosDefaults()
 	cfg.Reminders, cfg.Rate, cfg.Spread, cfg.Tick, cfg.Deadline = 400, 200, 8*time.Second, time.Second, 150*time.Second
 	// The budget is the chaos run's: a much smaller one fails runs on a

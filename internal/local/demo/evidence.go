@@ -18,20 +18,30 @@ import (
 )
 
 // evidence gathers what the run left behind, for the checker: the ledger
-// and the DLQ, read as an operator would; the work queue; each provider's
-// own record (channels.evidence); the kills; the functions' logs; and the
-// problems the run met on the way.
+// (once SES's events are recorded in it) and the DLQ, read as an operator
+// would; the work queue; each provider's own record (channels.evidence);
+// the outcome events; the kills; the functions' logs; and the problems the
+// run met on the way.
 func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 	// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
 	ev := check.Evidence{End: time.Now(), Ledger: map[message.DeliveryKey]ledger.Delivery{}, PoisonIDs: r.poisonIDs,
 		Kills: r.kills.killed(), InvocationTimeout: r.cfg.ConsumerTimeout, Budget: r.h.Stage.MaxAttempts}
+	// SES's events of every e-mail sent so far are recorded before the
+	// ledger is read: a sent e-mail without its feedback is then one the
+	// path lost (the outcomes' drain below waits for these writes too).
+	drain, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err := r.h.DrainFeedback(drain)
+	cancel()
+	if err != nil {
+		r.problems.add("the feedback function did not record SES's events: %v", err)
+	}
+	ev.FeedbackRead = err == nil && r.h.FeedbackMapping != nil
 	if err := r.h.Ledger.ScanDeliveries(ctx, func(d ledger.Delivery) error {
 		ev.Ledger[d.Key()] = d
 		return nil
 	}); err != nil {
 		return ev, err
 	}
-	var err error
 	if ev.DLQ, err = readDLQ(ctx, r.h.SQS, r.h.Resources, 20*time.Second, r.problems.add); err != nil {
 		return ev, err
 	}
@@ -41,7 +51,7 @@ func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 	// Every change made so far reaches the outcomes function before the
 	// events are read: a change without its event is then one the bus
 	// never got.
-	drain, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	drain, cancel = context.WithTimeout(ctx, 2*time.Minute)
 	err = r.h.DrainOutcomes(drain)
 	cancel()
 	if err != nil {

@@ -26,11 +26,11 @@ func LogPath(dir, stage, name string) string {
 // instance's output, read as CloudWatch would (functionLog), and the event
 // source mapping's lines, counted by kind.
 type runLogs struct {
-	consumer, enqueue, intake, outcomes logs
-	byName                              map[string]*functionLog // "consumer-1", …, "enqueue", "intake", "outcomes"
-	mappingErrors                       *errorKinds
-	mappingFile                         *os.File
-	files                               []*os.File
+	consumer, enqueue, intake, outcomes, feedback logs
+	byName                                        map[string]*functionLog // "consumer-1", …, "enqueue", "intake", "outcomes", "feedback"
+	mappingErrors                                 *errorKinds
+	mappingFile                                   *os.File
+	files                                         []*os.File
 }
 
 // openLogs creates the log files of a run of the stage with the given
@@ -52,7 +52,7 @@ func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
 		}
 		return f, err
 	}
-	names := []string{"enqueue", "intake", "outcomes"}
+	names := []string{"enqueue", "intake", "outcomes", "feedback"}
 	for i := range consumers {
 		names = append(names, fmt.Sprintf("consumer-%d", i+1))
 	}
@@ -70,6 +70,8 @@ func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
 			l.intake = append(l.intake, fl)
 		case name == "outcomes":
 			l.outcomes = append(l.outcomes, fl)
+		case name == "feedback":
+			l.feedback = append(l.feedback, fl)
 		default:
 			l.consumer = append(l.consumer, fl)
 		}

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/check"
+	"github.com/nudgehq/nudge/internal/local/sesevents"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -37,6 +39,25 @@ const (
 	sesShare = 0.5
 	smsShare = 0.3
 )
+
+// simulatorShare of the SES deliveries due now without a fault go to SES's
+// mailbox simulator, its addresses taken in turn; the others to
+// <id>@customers.example, which SES delivers.
+const simulatorShare = 0.1
+
+// simulator are the mailbox simulator's addresses, each with the feedback
+// SES's events about an e-mail to it leave standing (sesevents stands in
+// for them as SES behaves in AWS).
+var simulator = []struct {
+	address  string
+	feedback ledger.Feedback
+}{
+	{sesevents.Success, ledger.Feedback{Kind: ledger.FeedbackDelivered}},
+	{sesevents.Bounce, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true}},
+	{sesevents.Complaint, ledger.Feedback{Kind: ledger.FeedbackComplained}},
+	{sesevents.OutOfOffice, ledger.Feedback{Kind: ledger.FeedbackDelivered}},
+	{sesevents.SuppressionList, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true}},
+}
 
 // share of the reminders per kind; due now takes the rest.
 var shares = map[kind]float64{dueSoon: 0.35, future: 0.10, expired: 0.05, cancelled: 0.03, lateCancel: 0.03}
@@ -87,6 +108,9 @@ func newPlan(cfg Config) *plan {
 	order = append(order, rest...)
 
 	f := *cfg.Faults
+	// The simulator's share is drawn from a source of its own, so that the
+	// mix of a seed is what it was before.
+	sim, simulated := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x73696d)), 0
 	for i, k := range order {
 		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
 		email := stoodIn(provider.SinkStandIn)
@@ -109,6 +133,15 @@ func newPlan(cfg Config) *plan {
 			default:
 				d.Fault = drawFault(rnd.Float64(), f)
 				d.Expect, d.Class = check.Expect(key.Provider, d.Fault)
+			}
+			if key.Provider == stoodIn(provider.EmailStandIn) {
+				// What SES's events say once it sent the e-mail.
+				d.Feedback = ledger.Feedback{Kind: ledger.FeedbackDelivered}
+				if k == dueNow && d.Fault == "" && sim.Float64() < simulatorShare {
+					m := simulator[simulated%len(simulator)]
+					d.Simulator, d.Feedback = m.address, m.feedback
+					simulated++
+				}
 			}
 			r.deliveries = append(r.deliveries, d)
 			p.Deliveries[d.Key] = d
@@ -191,7 +224,7 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 		di := schedule.DeliveryInput{Channel: d.Key.Channel, Provider: d.Key.Provider,
 			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
 		if drv, _ := registry.Lookup(d.Key.Provider); drv.Intake.Address == provider.EmailAddress {
-			di.TemplateRef, di.Address = "renewal-notice", r.id+"@customers.example"
+			di.TemplateRef, di.Address = "renewal-notice", cmp.Or(d.Simulator, r.id+"@customers.example")
 		}
 		in.Deliveries = append(in.Deliveries, di)
 	}

@@ -107,6 +107,15 @@ type Summary struct {
 	// ByProvider is each provider's side of the run, from the ledger and
 	// from the provider's stand-in's own record.
 	ByProvider map[string]*check.ProviderCounts
+	// FeedbackRead says the run had SES's feedback path (its stage runs
+	// ses); Feedback counts the deliveries by the feedback standing on
+	// them (SES's events, recorded by the feedback function);
+	// FeedbackFailed those that failed after sending (bounced for good or
+	// complained of); Simulated the e-mails sent to SES's mailbox
+	// simulator.
+	FeedbackRead              bool
+	Feedback                  map[ledger.FeedbackKind]int
+	FeedbackFailed, Simulated int
 
 	// Usage is what the run consumed as AWS bills it (the intake's writes
 	// included), and Cost that at Prices per million sent deliveries.
@@ -135,6 +144,7 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.ByStatus, sum.Overdue, sum.ByProvider = v.ByStatus, v.Overdue, v.ByProvider
 	sum.Sent, sum.Expired, sum.Cancelled = v.ByStatus[ledger.StatusSent], v.ByStatus[ledger.StatusExpired], v.ByStatus[ledger.StatusCancelled]
 	sum.LatencyP50, sum.LatencyP99, sum.LatencyMax, sum.Histogram = v.LatencyP50, v.LatencyP99, v.LatencyMax, v.Histogram
+	sum.FeedbackRead, sum.Feedback, sum.FeedbackFailed, sum.Simulated = ev.FeedbackRead, v.Feedback, v.FeedbackFailed, v.Simulated
 	sum.WindowP50, sum.WindowP99, sum.WindowMax = v.WindowP50, v.WindowP99, v.WindowMax
 	sum.DeadLettered, sum.DLQCopies = v.DeadLettered, v.DLQCopies
 	sum.Resent, sum.ResentLedger, sum.KillsExhausted = v.Resent, v.ResentLedger, v.KillsExhausted
@@ -169,12 +179,18 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	eBilled, eBytes := logs.enqueue.usage()
 	iBilled, iBytes := logs.intake.usage()
 	oBilled, oBytes := logs.outcomes.usage()
+	fBilled, fBytes := logs.feedback.usage()
 	sum.IntakeCalls = logs.intake.invocations()
-	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls + logs.outcomes.invocations()
+	sum.Usage.Invocations = sum.Invocations + sum.Ticks + sum.IntakeCalls + logs.outcomes.invocations() + logs.feedback.invocations()
 	sum.Usage.GBSeconds = gbSeconds(cBilled, h.Stage.ConsumerMemoryMB) + gbSeconds(eBilled, h.Stage.EnqueueMemoryMB) + gbSeconds(iBilled, h.Stage.IntakeMemoryMB) +
-		gbSeconds(oBilled, h.Stage.OutcomesMemoryMB)
-	sum.Usage.LogBytes = cBytes + eBytes + iBytes + oBytes
+		gbSeconds(oBilled, h.Stage.OutcomesMemoryMB) + gbSeconds(fBilled, h.Stage.FeedbackMemoryMB)
+	sum.Usage.LogBytes = cBytes + eBytes + iBytes + oBytes + fBytes
+	// SES's events on the default bus are AWS service events, which
+	// EventBridge does not charge for: the outcome events alone are billed.
 	sum.Usage.Events = h.Bus.Stats().Accepted
+	for _, n := range h.SESEvents.Stats().Events {
+		sum.Usage.Events -= n
+	}
 	sum.Cost = sum.Usage.PerMillion(Prices, sum.Sent)
 
 	// The chaos.
@@ -192,6 +208,23 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 		}
 	}
 	return sum, nil
+}
+
+// feedbackCounts renders the deliveries by their standing feedback: "212
+// recorded (205 delivered, 4 bounced, 3 complained)", kinds in the
+// ledger's order.
+func feedbackCounts(by map[ledger.FeedbackKind]int) string {
+	total, parts := 0, []string{}
+	for _, k := range ledger.FeedbackKinds {
+		if n := by[k]; n > 0 {
+			total += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if total == 0 {
+		return "none recorded"
+	}
+	return fmt.Sprintf("%d recorded (%s)", total, strings.Join(parts, ", "))
 }
 
 // Write renders the summary as text.
@@ -259,6 +292,11 @@ func (sum *Summary) Write(w io.Writer) {
 				fmt.Fprintf(w, "  %s: %d extra copies reached its stand-in (a retry after a lost answer); what deduplicates them: %s\n", d.Title, c.Copies, d.Contract.Deduplicates)
 			}
 		}
+	}
+	if sum.FeedbackRead {
+		fmt.Fprintf(w, "\nSES feedback (its events → the default bus → the feedback queue → the feedback function → the ledger): %s;\n"+
+			"  %d failed after sending (bounced for good or complained of); %d e-mails to SES's mailbox simulator, each ending as it says\n",
+			feedbackCounts(sum.Feedback), sum.FeedbackFailed, sum.Simulated)
 	}
 	if sum.Chaos {
 		fmt.Fprintln(w, "\nchaos:")

@@ -1,0 +1,85 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
+)
+
+// feedback checks each planned delivery's standing feedback (what its
+// provider reported after it took the message: SES's events, recorded on
+// the delivery by the feedback function) against the plan and the
+// provider's own record, and counts the ledger's feedback:
+//
+//   - a delivery its provider sent (the provider's record holds it), whose
+//     plan expects feedback, ends with that feedback standing: bounced for
+//     good from bounce@ and suppressionlist@, complained of from
+//     complaint@, delivered from success@, ooto@ and an ordinary address.
+//     Checked once the run waited for the events (Evidence.FeedbackRead);
+//   - a delivery its provider never sent has none: feedback on an e-mail
+//     the provider never accepted is feedback it cannot have given;
+//   - a delivery of a provider that reports none has none.
+//
+// A delivery dead-lettered for review as ambiguous (the send timed out, or
+// its answer was lost) that the provider's record holds did go out: its
+// feedback is expected as any sent delivery's, and tells the operator so.
+func (v *Verdict) feedback(p Plan, ev Evidence) []string {
+	var out []string
+	violate := func(format string, args ...any) {
+		if len(out) < 20 {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+	}
+	v.Feedback = map[ledger.FeedbackKind]int{}
+	for _, d := range ev.Ledger {
+		if d.Feedback.Kind == "" {
+			continue
+		}
+		v.Feedback[d.Feedback.Kind]++
+		if d.Failed() {
+			v.FeedbackFailed++
+		}
+	}
+	keys := make([]message.DeliveryKey, 0, len(p.Deliveries))
+	for k := range p.Deliveries {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		want := p.Deliveries[k]
+		got, ok := ev.Ledger[k]
+		if !ok {
+			continue // lost: violations names it
+		}
+		sent, has, to := ev.Recorded[k] > 0, got.Feedback.Kind != "", ""
+		if want.Simulator != "" {
+			to = " to " + want.Simulator
+			if sent {
+				v.Simulated++
+			}
+		}
+		switch {
+		case has && !sent:
+			violate("feedback on a delivery never sent: %s%s (%s) has %q standing, but %s never accepted it", k, to, got.Status, got.Feedback.Note(), title(k.Provider))
+		case has && want.Feedback.Kind == "":
+			violate("%s has %q standing, but %s reports no feedback", k, got.Feedback.Note(), title(k.Provider))
+		case sent && want.Feedback.Kind != "" && !has && ev.FeedbackRead:
+			violate("no feedback: %s was sent%s (%s), and none of %s's events about it was recorded; they say %s", k, to, got.Status, title(k.Provider),
+				expected(want.Feedback))
+		case sent && has && (got.Feedback.Kind != want.Feedback.Kind || got.Feedback.Permanent != want.Feedback.Permanent):
+			violate("%s was sent%s and has %q standing; %s's events say %s", k, to, got.Feedback.Note(), title(k.Provider), expected(want.Feedback))
+		}
+	}
+	return out
+}
+
+// expected is how a violation names the feedback f a plan expects.
+func expected(f ledger.Feedback) string {
+	if f.Kind == ledger.FeedbackBounced && f.Permanent {
+		return "bounced for good (a permanent bounce)"
+	}
+	return string(f.Kind)
+}
