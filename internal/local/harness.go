@@ -152,6 +152,9 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if cfg.IntakeInstances > 0 {
 		callers = append(callers, "intake DynamoDB")
 	}
+	if s.Resources.FeedbackURL != "" {
+		callers = append(callers, "feedback DynamoDB")
+	}
 	for _, name := range callers {
 		target := s.DynamoDBEndpoint
 		if strings.HasSuffix(name, "SQS") {
@@ -265,7 +268,9 @@ func (h *Harness) startFeedback(ctx context.Context, bootstrap string, out io.Wr
 	if h.Resources.FeedbackURL == "" {
 		return nil
 	}
-	env, err := h.Env("feedback", h.System.Endpoints(), 0)
+	ep := h.System.Endpoints()
+	ep.DynamoDB = h.Proxies["feedback DynamoDB"].Endpoint // its reads and writes counted
+	env, err := h.Env("feedback", ep, 0)
 	if err != nil {
 		return err
 	}

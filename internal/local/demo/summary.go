@@ -169,7 +169,10 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 		sum.RequestsPerSent = float64(total) / float64(sum.Sent)
 	}
 	sum.Ticks, sum.Invocations = int(r.ticks.runs.Load()), logs.consumer.invocations()
-	for _, name := range []string{"consumer DynamoDB", "enqueue DynamoDB", "intake DynamoDB"} {
+	for _, name := range []string{"consumer DynamoDB", "enqueue DynamoDB", "intake DynamoDB", "feedback DynamoDB"} {
+		if h.Proxies[name] == nil {
+			continue // no intake, or no ses
+		}
 		reads, writes := h.Proxies[name].Units()
 		sum.Usage.ReadUnits += reads
 		sum.Usage.WriteUnits += writes
