@@ -163,10 +163,9 @@ const FeedbackItemBytes = 1000
 // (the last MaxFeedbackSeen), an entry in the history (the status
 // unchanged, the note naming the feedback; the history bounded to limit
 // entries and the item to FeedbackItemBytes, the oldest entries dropped
-// but never the last two transitions), and, if f outranks the standing
-// feedback, f standing (stands true). It
-// refuses a repeat with ErrFeedbackSeen. Shared by the DynamoDB ledger and
-// Memory.
+// but never the last two transitions nor the entry of f), and, if f
+// outranks the standing feedback, f standing (stands true). It refuses a
+// repeat with ErrFeedbackSeen. Shared by the DynamoDB ledger and Memory.
 func (d Delivery) withFeedback(f Feedback, now time.Time, limit int) (_ Delivery, stands bool, _ error) {
 	digest := FeedbackDigest(f.ID)
 	if slices.Contains(d.FeedbackSeen, digest) {
@@ -194,10 +193,11 @@ func (d Delivery) withFeedback(f Feedback, now time.Time, limit int) (_ Delivery
 }
 
 // oldestDroppable returns the oldest entry of h that is not one of its
-// last two transitions (what LapsedLeaseTaken and EndedUnended read), or
-// -1 if there is none.
+// last two transitions (what LapsedLeaseTaken and EndedUnended read) nor
+// its last entry (the one this write records, which the outcome event of
+// the report is made from), or -1 if there is none.
 func oldestDroppable(h []Entry) int {
-	keep, transitions := map[int]bool{}, 0
+	keep, transitions := map[int]bool{len(h) - 1: true}, 0
 	for i := len(h) - 1; i >= 0 && transitions < 2; i-- {
 		if !h[i].Feedback {
 			keep[i] = true

@@ -525,3 +525,23 @@ func TestEachReportOfTheProviderIsOneEvent(t *testing.T) {
 		t.Fatalf("sent by provider: %+v %+v", s, s.Feedback)
 	}
 }
+
+// TestAReportOnALargeDeliveryIsStillAnEvent: a delivery item near the
+// 1 KB the ledger keeps it within (a long address and template data) still
+// keeps the entry of the report just recorded, so its event is made (the
+// ledger once dropped that entry to stay under 1 KB, and the report had
+// no event: a chaos run found it).
+func TestAReportOnALargeDeliveryIsStillAnEvent(t *testing.T) {
+	d := delivery("rem-large")
+	d.TemplateData = map[string]string{"notes": strings.Repeat("x", 700)}
+	sent := ended(d, ledger.StatusSent, "", "0100018f-ses-message-id", t0.Add(time.Minute))
+	prev := sent
+	for i, kind := range []ledger.FeedbackKind{ledger.FeedbackSentByProvider, ledger.FeedbackDelivered} {
+		next := feedback(prev, ledger.Feedback{Kind: kind, At: t0.Add(time.Duration(2+i) * time.Minute), ID: fmt.Sprint("r-", i)})
+		e, ok := outcome.Of(prev, true, next, "")
+		if !ok || e.Feedback == nil || e.Feedback.Kind != string(kind) {
+			t.Fatalf("report %d (%s): %+v, %v; history %+v", i, kind, e, ok, next.History)
+		}
+		prev = next
+	}
+}
