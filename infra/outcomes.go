@@ -64,6 +64,9 @@ const (
 const (
 	deliverySortKeyPrefix = "DLV#"
 	statusAttribute       = "status"
+	// feedbackAttribute is set on a delivery item by the first report of
+	// its provider the ledger records (ledger.RecordFeedback), and kept.
+	feedbackAttribute = "feedback"
 )
 
 // ledgerStatuses are every ledger.Status a delivery can have (the test
@@ -73,13 +76,29 @@ var ledgerStatuses = []ledger.Status{
 	ledger.StatusSent, ledger.StatusDead, ledger.StatusExpired, ledger.StatusCancelled,
 }
 
-// outcomeFilter is the outcomes mapping's filter criteria: a change that
-// leaves a delivery item (sortKey beginning with deliverySortKeyPrefix) in
-// a terminal status, the only changes outcome.Of makes an event of. Lambda
-// drops every other record before it invokes the function (a claim, a
-// retry, a reminder item, a delete: most of the stream) and moves past
-// it. A change that stays in one terminal status still passes (a filter
-// cannot compare the old image with the new): the function drops it.
+// outcomeFilters are the outcomes mapping's filter criteria (a record
+// passes if either does): a change that leaves a delivery item (sortKey
+// beginning with deliverySortKeyPrefix) in a terminal status, and a change
+// of a delivery item that holds a provider's report (its feedback
+// attribute): the only changes outcome.Of makes an event of (an end, or a
+// report recorded, which may come while the delivery is still live: an
+// SES send whose answer was lost). Lambda drops every other record before
+// it invokes the function (a claim, a retry, a reminder item, a delete:
+// most of the stream) and moves past it. A change that stays in one
+// terminal status, or a later change of an item with a report, still
+// passes (a filter cannot compare the old image with the new): the
+// function drops it.
+func outcomeFilters(sortKey string) []map[string]any {
+	delivery := map[string]any{sortKey: map[string]any{"S": []any{map[string]any{"prefix": deliverySortKeyPrefix}}}}
+	reported := map[string]any{"dynamodb": map[string]any{
+		"Keys":     delivery,
+		"NewImage": map[string]any{feedbackAttribute: map[string]any{"S": []any{map[string]any{"exists": true}}}},
+	}}
+	return []map[string]any{outcomeFilter(sortKey), reported}
+}
+
+// outcomeFilter is the filter of the ends: a delivery item left in a
+// terminal status.
 func outcomeFilter(sortKey string) map[string]any {
 	var terminal []any
 	for _, s := range ledgerStatuses {
@@ -139,14 +158,17 @@ func (n *NudgeStack) outcomes(s deployment.Stage, props *NudgeStackProps, def *d
 	// delivery's events are put in the order of its changes. Bisecting is
 	// off: the function names the failing record itself
 	// (ReportBatchItemFailures), and the mapping retries from it.
-	filter := outcomeFilter(sortKeyOf(def))
+	var filters []*map[string]any
+	for _, f := range outcomeFilters(sortKeyOf(def)) {
+		filters = append(filters, awslambda.FilterCriteria_Filter(&f))
+	}
 	n.Outcomes.AddEventSource(awslambdaeventsources.NewDynamoEventSource(n.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition: awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:        num(outcomesBatchSize), MaxBatchingWindow: secs(outcomesBatchingWindow.Seconds()),
 		ReportBatchItemFailures: jsii.Bool(true), ParallelizationFactor: num(1), BisectBatchOnError: jsii.Bool(false),
 		MaxRecordAge: secs(outcomesMaxRecordAge.Seconds()),
 		OnFailure:    awslambdaeventsources.NewSqsDlq(n.OutcomesDLQ),
-		Filters:      &[]*map[string]any{awslambda.FilterCriteria_Filter(&filter)},
+		Filters:      &filters,
 	}))
 
 	if props.Options.OutcomeQueue {
