@@ -98,7 +98,8 @@ func TestTheFeedbackPath(t *testing.T) {
 			for _, id := range []string{ids.queue, ids.dlq} {
 				tls := false
 				for _, p := range tp.resources("AWS::SQS::QueuePolicy") {
-					if asJSON(props(p)["Queues"]) == `[{"Ref":"`+id+`"}]` && strings.Contains(asJSON(props(p)["PolicyDocument"]), `{"Bool":{"aws:SecureTransport":"false"}}`) {
+					doc := asJSON(props(p)["PolicyDocument"])
+					if asJSON(props(p)["Queues"]) == `[{"Ref":"`+id+`"}]` && strings.Contains(doc, `{"Bool":{"aws:SecureTransport":"false"}}`) {
 						tls = true
 					}
 				}
@@ -111,7 +112,8 @@ func TestTheFeedbackPath(t *testing.T) {
 			// the stage's configuration set, to the queue.
 			rule := props(tp.resources("AWS::Events::Rule")[ids.rule])
 			wantPattern := `{"detail":{"mail":{"tags":{"ses:configuration-set":["nudge-` + s.Name + `"]}}},` +
-				`"detail-type":["Email Sent","Email Delivered","Email Bounced","Email Complaint Received","Email Rejected","Email Delivery Delayed","Email Rendering Failed"],` +
+				`"detail-type":["Email Sent","Email Delivered","Email Bounced","Email Complaint Received","Email Rejected",` +
+				`"Email Delivery Delayed","Email Rendering Failed"],` +
 				`"source":["aws.ses"]}`
 			if got := asJSON(rule["EventPattern"]); got != wantPattern {
 				t.Errorf("the feedback rule's pattern %s, want %s", got, wantPattern)
@@ -134,7 +136,8 @@ func TestTheFeedbackPath(t *testing.T) {
 					}
 					sends++
 					if asJSON(st["Principal"]) != `{"Service":"events.amazonaws.com"}` || !slices.Contains(statementActions(st), "sqs:SendMessage") ||
-						asJSON(st["Resource"]) != queueArn || asJSON(st["Condition"]) != `{"ArnEquals":{"aws:SourceArn":{"Fn::GetAtt":["`+ids.rule+`","Arn"]}}}` {
+						asJSON(st["Resource"]) != queueArn ||
+						asJSON(st["Condition"]) != `{"ArnEquals":{"aws:SourceArn":{"Fn::GetAtt":["`+ids.rule+`","Arn"]}}}` {
 						t.Errorf("the feedback queue allows %s; want SendMessage for events.amazonaws.com, for the feedback rule alone", asJSON(st))
 					}
 				}
@@ -149,7 +152,8 @@ func TestTheFeedbackPath(t *testing.T) {
 			if num64(t, fn["MemorySize"]) != float64(s.FeedbackMemoryMB) || num64(t, fn["Timeout"]) != s.FeedbackTimeout.Seconds() ||
 				fn["Runtime"] != "provided.al2023" || asJSON(fn["Architectures"]) != `["arm64"]` || fn["Handler"] != "bootstrap" ||
 				fn["ReservedConcurrentExecutions"] != nil {
-				t.Errorf("the feedback function: %s; want %d MB, %v, provided.al2023 on arm64, no reservation", asJSON(fn), s.FeedbackMemoryMB, s.FeedbackTimeout)
+				t.Errorf("the feedback function: %s; want %d MB, %v, provided.al2023 on arm64, no reservation",
+					asJSON(fn), s.FeedbackMemoryMB, s.FeedbackTimeout)
 			}
 			wantEnv := map[string]any{}
 			for k, v := range s.FeedbackEnv(deployment.Resources{Table: "TABLE"}) {
@@ -160,8 +164,9 @@ func TestTheFeedbackPath(t *testing.T) {
 				t.Errorf("the feedback function's environment %s, want %s (Stage.FeedbackEnv)", got, asJSON(wantEnv))
 			}
 			logs := props(tp.one(t, "AWS::Logs::LogGroup", "LogGroupName", "/aws/lambda/nudge-"+s.Name+"-feedback"))
-			if num64(t, logs["RetentionInDays"]) != float64(s.LogRetentionDays) || asJSON(fn["LoggingConfig"]) != `{"LogFormat":"JSON","LogGroup":{"Ref":"`+ids.logs+`"}}` {
-				t.Errorf("the feedback log group keeps %v days (want %d); the function logs %s", logs["RetentionInDays"], s.LogRetentionDays, asJSON(fn["LoggingConfig"]))
+			logging := asJSON(fn["LoggingConfig"])
+			if num64(t, logs["RetentionInDays"]) != float64(s.LogRetentionDays) || logging != `{"LogFormat":"JSON","LogGroup":{"Ref":"`+ids.logs+`"}}` {
+				t.Errorf("the feedback log group keeps %v days (want %d); the function logs %s", logs["RetentionInDays"], s.LogRetentionDays, logging)
 			}
 
 			// Its mapping on the queue.
@@ -284,8 +289,10 @@ func TestTheFeedbackAlarms(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^### (.+, )?` + regexp.QuoteMeta(name) + `(, .+)?$`).Match(runbook) {
 			t.Errorf("alarm %s has no runbook section in docs/operations.md", name)
 		}
-		if !strings.Contains(fmt.Sprint(a["AlarmDescription"]), "docs/operations.md#"+name) || len(asList(a["AlarmActions"])) != 1 || len(asList(a["OKActions"])) != 1 {
-			t.Errorf("alarm %s: description %v, actions %v, %v; want its runbook linked and the alarm topic told", name, a["AlarmDescription"], a["AlarmActions"], a["OKActions"])
+		linked := strings.Contains(fmt.Sprint(a["AlarmDescription"]), "docs/operations.md#"+name)
+		if !linked || len(asList(a["AlarmActions"])) != 1 || len(asList(a["OKActions"])) != 1 {
+			t.Errorf("alarm %s: description %v, actions %v, %v; want its runbook linked and the alarm topic told",
+				name, a["AlarmDescription"], a["AlarmActions"], a["OKActions"])
 		}
 		return a
 	}
@@ -420,7 +427,8 @@ func TestTheFeedbackRuleAgreesWithTheFunction(t *testing.T) {
 				t.Fatalf("%s (%s): %v", file, stage, err)
 			}
 			if got := eventMatches(t, pattern, event); got != (err == nil) {
-				t.Errorf("%s with the configuration set nudge-%s: the dev rule passes it %v, the dev function records it %v", filepath.Base(file), stage, got, err == nil)
+				t.Errorf("%s with the configuration set nudge-%s: the dev rule passes it %v, the dev function records it %v",
+					filepath.Base(file), stage, got, err == nil)
 			}
 			if err == nil {
 				recorded[e.DetailType] = true
@@ -504,8 +512,9 @@ func TestTheFeedbackFunctionEmitsTheAlarmedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := time.Date(2026, 11, 30, 8, 59, 0, 0, time.UTC)
-	if err := led.Create(context.Background(), ledger.Delivery{ReminderID: "rem-184.a", Channel: "email", Provider: "ses", Address: "ana.lima@example.com",
-		RecipientRef: "acct-1/contact-2", TemplateRef: "renewal-notice", DueAt: due, ExpiresAt: due.Add(24 * time.Hour), Status: ledger.StatusQueued}); err != nil {
+	d := ledger.Delivery{ReminderID: "rem-184.a", Channel: "email", Provider: "ses", Address: "ana.lima@example.com", RecipientRef: "acct-1/contact-2",
+		TemplateRef: "renewal-notice", DueAt: due, ExpiresAt: due.Add(24 * time.Hour), Status: ledger.StatusQueued}
+	if err := led.Create(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
 	send, err := os.ReadFile("../internal/feedback/testdata/send.json")
