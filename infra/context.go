@@ -65,6 +65,7 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	intakeReservedConcurrency     the most intake instances at once (0: no cap)
 //	intakeFullAccess  IAM role and user ARNs (comma-separated) that act on every reminder through the API
 //	outcomesMemory    MB          outcomesTimeout seconds (the outcomes function)
+//	feedbackMemory    MB          feedbackTimeout seconds (the feedback function, with ses)
 //	eventBus          default (the account's default bus for the outcome events; absent: the stage's own, nudge-<stage>)
 //	outcomeQueue      true | false: a stack option, not the stage's (OptionsFromContext)
 //	retainData        true | false (the removal policy)
@@ -96,6 +97,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
 		"recordConcurrency": &s.RecordConcurrency, "enqueueReservedConcurrency": &s.EnqueueReservedConcurrency,
 		"intakeMemory": &s.IntakeMemoryMB, "intakeReservedConcurrency": &s.IntakeReservedConcurrency, "outcomesMemory": &s.OutcomesMemoryMB,
+		"feedbackMemory": &s.FeedbackMemoryMB,
 	}
 	for key, dst := range ints {
 		if v, ok := str(key); ok {
@@ -107,7 +109,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		}
 	}
 	seconds := map[string]*time.Duration{"consumerTimeout": &s.ConsumerTimeout, "enqueueTimeout": &s.EnqueueTimeout, "batchingWindow": &s.BatchingWindow, "providerTimeout": &s.ProviderTimeout,
-		"intakeTimeout": &s.IntakeTimeout, "outcomesTimeout": &s.OutcomesTimeout}
+		"intakeTimeout": &s.IntakeTimeout, "outcomesTimeout": &s.OutcomesTimeout, "feedbackTimeout": &s.FeedbackTimeout}
 	for key, dst := range seconds {
 		if v, ok := str(key); ok {
 			n, err := strconv.Atoi(v)

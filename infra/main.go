@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -75,7 +76,7 @@ func buildFunctions(dir string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("the functions did not build (%v): fix what the lines above say", err)
 	}
-	for _, fn := range functionNames {
+	for _, fn := range slices.Concat(functionNames, sesFunctionNames) {
 		path := dir + "/" + fn + "/bootstrap"
 		f, err := elf.Open(path)
 		if err != nil {
@@ -90,8 +91,12 @@ func buildFunctions(dir string) error {
 	return nil
 }
 
-// functionNames are the functions/ directories the stack deploys.
-var functionNames = []string{"consumer", "enqueue", "intake", "outcomes"}
+// functionNames are the functions/ directories every stage deploys;
+// sesFunctionNames those a stage running ses deploys besides.
+var (
+	functionNames    = []string{"consumer", "enqueue", "intake", "outcomes"}
+	sesFunctionNames = []string{"feedback"}
+)
 
 // oneLine joins a multi-line error (errors.Join) into one line.
 func oneLine(err error) string {

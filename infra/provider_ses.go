@@ -19,20 +19,31 @@ import (
 
 // sesParts is the SES provider's part: the templates from templates/email,
 // the configuration set and its events, the consumer's, the intake's and
-// the operator's rights on them, and the alarm on paused sending.
+// the operator's rights on them, the way SES's events come back into the
+// ledger (feedback.go), and the alarms on paused sending and on that way.
 func sesParts() *providerParts {
 	var templates []ses.Template
+	var buildDir string
 	return &providerParts{
 		resources: func(n *NudgeStack, s deployment.Stage, props *NudgeStackProps) map[string]string {
 			templates = readEmailTemplates(s, props.templatesDir())
+			buildDir = props.BuildDir
 			return map[string]string{ses.ResourceTemplates: ses.CatalogOf(templates).String()}
 		},
-		operated: func(n *NudgeStack, s deployment.Stage) { n.email(s, templates) },
+		operated: func(n *NudgeStack, s deployment.Stage) {
+			// The configuration set publishes its events to the account's
+			// default bus: the e-mail events log and the feedback queue
+			// both take them from there.
+			bus := awsevents.EventBus_FromEventBusName(n.Stack, str("DefaultBus"), str(deployment.DefaultBus))
+			n.email(s, templates, bus)
+			n.feedback(s, buildDir, bus)
+		},
 		alarms: func(n *NudgeStack, s deployment.Stage, add alarmFunc) {
 			paused := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricPaused),
 				DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(ses.Name)}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))})
 			add("provider-paused", "SES refused sends because the account's sending is paused or suspended: e-mails wait in retries with an hour's backoff. Check the SES console (account dashboard, reputation) and resume sending.",
 				paused, 0, 1, 0, awscloudwatch.TreatMissingData_NOT_BREACHING)
+			n.feedbackAlarms(s, add)
 		},
 	}
 }
@@ -62,9 +73,10 @@ func readEmailTemplates(s deployment.Stage, dir string) []ses.Template {
 
 // email deploys the SES side of the ses provider: the templates from the
 // repository, a configuration set that suppresses addresses that bounced
-// or complained, and the consumer's permission to send as the stage's
-// identity, with those templates, through that set, and nothing else.
-func (n *NudgeStack) email(s deployment.Stage, templates []ses.Template) {
+// or complained and publishes its events to bus (the default bus), and
+// the consumer's permission to send as the stage's identity, with those
+// templates, through that set, and nothing else.
+func (n *NudgeStack) email(s deployment.Stage, templates []ses.Template, bus awsevents.IEventBus) {
 	n.TemplatePrefix = ses.TemplatePrefix(s.Name)
 	for _, t := range templates {
 		tpl := &awsses.CfnTemplate_TemplateProperty{TemplateName: str(ses.TemplatePrefix(s.Name) + t.Name), SubjectPart: str(t.Subject)}
@@ -85,7 +97,7 @@ func (n *NudgeStack) email(s deployment.Stage, templates []ses.Template) {
 		ReputationMetrics:    jsii.Bool(true),
 		SendingEnabled:       jsii.Bool(true),
 	})
-	n.emailEvents(s, set)
+	n.emailEvents(s, set, bus)
 	arn := func(resource, name string) *string {
 		return n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("ses"), Resource: str(resource), ResourceName: str(name)})
 	}
@@ -104,9 +116,9 @@ func (n *NudgeStack) email(s deployment.Stage, templates []ses.Template) {
 // one line per event to the log group /nudge/<stage>/email-events. The
 // line holds the event's type, SES's message id and the reminder and
 // attempt (from the send's tags), never the addresses the event carries.
-func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet) {
+func (n *NudgeStack) emailEvents(s deployment.Stage, set awsses.ConfigurationSet, bus awsevents.IEventBus) {
 	set.AddEventDestination(str("ToEventBridge"), &awsses.ConfigurationSetEventDestinationOptions{
-		Destination: awsses.EventDestination_EventBus(awsevents.EventBus_FromEventBusName(n.Stack, str("DefaultBus"), str("default"))),
+		Destination: awsses.EventDestination_EventBus(bus),
 		Events: &[]awsses.EmailSendingEvent{awsses.EmailSendingEvent_SEND, awsses.EmailSendingEvent_DELIVERY, awsses.EmailSendingEvent_BOUNCE,
 			awsses.EmailSendingEvent_COMPLAINT, awsses.EmailSendingEvent_REJECT, awsses.EmailSendingEvent_RENDERING_FAILURE, awsses.EmailSendingEvent_DELIVERY_DELAY},
 	})

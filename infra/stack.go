@@ -106,6 +106,13 @@ type NudgeStack struct {
 	// Options.OutcomeQueue.
 	OutcomeQueue awssqs.Queue
 	OutcomeRule  awsevents.Rule
+	// Feedback is the function that records SES's sending events on their
+	// deliveries, when the stage runs ses: FeedbackRule sends the
+	// configuration set's events from the default bus to FeedbackQueue,
+	// whose dead letters go to FeedbackDLQ (feedback.go).
+	Feedback                   awslambda.Function
+	FeedbackQueue, FeedbackDLQ awssqs.Queue
+	FeedbackRule               awsevents.Rule
 }
 
 func str(s string) *string           { return jsii.String(s) }
@@ -631,4 +638,7 @@ func (n *NudgeStack) dashboard(s deployment.Stage) {
 			n.Intake.MetricThrottles(sum)},
 		Right: &[]awscloudwatch.IMetric{n.Intake.MetricDuration(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("p99")})},
 	}), n.outcomesWidget())
+	if n.Feedback != nil {
+		d.AddWidgets(n.feedbackWidget())
+	}
 }
