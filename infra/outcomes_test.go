@@ -95,7 +95,11 @@ func TestTheOutcomesFunction(t *testing.T) {
 			if m == nil {
 				t.Fatal("the outcomes function has no event source mapping")
 			}
-			pattern, _ := json.Marshal(outcomeFilter(sortKeyOf(ledger.TableInput(s.TableName()))))
+			var patterns []string
+			for _, f := range outcomeFilters(sortKeyOf(ledger.TableInput(s.TableName()))) {
+				p, _ := json.Marshal(f)
+				patterns = append(patterns, `{"Pattern":`+strconv.Quote(string(p))+`}`)
+			}
 			want := map[string]string{
 				"EventSourceArn":                 `{"Fn::GetAtt":["` + ids.table + `","StreamArn"]}`,
 				"StartingPosition":               `"TRIM_HORIZON"`,
@@ -106,7 +110,7 @@ func TestTheOutcomesFunction(t *testing.T) {
 				"MaximumRecordAgeInSeconds":      `82800`,
 				"BisectBatchOnFunctionError":     `false`,
 				"DestinationConfig":              `{"OnFailure":{"Destination":{"Fn::GetAtt":["` + ids.dlq + `","Arn"]}}}`,
-				"FilterCriteria":                 `{"Filters":[{"Pattern":` + strconv.Quote(string(pattern)) + `}]}`,
+				"FilterCriteria":                 `{"Filters":[` + strings.Join(patterns, ",") + `]}`,
 			}
 			for key, w := range want {
 				if got := asJSON(m[key]); got != w {
@@ -117,9 +121,10 @@ func TestTheOutcomesFunction(t *testing.T) {
 			if r, ok := m["MaximumRetryAttempts"]; ok && num64(t, r) != -1 {
 				t.Errorf("the mapping gives up after %v retries; want the 23 h age alone to end them", r)
 			}
-			if !strings.Contains(string(pattern), `{"prefix":"DLV#"}`) ||
-				!strings.Contains(string(pattern), `"NewImage":{"status":{"S":["sent","dead","expired","cancelled"]}}`) {
-				t.Errorf("the filter %s", pattern)
+			if all := strings.Join(patterns, ","); len(patterns) != 2 || !strings.Contains(all, `{\"prefix\":\"DLV#\"}`) ||
+				!strings.Contains(all, `\"NewImage\":{\"status\":{\"S\":[\"sent\",\"dead\",\"expired\",\"cancelled\"]}}`) ||
+				!strings.Contains(all, `\"NewImage\":{\"feedback\":{\"S\":[{\"exists\":true}]}}`) {
+				t.Errorf("the filters %s", all)
 			}
 
 			// Its DLQ: named, encrypted, TLS only, 14 days.
