@@ -78,9 +78,9 @@ var ledgerStatuses = []ledger.Status{
 
 // outcomeFilters are the outcomes mapping's filter criteria (a record
 // passes if either does): a change that leaves a delivery item (sortKey
-// beginning with deliverySortKeyPrefix) in a terminal status, and a change
-// of a delivery item that holds a provider's report (its feedback
-// attribute): the only changes outcome.Of makes an event of (an end, or a
+// beginning with deliverySortKeyPrefix) in a terminal status, and, when
+// the stage runs a provider that reports (reports), a change of a delivery
+// item that holds a provider's report (its feedback attribute): the only changes outcome.Of makes an event of (an end, or a
 // report recorded, which may come while the delivery is still live: an
 // SES send whose answer was lost). Lambda drops every other record before
 // it invokes the function (a claim, a retry, a reminder item, a delete:
@@ -88,12 +88,15 @@ var ledgerStatuses = []ledger.Status{
 // terminal status, or a later change of an item with a report, still
 // passes (a filter cannot compare the old image with the new): the
 // function drops it.
-func outcomeFilters(sortKey string) []map[string]any {
+func outcomeFilters(sortKey string, reports bool) []map[string]any {
 	delivery := map[string]any{sortKey: map[string]any{"S": []any{map[string]any{"prefix": deliverySortKeyPrefix}}}}
 	reported := map[string]any{"dynamodb": map[string]any{
 		"Keys":     delivery,
 		"NewImage": map[string]any{feedbackAttribute: map[string]any{"S": []any{map[string]any{"exists": true}}}},
 	}}
+	if !reports {
+		return []map[string]any{outcomeFilter(sortKey)}
+	}
 	return []map[string]any{outcomeFilter(sortKey), reported}
 }
 
@@ -127,7 +130,7 @@ func sortKeyOf(def *dynamodb.CreateTableInput) string {
 // through a filtered mapping, its on-failure queue, its one grant on the
 // bus, and, with Options.OutcomeQueue, the example subscriber: a queue and
 // a rule that sends it every outcome event.
-func (n *NudgeStack) outcomes(s deployment.Stage, props *NudgeStackProps, def *dynamodb.CreateTableInput, removal awscdk.RemovalPolicy) {
+func (n *NudgeStack) outcomes(s deployment.Stage, props *NudgeStackProps, def *dynamodb.CreateTableInput, removal awscdk.RemovalPolicy, reports bool) {
 	if streamView(def) != awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES {
 		panic(fmt.Sprintf("ledger table %s has no stream of new and old images (StreamSpecification): the outcomes function reads both", *def.TableName))
 	}
@@ -159,7 +162,7 @@ func (n *NudgeStack) outcomes(s deployment.Stage, props *NudgeStackProps, def *d
 	// off: the function names the failing record itself
 	// (ReportBatchItemFailures), and the mapping retries from it.
 	var filters []*map[string]any
-	for _, f := range outcomeFilters(sortKeyOf(def)) {
+	for _, f := range outcomeFilters(sortKeyOf(def), reports) {
 		filters = append(filters, awslambda.FilterCriteria_Filter(&f))
 	}
 	n.Outcomes.AddEventSource(awslambdaeventsources.NewDynamoEventSource(n.Table, &awslambdaeventsources.DynamoEventSourceProps{

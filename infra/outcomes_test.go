@@ -29,6 +29,7 @@ import (
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/outcome"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 )
 
 // outcomeIDs are the logical ids of the outcome resources of a synthesized stack.
@@ -96,7 +97,7 @@ func TestTheOutcomesFunction(t *testing.T) {
 				t.Fatal("the outcomes function has no event source mapping")
 			}
 			var patterns []string
-			for _, f := range outcomeFilters(sortKeyOf(ledger.TableInput(s.TableName()))) {
+			for _, f := range outcomeFilters(sortKeyOf(ledger.TableInput(s.TableName())), s.Runs(ses.Name)) {
 				p, _ := json.Marshal(f)
 				patterns = append(patterns, `{"Pattern":`+strconv.Quote(string(p))+`}`)
 			}
@@ -121,10 +122,11 @@ func TestTheOutcomesFunction(t *testing.T) {
 			if r, ok := m["MaximumRetryAttempts"]; ok && num64(t, r) != -1 {
 				t.Errorf("the mapping gives up after %v retries; want the 23 h age alone to end them", r)
 			}
-			if all := strings.Join(patterns, ","); len(patterns) != 2 || !strings.Contains(all, `{\"prefix\":\"DLV#\"}`) ||
+			reported := strings.Contains(strings.Join(patterns, ","), `\"NewImage\":{\"feedback\":{\"S\":[{\"exists\":true}]}}`)
+			if all := strings.Join(patterns, ","); !strings.Contains(all, `{\"prefix\":\"DLV#\"}`) ||
 				!strings.Contains(all, `\"NewImage\":{\"status\":{\"S\":[\"sent\",\"dead\",\"expired\",\"cancelled\"]}}`) ||
-				!strings.Contains(all, `\"NewImage\":{\"feedback\":{\"S\":[{\"exists\":true}]}}`) {
-				t.Errorf("the filters %s", all)
+				reported != s.Runs(ses.Name) {
+				t.Errorf("the filters %s, with ses %v: want the reports' filter exactly when the stage runs ses", all, s.Runs(ses.Name))
 			}
 
 			// Its DLQ: named, encrypted, TLS only, 14 days.
@@ -556,7 +558,7 @@ func matches(t *testing.T, pattern, record any) bool {
 func TestTheOutcomeFilterAgreesWithTheOutcomeRule(t *testing.T) {
 	def := ledger.TableInput("nudge-dev-ledger")
 	var patterns []any
-	b, _ := json.Marshal(outcomeFilters(sortKeyOf(def)))
+	b, _ := json.Marshal(outcomeFilters(sortKeyOf(def), true))
 	if err := json.Unmarshal(b, &patterns); err != nil { // the JSON the mapping holds
 		t.Fatal(err)
 	}
@@ -749,7 +751,7 @@ func TestTheTableStreamIsTheLedgers(t *testing.T) {
 		def := ledger.TableInput("t")
 		def.StreamSpecification = spec
 		stops(fmt.Sprintf("the outcomes function on %v", spec), "no stream of new and old images", func() {
-			(&NudgeStack{}).outcomes(deployment.Dev(), &NudgeStackProps{}, def, awscdk.RemovalPolicy_DESTROY)
+			(&NudgeStack{}).outcomes(deployment.Dev(), &NudgeStackProps{}, def, awscdk.RemovalPolicy_DESTROY, false)
 		})
 	}
 	if sortKeyOf(ledger.TableInput("t")) != "SK" {
@@ -791,6 +793,27 @@ func TestContextSetsTheOutcomes(t *testing.T) {
 		k, v, _ := strings.Cut(bad, "=")
 		if _, err := StageFromContext(func(key string) any { return map[string]any{k: v}[key] }); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error with %q", bad, err, want)
+		}
+	}
+}
+
+// TestTheOutcomesMappingPassesReportsWithSES: with ses (whose events the
+// feedback function records on the deliveries), the outcomes mapping's
+// filters pass a delivery that holds a report, in any status; without it,
+// the end filter alone.
+func TestTheOutcomesMappingPassesReportsWithSES(t *testing.T) {
+	for _, s := range []deployment.Stage{deployment.Dev(), sesStage(deployment.Dev())} {
+		_, tpl := synth(t, s)
+		tp := toJSON(t, tpl)
+		var filters string
+		for _, r := range tp.resources("AWS::Lambda::EventSourceMapping") {
+			if m := props(r); strings.Contains(asJSON(m["EventSourceArn"]), "StreamArn") {
+				filters = asJSON(m["FilterCriteria"])
+			}
+		}
+		reported := strings.Contains(filters, `\"NewImage\":{\"feedback\":{\"S\":[{\"exists\":true}]}}`)
+		if !strings.Contains(filters, `\"status\":{\"S\":[\"sent\",\"dead\",\"expired\",\"cancelled\"]}`) || reported != s.Runs(ses.Name) {
+			t.Errorf("providers %v: the outcomes mapping's filters %s; want the reports' filter exactly with ses", s.Providers, filters)
 		}
 	}
 }

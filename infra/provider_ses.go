@@ -25,6 +25,7 @@ func sesParts() *providerParts {
 	var templates []ses.Template
 	var buildDir string
 	return &providerParts{
+		reports: true, // its events, recorded by the feedback function
 		resources: func(n *NudgeStack, s deployment.Stage, props *NudgeStackProps) map[string]string {
 			templates = readEmailTemplates(s, props.templatesDir())
 			buildDir = props.BuildDir

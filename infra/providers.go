@@ -37,6 +37,10 @@ type providerParts struct {
 	operated func(n *NudgeStack, s deployment.Stage)
 	// alarms adds the provider's alarms.
 	alarms func(n *NudgeStack, s deployment.Stage, add alarmFunc)
+	// reports is set for a provider whose reports on a message after it
+	// took it are recorded on the delivery (SES's events): the outcomes
+	// mapping then also passes the deliveries that hold a report.
+	reports bool
 }
 
 // alarmFunc adds an alarm when the metric is above threshold in datapoints

@@ -184,7 +184,11 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	n.Consumer = newFunction(stack, "Consumer", props.BuildDir, "consumer", s.ConsumerMemoryMB, s.ConsumerTimeout.Seconds(), 0, s.ConsumerEnv(res), s, removal)
 	n.Enqueue = newFunction(stack, "Enqueue", props.BuildDir, "enqueue", s.EnqueueMemoryMB, s.EnqueueTimeout.Seconds(), s.EnqueueReservedConcurrency, s.EnqueueEnv(res), s, removal)
 	n.intake(s, props.BuildDir, res, removal)
-	n.outcomes(s, props, def, removal)
+	reports := false
+	for _, p := range parts {
+		reports = reports || p.reports
+	}
+	n.outcomes(s, props, def, removal, reports)
 
 	// Least privilege: only the actions each function calls, on its own
 	// resources (docs/infrastructure.md lists them).
