@@ -178,8 +178,24 @@ func End(d ledger.Delivery, stage string) (Event, bool) {
 	if n := d.EndedUnended(); n > 0 {
 		e.Outcome, e.Class, e.Reason = NeedsReview, failure.ClassAmbiguous, ledger.UnendedNote(n)
 	}
+	if d.Feedback.Kind != "" { // a report came first (an SES send whose answer was lost)
+		e.Feedback = &FeedbackDetail{Kind: string(d.Feedback.Kind), Detail: d.Feedback.Detail, Failed: d.Failed(), Standing: d.Feedback.Note()}
+	}
 	e.EventID = eventID(d)
 	return e, true
+}
+
+// EndIDs returns the eventIds of every end d's history still holds (an end
+// it has since left, by a revive or a redrive, and its present one), oldest
+// first: the ids the events of those ends carried.
+func EndIDs(d ledger.Delivery) []string {
+	var ids []string
+	for _, t := range d.Transitions() {
+		if t.Status.Terminal() {
+			ids = append(ids, digest(d.Key().String(), string(t.Status), t.At, strconv.Itoa(t.Attempt), string(t.Class)))
+		}
+	}
+	return ids
 }
 
 // eventID names the change that ended d: its key, the state entered and

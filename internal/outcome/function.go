@@ -103,24 +103,32 @@ type pending struct {
 // again (Config.Attempts); one that still fails ends the invocation with
 // that record reported failed, so that the mapping retries the batch from
 // it (the records before it are done; the events of the records after it
-// are put again then, with the same eventIds). A record whose image does
-// not decode as a delivery is logged and counted (Undecodable, alarmed)
-// and skipped: no retry can decode it.
+// are put again then, with the same eventIds). A record whose new image
+// does not decode as a delivery is logged, counted (Undecodable, alarmed)
+// and reported failed the same way, the events before it put: skipping it
+// would lose its event, and a newer function (deployed) reads it.
 func (f *Function) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var todo []pending
+	var resp events.DynamoDBEventResponse
 	for _, r := range ev.Records {
 		e, ok, err := f.derive(r)
 		if err != nil {
-			f.cfg.Logger.Error("stream record is not a delivery the outcomes function reads", "eventID", r.EventID,
+			// Not skipped: its event would be lost. The mapping retries
+			// from it (a newer function, deployed, reads it) until the
+			// record's age gives it up to the outcomes DLQ; the alarm on
+			// Undecodable says so at once.
+			f.cfg.Logger.Error("stream record is not a delivery the outcomes function reads; retried from it", "eventID", r.EventID,
 				"sequenceNumber", r.Change.SequenceNumber, "error", err.Error())
 			f.cfg.Metrics.Add("Undecodable", 1)
-			continue
+			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: r.Change.SequenceNumber}}
+			break
 		}
 		if ok {
 			todo = append(todo, pending{seq: r.Change.SequenceNumber, event: e})
 		}
 	}
-	var resp events.DynamoDBEventResponse
+	failedAt := resp.BatchItemFailures
+	resp.BatchItemFailures = nil
 	for len(todo) > 0 {
 		n := min(len(todo), MaxEntries)
 		if failed := f.put(ctx, todo[:n]); failed != "" {
@@ -128,6 +136,9 @@ func (f *Function) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 			break
 		}
 		todo = todo[n:]
+	}
+	if len(resp.BatchItemFailures) == 0 {
+		resp.BatchItemFailures = failedAt // everything before the undecodable record is put
 	}
 	if err := f.cfg.Metrics.Flush(f.cfg.MetricsOut, f.cfg.Clock.Now()); err != nil {
 		f.cfg.Logger.Warn("cannot write metrics", "error", err.Error())
@@ -148,13 +159,14 @@ func (f *Function) derive(r events.DynamoDBEventRecord) (Event, bool, error) {
 	if err != nil || !ok {
 		return Event{}, false, err
 	}
-	oldAV, err := attributes(r.Change.OldImage)
-	if err != nil {
-		return Event{}, false, err
-	}
-	old, hadOld, err := ledger.DeliveryOfImage(oldAV)
-	if err != nil {
-		return Event{}, false, err
+	// An old image that does not decode (written by a newer version) does
+	// not hide the change: it is read as a new item, which still gives an
+	// end its event (a report needs the old image, and is retried).
+	old, hadOld := ledger.Delivery{}, false
+	if oldAV, err := attributes(r.Change.OldImage); err == nil {
+		if old, hadOld, err = ledger.DeliveryOfImage(oldAV); err != nil {
+			old, hadOld = ledger.Delivery{}, false
+		}
 	}
 	e, ok := Of(old, hadOld, d, f.cfg.Stage)
 	return e, ok, nil

@@ -430,18 +430,34 @@ func TestACallThatFailsIsRetriedThenFailsTheFirstRecord(t *testing.T) {
 	}
 }
 
-func TestARecordThatIsNotADeliveryIsSkippedAndCounted(t *testing.T) {
+// TestARecordThatDoesNotDecodeIsRetriedNotSkipped: a delivery's new image
+// that does not decode (a newer writer's format) is counted and reported
+// failed after the events before it are put, so that the mapping retries
+// from it rather than losing its event; a reminder item passes with no
+// event; an old image that does not decode still lets an end through.
+func TestARecordThatDoesNotDecodeIsRetriedNotSkipped(t *testing.T) {
 	b := &bus{}
 	f, rec, logs := newFunction(t, b)
 	ev := batch(t, 1)
-	bad := record(t, "50", nil, delivery("rem-bad"))
-	bad.Change.NewImage["dueAt"] = events.NewStringAttribute("not a time")
 	reminder := events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "51",
 		NewImage: map[string]events.DynamoDBAttributeValue{"PK": events.NewStringAttribute("REM#r"), "SK": events.NewStringAttribute("REMINDER")}}}
-	ev.Records = append([]events.DynamoDBEventRecord{bad, reminder}, ev.Records...)
+	bad := record(t, "52", nil, delivery("rem-bad"))
+	bad.Change.NewImage["dueAt"] = events.NewStringAttribute("not a time")
+	after := record(t, "53", nil, ended(delivery("rem-after"), ledger.StatusSent, "", "r", t0))
+	ev.Records = append(ev.Records, reminder, bad, after)
 	resp, _ := f.Handle(context.Background(), ev)
-	if len(resp.BatchItemFailures) != 0 || len(b.put) != 1 || rec.Count("Undecodable") != 1 || !strings.Contains(logs.String(), "dueAt") {
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "52" || len(b.put) != 1 ||
+		rec.Count("Undecodable") != 1 || !strings.Contains(logs.String(), "dueAt") {
 		t.Fatalf("failures %v, %d put, Undecodable %v\n%s", resp.BatchItemFailures, len(b.put), rec.Count("Undecodable"), logs)
+	}
+	// An end whose old image does not decode still has its event.
+	live := delivery("rem-old")
+	end := record(t, "60", &live, ended(live, ledger.StatusSent, "", "r", t0))
+	end.Change.OldImage["dueAt"] = events.NewStringAttribute("not a time")
+	b = &bus{}
+	f, _, _ = newFunction(t, b)
+	if resp, _ := f.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{end}}); len(resp.BatchItemFailures) != 0 || len(b.put) != 1 {
+		t.Fatalf("an end with an undecodable old image: %v, %d put", resp.BatchItemFailures, len(b.put))
 	}
 }
 

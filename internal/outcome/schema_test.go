@@ -52,8 +52,9 @@ func envelope(e outcome.Event) map[string]any {
 	var detail map[string]any
 	b, _ := json.Marshal(e)
 	_ = json.Unmarshal(b, &detail)
+	at, _ := time.Parse(time.RFC3339Nano, e.At)
 	return map[string]any{"version": "0", "id": "6a7e8feb-b491-4cf7-a9f1-bf3703467718", "detail-type": e.DetailType(), "source": outcome.Source,
-		"account": "123456789012", "time": strings.TrimSuffix(e.At, ".500Z") + "Z", "region": "eu-west-1", "resources": []any{}, "detail": detail}
+		"account": "123456789012", "time": at.UTC().Format(time.RFC3339), "region": "eu-west-1", "resources": []any{}, "detail": detail}
 }
 
 func schema(t *testing.T, o outcome.Outcome) *jsonschema.Schema {
@@ -146,6 +147,37 @@ func TestEveryDetailFieldIsDocumented(t *testing.T) {
 			if !bytes.Contains(md, []byte(want)) {
 				t.Errorf("docs/events.md does not name %q", want)
 			}
+		}
+	}
+}
+
+// TestReportsBeforeTheEndAreValidEvents: a report recorded while the
+// delivery is live (an SES send whose answer was lost: retrying, no
+// receipt yet) is a valid event by its schema, and so is the end that
+// follows, carrying the report that stands.
+func TestReportsBeforeTheEndAreValidEvents(t *testing.T) {
+	retrying := delivery("renewal-4822")
+	retrying.Status = ledger.StatusRetrying
+	bounced := feedback(retrying, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1", At: t0, ID: "b-1", MessageID: "m-1"})
+	sent := ended(bounced, ledger.StatusSent, "", "m-2", t0.Add(time.Minute))
+	for _, c := range []struct {
+		old, new ledger.Delivery
+		want     outcome.Outcome
+	}{{retrying, bounced, outcome.Bounced}, {bounced, sent, outcome.Sent}} {
+		e, ok := outcome.Of(c.old, true, c.new, "prod")
+		if !ok || e.Outcome != c.want {
+			t.Fatalf("%+v, %v; want %s", e, ok, c.want)
+		}
+		b, _ := json.Marshal(envelope(e))
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schema(t, c.want).Validate(doc); err != nil {
+			t.Errorf("%s: %v\n%s", c.want, err, b)
+		}
+		if c.want == outcome.Sent && (e.Feedback == nil || !e.Feedback.Failed || e.Feedback.Kind != "bounced") {
+			t.Errorf("the end does not carry the report that stands: %+v", e.Feedback)
 		}
 	}
 }
