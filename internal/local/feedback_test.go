@@ -124,7 +124,7 @@ func TestSESFeedbackReachesTheLedger(t *testing.T) {
 		sesevents.Success:           {ledger.FeedbackDelivered, false, ""},
 		sesevents.OutOfOffice:       {ledger.FeedbackDelivered, false, ""},
 		sesevents.Bounce:            {ledger.FeedbackBounced, true, "Permanent/General"},
-		sesevents.SuppressionList:   {ledger.FeedbackBounced, true, "Permanent/OnSuppressionList"},
+		sesevents.SuppressionList:   {ledger.FeedbackBounced, true, "Permanent/OnAccountSuppressionList"},
 		sesevents.Complaint:         {ledger.FeedbackComplained, false, ""},
 		"someone@customers.example": {ledger.FeedbackDelivered, false, ""},
 	}

@@ -79,8 +79,12 @@ func TestTheHarnessRunsTheFunctionsCounted(t *testing.T) {
 	if d, err := nudgestatus.QueueDepth(ctx, h.SQS, h.Resources.WorkURL); err != nil || d.Total() != 0 {
 		t.Errorf("the work queue holds %+v (%v); want it purged", d, err)
 	}
-	if names := []string{h.Consumers[0].Name, h.Consumers[1].Name, h.Enqueue.Name, h.Outcomes.Name}; !slices.Equal(names, []string{"consumer-1", "consumer-2", "enqueue", "outcomes"}) ||
-		!slices.Equal(outputs, names) {
+	names := []string{h.Consumers[0].Name, h.Consumers[1].Name, h.Enqueue.Name, h.Outcomes.Name}
+	want := []string{"consumer-1", "consumer-2", "enqueue", "outcomes"}
+	if h.Feedback != nil { // the stage runs ses: SES's events recorded
+		names, want = append(names, h.Feedback.Name), append(want, "feedback")
+	}
+	if !slices.Equal(names, want) || !slices.Equal(outputs, names) {
 		t.Errorf("functions %v, output asked for %v", names, outputs)
 	}
 	if h.Intake != nil || h.Proxies["intake DynamoDB"] != nil || h.Consumers[0].Startup <= 0 {
@@ -97,7 +101,11 @@ func TestTheHarnessRunsTheFunctionsCounted(t *testing.T) {
 			h.Proxies["enqueue DynamoDB"].Total(), h.Proxies["consumer DynamoDB"].Total())
 	}
 	h.Close()
-	for _, fn := range append([]*local.Function{h.Enqueue, h.Outcomes}, h.Consumers...) {
+	stopped := append([]*local.Function{h.Enqueue, h.Outcomes}, h.Consumers...)
+	if h.Feedback != nil {
+		stopped = append(stopped, h.Feedback)
+	}
+	for _, fn := range stopped {
 		if !fn.Exited() {
 			t.Errorf("%s runs on after Close", fn.Name)
 		}

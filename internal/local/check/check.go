@@ -333,6 +333,19 @@ func (v *Verdict) events(ev Evidence) []string {
 			violate("outcome event %s says %s of %s; the ledger's end is %s of %s", got.EventID, got.Outcome, got.DeliveryKey, want.Outcome, want.DeliveryKey)
 		}
 	}
+	// Every end the history still holds (one left since, by a revive or a
+	// redrive) had its event too.
+	for _, k := range keys {
+		for _, id := range outcome.EndIDs(ev.Ledger[k]) {
+			if current[id] {
+				continue
+			}
+			current[id] = true
+			if _, ok := seen[id]; !ok {
+				violate("no outcome event: %s's history holds an end it has since left, and no event with its eventId %s reached the bus", k, id)
+			}
+		}
+	}
 	// Every report the ledger remembers on a delivery has its event.
 	for _, k := range keys {
 		for _, dig := range ev.Ledger[k].FeedbackSeen {

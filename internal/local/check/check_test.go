@@ -457,3 +457,29 @@ func TestEveryEndHasItsOutcomeEvent(t *testing.T) {
 		t.Fatalf("violations %v; events %d (want %d), repeats %d, earlier ends %d", v.Violations, v.Events, ends+1, v.EventRepeats, v.EarlierEnds)
 	}
 }
+
+// TestAnEndLeftSinceStillNeedsItsEvent: a delivery dead-lettered, revived
+// and sent has both ends in its history; the event of the first is
+// wanted too.
+func TestAnEndLeftSinceStillNeedsItsEvent(t *testing.T) {
+	t.Parallel()
+	p := testPlan()
+	sent := key("webhook", "ok")
+	ev := Perfect(p)
+	set(&ev, sent, func(d *ledger.Delivery) {
+		d.History = []ledger.Entry{{At: "2026-12-01T09:00:00.000Z", Status: ledger.StatusDead, Attempt: 1, Class: failure.ClassRejected},
+			{At: "2026-12-01T09:05:00.000Z", Status: ledger.StatusPending, Attempt: 1}, {At: "2026-12-01T09:06:00.000Z", Status: ledger.StatusSent, Attempt: 2}}
+	})
+	ev = withEvents(ev)
+	if v := Check(p, ev); !strings.Contains(strings.Join(v.Violations, "\n"), "no outcome event: "+sent.String()+"'s history holds an end it has since left") {
+		t.Fatalf("the dead-lettering's event is not wanted: %v", v.Violations)
+	}
+	d := ev.Ledger[sent]
+	dead := d
+	dead.Status, dead.History = ledger.StatusDead, d.History[:1]
+	e, _ := outcome.End(dead, "dev")
+	ev.Events = append(ev.Events, e)
+	if v := Check(p, ev); !v.OK() {
+		t.Fatalf("with both ends' events: %v", v.Violations)
+	}
+}

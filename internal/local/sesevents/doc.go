@@ -10,7 +10,7 @@
 //
 //   - success@ and ooto@ (and any other address): "Email Delivered";
 //   - bounce@: "Email Bounced", Permanent/General;
-//   - suppressionlist@: "Email Bounced", Permanent/OnSuppressionList;
+//   - suppressionlist@: "Email Bounced", Permanent/OnAccountSuppressionList;
 //   - complaint@: "Email Delivered", then "Email Complaint Received".
 //
 // Each event's detail is SES's event record (eventType, mail with the

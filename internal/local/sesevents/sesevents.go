@@ -259,7 +259,7 @@ func (f *Front) publish(in sendEmail, id string, accepted time.Time) {
 	case Bounce:
 		evs = append(evs, event{DetailBounced, bounce("General", "5.1.1", "smtp; 550 5.1.1 user unknown")})
 	case SuppressionList:
-		evs = append(evs, event{DetailBounced, bounce("OnSuppressionList", "5.1.1", "Amazon SES has suppressed sending to this address because it is on the suppression list.")})
+		evs = append(evs, event{DetailBounced, bounce("OnAccountSuppressionList", "5.1.1", "Amazon SES has suppressed sending to this address because it is on the suppression list.")})
 	case Complaint:
 		recipients := []map[string]any{}
 		for _, a := range in.Destination.ToAddresses {

@@ -143,7 +143,7 @@ func TestTheMailboxSimulatorsAddressesGiveSESsEvents(t *testing.T) {
 			t.Errorf("%s: the mail object %v", id, mail)
 		}
 	}
-	for id, sub := range map[string]string{bounceID: "General", suppressedID: "OnSuppressionList"} {
+	for id, sub := range map[string]string{bounceID: "General", suppressedID: "OnAccountSuppressionList"} {
 		if b := records[id][1]["bounce"].(map[string]any); b["bounceType"] != "Permanent" || b["bounceSubType"] != sub {
 			t.Errorf("%s: bounce %v, want Permanent/%s", id, b, sub)
 		}
