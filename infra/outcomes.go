@@ -220,8 +220,8 @@ func (n *NudgeStack) outcomeAlarms(add alarmFunc) {
 	add("outcomes-publish-failed", "EventBridge kept refusing outcome events in 3 of 5 minutes: "+
 		"the mapping retries from the first refused record, and events wait.",
 		nudgeMetric("outcomes", metricOutcomesPublishFailed, "Sum"), 0, 5, 3, notBreaching)
-	add("outcomes-undecodable", "The outcomes function skipped stream records it could not decode as deliveries: "+
-		"their outcome events were not put and no retry will put them.",
+	add("outcomes-undecodable", "The outcomes function met a stream record it cannot decode as a delivery (a deploy out of step): "+
+		"the mapping retries from it, and the shard's later events wait, until a function that reads it is deployed.",
 		nudgeMetric("outcomes", metricOutcomesUndecodable, "Sum"), 0, 1, 0, notBreaching)
 }
 
