@@ -195,7 +195,7 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if err := h.startOutcomes(ctx, filepath.Join(cfg.Bootstraps, "outcomes", "bootstrap"), output("outcomes"), cfg.MappingLog); err != nil {
 		return h, err
 	}
-	if err := h.startFeedback(ctx, filepath.Join(cfg.Bootstraps, "feedback", "bootstrap"), output("feedback"), cfg); err != nil {
+	if err := h.startFeedback(ctx, filepath.Join(cfg.Bootstraps, "feedback", "bootstrap"), output, cfg); err != nil {
 		return h, err
 	}
 	if cfg.IntakeInstances > 0 {
@@ -264,10 +264,11 @@ func (h *Harness) DrainOutcomes(ctx context.Context) error {
 // feeds it the feedback queue, as Lambda's does in the stack: one instance,
 // batches of up to 10, no batching window, the function's timeout. The
 // mapping runs until Close.
-func (h *Harness) startFeedback(ctx context.Context, bootstrap string, out io.Writer, cfg HarnessConfig) error {
+func (h *Harness) startFeedback(ctx context.Context, bootstrap string, output func(name string) io.Writer, cfg HarnessConfig) error {
 	if h.Resources.FeedbackURL == "" {
-		return nil
+		return nil // no output asked for a function that does not run
 	}
+	out := output("feedback")
 	ep := h.System.Endpoints()
 	ep.DynamoDB = h.Proxies["feedback DynamoDB"].Endpoint // its reads and writes counted
 	env, err := h.Env("feedback", ep, 0)
