@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -115,6 +116,9 @@ func Start(cfg Config) (*Front, error) {
 	f := &Front{cfg: cfg, stats: Stats{Events: map[string]int{}}}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.ModifyResponse = f.observe
+	// A client that gives up (the demo's hangs) cancels its request: the
+	// proxy's line for it would break the progress lines.
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -128,7 +132,11 @@ func Start(cfg Config) (*Front, error) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, body)))
+		// A client that gives up (a timeout) does not cancel the call to
+		// the stand-in: SES that accepted a message publishes its events
+		// whether or not its caller heard the answer. (The bare writer
+		// hides its CloseNotify, by which the proxy would cancel it too.)
+		proxy.ServeHTTP(struct{ http.ResponseWriter }{w}, r.WithContext(context.WithValue(context.WithoutCancel(r.Context()), bodyKey{}, body)))
 	})
 	f.srv = &http.Server{Handler: keep, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = f.srv.Serve(ln) }()

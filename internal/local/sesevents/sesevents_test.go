@@ -152,3 +152,37 @@ func TestTheMailboxSimulatorsAddressesGiveSESsEvents(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// TestAnEmailWhoseCallerGaveUpStillHasItsEvents: the caller times out
+// while the stand-in is still accepting the e-mail (an SES send whose
+// answer is lost: ambiguous to Nudge); SES sent it, so its events come.
+func TestAnEmailWhoseCallerGaveUpStillHasItsEvents(t *testing.T) {
+	ses := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // slower than the caller's patience
+		fmt.Fprint(w, `{"MessageId":"msg-slow"}`)
+	}))
+	defer ses.Close()
+	bus := &recorder{}
+	f, err := sesevents.Start(sesevents.Config{Target: ses.URL, Events: bus, Delay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	client := sesv2.New(sesv2.Options{BaseEndpoint: aws.String(f.URL()), Region: "us-east-1", RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = client.SendEmail(ctx, &sesv2.SendEmailInput{FromEmailAddress: aws.String("reminders@nudge.example"),
+		Destination: &sestypes.Destination{ToAddresses: []string{sesevents.Success}}, ConfigurationSetName: aws.String("nudge-dev"),
+		Content: &sestypes.EmailContent{Template: &sestypes.Template{TemplateName: aws.String("t"), TemplateData: aws.String("{}")}}})
+	if err == nil {
+		t.Fatal("the caller heard the answer; the test needs it to give up first")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for f.Stats().Events["Email Delivered"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, _ := bus.byMessage(t); !slices.Equal(got["msg-slow"], []string{"Email Sent", "Email Delivered"}) {
+		t.Fatalf("events %v; want the send and the delivery of the e-mail SES accepted", got)
+	}
+}
