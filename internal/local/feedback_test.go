@@ -160,7 +160,10 @@ func TestSESFeedbackReachesTheLedger(t *testing.T) {
 	unsent := message.DeliveryKey{ReminderID: "rem-fb-unsent", Channel: "email", Provider: ses.Name}
 	create(unsent)
 
-	drain, cancel := context.WithTimeout(ctx, time.Minute)
+	// Past the feedback queue's visibility timeout: a receive the local
+	// mapping lost (fauxqs closes a long poll's connection now and then)
+	// hides its records until then.
+	drain, cancel := context.WithTimeout(ctx, deployment.VisibilityFactor*sys.Stage.FeedbackTimeout+time.Minute)
 	defer cancel()
 	if err := h.DrainFeedback(drain); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/enqueue"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local"
@@ -29,7 +30,10 @@ func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 	// SES's events of every e-mail sent so far are recorded before the
 	// ledger is read: a sent e-mail without its feedback is then one the
 	// path lost (the outcomes' drain below waits for these writes too).
-	drain, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// Its wait outlasts the feedback queue's visibility timeout: a receive
+	// the local mapping lost (fauxqs closes a long poll's connection now
+	// and then) hides its records until then, as in AWS.
+	drain, cancel := context.WithTimeout(ctx, deployment.VisibilityFactor*r.h.Stage.FeedbackTimeout+time.Minute)
 	err := r.h.DrainFeedback(drain)
 	cancel()
 	if err != nil {
