@@ -116,6 +116,10 @@ func Start(cfg Config) (*Front, error) {
 	f := &Front{cfg: cfg, stats: Stats{Events: map[string]int{}}}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.ModifyResponse = f.observe
+	// A new connection per call: a kept-alive one the SES stand-in has
+	// closed fails a POST the transport will not retry, and the proxy
+	// would answer 502, a fault SES does not give (a chaos test met one).
+	proxy.Transport = &http.Transport{DisableKeepAlives: true, Proxy: nil}
 	// A client that gives up (the demo's hangs) cancels its request: the
 	// proxy's line for it would break the progress lines.
 	proxy.ErrorLog = log.New(io.Discard, "", 0)
