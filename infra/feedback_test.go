@@ -426,7 +426,7 @@ func TestTheFeedbackRuleAgreesWithTheFunction(t *testing.T) {
 			if err != nil && !errors.Is(err, feedback.ErrNotOurs) {
 				t.Fatalf("%s (%s): %v", file, stage, err)
 			}
-			if got := eventMatches(t, pattern, event); got != (err == nil) {
+			if got := matches(t, pattern, event); got != (err == nil) {
 				t.Errorf("%s with the configuration set nudge-%s: the dev rule passes it %v, the dev function records it %v",
 					filepath.Base(file), stage, got, err == nil)
 			}
@@ -462,43 +462,6 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-// eventMatches evaluates an EventBridge pattern of nested fields and lists
-// of exact strings against an event: a field matches a list if its value,
-// or any element of its value when that is an array, is in the list.
-func eventMatches(t *testing.T, pattern, event any) bool {
-	t.Helper()
-	switch p := pattern.(type) {
-	case map[string]any:
-		e, ok := event.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, sub := range p {
-			v, ok := e[k]
-			if !ok || !eventMatches(t, sub, v) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		values, ok := event.([]any)
-		if !ok {
-			values = []any{event}
-		}
-		for _, alt := range p {
-			if _, ok := alt.(string); !ok {
-				t.Fatalf("the test does not evaluate the rule %v", alt)
-			}
-			if slices.Contains(values, alt) {
-				return true
-			}
-		}
-		return false
-	}
-	t.Fatalf("the test does not evaluate %v", pattern)
-	return false
 }
 
 // TestTheFeedbackFunctionEmitsTheAlarmedMetrics runs the feedback handler

@@ -497,9 +497,10 @@ func avJSON(v ddbtypes.AttributeValue) any {
 	panic(fmt.Sprintf("attribute type %T", v))
 }
 
-// matches evaluates a Lambda filter pattern (the part of EventBridge's
-// pattern syntax the outcomes filter uses: nested fields, lists of exact
-// strings, prefix) against a record.
+// matches evaluates an EventBridge pattern, or a Lambda filter pattern (the
+// same syntax), against an event or a record: the part the stack's rules
+// and filters use: nested fields; lists of exact strings, prefix and
+// exists; a field whose value is an array matches if any element does.
 func matches(t *testing.T, pattern, record any) bool {
 	t.Helper()
 	switch p := pattern.(type) {
@@ -516,37 +517,41 @@ func matches(t *testing.T, pattern, record any) bool {
 		}
 		return true
 	case []any:
-		s, ok := record.(string)
+		values, ok := record.([]any)
 		if !ok {
-			return false
+			values = []any{record}
 		}
 		for _, alt := range p {
-			switch a := alt.(type) {
-			case string:
-				if s == a {
+			for _, v := range values {
+				if matchesOne(t, alt, v) {
 					return true
 				}
-			case map[string]any:
-				if exists, ok := a["exists"].(bool); ok && len(a) == 1 {
-					if exists { // s is there (a missing key fails in the map case above)
-						return true
-					}
-					continue
-				}
-				prefix, ok := a["prefix"].(string)
-				if len(a) != 1 || !ok {
-					t.Fatalf("the test does not evaluate the rule %v", a)
-				}
-				if strings.HasPrefix(s, prefix) {
-					return true
-				}
-			default:
-				t.Fatalf("the test does not evaluate %v", alt)
 			}
 		}
 		return false
 	}
 	t.Fatalf("the test does not evaluate %v", pattern)
+	return false
+}
+
+// matchesOne evaluates one alternative of a pattern's list against a value.
+func matchesOne(t *testing.T, alt, v any) bool {
+	t.Helper()
+	s, isString := v.(string)
+	switch a := alt.(type) {
+	case string:
+		return isString && s == a
+	case map[string]any:
+		if exists, ok := a["exists"].(bool); ok && len(a) == 1 {
+			return exists // the value is there (a missing key fails in the map case)
+		}
+		prefix, ok := a["prefix"].(string)
+		if len(a) != 1 || !ok {
+			t.Fatalf("the test does not evaluate the rule %v", a)
+		}
+		return isString && strings.HasPrefix(s, prefix)
+	}
+	t.Fatalf("the test does not evaluate %v", alt)
 	return false
 }
 
