@@ -67,6 +67,7 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	outcomesMemory    MB          outcomesTimeout seconds (the outcomes function)
 //	feedbackMemory    MB          feedbackTimeout seconds (the feedback function, with ses)
 //	eventBus          default (the account's default bus for the outcome events; absent: the stage's own, nudge-<stage>)
+//	operatorsTopicArn an existing SNS topic notified of escalations (late policy escalate)
 //	outcomeQueue      true | false: a stack option, not the stage's (OptionsFromContext)
 //	retainData        true | false (the removal policy)
 //	providers         a comma-separated subset of the registry's providers (default its first)
@@ -124,6 +125,9 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 	}
 	if v, ok := str("alarmTopicArn"); ok {
 		s.AlarmTopicArn = v
+	}
+	if v, ok := str("operatorsTopicArn"); ok {
+		s.OperatorsTopicArn = v
 	}
 	if v, ok := str("eventBus"); ok {
 		s.EventBus = v // Validate refuses anything but "default"

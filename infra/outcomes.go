@@ -150,9 +150,17 @@ func (n *NudgeStack) outcomes(s deployment.Stage, props *NudgeStackProps, def *d
 		QueueName: str("nudge-" + s.Name + "-outcomes-dlq"), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: secs(deployment.DLQRetention.Seconds()), RemovalPolicy: removal,
 	})
-	n.Outcomes = newFunction(stack, "Outcomes", props.BuildDir, "outcomes", s.OutcomesMemoryMB, s.OutcomesTimeout.Seconds(), 0, s.OutcomesEnv(), s, removal)
-	// The one action the function calls, on the bus alone.
+	res := deployment.Resources{Table: *n.Table.TableName()}
+	n.Outcomes = newFunction(stack, "Outcomes", props.BuildDir, "outcomes", s.OutcomesMemoryMB, s.OutcomesTimeout.Seconds(), 0, s.OutcomesEnv(res), s, removal)
+	// PutEvents on the bus alone; the one write ledger.TakeFallback makes
+	// (a conditional UpdateItem of the fallback's delivery item), on the
+	// table alone and only on reminders' partitions; and, with an
+	// operators' topic, sns:Publish on it alone.
 	n.Outcomes.AddToRolePolicy(allow([]string{"events:PutEvents"}, n.EventBus.EventBusArn()))
+	n.Outcomes.AddToRolePolicy(reminderWrites([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
+	if s.OperatorsTopicArn != "" {
+		n.Outcomes.AddToRolePolicy(allow([]string{"sns:Publish"}, str(s.OperatorsTopicArn)))
+	}
 	// Reading the stream is the mapping's grant: dynamodb:DescribeStream,
 	// GetRecords and GetShardIterator on the table's stream, ListStreams
 	// (which takes no resource); the on-failure destination's is

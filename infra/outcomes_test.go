@@ -75,8 +75,9 @@ func TestTheOutcomesFunction(t *testing.T) {
 				t.Errorf("outcomes memory %v MB, timeout %v s; want %d, %v", fn["MemorySize"], fn["Timeout"], s.OutcomesMemoryMB, s.OutcomesTimeout.Seconds())
 			}
 			env := asJSON(fn["Environment"].(map[string]any)["Variables"])
-			if env != asJSON(s.OutcomesEnv()) || !strings.Contains(env, `"NUDGE_EVENT_BUS":"nudge-`+s.Name+`"`) {
-				t.Errorf("outcomes environment %s, want %s (the stage's own bus)", env, asJSON(s.OutcomesEnv()))
+			if want := asJSON(s.OutcomesEnv(deployment.Resources{Table: "TABLE"})); !strings.Contains(env, `"NUDGE_EVENT_BUS":"nudge-`+s.Name+`"`) ||
+				!strings.Contains(env, `"NUDGE_TABLE":{"Ref":`) || strings.Contains(env, "NUDGE_OPERATORS_TOPIC_ARN") {
+				t.Errorf("outcomes environment %s, want %s (the stage's own bus, the table, no operators' topic)", env, want)
 			}
 			if fn["ReservedConcurrentExecutions"] != nil {
 				t.Errorf("the outcomes function reserves %v instances; one per shard is the most it runs", fn["ReservedConcurrentExecutions"])
@@ -162,9 +163,11 @@ func TestTheOutcomesFunction(t *testing.T) {
 
 // checkOutcomesRole: the outcomes role may put events on the bus (busArn)
 // and nowhere else, read the ledger's stream (ListStreams takes no
-// resource), send its on-failure records to its DLQ and write its logs;
-// nothing else. No other role or policy may put events.
-func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string) {
+// resource), update delivery items in reminders' partitions of the table
+// (taking fallbacks), publish to the operators' topic (topicArn, if not
+// ""), send its on-failure records to its DLQ and write its logs; nothing
+// else. No other role or policy may put events.
+func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string, topicArn ...string) {
 	t.Helper()
 	granted := map[string]bool{}
 	for _, st := range roleStatements(tp, ids.role) {
@@ -177,6 +180,16 @@ func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string)
 				want = busArn
 			case "dynamodb:ListStreams":
 				want = `"*"`
+			case "dynamodb:UpdateItem":
+				want = `{"Fn::GetAtt":["` + ids.table + `","Arn"]}`
+				if !strings.Contains(asJSON(st["Condition"]), `"dynamodb:LeadingKeys":["REM#*"]`) {
+					t.Errorf("the outcomes role's UpdateItem is not bound to reminders' partitions: %v", st["Condition"])
+				}
+			case "sns:Publish":
+				want = `"none"`
+				if len(topicArn) > 0 {
+					want = `"` + topicArn[0] + `"`
+				}
 			case "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator":
 				want = `{"Fn::GetAtt":["` + ids.table + `","StreamArn"]}`
 			case "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl":
@@ -203,8 +216,11 @@ func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string)
 		got = append(got, a)
 	}
 	slices.Sort(got)
-	want := []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "events:PutEvents",
-		"logs:CreateLogStream", "logs:PutLogEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	want := []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:UpdateItem",
+		"events:PutEvents", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	if len(topicArn) > 0 {
+		want = append(want, "sns:Publish")
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the outcomes role allows %v, want exactly %v", got, want)
 	}
@@ -222,9 +238,11 @@ func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string)
 
 // TestTheOutcomesOnTheDefaultBus: with eventBus=default, the stack makes no
 // bus, the function puts on the account's default bus, and may put there
-// alone; the example rule sits on the default bus.
+// alone; the example rule sits on the default bus. With an operators'
+// topic named, the function is told it and may publish there alone.
 func TestTheOutcomesOnTheDefaultBus(t *testing.T) {
-	s, err := StageFromContext(func(k string) any { return map[string]any{"eventBus": "default"}[k] })
+	const ops = "arn:aws:sns:eu-west-1:123456789012:nudge-operators"
+	s, err := StageFromContext(func(k string) any { return map[string]any{"eventBus": "default", "operatorsTopicArn": ops}[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +253,12 @@ func TestTheOutcomesOnTheDefaultBus(t *testing.T) {
 		t.Errorf("the stack makes %d buses on the default bus's stage", len(buses))
 	}
 	fn := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-dev-outcomes"))
-	if env := asJSON(fn["Environment"].(map[string]any)["Variables"]); !strings.Contains(env, `"NUDGE_EVENT_BUS":"default"`) {
-		t.Errorf("outcomes environment %s, want the default bus", env)
+	if env := asJSON(fn["Environment"].(map[string]any)["Variables"]); !strings.Contains(env, `"NUDGE_EVENT_BUS":"default"`) ||
+		!strings.Contains(env, `"NUDGE_OPERATORS_TOPIC_ARN":"`+ops+`"`) {
+		t.Errorf("outcomes environment %s, want the default bus and the operators' topic", env)
 	}
 	defaultBus := `{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":events:",{"Ref":"AWS::Region"},":",{"Ref":"AWS::AccountId"},":event-bus/default"]]}`
-	checkOutcomesRole(t, tp, ids, defaultBus)
+	checkOutcomesRole(t, tp, ids, defaultBus, ops)
 	if o := tp["Outputs"].(map[string]any)["OutcomeEventBusArn"].(map[string]any); asJSON(o["Value"]) != defaultBus {
 		t.Errorf("output OutcomeEventBusArn = %s", asJSON(o["Value"]))
 	}

@@ -472,6 +472,10 @@ func TestProdAlarmsReachSomeone(t *testing.T) {
 		if _, err := StageFromContext(func(k string) any { return map[string]any{"stage": "prod", "alarmTopicArn": bad}[k] }); err == nil || !strings.Contains(err.Error(), "not an SNS topic ARN") {
 			t.Fatalf("a topic that is not an SNS topic's ARN, %q: %v", bad, err)
 		}
+		if _, err := StageFromContext(func(k string) any { return map[string]any{"operatorsTopicArn": bad}[k] }); err == nil ||
+			!strings.Contains(err.Error(), "operatorsTopicArn") || !strings.Contains(err.Error(), "not an SNS topic ARN") {
+			t.Fatalf("an operators' topic that is not an SNS topic's ARN, %q: %v", bad, err)
+		}
 	}
 	const topic = "arn:aws:sns:eu-west-1:123456789012:oncall"
 	s, err := StageFromContext(func(k string) any { return map[string]any{"stage": "prod", "alarmTopicArn": topic}[k] })

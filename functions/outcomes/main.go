@@ -1,6 +1,8 @@
 // Command outcomes is the outcomes Lambda: it reads the ledger table's
 // stream and puts an outcome event on EventBridge for every end of a
-// delivery (sent, dead-lettered, expired, cancelled, needing review).
+// delivery (sent, dead-lettered, expired, cancelled, needing review) and
+// every report of its provider; it takes a failed delivery's fallback, and
+// tells the operators' topic of an escalation.
 // Configuration comes from the environment (see outcome.Settings);
 // everything else lives in internal/outcome.
 package main
@@ -11,8 +13,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/outcome"
 )
 
@@ -35,5 +39,13 @@ func build(ctx context.Context, log *slog.Logger) (*outcome.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	return outcome.NewFunction(outcome.Config{Events: awsclient.EventBridge(cfg), Bus: s.Bus, Stage: s.Stage, Logger: log})
+	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table})
+	if err != nil {
+		return nil, err
+	}
+	oc := outcome.Config{Events: awsclient.EventBridge(cfg), Fallbacks: led, Bus: s.Bus, Stage: s.Stage, Logger: log}
+	if s.OperatorsTopic != "" {
+		oc.OperatorsTopic, oc.Notify = s.OperatorsTopic, sns.NewFromConfig(cfg)
+	}
+	return outcome.NewFunction(oc)
 }

@@ -56,6 +56,11 @@ type Stage struct {
 	// EventBus is where the outcome events go: "" for the stage's own bus
 	// (EventBusName), "default" for the account's default bus.
 	EventBus string
+	// OperatorsTopicArn, if set, is an existing SNS topic the outcomes
+	// function notifies of each escalation (a delivery of a reminder whose
+	// late policy is escalate expired unsent): a short message of ids and
+	// times, never an address. Default none: the escalation event alone.
+	OperatorsTopicArn string
 
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
 	// event source mapping.
@@ -322,7 +327,9 @@ func (s Stage) Validate() error {
 	if _, err := intake.SettingsFromEnv(mapEnv(s.IntakeEnv(placeholders))); err != nil {
 		check(false, "%v", err)
 	}
-	if _, err := outcome.SettingsFromEnv(mapEnv(s.OutcomesEnv())); err != nil {
+	check(s.OperatorsTopicArn == "" || topicARN.MatchString(s.OperatorsTopicArn),
+		"operatorsTopicArn %q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", s.OperatorsTopicArn)
+	if _, err := outcome.SettingsFromEnv(mapEnv(s.OutcomesEnv(placeholders))); err != nil {
 		check(false, "%v", err)
 	}
 	if _, err := feedback.SettingsFromEnv(mapEnv(s.FeedbackEnv(placeholders))); err != nil {
@@ -449,9 +456,14 @@ func (s Stage) IntakeEnv(r Resources) map[string]string {
 }
 
 // OutcomesEnv is the outcomes function's environment (see
-// outcome.Settings): the bus and the stage's name.
-func (s Stage) OutcomesEnv() map[string]string {
-	return map[string]string{"NUDGE_EVENT_BUS": s.EventBusName(), "NUDGE_STAGE_NAME": s.Name}
+// outcome.Settings): the bus, the stage's name, the ledger table (where it
+// takes fallbacks) and, if the stage names one, the operators' topic.
+func (s Stage) OutcomesEnv(r Resources) map[string]string {
+	env := map[string]string{"NUDGE_EVENT_BUS": s.EventBusName(), "NUDGE_STAGE_NAME": s.Name, "NUDGE_TABLE": r.Table}
+	if s.OperatorsTopicArn != "" {
+		env["NUDGE_OPERATORS_TOPIC_ARN"] = s.OperatorsTopicArn
+	}
+	return env
 }
 
 // FeedbackEnv is the feedback function's environment (see

@@ -341,7 +341,7 @@ func (h *Harness) start(ctx context.Context, name, bootstrap string, env []strin
 
 // empty removes what an earlier run left in the queues and the table.
 func (h *Harness) empty(ctx context.Context) error {
-	for _, url := range []string{h.Resources.WorkURL, h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.OutcomesURL, h.Resources.FeedbackURL} {
+	for _, url := range []string{h.Resources.WorkURL, h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.Operators.QueueURL, h.Resources.OutcomesURL, h.Resources.FeedbackURL} {
 		if url == "" {
 			continue // a stage without sns has no subscriber queue, one without ses no feedback queue
 		}

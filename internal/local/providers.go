@@ -87,11 +87,28 @@ type Topic struct {
 // ProvisionTopic creates the stage's delivery topic and a queue subscribed
 // to it with raw message delivery.
 func ProvisionTopic(ctx context.Context, s deployment.Stage, topics *sns.Client, q *sqs.Client) (Topic, error) {
-	t, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(snsprovider.TopicName(s.Name))})
+	return provisionTopic(ctx, snsprovider.TopicName(s.Name), topics, q)
+}
+
+// OperatorsTopicName is the local operators' topic of stage s: the topic
+// the outcomes function tells of escalations, as a stage's
+// -c operatorsTopicArn names one in AWS.
+func OperatorsTopicName(s deployment.Stage) string { return "nudge-" + s.Name + "-operators" }
+
+// ProvisionOperatorsTopic creates stage s's operators' topic in fauxqs's
+// SNS and a queue subscribed to it (raw delivery), where what it was told
+// can be read.
+func ProvisionOperatorsTopic(ctx context.Context, s deployment.Stage, topics *sns.Client, q *sqs.Client) (Topic, error) {
+	return provisionTopic(ctx, OperatorsTopicName(s), topics, q)
+}
+
+// provisionTopic creates the topic called topic and its subscriber queue.
+func provisionTopic(ctx context.Context, topic string, topics *sns.Client, q *sqs.Client) (Topic, error) {
+	t, err := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(topic)})
 	if err != nil {
-		return Topic{}, fmt.Errorf("local: create topic %s: %w", snsprovider.TopicName(s.Name), err)
+		return Topic{}, fmt.Errorf("local: create topic %s: %w", topic, err)
 	}
-	name := snsprovider.TopicName(s.Name) + "-subscriber"
+	name := topic + "-subscriber"
 	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		return Topic{}, fmt.Errorf("local: create %s: %w", name, err)
@@ -102,7 +119,7 @@ func ProvisionTopic(ctx context.Context, s deployment.Stage, topics *sns.Client,
 	}
 	if _, err := topics.Subscribe(ctx, &sns.SubscribeInput{TopicArn: t.TopicArn, Protocol: aws.String("sqs"),
 		Endpoint: aws.String(a.Attributes[string(types.QueueAttributeNameQueueArn)]), Attributes: map[string]string{"RawMessageDelivery": "true"}}); err != nil {
-		return Topic{}, fmt.Errorf("local: subscribe %s to %s: %w", name, snsprovider.TopicName(s.Name), err)
+		return Topic{}, fmt.Errorf("local: subscribe %s to %s: %w", name, topic, err)
 	}
 	return Topic{ARN: aws.ToString(t.TopicArn), QueueURL: aws.ToString(out.QueueUrl)}, nil
 }

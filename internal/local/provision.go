@@ -41,6 +41,9 @@ type Provisioned struct {
 	// Topic is the sns provider's topic and its subscriber queue, when the
 	// stage runs sns.
 	Topic Topic
+	// Operators is the operators' topic (OperatorsTopicName) and its
+	// subscriber queue, told of escalations.
+	Operators Topic
 }
 
 // Resources returns the function resources of stage s for p, with each

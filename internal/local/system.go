@@ -156,6 +156,12 @@ func Start(ctx context.Context, cfg Config) (s *System, err error) {
 			return s, err
 		}
 	}
+	// The operators' topic, as -c operatorsTopicArn names one in AWS: the
+	// outcomes function tells it of escalations.
+	if s.Resources.Operators, err = ProvisionOperatorsTopic(ctx, s.Stage, s.SNS, s.SQS); err != nil {
+		return s, err
+	}
+	s.Stage.OperatorsTopicArn = s.Resources.Operators.ARN
 	if s.Bus, err = s.startBus(log); err != nil {
 		return s, err
 	}
@@ -323,7 +329,7 @@ func (s *System) Env(fn string, ep Endpoints, timeout time.Duration, overrides .
 		env, memory = s.Stage.IntakeEnv(res), s.Stage.IntakeMemoryMB
 		timeout = cmp.Or(timeout, s.Stage.IntakeTimeout)
 	case "outcomes":
-		env, memory = s.Stage.OutcomesEnv(), s.Stage.OutcomesMemoryMB
+		env, memory = s.Stage.OutcomesEnv(res), s.Stage.OutcomesMemoryMB
 		timeout = cmp.Or(timeout, s.Stage.OutcomesTimeout)
 	case "feedback":
 		env, memory = s.Stage.FeedbackEnv(res), s.Stage.FeedbackMemoryMB

@@ -33,6 +33,11 @@ const (
 	// never recorded its end): the recipient may have it. Someone checks
 	// the provider's record.
 	NeedsReview Outcome = "needs-review"
+	// Escalated: it expired unsent (or needing review) and its reminder's
+	// late policy is escalate. It follows the expired (or needs-review)
+	// event of the same end, and names it (EndEventID); the stage's
+	// operators' topic, if it names one, is told too.
+	Escalated Outcome = "escalated"
 
 	// Bounced: the provider accepted it, then reported a permanent bounce
 	// (the recipient's server refused it, or the address is on the
@@ -50,7 +55,7 @@ const (
 )
 
 // Outcomes are the outcomes, in the order docs/events.md lists them.
-var Outcomes = []Outcome{Sent, DeadLettered, Expired, Cancelled, NeedsReview, Bounced, Complained, Rejected, Feedback}
+var Outcomes = []Outcome{Sent, DeadLettered, Expired, Cancelled, NeedsReview, Escalated, Bounced, Complained, Rejected, Feedback}
 
 // DetailType is o's EventBridge detail-type.
 func (o Outcome) DetailType() string {
@@ -65,6 +70,8 @@ func (o Outcome) DetailType() string {
 		return "Delivery Cancelled"
 	case NeedsReview:
 		return "Delivery Needs Review"
+	case Escalated:
+		return "Delivery Escalated"
 	case Bounced:
 		return "Delivery Bounced"
 	case Complained:
@@ -110,6 +117,19 @@ type Event struct {
 	// Feedback is the provider's report this event tells of, for bounced,
 	// complained, rejected and feedback.
 	Feedback *FeedbackDetail `json:"feedback,omitempty"`
+	// Fallback is the delivery key of this delivery's fallback, when its
+	// reminder names one: taken (once) when this delivery ends dead,
+	// expired, bounced, complained or rejected. FallbackOf is, on a
+	// fallback's own events, the delivery key of the delivery it stands in
+	// for.
+	Fallback   string `json:"fallback,omitempty"`
+	FallbackOf string `json:"fallbackOf,omitempty"`
+	// Late is set on sent when the delivery went out after its reminder's
+	// expiresAt, as its late policy send-late allows.
+	Late bool `json:"late,omitempty"`
+	// EndEventID is, on escalated, the eventId of the expired or
+	// needs-review event of the end it escalates.
+	EndEventID string `json:"endEventId,omitempty"`
 }
 
 // FeedbackDetail is a provider's report on a message, as an event tells it:
@@ -181,7 +201,36 @@ func End(d ledger.Delivery, stage string) (Event, bool) {
 	if d.Feedback.Kind != "" { // a report came first (an SES send whose answer was lost)
 		e.Feedback = &FeedbackDetail{Kind: string(d.Feedback.Kind), Detail: d.Feedback.Detail, Failed: d.Failed(), Standing: d.Feedback.Note()}
 	}
+	e.Fallback, e.FallbackOf = fallbacks(d)
+	e.Late = d.SentLate()
 	e.EventID = eventID(d)
+	return e, true
+}
+
+// fallbacks returns the delivery keys of d's fallback and of the delivery
+// d is the fallback of, each "" if none.
+func fallbacks(d ledger.Delivery) (fallback, of string) {
+	if !d.Fallback.IsZero() {
+		fallback = d.Fallback.Key(d.ReminderID).String()
+	}
+	if !d.FallbackOf.IsZero() {
+		of = d.FallbackOf.Key(d.ReminderID).String()
+	}
+	return fallback, of
+}
+
+// Escalation returns the escalated event of end, the expired or
+// needs-review event of a delivery d whose reminder's late policy is
+// escalate, and false for any other event: an escalation follows an
+// expiry (an unsent delivery, or one whose last attempt's outcome is
+// unknown), never a send, a dead-lettering or a cancel. Its id is derived
+// from end's: the same record gives the same id.
+func Escalation(end Event, d ledger.Delivery) (Event, bool) {
+	if d.Late != ledger.LateEscalate || d.Status != ledger.StatusExpired || end.Outcome.IsFeedback() {
+		return Event{}, false
+	}
+	e := end
+	e.Outcome, e.EndEventID, e.EventID = Escalated, end.EventID, digest(end.EventID, string(Escalated))
 	return e, true
 }
 
@@ -257,6 +306,7 @@ func feedbackOf(old, d ledger.Delivery, stage string) (Event, bool) {
 		Channel: d.Channel, Provider: d.Provider, Status: string(d.Status), Attempt: d.Attempts, Receipt: d.Receipt,
 		DueAt: ledger.Format(d.DueAt), At: entry.At, Feedback: f,
 	}
+	e.Fallback, e.FallbackOf = fallbacks(d)
 	if d.Failed() && !old.Failed() { // this report made it failed
 		switch d.Feedback.Kind {
 		case ledger.FeedbackBounced:

@@ -8,15 +8,18 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/metrics"
+	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/clock"
 )
 
@@ -28,10 +31,33 @@ type EventsAPI interface {
 	PutEvents(ctx context.Context, in *eventbridge.PutEventsInput, optFns ...func(*eventbridge.Options)) (*eventbridge.PutEventsOutput, error)
 }
 
+// FallbackTaker is what the function does with the ledger: take a
+// delivery's fallback when it fails (*ledger.Ledger, *ledger.Memory).
+type FallbackTaker interface {
+	TakeFallback(ctx context.Context, primary ledger.Delivery, reason string) (ledger.Delivery, error)
+}
+
+var (
+	_ FallbackTaker = (*ledger.Ledger)(nil)
+	_ FallbackTaker = (*ledger.Memory)(nil)
+)
+
+// NotifyAPI is the part of the SNS client that tells the operators' topic
+// of an escalation.
+type NotifyAPI interface {
+	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
 // Config configures the outcomes function.
 type Config struct {
 	// Events puts the events. Required.
 	Events EventsAPI
+	// Fallbacks takes a failed delivery's fallback. Required.
+	Fallbacks FallbackTaker
+	// OperatorsTopic is the SNS topic told of each escalation (its ARN);
+	// Notify publishes there. Optional: "" for the escalation event alone.
+	OperatorsTopic string
+	Notify         NotifyAPI
 	// Bus is the event bus's name or ARN ("default" for the account's
 	// default bus). Required.
 	Bus string
@@ -64,6 +90,12 @@ type Function struct{ cfg Config }
 func NewFunction(cfg Config) (*Function, error) {
 	if cfg.Events == nil {
 		return nil, errors.New("outcome: Config.Events is nil; pass an EventBridge client")
+	}
+	if cfg.Fallbacks == nil {
+		return nil, errors.New("outcome: Config.Fallbacks is nil; pass the ledger (NUDGE_TABLE), where fallbacks are taken")
+	}
+	if cfg.OperatorsTopic != "" && cfg.Notify == nil {
+		return nil, errors.New("outcome: an operators' topic without Config.Notify; pass an SNS client")
 	}
 	if cfg.Bus == "" {
 		return nil, errors.New("outcome: no event bus; set NUDGE_EVENT_BUS to the bus's name or ARN, or default")
@@ -98,32 +130,30 @@ type pending struct {
 	event Event
 }
 
-// Handle derives the outcome events of a batch of stream records and puts
-// them on the bus, in the records' order. An entry the bus refuses is put
-// again (Config.Attempts); one that still fails ends the invocation with
-// that record reported failed, so that the mapping retries the batch from
-// it (the records before it are done; the events of the records after it
-// are put again then, with the same eventIds). A record whose new image
-// does not decode as a delivery is logged, counted (Undecodable, alarmed)
-// and reported failed the same way, the events before it put: skipping it
-// would lose its event, and a newer function (deployed) reads it.
+// Handle acts on a batch of stream records and puts their outcome events
+// on the bus, in the records' order. For each record, in order: the
+// fallback of a delivery that has just failed is taken (ledger.TakeFallback,
+// once: a second take finds it taken), the operators' topic is told of an
+// escalation, and the record's events (its end or report, and the
+// escalation that follows an expiry) are queued. An entry the bus refuses
+// is put again (Config.Attempts); one that still fails ends the invocation
+// with that record reported failed, so that the mapping retries the batch
+// from it (the records before it are done; the events of the records after
+// it are put again then, with the same eventIds, and their fallbacks found
+// taken). A take or a notification that fails, or a record whose new image
+// does not decode as a delivery (logged, counted as Undecodable, alarmed),
+// ends the batch the same way at that record, the events before it put:
+// skipping it would lose its fallback or its event.
 func (f *Function) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var todo []pending
 	var resp events.DynamoDBEventResponse
 	for _, r := range ev.Records {
-		e, ok, err := f.derive(r)
+		evs, err := f.act(ctx, r)
 		if err != nil {
-			// Not skipped: its event would be lost. The mapping retries
-			// from it (a newer function, deployed, reads it) until the
-			// record's age gives it up to the outcomes DLQ; the alarm on
-			// Undecodable says so at once.
-			f.cfg.Logger.Error("stream record is not a delivery the outcomes function reads; retried from it", "eventID", r.EventID,
-				"sequenceNumber", r.Change.SequenceNumber, "error", err.Error())
-			f.cfg.Metrics.Add("Undecodable", 1)
 			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: r.Change.SequenceNumber}}
 			break
 		}
-		if ok {
+		for _, e := range evs {
 			todo = append(todo, pending{seq: r.Change.SequenceNumber, event: e})
 		}
 	}
@@ -138,7 +168,7 @@ func (f *Function) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 		todo = todo[n:]
 	}
 	if len(resp.BatchItemFailures) == 0 {
-		resp.BatchItemFailures = failedAt // everything before the undecodable record is put
+		resp.BatchItemFailures = failedAt // everything before the failed record is put
 	}
 	if err := f.cfg.Metrics.Flush(f.cfg.MetricsOut, f.cfg.Clock.Now()); err != nil {
 		f.cfg.Logger.Warn("cannot write metrics", "error", err.Error())
@@ -146,30 +176,127 @@ func (f *Function) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.
 	return resp, nil
 }
 
-// derive returns the outcome event of stream record r, if it has one.
-func (f *Function) derive(r events.DynamoDBEventRecord) (Event, bool, error) {
+// act does what stream record r asks (a fallback to take, an escalation
+// to notify) and returns its events; an error leaves the record to be
+// retried (logged and counted here).
+func (f *Function) act(ctx context.Context, r events.DynamoDBEventRecord) ([]Event, error) {
+	c, err := f.change(r)
+	if err != nil {
+		// Not skipped: its event would be lost. The mapping retries
+		// from it (a newer function, deployed, reads it) until the
+		// record's age gives it up to the outcomes DLQ; the alarm on
+		// Undecodable says so at once.
+		f.cfg.Logger.Error("stream record is not a delivery the outcomes function reads; retried from it", "eventID", r.EventID,
+			"sequenceNumber", r.Change.SequenceNumber, "error", err.Error())
+		f.cfg.Metrics.Add("Undecodable", 1)
+		return nil, err
+	}
+	if !c.ok {
+		return nil, nil
+	}
+	if err := f.takeFallback(ctx, c); err != nil {
+		return nil, err
+	}
+	e, ok := Of(c.old, c.hadOld, c.d, f.cfg.Stage)
+	if !ok {
+		return nil, nil
+	}
+	out := []Event{e}
+	if x, ok := Escalation(e, c.d); ok {
+		if err := f.notify(ctx, x); err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// takeFallback takes the fallback of c's delivery when this change made it
+// due (ledger.Delivery.FallbackDue): an end or a report that failed it.
+// A fallback already taken, or cancelled, is done (ErrNotHeld), and so is
+// one the ledger no longer holds (ErrNotFound: purged).
+func (f *Function) takeFallback(ctx context.Context, c change) error {
+	reason, due := c.d.FallbackDue()
+	if !due {
+		return nil
+	}
+	if _, was := c.old.FallbackDue(); c.hadOld && was {
+		return nil // due before this change: taken then
+	}
+	fb, err := f.cfg.Fallbacks.TakeFallback(ctx, c.d, reason)
+	switch {
+	case err == nil:
+		f.cfg.Metrics.Add("FallbacksTaken", 1)
+		f.cfg.Logger.Info("fallback taken", "deliveryKey", c.d.Key().String(), "fallback", fb.Key().String(), "reason", reason)
+		return nil
+	case errors.Is(err, ledger.ErrNotHeld), errors.Is(err, ledger.ErrNotFound):
+		f.cfg.Metrics.Add("FallbacksFoundTaken", 1)
+		return nil
+	}
+	f.cfg.Metrics.Add("FallbackFailed", 1)
+	f.cfg.Logger.Error("fallback not taken; the stream mapping retries from its record", "deliveryKey", c.d.Key().String(), "error", err.Error())
+	return err
+}
+
+// notify tells the operators' topic of escalation e, if the stage names
+// one: a short text and e itself (ids and times, never an address). A FIFO
+// topic drops a repeat (the event's id is its deduplication id); a
+// standard topic may deliver one twice (a retried record): its readers
+// drop repeats by eventId.
+func (f *Function) notify(ctx context.Context, e Event) error {
+	if f.cfg.OperatorsTopic == "" {
+		return nil
+	}
+	detail, _ := json.Marshal(e) // strings, ints: cannot fail
+	in := &sns.PublishInput{
+		TopicArn: aws.String(f.cfg.OperatorsTopic),
+		Subject:  aws.String(text.Clip("Nudge "+f.cfg.Stage+": "+e.DeliveryKey+" expired unsent (escalated)", 100)),
+		Message:  aws.String(string(detail)),
+	}
+	if strings.HasSuffix(f.cfg.OperatorsTopic, ".fifo") {
+		in.MessageGroupId, in.MessageDeduplicationId = aws.String(e.ReminderID), aws.String(e.EventID)
+	}
+	if _, err := f.cfg.Notify.Publish(ctx, in); err != nil {
+		f.cfg.Metrics.Add("EscalationNotifyFailed", 1)
+		f.cfg.Logger.Error("operators' topic not told of an escalation; the stream mapping retries from its record", "deliveryKey", e.DeliveryKey,
+			"eventId", e.EventID, "error", err.Error())
+		return err
+	}
+	f.cfg.Metrics.Add("EscalationsNotified", 1)
+	return nil
+}
+
+// change is a stream record's change of a delivery item.
+type change struct {
+	old    ledger.Delivery
+	hadOld bool
+	d      ledger.Delivery
+	ok     bool // a delivery item, not removed
+}
+
+// change reads stream record r.
+func (f *Function) change(r events.DynamoDBEventRecord) (change, error) {
 	if events.DynamoDBOperationType(r.EventName) == events.DynamoDBOperationTypeRemove {
-		return Event{}, false, nil // retention or purge: no outcome
+		return change{}, nil // retention or purge: no outcome
 	}
 	newAV, err := attributes(r.Change.NewImage)
 	if err != nil {
-		return Event{}, false, err
+		return change{}, err
 	}
 	d, ok, err := ledger.DeliveryOfImage(newAV)
 	if err != nil || !ok {
-		return Event{}, false, err
+		return change{}, err
 	}
 	// An old image that does not decode (written by a newer version) does
 	// not hide the change: it is read as a new item, which still gives an
 	// end its event (a report needs the old image, and is retried).
-	old, hadOld := ledger.Delivery{}, false
+	c := change{d: d, ok: true}
 	if oldAV, err := attributes(r.Change.OldImage); err == nil {
-		if old, hadOld, err = ledger.DeliveryOfImage(oldAV); err != nil {
-			old, hadOld = ledger.Delivery{}, false
+		if c.old, c.hadOld, err = ledger.DeliveryOfImage(oldAV); err != nil {
+			c.old, c.hadOld = ledger.Delivery{}, false
 		}
 	}
-	e, ok := Of(old, hadOld, d, f.cfg.Stage)
-	return e, ok, nil
+	return c, nil
 }
 
 // put puts batch (at most MaxEntries), each entry up to Config.Attempts

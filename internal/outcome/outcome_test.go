@@ -262,12 +262,22 @@ func (b *bus) details(t *testing.T) []outcome.Event {
 }
 
 func newFunction(t *testing.T, b *bus) (*outcome.Function, emf, *bytes.Buffer) {
+	return newFunctionWith(t, b, nil)
+}
+
+// newFunctionWith is newFunction with the config changed by set (nil:
+// unchanged), whose fallbacks are taken by a fake that finds none held.
+func newFunctionWith(t *testing.T, b *bus, set func(*outcome.Config)) (*outcome.Function, emf, *bytes.Buffer) {
 	t.Helper()
 	rec := metrics.New(map[string]string{"Function": "outcomes"})
 	logs := &bytes.Buffer{}
 	fake := instant{clock.NewFake(t0)}
-	f, err := outcome.NewFunction(outcome.Config{Events: b, Bus: "nudge-test", Stage: "test", Metrics: rec, MetricsOut: logs,
-		Clock: fake, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	cfg := outcome.Config{Events: b, Fallbacks: &taker{}, Bus: "nudge-test", Stage: "test", Metrics: rec, MetricsOut: logs,
+		Clock: fake, Logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	if set != nil {
+		set(&cfg)
+	}
+	f, err := outcome.NewFunction(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,10 +472,17 @@ func TestARecordThatDoesNotDecodeIsRetriedNotSkipped(t *testing.T) {
 }
 
 func TestNewFunctionSaysWhatIsMissing(t *testing.T) {
-	if _, err := outcome.NewFunction(outcome.Config{Events: &bus{}}); err == nil || !strings.Contains(err.Error(), "NUDGE_EVENT_BUS") {
+	if _, err := outcome.NewFunction(outcome.Config{Events: &bus{}, Fallbacks: &taker{}}); err == nil || !strings.Contains(err.Error(), "NUDGE_EVENT_BUS") {
 		t.Fatal(err)
 	}
-	if _, err := outcome.NewFunction(outcome.Config{Bus: "b"}); err == nil || !strings.Contains(err.Error(), "Events") {
+	if _, err := outcome.NewFunction(outcome.Config{Events: &bus{}, Bus: "b"}); err == nil || !strings.Contains(err.Error(), "NUDGE_TABLE") {
+		t.Fatal(err)
+	}
+	if _, err := outcome.NewFunction(outcome.Config{Events: &bus{}, Fallbacks: &taker{}, Bus: "b", OperatorsTopic: "arn:aws:sns:eu-west-1:123456789012:ops"}); err == nil ||
+		!strings.Contains(err.Error(), "SNS") {
+		t.Fatal(err)
+	}
+	if _, err := outcome.NewFunction(outcome.Config{Bus: "b", Fallbacks: &taker{}}); err == nil || !strings.Contains(err.Error(), "Events") {
 		t.Fatal(err)
 	}
 	if _, err := outcome.SettingsFromEnv(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "NUDGE_EVENT_BUS") {

@@ -30,17 +30,24 @@ func scenarios() map[outcome.Outcome][2]ledger.Delivery {
 	unended.History = append(append([]ledger.Entry(nil), live.History...),
 		ledger.Entry{At: ledger.Format(at), Status: ledger.StatusExpired, Attempt: 2, Class: failure.ClassAmbiguous, Note: ledger.UnendedNote(2)})
 	sent := ended(live, ledger.StatusSent, "", "0100018f-ses-message-id", at)
-	bounced := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1", At: at.Add(time.Minute), ID: "fb-1"})
+	// The bounced and dead-lettered samples show a delivery naming an SMS
+	// fallback; the escalated one a reminder whose late policy escalates.
+	withFallback := live
+	withFallback.Fallback = ledger.FallbackRef{Channel: "sms", Provider: "sns"}
+	escalating := live
+	escalating.Late = ledger.LateEscalate
+	bounced := feedback(ended(withFallback, ledger.StatusSent, "", "0100018f-ses-message-id", at), ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General 5.1.1", At: at.Add(time.Minute), ID: "fb-1"})
 	complained := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackComplained, Detail: "abuse", At: at.Add(time.Minute), ID: "fb-2"})
 	rejected := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackRejected, Detail: "Bad content", At: at.Add(time.Minute), ID: "fb-3"})
 	delivered := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackDelivered, Detail: "250 2.6.0", At: at.Add(time.Minute), ID: "fb-4"})
 	return map[outcome.Outcome][2]ledger.Delivery{
-		outcome.Bounced:      {sent, bounced},
+		outcome.Bounced:      {ended(withFallback, ledger.StatusSent, "", "0100018f-ses-message-id", at), bounced},
 		outcome.Complained:   {sent, complained},
 		outcome.Rejected:     {sent, rejected},
 		outcome.Feedback:     {sent, delivered},
 		outcome.Sent:         {live, sent},
-		outcome.DeadLettered: {live, ended(live, ledger.StatusDead, failure.ClassRejected, "provider answered 400", at)},
+		outcome.DeadLettered: {withFallback, ended(withFallback, ledger.StatusDead, failure.ClassRejected, "provider answered 400", at)},
+		outcome.Escalated:    {escalating, ended(escalating, ledger.StatusExpired, "", "expiresAt 2027-03-02T09:00:00.000Z", at)},
 		outcome.Expired:      {live, ended(live, ledger.StatusExpired, "", "expiresAt 2027-03-02T09:00:00.000Z", at)},
 		outcome.Cancelled:    {live, ended(live, ledger.StatusCancelled, "", "cancelled by the owner", at)},
 		outcome.NeedsReview:  {live, unended},
@@ -80,6 +87,9 @@ func TestTheSchemasDescribeTheEvents(t *testing.T) {
 	}
 	for o, pair := range scenarios() {
 		e, ok := outcome.Of(pair[0], true, pair[1], "prod")
+		if o == outcome.Escalated {
+			e, ok = outcome.Escalation(e, pair[1])
+		}
 		if !ok || e.Outcome != o {
 			t.Fatalf("%s: the scenario gives %+v", o, e)
 		}

@@ -9,11 +9,16 @@ import (
 type Settings struct {
 	Bus   string // NUDGE_EVENT_BUS: the bus's name or ARN ("default": the account's default bus). Required.
 	Stage string // NUDGE_STAGE_NAME: the stage, named in every event's detail. Optional.
+	Table string // NUDGE_TABLE: the ledger table, where fallbacks are taken. Required.
+	// OperatorsTopic is NUDGE_OPERATORS_TOPIC_ARN: the SNS topic notified of
+	// each escalation. Optional: without it, the escalation event alone.
+	OperatorsTopic string
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "outcomes"}
-	s := Settings{Bus: r.Required("NUDGE_EVENT_BUS"), Stage: getenv("NUDGE_STAGE_NAME")}
+	s := Settings{Bus: r.Required("NUDGE_EVENT_BUS"), Stage: getenv("NUDGE_STAGE_NAME"), Table: r.Required("NUDGE_TABLE"),
+		OperatorsTopic: getenv("NUDGE_OPERATORS_TOPIC_ARN")}
 	return s, r.Err()
 }

@@ -33,6 +33,12 @@ type Planned struct {
 	// the reader; "" for an ordinary one.
 	Feedback  ledger.Feedback
 	Simulator string
+	// FallbackOf is, for a fallback, the delivery it stands in for (zero
+	// for any other delivery). What a fallback must end as follows from
+	// that delivery's end, not from the plan: taken and sent once if the
+	// delivery failed (ledger.Delivery.FallbackDue: dead, expired, bounced,
+	// complained), held if not; Expect is the plan's guess, for the reader.
+	FallbackOf message.DeliveryKey
 }
 
 // Plan is what a run set out to do.
@@ -189,6 +195,16 @@ type Verdict struct {
 	// Simulated the planned deliveries sent to SES's mailbox simulator.
 	Feedback                  map[ledger.FeedbackKind]int
 	FeedbackFailed, Simulated int
+	// Fallbacks are the planned fallbacks: FallbacksTaken those whose
+	// delivery failed, by why (dead, expired, bounced, complained), and
+	// FallbacksSent, FallbacksHeld how they ended.
+	Fallbacks                    int
+	FallbacksTaken               map[string]int
+	FallbacksSent, FallbacksHeld int
+	// BouncedToFallback tells the story of one e-mail to SES's bounce@
+	// whose fallback was sent, from the ledger, the provider's record and
+	// the events ("" if the run had none).
+	BouncedToFallback string
 }
 
 // OK reports whether every invariant held.
@@ -210,8 +226,8 @@ func Check(p Plan, ev Evidence) Verdict {
 				windows = append(windows, max(d.SentAt.Sub(at), 0))
 			}
 		}
-		if !d.Status.Terminal() && !d.DueAt.After(ev.End) {
-			v.Overdue++
+		if !d.Status.Terminal() && d.Status != ledger.StatusHeld && !d.DueAt.After(ev.End) {
+			v.Overdue++ // a held fallback is due only once taken
 		}
 	}
 	v.latency(latencies)
@@ -281,6 +297,8 @@ func Check(p Plan, ev Evidence) Verdict {
 			resent[r.Key] = r.Times
 		}
 	}
+	p = v.fallbackEnds(p, ev)
+	v.BouncedToFallback = bouncedToFallback(p, ev)
 	v.Violations = violations(p, ev, resent, v.Overdue)
 	if ev.EventsRead {
 		v.Violations = append(v.Violations, v.events(ev)...)

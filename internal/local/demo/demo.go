@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local"
 	"github.com/nudgehq/nudge/internal/local/bus"
@@ -258,6 +259,18 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 			quiet = 0
 		}
 		finished = quiet >= 2 || large && quiet >= 1
+		if finished && runCtx.Err() == nil {
+			// SES's reports and the ledger's stream may still carry a
+			// failure whose fallback is not yet taken: once both have
+			// caught up, a taken fallback is live work, and the run goes on.
+			if more, err := r.catchUp(runCtx, &snap); err != nil {
+				if runCtx.Err() == nil {
+					return nil, err
+				}
+			} else if more {
+				finished, quiet = false, 0
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		prog.done()
@@ -287,6 +300,29 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 	r.plan.fix("400")
 	r.cfg.Keep(keep, sum, r.local())
 	return sum, nil
+}
+
+// catchUp waits until the feedback function has recorded SES's reports and
+// the outcomes function has read the ledger's stream (taking the
+// fallbacks of the deliveries that failed), then reads the ledger again,
+// and reports whether live work is due.
+func (r *run) catchUp(ctx context.Context, snap *snapshot) (bool, error) {
+	drain, cancel := context.WithTimeout(ctx, deployment.VisibilityFactor*r.h.Stage.FeedbackTimeout+time.Minute)
+	err := r.h.DrainFeedback(drain)
+	cancel()
+	if err != nil {
+		r.problems.add("the feedback function did not record SES's events: %v", err)
+	}
+	drain, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	err = r.h.DrainOutcomes(drain)
+	cancel()
+	if err != nil {
+		r.problems.add("the outcomes function did not catch up with the ledger's stream: %v", err)
+	}
+	if err := r.scan(ctx, snap); err != nil {
+		return false, err
+	}
+	return snap.dueLive > 0, nil
 }
 
 // Local tells where a kept system runs, for the operator commands.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/nudgehq/nudge/internal/local/sesevents"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -68,6 +70,9 @@ type plannedReminder struct {
 	kind       kind
 	soon       time.Duration // how far ahead of its creation a due-soon reminder falls due
 	deliveries []check.Planned
+	// fallbacks are the fallbacks it names, by the index in deliveries of
+	// the delivery each stands in for.
+	fallbacks map[int]check.Planned
 }
 
 // plan is the whole mix, drawn from a seeded source, and what each of its
@@ -111,6 +116,8 @@ func newPlan(cfg Config) *plan {
 	// The simulator's share is drawn from a source of its own, so that the
 	// mix of a seed is what it was before.
 	sim, simulated := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x73696d)), 0
+	// So are the fallbacks.
+	fbr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x66616c6c))
 	for i, k := range order {
 		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
 		email := stoodIn(provider.SinkStandIn)
@@ -146,6 +153,7 @@ func newPlan(cfg Config) *plan {
 			r.deliveries = append(r.deliveries, d)
 			p.Deliveries[d.Key] = d
 		}
+		p.planFallbacks(r, keys, fbr)
 		p.reminders = append(p.reminders, r)
 	}
 	for i := range cfg.Poison {
@@ -153,6 +161,50 @@ func newPlan(cfg Config) *plan {
 	}
 	p.Poison = len(p.poison)
 	return p
+}
+
+// Shares of the deliveries that name a fallback: every e-mail to a mailbox
+// of SES's simulator that fails (bounce@, complaint@, suppressionlist@);
+// of those the provider rejects (400, dead-lettered) and of the expired
+// ones, fallbackShare; of the others, heldShare (their fallback stays
+// held).
+const (
+	fallbackShare = 0.25
+	heldShare     = 0.02
+)
+
+// planFallbacks names a fallback for some of r's deliveries (keys): an SMS
+// through the topic's stand-in, or, when r already has one, through the
+// sink. A fallback meets no fault.
+func (p *plan) planFallbacks(r *plannedReminder, keys []message.DeliveryKey, rnd *rand.Rand) {
+	for i, d := range r.deliveries {
+		if d.Key.Channel != "email" {
+			continue // one fallback: the e-mail's
+		}
+		share := heldShare
+		switch {
+		case d.Feedback.Failed():
+			share = 1
+		case d.Expect == ledger.StatusDead && d.Class == failure.ClassRejected, d.Expect == ledger.StatusExpired:
+			share = fallbackShare
+		}
+		if rnd.Float64() >= share {
+			continue
+		}
+		fk := message.DeliveryKey{ReminderID: r.id, Channel: "sms", Provider: stoodIn(provider.TopicStandIn)}
+		if slices.Contains(keys, fk) {
+			fk.Provider = stoodIn(provider.SinkStandIn)
+		}
+		fb := check.Planned{Key: fk, Kind: "fallback of " + d.Kind, Expect: ledger.StatusHeld, FallbackOf: d.Key}
+		if share > heldShare {
+			fb.Expect = ledger.StatusSent
+		}
+		if r.fallbacks == nil {
+			r.fallbacks = map[int]check.Planned{}
+		}
+		r.fallbacks[i] = fb
+		p.Deliveries[fk] = fb
+	}
 }
 
 // mixLine counts the reminders by kind, for the run's first line.
@@ -225,6 +277,10 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
 		if drv, _ := registry.Lookup(d.Key.Provider); drv.Intake.Address == provider.EmailAddress {
 			di.TemplateRef, di.Address = "renewal-notice", cmp.Or(d.Simulator, r.id+"@customers.example")
+		}
+		if fb, ok := r.fallbacks[i]; ok {
+			di.Fallback = &schedule.FallbackInput{Channel: fb.Key.Channel, Provider: fb.Key.Provider,
+				RecipientRef: fmt.Sprintf("contact/%s/%d/sms", r.id, i), TemplateRef: "renewal-notice-v3"}
 		}
 		in.Deliveries = append(in.Deliveries, di)
 	}

@@ -27,8 +27,8 @@ func (r *run) scan(ctx context.Context, snap *snapshot) error {
 	now := time.Now()
 	err := r.h.Ledger.ScanDeliveries(ctx, func(d ledger.Delivery) error {
 		byStatus[d.Status]++
-		if !d.Status.Terminal() && !d.DueAt.After(now) {
-			dueLive++
+		if !d.Status.Terminal() && d.Status != ledger.StatusHeld && !d.DueAt.After(now) {
+			dueLive++ // a held fallback is due only once taken
 		}
 		return nil
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -116,6 +118,13 @@ type Summary struct {
 	FeedbackRead              bool
 	Feedback                  map[ledger.FeedbackKind]int
 	FeedbackFailed, Simulated int
+	// Fallbacks counts the planned fallbacks, FallbacksTaken those taken
+	// by why, FallbacksSent and FallbacksHeld how they ended, and
+	// BouncedToFallback tells one e-mail's bounce and its fallback.
+	Fallbacks                    int
+	FallbacksTaken               map[string]int
+	FallbacksSent, FallbacksHeld int
+	BouncedToFallback            string
 
 	// Usage is what the run consumed as AWS bills it (the intake's writes
 	// included), and Cost that at Prices per million sent deliveries.
@@ -149,6 +158,8 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.DeadLettered, sum.DLQCopies = v.DeadLettered, v.DLQCopies
 	sum.Resent, sum.ResentLedger, sum.KillsExhausted = v.Resent, v.ResentLedger, v.KillsExhausted
 	sum.Events, sum.EventRepeats, sum.EarlierEnds, sum.FeedbackEvents = v.Events, v.EventRepeats, v.EarlierEnds, v.FeedbackEvents
+	sum.Fallbacks, sum.FallbacksTaken, sum.FallbacksSent, sum.FallbacksHeld = v.Fallbacks, v.FallbacksTaken, v.FallbacksSent, v.FallbacksHeld
+	sum.BouncedToFallback = v.BouncedToFallback
 
 	// The metrics, the sink, the requests.
 	h, logs := r.h, r.logs
@@ -322,6 +333,19 @@ func (sum *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, ", %d of them for an end a delivery has since left (revived, redriven)", sum.EarlierEnds)
 	}
 	fmt.Fprintf(w, ", and %d for the providers' reports recorded; %d repeats, each with its eventId\n", sum.FeedbackEvents, sum.EventRepeats)
+	if sum.Fallbacks > 0 {
+		var why []string
+		taken := 0
+		for _, k := range slices.Sorted(maps.Keys(sum.FallbacksTaken)) {
+			why = append(why, fmt.Sprintf("%d %s", sum.FallbacksTaken[k], k))
+			taken += sum.FallbacksTaken[k]
+		}
+		fmt.Fprintf(w, "\nfallbacks (taken once by the outcomes function when their delivery failed): %d named; taken %d (%s), sent %d; %d held, their delivery not failed\n",
+			sum.Fallbacks, taken, strings.Join(why, ", "), sum.FallbacksSent, sum.FallbacksHeld)
+		if sum.BouncedToFallback != "" {
+			fmt.Fprintf(w, "  %s\n", sum.BouncedToFallback)
+		}
+	}
 	if len(sum.PeakRSS) > 0 {
 		var parts []string
 		for _, fn := range []string{"consumer", "enqueue"} {
