@@ -96,7 +96,9 @@ func (f *ReminderFallback) UnmarshalDynamoDBAttributeValue(v types.AttributeValu
 }
 
 // Ref is the delivery f names.
-func (f ReminderFallback) Ref() FallbackRef { return FallbackRef{Channel: f.Channel, Provider: f.Provider} }
+func (f ReminderFallback) Ref() FallbackRef {
+	return FallbackRef{Channel: f.Channel, Provider: f.Provider}
+}
 
 // Keys are the delivery keys of r's deliveries and their fallbacks, in
 // the order r lists them, each fallback after its primary.
