@@ -14,8 +14,11 @@ import (
 type Status string
 
 // Delivery states. Sent, Dead, Expired and Cancelled are terminal, except
-// that a Dead delivery can be claimed again by a redriven message.
+// that a Dead delivery can be claimed again by a redriven message. Held is
+// neither terminal nor live: a fallback waiting for its primary to fail
+// (TakeFallback makes it pending), never in the due index, never claimed.
 const (
+	StatusHeld      Status = "held"      // a fallback, taken only if its primary fails
 	StatusPending   Status = "pending"   // in the calendar, not yet handed off
 	StatusQueued    Status = "queued"    // handed off to the queue
 	StatusSending   Status = "sending"   // claimed by a consumer, lease running
@@ -33,6 +36,97 @@ func (s Status) Terminal() bool {
 		return true
 	}
 	return false
+}
+
+// Live reports whether s is a delivery on its way: pending, queued,
+// sending or retrying (in the due index, claimable).
+func (s Status) Live() bool {
+	switch s {
+	case StatusPending, StatusQueued, StatusSending, StatusRetrying:
+		return true
+	}
+	return false
+}
+
+// FallbackRef names a reminder's fallback delivery by its channel and
+// provider (its reminder is the primary's); stored as "channel#provider".
+type FallbackRef struct {
+	Channel, Provider string
+}
+
+// IsZero reports whether f names no delivery.
+func (f FallbackRef) IsZero() bool { return f.Channel == "" && f.Provider == "" }
+
+// String is "channel:provider", as notes and reports name it.
+func (f FallbackRef) String() string { return f.Channel + ":" + f.Provider }
+
+// Key is the key of the delivery f names in reminder id.
+func (f FallbackRef) Key(reminderID string) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: reminderID, Channel: f.Channel, Provider: f.Provider}
+}
+
+// stored is f as its attribute holds it; "" for none.
+func (f FallbackRef) stored() string {
+	if f.IsZero() {
+		return ""
+	}
+	return f.Channel + "#" + f.Provider
+}
+
+// parseFallbackRef reads a stored "channel#provider".
+func parseFallbackRef(field, s string) (FallbackRef, error) {
+	if s == "" {
+		return FallbackRef{}, nil
+	}
+	c, p, ok := strings.Cut(s, "#")
+	if !ok || c == "" || p == "" {
+		return FallbackRef{}, fmt.Errorf("ledger: attribute %s %q is not channel#provider", field, s)
+	}
+	return FallbackRef{Channel: c, Provider: p}, nil
+}
+
+// LatePolicy is what a reminder's deliveries do once its expiresAt has
+// passed unsent, as a delivery item carries it: "" (expire, the default),
+// LateSendLate or LateEscalate.
+type LatePolicy string
+
+// Late policies other than the default (expire, stored as none).
+const (
+	// LateSendLate keeps trying until the reminder's expiresAt plus a bound
+	// (the delivery's ExpiresAt; OnTimeUntil is the reminder's).
+	LateSendLate LatePolicy = "send-late"
+	// LateEscalate expires the delivery, and its expiry is published as an
+	// escalation.
+	LateEscalate LatePolicy = "escalate"
+)
+
+// LateRule is a reminder's late policy: the policy and, for send-late,
+// how long after the reminder's expiresAt its deliveries may still go.
+type LateRule struct {
+	Policy LatePolicy
+	Within time.Duration
+}
+
+// DeliveryTimes derives a delivery's expiry from its reminder's expiresAt
+// under rule r: the one place it is derived (create and reschedule alike).
+// Under send-late the delivery expires Within after the reminder, and is
+// on time until the reminder's expiresAt (onTimeUntil); otherwise it
+// expires with the reminder, and onTimeUntil is zero.
+func (r LateRule) DeliveryTimes(reminderExpiresAt time.Time) (expiresAt, onTimeUntil time.Time) {
+	if r.Policy == LateSendLate && r.Within > 0 {
+		return reminderExpiresAt.Add(r.Within), reminderExpiresAt
+	}
+	return reminderExpiresAt, time.Time{}
+}
+
+// LateRule is the late rule d was created under, as far as d tells it
+// (the send-late bound is its ExpiresAt − OnTimeUntil).
+func (d Delivery) LateRule() LateRule {
+	r := LateRule{Policy: d.Late}
+	if d.Late == LateSendLate && !d.OnTimeUntil.IsZero() {
+		r.Within = d.ExpiresAt.Sub(d.OnTimeUntil)
+	}
+	return r
 }
 
 // Delivery is one delivery item.
@@ -103,6 +197,64 @@ type Delivery struct {
 	// MaxFeedbackSeen feedback events recorded, by which a repeat is
 	// refused.
 	FeedbackSeen []string
+	// Fallback, on a primary delivery, names its fallback (a held
+	// delivery of the same reminder), taken (TakeFallback) if it ends
+	// dead, bounced or complained, or expires unsent (FallbackDue).
+	// Attribute "fallback", "channel#provider".
+	Fallback FallbackRef
+	// FallbackOf, on a fallback, names its primary. Attribute
+	// "fallbackOf".
+	FallbackOf FallbackRef
+	// FallbackWithin, on a fallback, is how long it may take once taken:
+	// its ExpiresAt is then the take's time plus this. Attribute
+	// "fallbackWithin", whole seconds.
+	FallbackWithin time.Duration
+	// Late is the reminder's late policy, on every delivery of a reminder
+	// whose policy is not the default (expire). Attribute "late".
+	Late LatePolicy
+	// OnTimeUntil is, under send-late, the reminder's expiresAt: the
+	// delivery may still be sent until its own ExpiresAt (later), but a
+	// send after OnTimeUntil is late (SentLate). Attribute "onTimeUntil".
+	OnTimeUntil time.Time
+}
+
+// SentLate reports whether d was sent after its reminder's expiresAt,
+// under send-late (OnTimeUntil set).
+func (d Delivery) SentLate() bool {
+	return d.Status == StatusSent && !d.OnTimeUntil.IsZero() && d.SentAt.After(d.OnTimeUntil)
+}
+
+// FallbackDue reports whether d, as it stands, is a primary whose fallback
+// should be taken, and the reason the fallback's history gives: d names a
+// fallback, and it is dead ("dead (permanent)", by its class), expired
+// ("expired"), or its standing feedback failed it ("bounced
+// Permanent/General", "complained abuse").
+func (d Delivery) FallbackDue() (reason string, ok bool) {
+	if d.Fallback.IsZero() {
+		return "", false
+	}
+	switch {
+	case d.Status == StatusDead:
+		if d.LastErrorClass != "" {
+			return "dead (" + string(d.LastErrorClass) + ")", true
+		}
+		return "dead", true
+	case d.Status == StatusExpired:
+		return "expired", true
+	case d.Feedback.Failed():
+		r := string(d.Feedback.Kind)
+		if d.Feedback.Detail != "" {
+			r += " " + d.Feedback.Detail
+		}
+		return r, true
+	}
+	return "", false
+}
+
+// FallbackNote is the history note of a taken fallback: "fallback of
+// email:ses: dead (permanent)".
+func FallbackNote(primary FallbackRef, reason string) string {
+	return "fallback of " + primary.String() + ": " + reason
 }
 
 // IndexPosition is a live delivery's place in the due index.
@@ -266,6 +418,13 @@ var (
 	ErrNotExpired = errors.New("delivery not expired")
 	// ErrInFlight: a purge found a delivery a consumer is sending now.
 	ErrInFlight = errors.New("delivery is being sent")
+	// ErrHeld: the delivery is a fallback not taken (held): nothing sends,
+	// expires or dead-letters it until TakeFallback makes it pending. No
+	// message of Nudge's names one; a consumer acknowledges such a message.
+	ErrHeld = errors.New("delivery is a fallback not taken")
+	// ErrNotHeld: TakeFallback found the fallback no longer held (taken
+	// already, or cancelled): the caller's work is done.
+	ErrNotHeld = errors.New("fallback is not held")
 )
 
 // RefusedError is a conditional write that the ledger refused. Current is

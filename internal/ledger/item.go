@@ -62,6 +62,11 @@ type item struct {
 	TTL            int64             `dynamodbav:"ttl,omitempty"`
 	DueShard       string            `dynamodbav:"dueShard,omitempty"`
 	DueSort        string            `dynamodbav:"dueSort,omitempty"`
+	Fallback       string            `dynamodbav:"fallback,omitempty"`
+	FallbackOf     string            `dynamodbav:"fallbackOf,omitempty"`
+	FallbackWithin int64             `dynamodbav:"fallbackWithin,omitempty"` // seconds
+	Late           LatePolicy        `dynamodbav:"late,omitempty"`
+	OnTimeUntil    string            `dynamodbav:"onTimeUntil,omitempty"`
 }
 
 // PartitionKey returns the PK of a reminder's items.
@@ -116,6 +121,8 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		DueShard: shard, DueSort: sort,
 		Feedback: d.Feedback.Kind, FeedbackDetail: d.Feedback.Detail, FeedbackPerm: d.Feedback.Permanent,
 		FeedbackIDs: d.FeedbackSeen,
+		Fallback:    d.Fallback.stored(), FallbackOf: d.FallbackOf.stored(), FallbackWithin: int64(d.FallbackWithin / time.Second),
+		Late: d.Late, OnTimeUntil: formatOpt(d.OnTimeUntil),
 	}
 	if d.Feedback.Kind != "" {
 		it.FeedbackAt = Format(d.Feedback.At)
@@ -139,8 +146,16 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		RecipientRef: it.RecipientRef, TemplateRef: it.TemplateRef, Address: it.Address, TemplateData: it.TemplateData, Attempts: it.Attempts, BudgetFrom: it.BudgetFrom, UnendedAttempt: it.UnendedAttempt, Repairs: it.Repairs,
 		ClaimToken: it.ClaimToken, LastErrorClass: it.LastErrorClass, LastError: it.LastError,
 		Receipt: it.Receipt, History: it.History,
-		Feedback:     Feedback{Kind: it.Feedback, Detail: it.FeedbackDetail, Permanent: it.FeedbackPerm, MessageID: it.ProviderMsgID},
-		FeedbackSeen: it.FeedbackIDs,
+		Feedback:       Feedback{Kind: it.Feedback, Detail: it.FeedbackDetail, Permanent: it.FeedbackPerm, MessageID: it.ProviderMsgID},
+		FeedbackSeen:   it.FeedbackIDs,
+		FallbackWithin: time.Duration(it.FallbackWithin) * time.Second, Late: it.Late,
+	}
+	var err error
+	if d.Fallback, err = parseFallbackRef("fallback", it.Fallback); err != nil {
+		return Delivery{}, err
+	}
+	if d.FallbackOf, err = parseFallbackRef("fallbackOf", it.FallbackOf); err != nil {
+		return Delivery{}, err
 	}
 	if it.TTL > 0 {
 		d.TTL = time.Unix(it.TTL, 0).UTC()
@@ -163,7 +178,6 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		}
 		d.Index = &IndexPosition{Shard: shard, Sort: it.DueSort, PublishAt: at}
 	}
-	var err error
 	for _, f := range []struct {
 		name string
 		src  string
@@ -172,6 +186,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		{"dueAt", it.DueAt, &d.DueAt}, {"expiresAt", it.ExpiresAt, &d.ExpiresAt},
 		{"leaseUntil", it.LeaseUntil, &d.LeaseUntil}, {"nextAttemptAt", it.NextAttemptAt, &d.NextAttemptAt},
 		{"sentAt", it.SentAt, &d.SentAt}, {"updatedAt", it.UpdatedAt, &d.UpdatedAt}, {"feedbackAt", it.FeedbackAt, &d.Feedback.At},
+		{"onTimeUntil", it.OnTimeUntil, &d.OnTimeUntil},
 	} {
 		if *f.dst, err = parseOpt(f.name, f.src); err != nil {
 			return Delivery{}, err

@@ -213,7 +213,9 @@ func (l *Ledger) countTo(dst *float64, cc *types.ConsumedCapacity) {
 
 // Create writes a new pending delivery and enters it in the due index; it
 // refuses (ErrExists, with the stored delivery) if the key is taken. Status
-// defaults to pending.
+// defaults to pending; a held one (a fallback) enters no index until
+// TakeFallback takes it. Its TTL is Expiry(ExpiresAt), or d.TTL if that is
+// later (a held fallback is kept as long as its siblings).
 func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 	if err := d.Key().Validate(); err != nil {
 		return fmt.Errorf("ledger: create: %w", err)
@@ -234,10 +236,12 @@ func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 		return err
 	}
 	var shard, sort string
-	d.TTL = l.Expiry(d.ExpiresAt)
-	if !d.Status.Terminal() {
+	d.TTL = later(d.TTL, l.Expiry(d.ExpiresAt))
+	switch {
+	case d.Status == StatusHeld: // a fallback: in no index until taken
+	case !d.Status.Terminal():
 		shard, sort = ShardKey(ShardOf(d.ReminderID, shards)), IndexSort(l.publishAt(d.DueAt, now), d.Key())
-	} else {
+	default:
 		d.TTL = Expiry(now, d.ExpiresAt, l.cfg.Retention)
 	}
 	av, err := toItem(d, shard, sort)
@@ -496,7 +500,7 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 	return l.endUnsent(ctx, "expire", d.Key(), StatusExpired, "expiresAt "+Format(d.ExpiresAt),
 		func(now time.Time) time.Time { return Expiry(now, d.ExpiresAt, l.cfg.Retention) },
-		"attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled)) AND (#status <> :sending OR leaseUntil < :lapsed) AND expiresAt <= :now",
+		"attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled, :held)) AND (#status <> :sending OR leaseUntil < :lapsed) AND expiresAt <= :now",
 		expireRefusal)
 }
 
@@ -543,6 +547,9 @@ func (l *Ledger) endUnsent(ctx context.Context, op string, key message.DeliveryK
 		e := Entry{Status: to, Note: text.Clip(note, 120)}
 		for _, s := range []Status{StatusSent, StatusDead, StatusExpired, StatusCancelled, StatusSending, StatusPending, StatusQueued, StatusRetrying} {
 			u.values[":"+string(s)] = sv(s)
+		}
+		if strings.Contains(cond, ":held") {
+			u.values[":held"] = sv(StatusHeld)
 		}
 		u.values[":lapsed"], u.values[":ambiguous"] = sv(Format(u.lapsed)), sv(failure.ClassAmbiguous)
 		if unended == 0 {
@@ -628,6 +635,8 @@ func claimRefusal(old Delivery, now, lapsedBefore time.Time, c Claim, revive boo
 		// A copy of an earlier dead-lettering: the delivery was revived
 		// and ended again since.
 		return ErrFinished
+	case old.Status == StatusHeld:
+		return ErrHeld
 	case !old.ExpiresAt.After(now):
 		return ErrExpired
 	case old.Status == StatusSending && !old.LeaseUntil.Before(lapsedBefore):
@@ -653,6 +662,8 @@ func liveRefusal(old Delivery) error {
 	switch {
 	case old.Status == StatusSent:
 		return ErrAlreadySent
+	case old.Status == StatusHeld:
+		return ErrHeld
 	case old.Status.Terminal():
 		return ErrFinished
 	case old.Status == StatusSending:
@@ -671,6 +682,8 @@ func expireRefusal(old Delivery, now, lapsedBefore time.Time) error {
 	switch {
 	case old.Status == StatusDead:
 		return ErrFinished
+	case old.Status == StatusHeld:
+		return ErrHeld // its primary's end takes it, or expires with it
 	case old.ExpiresAt.After(now):
 		return ErrNotExpired
 	}
@@ -780,18 +793,19 @@ func (u *update) holdsLease(d Delivery) {
 	u.cond = "#status = :sending AND claimToken = :token"
 }
 
-// live requires the delivery to be unfinished and not in flight elsewhere.
+// live requires the delivery to be unfinished, not held, and not in flight
+// elsewhere.
 func (u *update) live(d Delivery) {
 	token := d.ClaimToken
 	if token == "" {
 		token = "-" // matches no claim
 	}
-	for _, s := range []Status{StatusSent, StatusDead, StatusExpired, StatusCancelled, StatusSending} {
+	for _, s := range []Status{StatusSent, StatusDead, StatusExpired, StatusCancelled, StatusSending, StatusHeld} {
 		u.values[":"+string(s)] = sv(s)
 	}
 	u.values[":token"] = sv(token)
 	u.values[":lapsed"] = sv(Format(u.lapsed))
-	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled)) AND (#status <> :sending OR claimToken = :token OR leaseUntil < :lapsed)"
+	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled, :held)) AND (#status <> :sending OR claimToken = :token OR leaseUntil < :lapsed)"
 }
 
 func (l *Ledger) write(ctx context.Context, u *update, refusal func(old Delivery) error) (Delivery, error) {

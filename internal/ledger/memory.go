@@ -155,10 +155,12 @@ func (m *Memory) Create(_ context.Context, d Delivery) error {
 	if len(d.History) == 0 {
 		d.History = []Entry{{At: Format(now), Status: d.Status}}
 	}
-	d.TTL, d.Index = m.Expiry(d.ExpiresAt), nil
-	if d.Status.Terminal() {
+	d.TTL, d.Index = later(d.TTL, m.Expiry(d.ExpiresAt)), nil
+	switch {
+	case d.Status == StatusHeld: // a fallback: in no index until taken
+	case d.Status.Terminal():
 		d.TTL = Expiry(now, d.ExpiresAt, m.cfg.Retention)
-	} else {
+	default:
 		pub := m.publishAt(d.DueAt, now)
 		d.Index = &IndexPosition{Shard: ShardOf(d.ReminderID, shards), Sort: IndexSort(pub, d.Key()), PublishAt: pub}
 	}
@@ -255,7 +257,7 @@ func holdsLease(tok string) func(Delivery, time.Time) bool {
 
 func (m *Memory) live(tok string) func(Delivery, time.Time) bool {
 	return func(d Delivery, now time.Time) bool {
-		if d.Status.Terminal() {
+		if d.Status.Terminal() || d.Status == StatusHeld {
 			return false
 		}
 		return d.Status != StatusSending || (tok != "" && d.ClaimToken == tok) || d.LeaseUntil.Before(m.lapsedBefore(now))
@@ -494,6 +496,14 @@ func copyOf(d Delivery) Delivery {
 
 func copyReminder(r ReminderItem) ReminderItem {
 	r.Deliveries = slices.Clone(r.Deliveries)
+	for i, d := range r.Deliveries {
+		if d.Fallback != nil {
+			f := *d.Fallback
+			f.Within = f.Within.Truncate(time.Second) // as stored
+			r.Deliveries[i].Fallback = &f
+		}
+	}
+	r.Late.Within = r.Late.Within.Truncate(time.Second)
 	r.Metadata = maps.Clone(r.Metadata)
 	return r
 }

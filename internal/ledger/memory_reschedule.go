@@ -50,19 +50,30 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 	}
 	for _, read := range p.Live {
 		d := copyOf(m.t.items[read.Key()])
-		d.Status, d.DueAt, d.ExpiresAt = StatusPending, ms(p.To.DueAt), ms(p.To.ExpiresAt)
+		exp, onTime := p.DeliveryTimes(d)
+		dttl := moveTTL(p.Reminder, m.Expiry(p.keptUntil(d)))
+		held := d.Status == StatusHeld
+		if !held {
+			d.Status = StatusPending
+		}
+		d.DueAt, d.ExpiresAt, d.OnTimeUntil = ms(p.To.DueAt), ms(exp), ms(onTime)
+		if onTime.IsZero() {
+			d.OnTimeUntil = time.Time{}
+		}
 		d.Repairs = 0
-		if !ttl.IsZero() && !d.TTL.IsZero() {
-			d.TTL = later(ttl, d.TTL)
+		if !dttl.IsZero() && !d.TTL.IsZero() {
+			d.TTL = later(dttl, d.TTL)
 		}
 		endLease(&d)
-		shard := ShardOf(d.ReminderID, shards)
-		if d.Index != nil {
-			shard = d.Index.Shard
+		if !held {
+			shard := ShardOf(d.ReminderID, shards)
+			if d.Index != nil {
+				shard = d.Index.Shard
+			}
+			pub := m.publishAt(p.To.DueAt, now)
+			d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, d.Key()), PublishAt: pub}
 		}
-		pub := m.publishAt(p.To.DueAt, now)
-		d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, d.Key()), PublishAt: pub}
-		d.History = boundHistory(d.History, Entry{At: Format(now), Status: StatusPending, Note: text.Clip(p.To.Note, 120)}, m.cfg.HistoryLimit)
+		d.History = boundHistory(d.History, Entry{At: Format(now), Status: d.Status, Note: text.Clip(p.To.Note, 120)}, m.cfg.HistoryLimit)
 		d.UpdatedAt = now
 		m.t.items[d.Key()] = d
 	}
@@ -95,7 +106,7 @@ func (m *Memory) ListAccount(_ context.Context, account string, limit int, next 
 	for id, r := range m.t.reminders {
 		if r.AccountRef == account {
 			r = copyReminder(r)
-			r.Metadata, r.CreatedBy = nil, "" // not projected
+			r.Metadata, r.CreatedBy, r.Late = nil, "", LateRule{} // not projected
 			all = append(all, Listed{ReminderItem: r, CreatedAt: m.t.created[id]})
 		}
 	}

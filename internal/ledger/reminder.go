@@ -27,6 +27,10 @@ type ReminderItem struct {
 	ExpiresAt  time.Time          `dynamodbav:"-"` // stored Format'ed (reminderRecord)
 	Deliveries []ReminderDelivery `dynamodbav:"deliveries"`
 	Metadata   map[string]string  `dynamodbav:"metadata,omitempty"`
+	// Late is the reminder's late policy; the zero rule is the default,
+	// expire. Stored as attributes "late" and "lateWithin" (seconds),
+	// absent for the default (reminderRecord). Not in the account index.
+	Late LateRule `dynamodbav:"-"`
 	// CreatedBy is the principal that created the reminder through the
 	// API (the intake's caller: an IAM role or user), which alone may act
 	// on it there, besides the stage's full-access principals. Empty for a
@@ -47,6 +51,66 @@ type ReminderDelivery struct {
 	Provider     string `dynamodbav:"provider"`
 	RecipientRef string `dynamodbav:"recipientRef"`
 	TemplateRef  string `dynamodbav:"templateRef"`
+	// Fallback is the delivery taken if this one fails (a held delivery
+	// item beside it, FallbackOf this one); nil if none.
+	Fallback *ReminderFallback `dynamodbav:"fallback,omitempty"`
+}
+
+// ReminderFallback is a ReminderDelivery's fallback, without its address
+// (kept on its delivery item alone, as a delivery's is).
+type ReminderFallback struct {
+	Channel      string `dynamodbav:"channel"`
+	Provider     string `dynamodbav:"provider"`
+	RecipientRef string `dynamodbav:"recipientRef"`
+	TemplateRef  string `dynamodbav:"templateRef"`
+	// Within is how long it may take once taken; stored as "within", in
+	// whole seconds.
+	Within time.Duration `dynamodbav:"-"`
+}
+
+// fallbackRecord is a ReminderFallback as stored.
+type fallbackRecord struct {
+	Channel      string `dynamodbav:"channel"`
+	Provider     string `dynamodbav:"provider"`
+	RecipientRef string `dynamodbav:"recipientRef"`
+	TemplateRef  string `dynamodbav:"templateRef"`
+	Within       int64  `dynamodbav:"within,omitempty"`
+}
+
+// MarshalDynamoDBAttributeValue stores f with Within in seconds.
+func (f ReminderFallback) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	return attributevalue.Marshal(fallbackRecord{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef,
+		TemplateRef: f.TemplateRef, Within: int64(f.Within / time.Second)})
+}
+
+// UnmarshalDynamoDBAttributeValue reads what MarshalDynamoDBAttributeValue
+// stored.
+func (f *ReminderFallback) UnmarshalDynamoDBAttributeValue(v types.AttributeValue) error {
+	var r fallbackRecord
+	if err := attributevalue.Unmarshal(v, &r); err != nil {
+		return err
+	}
+	*f = ReminderFallback{Channel: r.Channel, Provider: r.Provider, RecipientRef: r.RecipientRef, TemplateRef: r.TemplateRef,
+		Within: time.Duration(r.Within) * time.Second}
+	return nil
+}
+
+// Ref is the delivery f names.
+func (f ReminderFallback) Ref() FallbackRef {
+	return FallbackRef{Channel: f.Channel, Provider: f.Provider}
+}
+
+// Keys are the delivery keys of r's deliveries and their fallbacks, in
+// the order r lists them, each fallback after its primary.
+func (r ReminderItem) Keys() []message.DeliveryKey {
+	var out []message.DeliveryKey
+	for _, d := range r.Deliveries {
+		out = append(out, r.Key(d))
+		if d.Fallback != nil {
+			out = append(out, d.Fallback.Ref().Key(r.ID))
+		}
+	}
+	return out
 }
 
 // Key returns the delivery key of d in r.
@@ -66,6 +130,9 @@ type reminderRecord struct {
 	DueAt        string `dynamodbav:"dueAt"`
 	ExpiresAt    string `dynamodbav:"expiresAt"`
 	CreatedAt    string `dynamodbav:"createdAt"`
+	// Late and LateWithin are ReminderItem.Late, absent for the default.
+	Late       LatePolicy `dynamodbav:"late,omitempty"`
+	LateWithin int64      `dynamodbav:"lateWithin,omitempty"`
 	// TTL is when DynamoDB may delete the item: the retention after
 	// expiresAt, as for its deliveries.
 	TTL int64 `dynamodbav:"ttl"`
@@ -81,7 +148,7 @@ func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored Rem
 	av, err := attributevalue.MarshalMap(reminderRecord{
 		PK: PartitionKey(r.ID), SK: reminderSK, ReminderItem: r,
 		DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),
-		TTL: l.Expiry(r.ExpiresAt).Unix(),
+		TTL: l.Expiry(r.ExpiresAt).Unix(), Late: r.Late.Policy, LateWithin: int64(r.Late.Within / time.Second),
 	})
 	if err != nil {
 		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
@@ -110,6 +177,7 @@ func fromReminderItem(av map[string]types.AttributeValue) (ReminderItem, error) 
 		return ReminderItem{}, fmt.Errorf("ledger: stored reminder is unreadable: %w", err)
 	}
 	r := it.ReminderItem
+	r.Late = LateRule{Policy: it.Late, Within: time.Duration(it.LateWithin) * time.Second}
 	var err error
 	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
 		return ReminderItem{}, fmt.Errorf("ledger: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)

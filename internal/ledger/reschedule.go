@@ -30,7 +30,8 @@ type MovePlan struct {
 	// Reminder is the reminder item as read; nil if there is none.
 	Reminder *ReminderItem
 	// Live are the deliveries to move, as read: each pending, queued or
-	// retrying.
+	// retrying (it becomes pending at the new times), or held (a fallback
+	// not taken: it stays held, at the new times).
 	Live []Delivery
 	// Kept are the other deliveries, as read (sending, or ended: sent,
 	// dead, expired, cancelled): they stay as they are, but the move is
@@ -112,21 +113,34 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 		}})
 	}
 	for _, d := range p.Live {
+		exp, onTime := p.DeliveryTimes(d)
+		dttl := moveTTL(p.Reminder, l.Expiry(p.keptUntil(d)))
 		u := l.newUpdate("reschedule", d.Key(), now)
-		u.set("#status", ":pending", StatusPending)
+		to := StatusPending
+		if d.Status == StatusHeld {
+			to = StatusHeld // a fallback stays held, in no index, at the reminder's times
+		}
+		u.set("#status", ":to", to)
 		u.set("dueAt", ":newDueAt", Format(p.To.DueAt))
-		u.set("expiresAt", ":newExpiresAt", Format(p.To.ExpiresAt))
-		if dt := later(ttl, d.TTL); !ttl.IsZero() && !d.TTL.IsZero() {
+		u.set("expiresAt", ":newExpiresAt", Format(exp))
+		if onTime.IsZero() {
+			u.remove("onTimeUntil")
+		} else {
+			u.set("onTimeUntil", ":onTimeUntil", Format(onTime))
+		}
+		if dt := later(dttl, d.TTL); !dttl.IsZero() && !d.TTL.IsZero() {
 			u.names["#ttl"] = attrTTL // a reserved word
 			u.set("#ttl", ":ttl", dt.Unix())
 		}
-		u.set(attrDueSort, ":sort", IndexSort(l.publishAt(p.To.DueAt, now), d.Key()))
-		u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
-		u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
+		if to == StatusPending {
+			u.set(attrDueSort, ":sort", IndexSort(l.publishAt(p.To.DueAt, now), d.Key()))
+			u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
+			u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
+		}
 		u.remove("nextAttemptAt", "claimToken", "leaseUntil", "repairs")
 		// The history as read, with the new entry, bounded: the condition
 		// below guarantees nobody changed it meanwhile.
-		u.set("history", ":history", boundHistory(d.History, Entry{At: Format(now), Status: StatusPending, Note: text.Clip(p.To.Note, 120)}, l.cfg.HistoryLimit))
+		u.set("history", ":history", boundHistory(d.History, Entry{At: Format(now), Status: to, Note: text.Clip(p.To.Note, 120)}, l.cfg.HistoryLimit))
 		u.values[":was"], u.values[":wasStatus"] = sv(formatOpt(d.UpdatedAt)), sv(d.Status)
 		u.cond = "updatedAt = :was AND #status = :wasStatus"
 		items = append(items, u.transact(l.cfg.Table))
@@ -186,11 +200,36 @@ func (p MovePlan) check() error {
 		}
 	}
 	for _, d := range p.Live {
-		if d.Status != StatusPending && d.Status != StatusQueued && d.Status != StatusRetrying {
-			return fmt.Errorf("ledger: reschedule %q: delivery %s is %s; only pending, queued and retrying ones move", p.ID, d.Key(), d.Status)
+		if d.Status != StatusPending && d.Status != StatusQueued && d.Status != StatusRetrying && d.Status != StatusHeld {
+			return fmt.Errorf("ledger: reschedule %q: delivery %s is %s; only pending, queued, retrying and held ones move", p.ID, d.Key(), d.Status)
 		}
 	}
 	return nil
+}
+
+// DeliveryTimes is where the move puts d's expiry: the new expiresAt under
+// the reminder's late rule (LateRule.DeliveryTimes; the rule d carries if
+// the plan has no reminder item), and for a fallback (FallbackOf set),
+// which has no late rule of its own, the reminder's new expiresAt.
+func (p MovePlan) DeliveryTimes(d Delivery) (expiresAt, onTimeUntil time.Time) {
+	if !d.FallbackOf.IsZero() {
+		return p.To.ExpiresAt, time.Time{}
+	}
+	rule := d.LateRule()
+	if p.Reminder != nil {
+		rule = p.Reminder.Late
+	}
+	return rule.DeliveryTimes(p.To.ExpiresAt)
+}
+
+// keptUntil is the expiry d's TTL follows after the move: its own, and for
+// a fallback its primaries' (held, it is kept as long as its siblings).
+func (p MovePlan) keptUntil(d Delivery) time.Time {
+	exp, _ := p.DeliveryTimes(d)
+	if !d.FallbackOf.IsZero() && p.Reminder != nil {
+		exp, _ = p.Reminder.Late.DeliveryTimes(p.To.ExpiresAt)
+	}
+	return exp
 }
 
 // nothingToWrite reports whether the plan would change nothing: no

@@ -44,6 +44,8 @@ type Store interface {
 	MoveReminder(ctx context.Context, p ledger.MovePlan) error
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
 	RecordFeedback(ctx context.Context, key message.DeliveryKey, f ledger.Feedback) (ledger.Delivery, error)
+	TakeFallback(ctx context.Context, primary ledger.Delivery, reason string) (ledger.Delivery, error)
+	Expiry(expiresAt time.Time) time.Time
 }
 
 var (
@@ -117,6 +119,11 @@ func Run(t *testing.T, newStore Factory) {
 		{"FeedbackLeavesAnUnsentDeliveryAsItIs", testFeedbackLeavesAnUnsentDeliveryAsItIs},
 		{"FeedbackKeepsTheItemBounded", testFeedbackKeepsTheItemBounded},
 		{"ConcurrentFeedbackIsAllRecorded", testConcurrentFeedbackIsAllRecorded},
+		{"AHeldFallbackIsInNoIndexAndNeverClaimed", testAHeldFallbackIsInNoIndexAndNeverClaimed},
+		{"TakeFallbackTakesItOnce", testTakeFallbackTakesItOnce},
+		{"ConcurrentTakesHaveOneWinner", testConcurrentTakesHaveOneWinner},
+		{"ATakeAfterCancelIsRefused", testATakeAfterCancelIsRefused},
+		{"ALatePolicyIsKeptAndRescheduled", testALatePolicyIsKeptAndRescheduled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
