@@ -72,7 +72,7 @@ const (
 // ledgerStatuses are every ledger.Status a delivery can have (the test
 // above checks the list against the ledger's constants).
 var ledgerStatuses = []ledger.Status{
-	ledger.StatusPending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusRetrying,
+	ledger.StatusHeld, ledger.StatusPending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusRetrying,
 	ledger.StatusSent, ledger.StatusDead, ledger.StatusExpired, ledger.StatusCancelled,
 }
 

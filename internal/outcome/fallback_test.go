@@ -92,7 +92,8 @@ func TestAFailedDeliveryTakesItsFallbackOnce(t *testing.T) {
 	live := withFallback(delivery("rem-f1"))
 	at := t0.Add(time.Minute)
 	dead := ended(live, ledger.StatusDead, failure.ClassRejected, "provider answered 400", at)
-	sent := ended(live, ledger.StatusSent, "", "", at)
+	live4 := withFallback(delivery("rem-f4"))
+	sent := ended(live4, ledger.StatusSent, "", "", at)
 	bounced := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: at.Add(time.Minute), ID: "fb-1"})
 	later := feedback(bounced, ledger.Feedback{Kind: ledger.FeedbackDelivered, At: at.Add(2 * time.Minute), ID: "fb-2"})
 	expired := ended(withFallback(delivery("rem-f2")), ledger.StatusExpired, "", "", at)
@@ -101,7 +102,7 @@ func TestAFailedDeliveryTakesItsFallbackOnce(t *testing.T) {
 	b, k := &bus{}, &taker{}
 	f, rec := newFallbackFunction(t, b, k, nil, "")
 	resp, err := f.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
-		record(t, "1", &live, dead), record(t, "2", &live, sent), record(t, "3", &sent, bounced), record(t, "4", &bounced, later),
+		record(t, "1", &live, dead), record(t, "2", &live4, sent), record(t, "3", &sent, bounced), record(t, "4", &bounced, later),
 		record(t, "5", &live, expired), record(t, "6", &live, plain),
 	}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -114,7 +115,7 @@ func TestAFailedDeliveryTakesItsFallbackOnce(t *testing.T) {
 		if e.Fallback != "" && e.Fallback != e.ReminderID+":sms:sns" {
 			t.Errorf("%s event names the fallback %q", e.Outcome, e.Fallback)
 		}
-		if e.ReminderID == "rem-f1" && e.Fallback == "" {
+		if (e.ReminderID == "rem-f1" || e.ReminderID == "rem-f4") && e.Fallback == "" {
 			t.Errorf("%s event of a delivery with a fallback does not name it", e.Outcome)
 		}
 	}
