@@ -55,6 +55,9 @@ const (
 	metricOutcomesPutRetried    = "PutRetried"
 	metricOutcomesPublishFailed = "PublishFailed"
 	metricOutcomesUndecodable   = "Undecodable"
+	// metricOutcomesFallbackFailed counts fallbacks the ledger failed to
+	// take (a throttled or failed write, not a refusal).
+	metricOutcomesFallbackFailed = "FallbackFailed"
 )
 
 // The ledger's attributes the outcomes filter reads: the prefix of every
@@ -228,6 +231,9 @@ func (n *NudgeStack) outcomeAlarms(add alarmFunc) {
 	add("outcomes-publish-failed", "EventBridge kept refusing outcome events in 3 of 5 minutes: "+
 		"the mapping retries from the first refused record, and events wait.",
 		nudgeMetric("outcomes", metricOutcomesPublishFailed, "Sum"), 0, 5, 3, notBreaching)
+	add("outcomes-fallback-failed", "The outcomes function could not take failed deliveries' fallbacks (the ledger's write failed) in 3 of 5 minutes: "+
+		"the mapping retries from the record, and the shard's later events wait; a fallback is never lost, but it is late.",
+		nudgeMetric("outcomes", metricOutcomesFallbackFailed, "Sum"), 0, 5, 3, notBreaching)
 	add("outcomes-undecodable", "The outcomes function met a stream record it cannot decode as a delivery (a deploy out of step): "+
 		"the mapping retries from it, and the shard's later events wait, until a function that reads it is deployed.",
 		nudgeMetric("outcomes", metricOutcomesUndecodable, "Sum"), 0, 1, 0, notBreaching)
@@ -238,7 +244,8 @@ func (n *NudgeStack) outcomeAlarms(add alarmFunc) {
 func (n *NudgeStack) outcomesWidget() awscloudwatch.IWidget {
 	return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: str("Outcome events"), Width: num(8),
 		Left: &[]awscloudwatch.IMetric{nudgeMetric("outcomes", metricOutcomesPublished, "Sum"), nudgeMetric("outcomes", metricOutcomesPutRetried, "Sum"),
-			nudgeMetric("outcomes", metricOutcomesPublishFailed, "Sum"), nudgeMetric("outcomes", metricOutcomesUndecodable, "Sum")},
+			nudgeMetric("outcomes", metricOutcomesPublishFailed, "Sum"), nudgeMetric("outcomes", metricOutcomesUndecodable, "Sum"),
+			nudgeMetric("outcomes", metricOutcomesFallbackFailed, "Sum")},
 		Right: &[]awscloudwatch.IMetric{n.Outcomes.Metric(str("IteratorAge"),
 			&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(num(1)), Statistic: str("Maximum")})},
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -220,6 +221,7 @@ func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string,
 		"events:PutEvents", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
 	if len(topicArn) > 0 {
 		want = append(want, "sns:Publish")
+		slices.Sort(want)
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the outcomes role allows %v, want exactly %v", got, want)
@@ -366,8 +368,9 @@ func TestTheOutcomesAlarms(t *testing.T) {
 		metric     string
 		of, points float64
 	}{
-		"outcomes-publish-failed": {metricOutcomesPublishFailed, 5, 3},
-		"outcomes-undecodable":    {metricOutcomesUndecodable, 1, 1},
+		"outcomes-publish-failed":  {metricOutcomesPublishFailed, 5, 3},
+		"outcomes-undecodable":     {metricOutcomesUndecodable, 1, 1},
+		"outcomes-fallback-failed": {metricOutcomesFallbackFailed, 5, 3},
 	} {
 		a := alarm(name)
 		if a["MetricName"] != w.metric || a["Namespace"] != "Nudge" || asJSON(a["Dimensions"]) != `[{"Name":"Function","Value":"outcomes"}]` ||
@@ -401,15 +404,28 @@ func TestTheOutcomesFunctionEmitsTheAlarmedMetrics(t *testing.T) {
 		lambdaRecord(t, "1", map[string]any{"NewImage": streamJSON(img)}),
 		lambdaRecord(t, "2", map[string]any{"NewImage": bad}),
 	}}
+	// A dead delivery naming a fallback, which a ledger that fails does not
+	// take.
+	dead := delivery(ledger.StatusDead)
+	dead.Fallback = ledger.FallbackRef{Channel: "sms", Provider: "sns"}
+	deadImg, err := ledger.Image(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{lambdaRecord(t, "3", map[string]any{"NewImage": streamJSON(deadImg)})}}
 	names := map[string]bool{}
-	for _, refuse := range []bool{true, false} {
+	for _, run := range []struct {
+		refuse bool
+		taker  outcome.FallbackTaker
+		event  events.DynamoDBEvent
+	}{{true, takerFailing{}, event}, {false, takerFailing{}, event}, {false, takerFailing{}, failing}} {
 		var out bytes.Buffer
-		f, err := outcome.NewFunction(outcome.Config{Events: &bus{refuse: refuse}, Bus: "nudge-dev", Attempts: 1, MetricsOut: &out,
+		f, err := outcome.NewFunction(outcome.Config{Events: &bus{refuse: run.refuse}, Fallbacks: run.taker, Bus: "nudge-dev", Attempts: 1, MetricsOut: &out,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.Handle(context.Background(), event); err != nil {
+		if _, err := f.Handle(context.Background(), run.event); err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -437,11 +453,19 @@ func TestTheOutcomesFunctionEmitsTheAlarmedMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{metricOutcomesPublished, metricOutcomesPutRetried, metricOutcomesPublishFailed, metricOutcomesUndecodable} {
+	for _, name := range []string{metricOutcomesPublished, metricOutcomesPutRetried, metricOutcomesPublishFailed, metricOutcomesUndecodable,
+		metricOutcomesFallbackFailed} {
 		if !names[name] {
 			t.Errorf("the outcomes function wrote no %s metric (it wrote %v)", name, names)
 		}
 	}
+}
+
+// takerFailing is a ledger whose writes fail.
+type takerFailing struct{}
+
+func (takerFailing) TakeFallback(context.Context, ledger.Delivery, string) (ledger.Delivery, error) {
+	return ledger.Delivery{}, errors.New("ProvisionedThroughputExceededException")
 }
 
 // bus is a PutEvents that refuses every entry, or accepts each.
