@@ -349,7 +349,9 @@ func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Mess
 	}
 	cur := re.Current
 	switch {
-	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished):
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished), errors.Is(err, ledger.ErrHeld):
+		// A held fallback is sent only once taken, which no message of
+		// Nudge's precedes: a message naming one is acknowledged.
 		return Outcome{Transition: Duplicate, Status: cur.Status}
 	case errors.Is(err, ledger.ErrNotDue):
 		return c.deferUntil(ctx, r, msg, cur.DueAt)

@@ -300,3 +300,23 @@ func TestALateCopyNeverExpiresADeliveryBeingSent(t *testing.T) {
 		t.Fatalf("the holder's complete: %+v, %v", d, err)
 	}
 }
+
+// TestAMessageForAHeldFallbackIsAcknowledgedUnsent: a fallback not taken
+// is never claimed; a message naming it (none of Nudge's does) is
+// acknowledged, and the fallback stays held.
+func TestAMessageForAHeldFallbackIsAcknowledgedUnsent(t *testing.T) {
+	f := newFast(t, nil)
+	now := f.clk.Now()
+	held := ledger.Delivery{ReminderID: "rem-held", Channel: "email", Provider: "webhook", DueAt: now, ExpiresAt: now.Add(time.Hour),
+		Status: ledger.StatusHeld, FallbackOf: ledger.FallbackRef{Channel: "sms", Provider: "webhook"}}
+	if err := f.l.Create(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.handle("rem-held", "webhook", now, "1", nil); err != nil {
+		t.Fatalf("handle: %v; want it acknowledged", err)
+	}
+	d, _ := f.l.Get(context.Background(), held.Key())
+	if f.sends != 0 || len(f.q.sent) != 0 || d.Status != ledger.StatusHeld {
+		t.Fatalf("sends %d, SQS sends %d, status %s; want none, none, held", f.sends, len(f.q.sent), d.Status)
+	}
+}

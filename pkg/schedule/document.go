@@ -44,6 +44,19 @@ type DeliveryDocument struct {
 	// Status stays the ledger's (sent): Feedback.Failed says the recipient
 	// did not, or should not, get it.
 	Feedback *Feedback `json:"feedback,omitempty"`
+	// Fallback, on a delivery that has one, names it ("sms:webhook"):
+	// taken if this one fails. FallbackOf, on a fallback, names the
+	// delivery it stands in for; FallbackWithin is how long it may take
+	// once taken ("1h").
+	Fallback       string `json:"fallback,omitempty"`
+	FallbackOf     string `json:"fallbackOf,omitempty"`
+	FallbackWithin string `json:"fallbackWithin,omitempty"`
+	// Late is the reminder's late policy where it is not the default
+	// (send-late, escalate); OnTimeUntil, under send-late, the reminder's
+	// expiresAt, after which a send is late (SentLate).
+	Late        string `json:"late,omitempty"`
+	OnTimeUntil string `json:"onTimeUntil,omitempty"`
+	SentLate    bool   `json:"sentLate,omitempty"`
 }
 
 // Feedback is the provider's feedback that stands on a delivery: a failing
@@ -68,6 +81,12 @@ type Feedback struct {
 // bounced (Permanent/General 5.1.1) at 2026-11-30T09:00:02.669Z" for a
 // failing one, "sent; delivered at …" otherwise.
 func (d DeliveryDocument) Told() string {
+	if d.Status == StatusHeld {
+		return "held: fallback of " + d.FallbackOf + ", taken if it fails"
+	}
+	if d.SentLate {
+		d.Status += " late"
+	}
 	f := d.Feedback
 	if f == nil {
 		return string(d.Status)
@@ -91,7 +110,7 @@ func (s *Store) Document(ctx context.Context, v View, reveal bool) (Document, er
 	}
 	for _, d := range v.Deliveries {
 		dd := deliveryDocument(d, reveal)
-		if !d.Status.Terminal() {
+		if !d.Status.Terminal() && d.Status != ledger.StatusHeld {
 			h, err := s.cfg.Ledger.HandedOff(ctx, d)
 			if err != nil {
 				return Document{}, err

@@ -86,14 +86,13 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 		return nil
 	}
 	for _, r := range page.Reminders {
-		if len(keys)+len(r.Deliveries) > 100 {
+		ks := r.Keys() // its deliveries and their fallbacks
+		if len(keys)+len(ks) > 100 {
 			if err := flush(); err != nil {
 				return ListPage{}, err
 			}
 		}
-		for _, d := range r.Deliveries {
-			keys = append(keys, r.Key(d))
-		}
+		keys = append(keys, ks...)
 	}
 	if len(keys) > 0 {
 		if err := flush(); err != nil {
@@ -102,9 +101,9 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 	}
 	for _, r := range page.Reminders {
 		l := Listed{Reminder: reminderOf(r.ReminderItem), CreatedAt: r.CreatedAt, Now: map[message.DeliveryKey]DeliveryDocument{}}
-		for _, d := range r.Deliveries {
-			if cur, ok := now[r.Key(d)]; ok {
-				l.Now[r.Key(d)] = deliveryDocument(cur, false)
+		for _, k := range r.Keys() {
+			if cur, ok := now[k]; ok {
+				l.Now[k] = deliveryDocument(cur, false)
 			}
 		}
 		out.Reminders = append(out.Reminders, l)

@@ -47,7 +47,56 @@ type Input struct {
 	Deliveries []DeliveryInput `json:"deliveries"`
 	// Metadata is optional labels for the operator; never personal data.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Late is what its deliveries do once expiresAt has passed unsent.
+	// Default: expire.
+	Late *LateInput `json:"late,omitempty"`
 }
+
+// Late policies (LateInput.Policy, LatePolicy.Policy).
+const (
+	// LateExpire: a delivery not sent by expiresAt expires (the default).
+	LateExpire = "expire"
+	// LateSendLate: a delivery keeps trying until expiresAt plus within,
+	// and one sent after expiresAt is sent late.
+	LateSendLate = string(ledger.LateSendLate)
+	// LateEscalate: a delivery not sent by expiresAt expires, and its
+	// expiry is published as an escalation (and notifies the stage's
+	// operators' topic, if it names one).
+	LateEscalate = string(ledger.LateEscalate)
+)
+
+// LateInput is an Input's late policy.
+type LateInput struct {
+	// Policy is expire, send-late or escalate.
+	Policy string `json:"policy"`
+	// Within is, for send-late only (and required there), how long after
+	// expiresAt a delivery may still go: a Go duration ("2h", "90m"),
+	// MinSpan to MaxSpan.
+	Within string `json:"within,omitempty"`
+}
+
+// FallbackInput is a delivery's fallback: another channel and provider,
+// taken once if the delivery ends dead, bounced or complained of, or
+// expires unsent. It has a delivery's fields, with the same checks, and
+// no fallback of its own.
+type FallbackInput struct {
+	Channel      string `json:"channel"`
+	Provider     string `json:"provider"`
+	RecipientRef string `json:"recipientRef"`
+	TemplateRef  string `json:"templateRef"`
+	Address      string `json:"address,omitempty"`
+	// Within is how long the fallback may take once taken: a Go duration
+	// ("2h", "90m"), MinSpan to MaxSpan. Default DefaultFallbackWithin.
+	Within string `json:"within,omitempty"`
+}
+
+// The bounds of a late policy's and a fallback's within, and a fallback's
+// default.
+const (
+	MinSpan               = time.Minute
+	MaxSpan               = 7 * 24 * time.Hour
+	DefaultFallbackWithin = ledger.DefaultFallbackWithin
+)
 
 // DeliveryInput is one delivery of an Input.
 type DeliveryInput struct {
@@ -65,6 +114,8 @@ type DeliveryInput struct {
 	// webhook and SNS, which carry references only). It is stored on the
 	// delivery item alone and shown masked.
 	Address string `json:"address,omitempty"`
+	// Fallback is taken, once, if this delivery fails; nil for none.
+	Fallback *FallbackInput `json:"fallback,omitempty"`
 }
 
 // Reminder is a validated reminder: what Validate returns and Create
@@ -86,6 +137,68 @@ type Reminder struct {
 	// intake recorded it: only full-access principals act on those through
 	// the API (docs/api.md#who-sees-what). Create sets it from its caller.
 	CreatedBy string `json:"createdBy,omitempty"`
+	// Late is the reminder's late policy; the zero LatePolicy is the
+	// default, expire, and is left out of its JSON.
+	Late LatePolicy `json:"late,omitzero"`
+}
+
+// LatePolicy is a validated late policy: Policy is LateSendLate or
+// LateEscalate, or "" for the default (expire); Within is send-late's
+// bound.
+type LatePolicy struct {
+	Policy string
+	Within time.Duration
+}
+
+// MarshalJSON writes p as the API shows it: {"policy": "send-late",
+// "within": "2h"}.
+func (p LatePolicy) MarshalJSON() ([]byte, error) {
+	policy := p.Policy
+	if policy == "" {
+		policy = LateExpire
+	}
+	return json.Marshal(LateInput{Policy: policy, Within: FormatSpan(p.Within)})
+}
+
+// Fallback is a validated FallbackInput.
+type Fallback struct {
+	Channel      string
+	Provider     string
+	RecipientRef string
+	TemplateRef  string
+	// Address is as Delivery.Address: on the fallback's delivery item
+	// alone, never shown here.
+	Address string
+	// Within is how long it may take once taken.
+	Within time.Duration
+}
+
+// MarshalJSON writes f as the API shows it: a delivery's fields, no
+// address, and within as a duration ("1h").
+func (f Fallback) MarshalJSON() ([]byte, error) {
+	return json.Marshal(FallbackInput{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef,
+		Within: FormatSpan(f.Within)})
+}
+
+// Key is the delivery key of f in reminder id.
+func (f Fallback) Key(id string) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: id, Channel: f.Channel, Provider: f.Provider}
+}
+
+// FormatSpan writes a duration as the API takes it, without zero units:
+// "2h", "1h30m", "90s"; "" for 0.
+func FormatSpan(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Delivery is one validated delivery of a Reminder.
@@ -99,6 +212,8 @@ type Delivery struct {
 	// reminder item, and never shown here: a reminder read back has none
 	// (the Document shows it, masked, on its delivery).
 	Address string `json:"-"`
+	// Fallback is taken, once, if this delivery fails; nil for none.
+	Fallback *Fallback `json:"fallback,omitempty"`
 }
 
 // Key returns the delivery key of d in r.
@@ -226,7 +341,7 @@ func jsonError(err error) error {
 		return &ValidationError{Problem: fmt.Sprintf("is not valid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr), Fix: "write one JSON object per reminder"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef, address) and metadata"}
+		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
 }
@@ -266,39 +381,32 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	if len(in.Deliveries) == 0 || len(in.Deliveries) > MaxDeliveries {
 		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d entries", len(in.Deliveries)), fmt.Sprintf("give 1 to %d deliveries", MaxDeliveries))
 	}
+	if n := fallbacks(in.Deliveries); len(in.Deliveries)+n > MaxDeliveries {
+		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d deliveries and %d fallbacks", len(in.Deliveries), n),
+			fmt.Sprintf("give at most %d deliveries and fallbacks together", MaxDeliveries))
+	}
+	late, p := checkLate(in.Late)
+	if p != nil {
+		return Reminder{}, bad(p.field, p.problem, p.fix)
+	}
+	r.Late = late
 	seen := map[string]bool{}
+	for _, d := range in.Deliveries {
+		seen[d.Channel+"#"+d.Provider] = true // a fallback differs from every delivery, listed before it or after
+	}
+	repeated := map[string]bool{}
 	for i, d := range in.Deliveries {
 		f := fmt.Sprintf("deliveries[%d].", i)
-		if !slices.Contains(v.Channels, d.Channel) {
-			return Reminder{}, bad(f+"channel", fmt.Sprintf("%q is not a known channel", text.Clip(d.Channel, 43)), "use one of "+strings.Join(v.Channels, ", "))
+		vd, p := v.checkDelivery(f, d, repeated)
+		if p != nil {
+			return Reminder{}, bad(p.field, p.problem, p.fix)
 		}
-		if err := (message.DeliveryKey{ReminderID: "x", Channel: d.Channel, Provider: d.Provider}).Validate(); err != nil {
-			return Reminder{}, bad(f+"provider", describe(d.Provider, err), "use 1–32 lower-case letters, digits, '_' or '-'")
-		}
-		if !slices.Contains(v.Providers, d.Provider) {
-			return Reminder{}, bad(f+"provider", fmt.Sprintf("%q is not a provider this stage runs", d.Provider), "use one of "+strings.Join(v.Providers, ", ")+" (the stage's providers setting)")
-		}
-		if seen[d.Channel+"#"+d.Provider] {
-			return Reminder{}, bad(f+"provider", fmt.Sprintf("repeats channel %q with provider %q", d.Channel, d.Provider), "list each channel and provider pair once")
-		}
-		seen[d.Channel+"#"+d.Provider] = true
-		if p := checkRef(d.RecipientRef, MaxRefLen); p != "" {
-			return Reminder{}, bad(f+"recipientRef", p, "give a reference the provider resolves (not the address itself), up to 256 characters")
-		}
-		if p := personalData(d.RecipientRef); p != "" {
-			fix := "give a reference your receiver resolves (a contact id), not the address itself"
-			if drv, _ := registry.Lookup(d.Provider); drv.Intake.Address != provider.NoAddress {
-				fix = "give the address in the address field, and a reference (a contact id) here"
+		if fb := d.Fallback; fb != nil {
+			if vd.Fallback, p = v.checkFallback(f+"fallback.", *fb, seen, repeated); p != nil {
+				return Reminder{}, bad(p.field, p.problem, p.fix)
 			}
-			return Reminder{}, bad(f+"recipientRef", p, fix)
 		}
-		if p := checkRef(d.TemplateRef, 128); p != "" {
-			return Reminder{}, bad(f+"templateRef", p, "give the template's reference, up to 128 characters")
-		}
-		if err := v.checkAddress(f, d); err != nil {
-			return Reminder{}, bad(err.field, err.problem, err.fix)
-		}
-		r.Deliveries = append(r.Deliveries, Delivery(d))
+		r.Deliveries = append(r.Deliveries, vd)
 	}
 	if len(in.Metadata) > MaxMetadataKeys {
 		return Reminder{}, bad("metadata", fmt.Sprintf("has %d keys", len(in.Metadata)), fmt.Sprintf("keep at most %d", MaxMetadataKeys))
@@ -315,6 +423,127 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		r.Metadata = maps.Clone(in.Metadata)
 	}
 	return r, nil
+}
+
+// checkDelivery checks one delivery (or a fallback, as a delivery) at
+// field prefix f; repeated holds the channel and provider pairs of the
+// deliveries checked before it, and gets d's.
+func (v Validator) checkDelivery(f string, d DeliveryInput, repeated map[string]bool) (Delivery, *fieldProblem) {
+	bad := func(field, problem, fix string) *fieldProblem { return &fieldProblem{field, problem, fix} }
+	if !slices.Contains(v.Channels, d.Channel) {
+		return Delivery{}, bad(f+"channel", fmt.Sprintf("%q is not a known channel", text.Clip(d.Channel, 43)), "use one of "+strings.Join(v.Channels, ", "))
+	}
+	if err := (message.DeliveryKey{ReminderID: "x", Channel: d.Channel, Provider: d.Provider}).Validate(); err != nil {
+		return Delivery{}, bad(f+"provider", describe(d.Provider, err), "use 1–32 lower-case letters, digits, '_' or '-'")
+	}
+	if !slices.Contains(v.Providers, d.Provider) {
+		return Delivery{}, bad(f+"provider", fmt.Sprintf("%q is not a provider this stage runs", d.Provider), "use one of "+strings.Join(v.Providers, ", ")+" (the stage's providers setting)")
+	}
+	if repeated[d.Channel+"#"+d.Provider] {
+		return Delivery{}, bad(f+"provider", fmt.Sprintf("repeats channel %q with provider %q", d.Channel, d.Provider), "list each channel and provider pair once")
+	}
+	repeated[d.Channel+"#"+d.Provider] = true
+	if p := checkRef(d.RecipientRef, MaxRefLen); p != "" {
+		return Delivery{}, bad(f+"recipientRef", p, "give a reference the provider resolves (not the address itself), up to 256 characters")
+	}
+	if p := personalData(d.RecipientRef); p != "" {
+		fix := "give a reference your receiver resolves (a contact id), not the address itself"
+		if drv, _ := registry.Lookup(d.Provider); drv.Intake.Address != provider.NoAddress {
+			fix = "give the address in the address field, and a reference (a contact id) here"
+		}
+		return Delivery{}, bad(f+"recipientRef", p, fix)
+	}
+	if p := checkRef(d.TemplateRef, 128); p != "" {
+		return Delivery{}, bad(f+"templateRef", p, "give the template's reference, up to 128 characters")
+	}
+	if err := v.checkAddress(f, d); err != nil {
+		return Delivery{}, err
+	}
+	return Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address}, nil
+}
+
+// checkFallback checks fallback fb at field prefix f: as a delivery, with a
+// channel and provider pair that no delivery (seen holds theirs) and no
+// other fallback has, and its within.
+func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[string]bool) (*Fallback, *fieldProblem) {
+	if seen[fb.Channel+"#"+fb.Provider] {
+		return nil, &fieldProblem{f + "provider", fmt.Sprintf("repeats channel %q with provider %q, which another delivery or fallback of the reminder has",
+			text.Clip(fb.Channel, 43), text.Clip(fb.Provider, 43)), "give the fallback a channel and provider pair that no delivery and no other fallback of this reminder uses"}
+	}
+	seen[fb.Channel+"#"+fb.Provider] = true
+	d, p := v.checkDelivery(f, DeliveryInput{Channel: fb.Channel, Provider: fb.Provider, RecipientRef: fb.RecipientRef, TemplateRef: fb.TemplateRef,
+		Address: fb.Address}, repeated)
+	if p != nil {
+		return nil, p
+	}
+	within, p := checkSpan(f+"within", fb.Within, DefaultFallbackWithin)
+	if p != nil {
+		return nil, p
+	}
+	return &Fallback{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, Within: within}, nil
+}
+
+// fallbacks counts the fallbacks ds name.
+func fallbacks(ds []DeliveryInput) int {
+	n := 0
+	for _, d := range ds {
+		if d.Fallback != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// checkLate checks a reminder's late policy: nil or expire is the default
+// (the zero LatePolicy); within is send-late's, required there and
+// refused for the others.
+func checkLate(in *LateInput) (LatePolicy, *fieldProblem) {
+	if in == nil {
+		return LatePolicy{}, nil
+	}
+	switch in.Policy {
+	case LateExpire, LateEscalate:
+		if in.Within != "" {
+			return LatePolicy{}, &fieldProblem{"late.within", fmt.Sprintf("is given for policy %q, which has no bound", in.Policy),
+				"leave within out, or use policy send-late"}
+		}
+		if in.Policy == LateExpire {
+			return LatePolicy{}, nil
+		}
+		return LatePolicy{Policy: in.Policy}, nil
+	case LateSendLate:
+		if in.Within == "" {
+			return LatePolicy{}, &fieldProblem{"late.within", "is missing for policy send-late",
+				fmt.Sprintf("give how long after expiresAt a delivery may still be sent, like \"2h\" (%s to %s)", FormatSpan(MinSpan), aheadText(MaxSpan))}
+		}
+		within, p := checkSpan("late.within", in.Within, 0)
+		if p != nil {
+			return LatePolicy{}, p
+		}
+		return LatePolicy{Policy: LateSendLate, Within: within}, nil
+	}
+	problem := "is missing"
+	if in.Policy != "" {
+		problem = fmt.Sprintf("%q is not a late policy", text.Clip(in.Policy, 43))
+	}
+	return LatePolicy{}, &fieldProblem{"late.policy", problem, "use expire (the default), send-late or escalate"}
+}
+
+// checkSpan parses a within: a Go duration, MinSpan to MaxSpan, to the
+// second; "" is def.
+func checkSpan(field, s string, def time.Duration) (time.Duration, *fieldProblem) {
+	if s == "" {
+		return def, nil
+	}
+	fix := fmt.Sprintf("give a duration like \"90m\" or \"2h\", %s to %s", FormatSpan(MinSpan), aheadText(MaxSpan))
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, &fieldProblem{field, fmt.Sprintf("%q is not a duration", text.Clip(s, 43)), fix}
+	}
+	if d < MinSpan || d > MaxSpan {
+		return 0, &fieldProblem{field, fmt.Sprintf("%s is outside %s to %s", FormatSpan(d), FormatSpan(MinSpan), aheadText(MaxSpan)), fix}
+	}
+	return d.Truncate(time.Second), nil
 }
 
 // times parses and checks a reminder's dueAt and expiresAt; a missing

@@ -118,8 +118,8 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			}
 		}
 		if gone := missing(stored); len(gone) > 0 {
-			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w (%d of its %d deliveries are not written); send its create again with the same content to finish it, then reschedule",
-				id, ErrIncomplete, len(gone), len(stored.Reminder.Deliveries))
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w (%d of its %d deliveries and fallbacks are not written); send its create again with the same content to finish it, then reschedule",
+				id, ErrIncomplete, len(gone), len(stored.Reminder.Keys()))
 		}
 		out := Rescheduled{DueAt: due, ExpiresAt: exp}
 		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + FormatTime(due) + note}}
@@ -136,8 +136,13 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 				res.Refused, res.At = ErrDeadLettered, d.UpdatedAt
 			case d.Status.Terminal():
 				res.Refused, res.At = ledger.ErrFinished, d.UpdatedAt
-			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(exp):
+			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(deliveryExpiry(plan, d)):
 				res.Unchanged = true
+			case d.Status == ledger.StatusHeld:
+				// A fallback not taken moves with the reminder, and stays
+				// held.
+				res.Moved = true
+				plan.Live = append(plan.Live, d)
 			default:
 				res.Moved, res.Status = true, StatusPending
 				plan.Live = append(plan.Live, d)
@@ -169,6 +174,13 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		}
 		return out, nil
 	}
+}
+
+// deliveryExpiry is where plan puts d's expiresAt (the reminder's new one,
+// under its late policy).
+func deliveryExpiry(plan ledger.MovePlan, d ledger.Delivery) time.Time {
+	exp, _ := plan.DeliveryTimes(d)
+	return exp
 }
 
 // ErrDeadLettered is a reschedule's reason for not moving a dead-lettered

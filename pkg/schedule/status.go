@@ -12,8 +12,9 @@ type Status string
 // holds the two lists equal, so that a state renamed in the table is a
 // decision here, not a silent change of the API). Sent, Dead, Expired and
 // Cancelled are final, but that a redrive can take a Dead delivery up
-// again.
+// again. Held is a fallback waiting: it goes only if its delivery fails.
 const (
+	StatusHeld      Status = "held"      // a fallback, taken (then pending) only if its delivery fails
 	StatusPending   Status = "pending"   // scheduled; the enqueue has not handed it to the queue
 	StatusQueued    Status = "queued"    // on the queue, waiting for a consumer
 	StatusSending   Status = "sending"   // a consumer is sending it now

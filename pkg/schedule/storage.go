@@ -22,26 +22,38 @@ import (
 // delivery item, the one place an address is kept.
 func reminderItem(r Reminder) ledger.ReminderItem {
 	it := ledger.ReminderItem{ID: r.ID, AccountRef: r.AccountRef, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
-		Metadata: maps.Clone(r.Metadata), CreatedBy: r.CreatedBy}
+		Metadata: maps.Clone(r.Metadata), CreatedBy: r.CreatedBy, Late: lateRule(r.Late)}
 	if r.Deliveries != nil {
 		it.Deliveries = make([]ledger.ReminderDelivery, len(r.Deliveries))
 	}
 	for i, d := range r.Deliveries {
 		it.Deliveries[i] = ledger.ReminderDelivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef}
+		if f := d.Fallback; f != nil {
+			it.Deliveries[i].Fallback = &ledger.ReminderFallback{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef,
+				TemplateRef: f.TemplateRef, Within: f.Within}
+		}
 	}
 	return it
+}
+
+// lateRule is a late policy as the ledger keeps it.
+func lateRule(p LatePolicy) ledger.LateRule {
+	return ledger.LateRule{Policy: ledger.LatePolicy(p.Policy), Within: p.Within}
 }
 
 // reminderOf is the reminder a reminder item holds, as read: its
 // deliveries carry no address (the delivery items do).
 func reminderOf(it ledger.ReminderItem) Reminder {
 	r := Reminder{ID: it.ID, AccountRef: it.AccountRef, DueAt: it.DueAt, ExpiresAt: it.ExpiresAt,
-		Metadata: maps.Clone(it.Metadata), CreatedBy: it.CreatedBy}
+		Metadata: maps.Clone(it.Metadata), CreatedBy: it.CreatedBy, Late: LatePolicy{Policy: string(it.Late.Policy), Within: it.Late.Within}}
 	if it.Deliveries != nil {
 		r.Deliveries = make([]Delivery, len(it.Deliveries))
 	}
 	for i, d := range it.Deliveries {
 		r.Deliveries[i] = Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef}
+		if f := d.Fallback; f != nil {
+			r.Deliveries[i].Fallback = &Fallback{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef, Within: f.Within}
+		}
 	}
 	return r
 }
@@ -60,13 +72,40 @@ func reminderRead(it *ledger.ReminderItem) *Reminder {
 // delivery item: at the reminder's times, with d's address, and with the
 // reminder's metadata as template data for a provider that renders
 // templates.
+//
+// Under the reminder's late policy it carries the policy, and its expiry
+// is derived from the reminder's (ledger.LateRule.DeliveryTimes). A
+// delivery with a fallback names it (Fallback, FallbackWithin).
 func deliveryItem(r Reminder, d Delivery) ledger.Delivery {
+	rule := lateRule(r.Late)
+	exp, onTime := rule.DeliveryTimes(r.ExpiresAt)
 	ld := ledger.Delivery{
 		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: d.Channel, Provider: d.Provider,
-		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
+		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: exp,
+		Late: rule.Policy, OnTimeUntil: onTime,
+	}
+	if f := d.Fallback; f != nil {
+		ld.Fallback, ld.FallbackWithin = ledger.FallbackRef{Channel: f.Channel, Provider: f.Provider}, f.Within
 	}
 	if drv, _ := registry.Lookup(d.Provider); drv.Intake.RendersTemplates && len(r.Metadata) > 0 {
 		ld.TemplateData = r.Metadata // what the template renders
+	}
+	return ld
+}
+
+// fallbackItem is the held delivery item of delivery d's fallback: at the
+// reminder's dueAt and expiresAt (TakeFallback sets its own when it takes
+// it), with the fallback's address. Its TTL, its primary's, is the
+// caller's to set (the ledger knows the retention).
+func fallbackItem(r Reminder, d Delivery) ledger.Delivery {
+	f := d.Fallback
+	ld := ledger.Delivery{
+		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: f.Channel, Provider: f.Provider, Status: ledger.StatusHeld,
+		RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef, Address: f.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
+		FallbackOf: ledger.FallbackRef{Channel: d.Channel, Provider: d.Provider}, FallbackWithin: f.Within,
+	}
+	if drv, _ := registry.Lookup(f.Provider); drv.Intake.RendersTemplates && len(r.Metadata) > 0 {
+		ld.TemplateData = r.Metadata
 	}
 	return ld
 }
@@ -85,6 +124,13 @@ func deliveryDocument(d ledger.Delivery, reveal bool) DeliveryDocument {
 	if f := d.Feedback; f.Kind != "" {
 		dd.Feedback = &Feedback{Kind: string(f.Kind), Detail: f.Detail, At: FormatOpt(f.At), Failed: f.Failed()}
 	}
+	if !d.Fallback.IsZero() {
+		dd.Fallback = d.Fallback.String()
+	}
+	if !d.FallbackOf.IsZero() {
+		dd.FallbackOf, dd.FallbackWithin = d.FallbackOf.String(), FormatSpan(d.FallbackWithin)
+	}
+	dd.Late, dd.OnTimeUntil, dd.SentLate = string(d.Late), FormatOpt(d.OnTimeUntil), d.SentLate()
 	return dd
 }
 

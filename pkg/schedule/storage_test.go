@@ -26,10 +26,12 @@ func fullReminder() Reminder {
 		ExpiresAt: time.Date(2026, 12, 2, 9, 30, 15, 456_000_000, time.UTC),
 		Deliveries: []Delivery{
 			{Channel: "email", Provider: "ses", RecipientRef: "acct-9/contact-1", TemplateRef: "renewal-notice", Address: "ana@example.com"},
-			{Channel: "sms", Provider: "webhook", RecipientRef: "acct-9/contact-2", TemplateRef: "renewal-sms"},
+			{Channel: "sms", Provider: "webhook", RecipientRef: "acct-9/contact-2", TemplateRef: "renewal-sms",
+				Fallback: &Fallback{Channel: "push", Provider: "webhook", RecipientRef: "acct-9/device-1", TemplateRef: "renewal-push", Within: 90 * time.Minute}},
 		},
 		Metadata:  map[string]string{"plan": "Pro", "renewsOn": "2026-12-31"},
 		CreatedBy: "arn:aws:sts::123456789012:assumed-role/billing/session",
+		Late:      LatePolicy{Policy: LateSendLate, Within: 2 * time.Hour},
 	}
 }
 
@@ -92,13 +94,30 @@ func TestConversionsRoundTripEveryField(t *testing.T) {
 	for _, d := range r.Deliveries {
 		di := deliveryItem(r, d)
 		if di.Key() != r.Key(d) || di.Address != d.Address || di.RecipientRef != d.RecipientRef || di.TemplateRef != d.TemplateRef ||
-			!di.DueAt.Equal(r.DueAt) || !di.ExpiresAt.Equal(r.ExpiresAt) || di.Status != "" {
+			!di.DueAt.Equal(r.DueAt) || !di.ExpiresAt.Equal(r.ExpiresAt.Add(r.Late.Within)) || !di.OnTimeUntil.Equal(r.ExpiresAt) ||
+			di.Late != ledger.LateSendLate || di.Status != "" {
 			t.Errorf("delivery item of %s: %+v", r.Key(d), di)
+		}
+		// The fallback's held item, and the primary naming it.
+		if f := d.Fallback; f != nil {
+			fi := fallbackItem(r, d)
+			if fi.Key() != f.Key(r.ID) || fi.Status != ledger.StatusHeld || fi.FallbackOf != (ledger.FallbackRef{Channel: d.Channel, Provider: d.Provider}) ||
+				fi.FallbackWithin != f.Within || fi.RecipientRef != f.RecipientRef || fi.TemplateRef != f.TemplateRef ||
+				!fi.DueAt.Equal(r.DueAt) || !fi.ExpiresAt.Equal(r.ExpiresAt) || fi.Late != "" {
+				t.Errorf("fallback item of %s: %+v", r.Key(d), fi)
+			}
+			if di.Fallback.Key(r.ID) != f.Key(r.ID) || di.FallbackWithin != f.Within {
+				t.Errorf("delivery item of %s names fallback %v within %v", r.Key(d), di.Fallback, di.FallbackWithin)
+			}
+			if doc := deliveryDocument(fi, false); doc.FallbackOf != "sms:webhook" || doc.FallbackWithin != "1h30m" || doc.Told() != "held: fallback of sms:webhook, taken if it fails" {
+				t.Errorf("the fallback's document: %+v, told %q", doc, doc.Told())
+			}
 		}
 		// Back from the delivery item, the address is on the delivery's
 		// document: whole when revealed, masked otherwise.
 		if doc := deliveryDocument(di, true); doc.Address != d.Address || doc.Key != r.Key(d).String() || doc.DueAt != FormatTime(r.DueAt) ||
-			doc.ExpiresAt != FormatTime(r.ExpiresAt) || doc.Channel != d.Channel || doc.Provider != d.Provider {
+			doc.ExpiresAt != FormatTime(r.ExpiresAt.Add(r.Late.Within)) || doc.OnTimeUntil != FormatTime(r.ExpiresAt) || doc.Late != LateSendLate ||
+			doc.Channel != d.Channel || doc.Provider != d.Provider {
 			t.Errorf("the document of %s: %+v", r.Key(d), doc)
 		}
 		if got := deliveryDocument(di, false).Address; got != MaskAddress(d.Address) {
@@ -199,8 +218,10 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 	}{
 		{fullReminder(), `{"id":"rem-rt","accountRef":"acct-9","dueAt":"2026-12-01T09:00:00.123Z","expiresAt":"2026-12-02T09:30:15.456Z",` +
 			`"deliveries":[{"channel":"email","provider":"ses","recipientRef":"acct-9/contact-1","templateRef":"renewal-notice"},` +
-			`{"channel":"sms","provider":"webhook","recipientRef":"acct-9/contact-2","templateRef":"renewal-sms"}],` +
-			`"metadata":{"plan":"Pro","renewsOn":"2026-12-31"},"createdBy":"arn:aws:sts::123456789012:assumed-role/billing/session"}`},
+			`{"channel":"sms","provider":"webhook","recipientRef":"acct-9/contact-2","templateRef":"renewal-sms",` +
+			`"fallback":{"channel":"push","provider":"webhook","recipientRef":"acct-9/device-1","templateRef":"renewal-push","within":"1h30m"}}],` +
+			`"metadata":{"plan":"Pro","renewsOn":"2026-12-31"},"createdBy":"arn:aws:sts::123456789012:assumed-role/billing/session",` +
+			`"late":{"policy":"send-late","within":"2h"}}`},
 		{Reminder{ID: "rem-1", Deliveries: []Delivery{}},
 			`{"id":"rem-1","accountRef":"","dueAt":"0001-01-01T00:00:00Z","expiresAt":"0001-01-01T00:00:00Z","deliveries":[]}`},
 		{eventOf(ledger.Entry{At: "2026-12-01T09:00:00.000Z", Status: ledger.StatusRetrying, Attempt: 2, Class: failure.ClassServer, Note: "503"},

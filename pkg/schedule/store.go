@@ -27,6 +27,7 @@ type Ledger interface {
 	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)
 	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
+	Expiry(expiresAt time.Time) time.Time
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
@@ -154,16 +155,19 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 		outcome = Unchanged
 	}
-	for _, d := range r.Deliveries {
-		err := s.cfg.Ledger.Create(ctx, deliveryItem(r, d))
+	for _, it := range s.items(r) {
+		err := s.cfg.Ledger.Create(ctx, it)
 		var re *ledger.RefusedError
 		switch {
 		case errors.As(err, &re) && errors.Is(err, ledger.ErrExists):
 			// Written by an earlier attempt; the reminder item matched,
 			// and the address, kept on the delivery alone, must too.
-			if re.Current.Address != d.Address && !tombstone(re.Current) {
-				return "", &ConflictError{ID: r.ID, Field: "deliveries (" + d.Channel + "/" + d.Provider + ") address",
-					Stored: MaskAddress(re.Current.Address), Given: MaskAddress(d.Address)}
+			if re.Current.Address != it.Address && !tombstone(re.Current) {
+				what := "deliveries (" + it.Channel + "/" + it.Provider + ") address"
+				if !it.FallbackOf.IsZero() {
+					what = "deliveries (" + it.FallbackOf.Channel + "/" + it.FallbackOf.Provider + ") fallback address"
+				}
+				return "", &ConflictError{ID: r.ID, Field: what, Stored: MaskAddress(re.Current.Address), Given: MaskAddress(it.Address)}
 			}
 		case err != nil:
 			return "", fmt.Errorf("schedule: reminder %q: %w; run the same create again to finish it", r.ID, err)
@@ -172,6 +176,22 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 	}
 	return outcome, nil
+}
+
+// items are the delivery items a create of r writes: each delivery's, and
+// its held fallback's after it, kept as long as its primary.
+func (s *Store) items(r Reminder) []ledger.Delivery {
+	var out []ledger.Delivery
+	for _, d := range r.Deliveries {
+		primary := deliveryItem(r, d)
+		out = append(out, primary)
+		if d.Fallback != nil {
+			fb := fallbackItem(r, d)
+			fb.TTL = s.cfg.Ledger.Expiry(primary.ExpiresAt)
+			out = append(out, fb)
+		}
+	}
+	return out
 }
 
 // tombstone reports whether d is what Cancel writes for a delivery its
@@ -187,21 +207,35 @@ func tombstone(d ledger.Delivery) bool {
 // when nobody is told.
 func (s *Store) checkTemplates(ctx context.Context, r Reminder) error {
 	for i, d := range r.Deliveries {
-		door, ok := s.validator.Doors[d.Provider].(provider.TemplateDoor)
-		if !ok {
-			continue
+		if err := s.checkTemplate(ctx, r, fmt.Sprintf("deliveries[%d].", i), d.Provider, d.TemplateRef); err != nil {
+			return err
 		}
-		p, err := door.CheckTemplate(ctx, d.TemplateRef, r.Metadata)
-		if err != nil {
-			return fmt.Errorf("schedule: reminder %q: %w", r.ID, err)
-		}
-		if p != nil {
-			field := p.Field
-			if !strings.HasPrefix(field, "metadata") {
-				field = fmt.Sprintf("deliveries[%d].%s", i, field)
+		if f := d.Fallback; f != nil {
+			if err := s.checkTemplate(ctx, r, fmt.Sprintf("deliveries[%d].fallback.", i), f.Provider, f.TemplateRef); err != nil {
+				return err
 			}
-			return &ValidationError{ID: r.ID, Field: field, Problem: p.Problem, Fix: p.Fix}
 		}
+	}
+	return nil
+}
+
+// checkTemplate is checkTemplates for one delivery or fallback, whose
+// fields start with prefix.
+func (s *Store) checkTemplate(ctx context.Context, r Reminder, prefix, prov, templateRef string) error {
+	door, ok := s.validator.Doors[prov].(provider.TemplateDoor)
+	if !ok {
+		return nil
+	}
+	p, err := door.CheckTemplate(ctx, templateRef, r.Metadata)
+	if err != nil {
+		return fmt.Errorf("schedule: reminder %q: %w", r.ID, err)
+	}
+	if p != nil {
+		field := p.Field
+		if !strings.HasPrefix(field, "metadata") {
+			field = prefix + field
+		}
+		return &ValidationError{ID: r.ID, Field: field, Problem: p.Problem, Fix: p.Fix}
 	}
 	return nil
 }
@@ -222,27 +256,55 @@ func conflict(stored, given Reminder) *ConflictError {
 		return c("deliveries", describeDeliveries(stored.Deliveries), describeDeliveries(given.Deliveries))
 	case !maps.Equal(stored.Metadata, given.Metadata):
 		return c("metadata", fmt.Sprint(stored.Metadata), fmt.Sprint(given.Metadata))
+	case stored.Late != given.Late:
+		return c("late", describeLate(stored.Late), describeLate(given.Late))
 	}
 	return nil
 }
 
 func sameDeliveries(a, b []Delivery) bool {
-	strip := func(ds []Delivery) []Delivery {
-		out := make([]Delivery, len(ds))
+	// A delivery compared: its fields and its fallback's, by value, with
+	// no address (not on the reminder item; compared on the delivery).
+	type compared struct {
+		d        Delivery
+		fallback Fallback
+	}
+	strip := func(ds []Delivery) []compared {
+		out := make([]compared, len(ds))
 		for i, d := range ds {
-			d.Address = "" // not on the reminder item; compared on the delivery
-			out[i] = d
+			d.Address = ""
+			if d.Fallback != nil {
+				out[i].fallback = *d.Fallback
+				out[i].fallback.Address = ""
+				d.Fallback = &Fallback{} // present; its fields are compared above
+			}
+			out[i].d = d
 		}
 		return out
 	}
-	a, b = strip(a), strip(b)
-	cmp := func(x, y Delivery) int {
-		if x.Channel != y.Channel {
-			return compare(x.Channel, y.Channel)
+	cmp := func(x, y compared) int {
+		if x.d.Channel != y.d.Channel {
+			return compare(x.d.Channel, y.d.Channel)
 		}
-		return compare(x.Provider, y.Provider)
+		return compare(x.d.Provider, y.d.Provider)
 	}
-	return slices.Equal(slices.SortedFunc(slices.Values(a), cmp), slices.SortedFunc(slices.Values(b), cmp))
+	sa, sb := slices.SortedFunc(slices.Values(strip(a)), cmp), slices.SortedFunc(slices.Values(strip(b)), cmp)
+	return slices.EqualFunc(sa, sb, func(x, y compared) bool {
+		return x.fallback == y.fallback && (x.d.Fallback == nil) == (y.d.Fallback == nil) &&
+			x.d.Channel == y.d.Channel && x.d.Provider == y.d.Provider && x.d.RecipientRef == y.d.RecipientRef && x.d.TemplateRef == y.d.TemplateRef
+	})
+}
+
+// describeLate says a late policy in a conflict: "expire", "send-late
+// within 2h".
+func describeLate(p LatePolicy) string {
+	switch {
+	case p.Policy == "":
+		return LateExpire
+	case p.Within > 0:
+		return p.Policy + " within " + FormatSpan(p.Within)
+	}
+	return p.Policy
 }
 
 func compare(a, b string) int {
@@ -262,6 +324,9 @@ func describeDeliveries(ds []Delivery) string {
 			s += ", "
 		}
 		s += d.Channel + "/" + d.Provider + " to " + d.RecipientRef + " with " + d.TemplateRef
+		if f := d.Fallback; f != nil {
+			s += " (fallback " + f.Channel + "/" + f.Provider + " to " + f.RecipientRef + " with " + f.TemplateRef + " within " + FormatSpan(f.Within) + ")"
+		}
 	}
 	return s + "]"
 }
@@ -364,7 +429,9 @@ func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]Cancel
 	return out, nil
 }
 
-// missing lists the deliveries the reminder item names that have no item.
+// missing lists the deliveries and fallbacks the reminder item names that
+// have no item, each as a ReminderDelivery (a fallback's fields, no
+// fallback of its own).
 func missing(stored ledger.Stored) []*ledger.ReminderDelivery {
 	if stored.Reminder == nil {
 		return nil
@@ -377,6 +444,9 @@ func missing(stored ledger.Stored) []*ledger.ReminderDelivery {
 	for i, d := range stored.Reminder.Deliveries {
 		if !have[stored.Reminder.Key(d)] {
 			out = append(out, &stored.Reminder.Deliveries[i])
+		}
+		if f := d.Fallback; f != nil && !have[f.Ref().Key(stored.Reminder.ID)] {
+			out = append(out, &ledger.ReminderDelivery{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef})
 		}
 	}
 	return out
