@@ -40,7 +40,18 @@ func Perfect(p Plan) Evidence {
 		if ev.Recorded[k] > 0 && d.Feedback.Kind != "" {
 			got.Feedback = ledger.Feedback{Kind: d.Feedback.Kind, Permanent: d.Feedback.Permanent, At: perfectEnd.Add(-time.Minute)}
 		}
+		if d.FallbackOf != (message.DeliveryKey{}) {
+			got.FallbackOf = ledger.FallbackRef{Channel: d.FallbackOf.Channel, Provider: d.FallbackOf.Provider}
+		}
 		ev.Ledger[k] = got
+	}
+	// Each delivery names its fallback, as the intake writes it.
+	for k, d := range p.Deliveries {
+		if d.FallbackOf != (message.DeliveryKey{}) {
+			primary := ev.Ledger[d.FallbackOf]
+			primary.Fallback = ledger.FallbackRef{Channel: k.Channel, Provider: k.Provider}
+			ev.Ledger[d.FallbackOf] = primary
+		}
 	}
 	for i := range p.Poison {
 		id := fmt.Sprint("poison-", i)
