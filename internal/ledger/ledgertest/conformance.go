@@ -44,6 +44,10 @@ type Store interface {
 	MoveReminder(ctx context.Context, p ledger.MovePlan) error
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
 	RecordFeedback(ctx context.Context, key message.DeliveryKey, f ledger.Feedback) (ledger.Delivery, error)
+	AwaitRecord(ctx context.Context, d ledger.Delivery, w ledger.Await) (ledger.Delivery, error)
+	SettleSent(ctx context.Context, d ledger.Delivery, receipt, note string) (ledger.Delivery, error)
+	RecordFeedbackMark(ctx context.Context, provider string, at time.Time) error
+	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
 }
 
 var (
@@ -117,6 +121,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"FeedbackLeavesAnUnsentDeliveryAsItIs", testFeedbackLeavesAnUnsentDeliveryAsItIs},
 		{"FeedbackKeepsTheItemBounded", testFeedbackKeepsTheItemBounded},
 		{"ConcurrentFeedbackIsAllRecorded", testConcurrentFeedbackIsAllRecorded},
+		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
+		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},
+		{"TheFeedbackMarkOnlyMovesForward", testTheFeedbackMarkOnlyMovesForward},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
