@@ -150,6 +150,17 @@ func settleRefusal(old Delivery) error {
 	return ErrNotAmbiguous
 }
 
+// ErrFeedbackRedundant is the reason RecordFeedback refuses, without a
+// write, the provider's report that it took a message (sent-by-provider)
+// of a delivery recorded sent with that message id as its receipt: it
+// adds nothing. The caller treats it as done.
+var ErrFeedbackRedundant = errors.New("feedback adds nothing to a delivery recorded sent with that message")
+
+// redundant reports whether f adds nothing to d: ErrFeedbackRedundant.
+func (f Feedback) redundant(d Delivery) bool {
+	return f.Kind == FeedbackSentByProvider && d.Status == StatusSent && f.MessageID != "" && d.Receipt == f.MessageID
+}
+
 // feedbackMarkSK is the registry item of a provider's feedback mark.
 func feedbackMarkSK(provider string) string { return "FEEDBACK#" + provider }
 

@@ -124,6 +124,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
 		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},
 		{"TheFeedbackMarkOnlyMovesForward", testTheFeedbackMarkOnlyMovesForward},
+		{"ASendReportOfTheRecordedMessageIsRedundant", testASendReportOfTheRecordedMessageIsRedundant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

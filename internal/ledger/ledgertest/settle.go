@@ -134,3 +134,26 @@ func testTheFeedbackMarkOnlyMovesForward(t *testing.T, b bundle) {
 		t.Fatal("a mark without a time was taken")
 	}
 }
+
+// testASendReportOfTheRecordedMessageIsRedundant: SES's Send event of the
+// message a sent delivery records as its receipt adds nothing, and is
+// refused without a write; on any other status, or of another message, it
+// is recorded (what the consumer's record policy reads).
+func testASendReportOfTheRecordedMessageIsRedundant(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.sent(t, "rem-redundant") // receipt msg-0
+	send0 := ledger.Feedback{Kind: ledger.FeedbackSentByProvider, At: t0.Add(time.Second), ID: "msg-0:Send", MessageID: "msg-0"}
+	_, err := b.l.RecordFeedback(ctx, d.Key(), send0)
+	re := refusal(t, err, ledger.ErrFeedbackRedundant)
+	if len(re.Current.History) != len(d.History) || re.Current.Feedback.Kind != "" {
+		t.Fatalf("a redundant report changed the delivery: %+v", re.Current)
+	}
+	// A delivery a consumer is sending, or retrying, takes it.
+	live := b.create(t, "rem-redundant-live")
+	if _, err := b.claim("tok-live", live); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.feedback(t, live.Key(), send0); got.Feedback.Kind != ledger.FeedbackSentByProvider || got.Feedback.MessageID != "msg-0" {
+		t.Fatalf("a sending delivery's report: %+v", got.Feedback)
+	}
+}
