@@ -111,7 +111,8 @@ func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, s
 		return c.awaitRecord(ctx, r, d, min(wait, end.Sub(now)), true), true
 	}
 	return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
-		"may have been sent (attempt from %s ended without an answer); %s did not settle it within %v and the feedback path showed no later event: check the provider's record, then redrive to send or leave it dead",
+		"may have been sent (attempt from %s ended without an answer); %s did not settle it within %v and the feedback path showed no later event: "+
+			"check the provider's record, then redrive to send or leave it dead",
 		ledger.Format(start), w.Record, w.MaxWait)), true
 }
 
@@ -156,12 +157,14 @@ func checkRecordPolicies(cfg *Config) error {
 		}
 		w := cfg.RecordWaits[name]
 		if w.Window <= 0 || w.MaxWait < w.Window || w.Record == "" {
-			return fmt.Errorf("consumer: provider %q waits for its record (policy record) without a window, a longest wait and the record's name (RecordWaits; from the driver's contract); use review or retry for a provider that reports nothing", name)
+			return fmt.Errorf("consumer: provider %q waits for its record (policy record) without a window, a longest wait and the record's name "+
+				"(RecordWaits, from the driver's contract: provider.WaitFor); use review or retry for a provider that reports nothing", name)
 		}
 		if cfg.Records == nil {
 			rl, ok := cfg.Ledger.(RecordLedger)
 			if !ok {
-				return fmt.Errorf("consumer: provider %q waits for its record (policy record), and the ledger (%T) cannot: set Config.Records", name, cfg.Ledger)
+				return fmt.Errorf("consumer: provider %q waits for its record (policy record), and the ledger (%T) cannot: set Config.Records",
+					name, cfg.Ledger)
 			}
 			cfg.Records = rl
 		}

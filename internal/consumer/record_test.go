@@ -185,7 +185,8 @@ func TestALapsedLeaseWaitsForTheRecordAndIsSettledByIt(t *testing.T) {
 	if len(f.got) != 0 || d.Status != ledger.StatusRetrying || d.Attempts != 1 || !d.NextAttemptAt.Equal(start.Add(15*time.Minute)) {
 		t.Fatalf("sends %d, delivery %+v; want a wait until the window's end, nothing sent", len(f.got), d)
 	}
-	if _, err := f.l.RecordFeedback(ctx, sesKey, ledger.Feedback{Kind: ledger.FeedbackDelivered, At: start.Add(3 * time.Second), ID: "ses-7:Delivery", MessageID: "ses-7"}); err != nil {
+	delivered := ledger.Feedback{Kind: ledger.FeedbackDelivered, At: start.Add(3 * time.Second), ID: "ses-7:Delivery", MessageID: "ses-7"}
+	if _, err := f.l.RecordFeedback(ctx, sesKey, delivered); err != nil {
 		t.Fatal(err)
 	}
 	f.clk.Advance(13 * time.Minute)

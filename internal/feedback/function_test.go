@@ -185,7 +185,8 @@ func TestOutOfOrderLateAndRepeatedEventsLeaveTheFailingOneStanding(t *testing.T)
 	c := s.counts()
 	// The Send event of the message the delivery records sent adds nothing:
 	// not written.
-	if c["FeedbackRecorded"] != 5 || c["FeedbackRedundant"] != 1 || c["FeedbackRepeated"] != 1 || c["FeedbackRecorded/Kind=complained"] != 1 || c["FeedbackRecorded/Kind=bounced"] != 2 {
+	if c["FeedbackRecorded"] != 5 || c["FeedbackRedundant"] != 1 ||
+		c["FeedbackRepeated"] != 1 || c["FeedbackRecorded/Kind=complained"] != 1 || c["FeedbackRecorded/Kind=bounced"] != 2 {
 		t.Errorf("metrics %v", c)
 	}
 }

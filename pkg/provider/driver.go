@@ -178,7 +178,8 @@ func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
 // a provider that reports nothing, with the fix.
 func CheckAmbiguousPolicy(d Driver, p AmbiguousPolicy) error {
 	if p == AmbiguousRecord && d.Contract.Reports == nil {
-		return fmt.Errorf("ambiguous policy record needs a provider that reports what it accepted, and %s reports nothing: use review (an operator checks) or retry (sent again)", d.Name)
+		return fmt.Errorf("ambiguous policy record needs a provider that reports what it accepted, and %s reports nothing: "+
+			"use review (an operator checks) or retry (sent again)", d.Name)
 	}
 	return nil
 }

@@ -88,7 +88,8 @@ func recordWait(getenv func(string) string) (provider.RecordWait, error) {
 	}
 	switch {
 	case w.Window < time.Minute || w.Window > 12*time.Hour:
-		return w, fmt.Errorf("%s %v is outside 1m to 12h: SES's record of a send takes seconds, and a wait is one queue visibility (at most 12 h)", EnvRecordWindow, w.Window)
+		return w, fmt.Errorf("%s %v is outside 1m to 12h: SES's record of a send takes seconds, and a wait is one queue visibility (at most 12 h)",
+			EnvRecordWindow, w.Window)
 	case w.MaxWait < w.Window || w.MaxWait > 7*24*time.Hour:
 		return w, fmt.Errorf("%s %v must be from the window (%v) to 7 days", EnvRecordMaxWait, w.MaxWait, w.Window)
 	}
