@@ -66,7 +66,7 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	}
 	rec := metrics.New(map[string]string{"Function": "consumer"})
 	c, err := consumer.New(consumer.Config{
-		Ledger: led, Providers: providers, Ambiguous: s.Ambiguous, Limits: limits,
+		Ledger: led, Providers: providers, Ambiguous: s.Ambiguous, RecordWaits: s.RecordWaits, Limits: limits,
 		SendTime: s.ProviderTimeout + consumer.LedgerAllowance,
 		Queue:    q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
 		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,

@@ -123,6 +123,13 @@ type Config struct {
 	// Ambiguous is each provider's AmbiguousPolicy, by name. A provider
 	// not named gets provider.AmbiguousRetry.
 	Ambiguous map[string]provider.AmbiguousPolicy
+	// RecordWaits is what the consumer waits for the record of each
+	// provider under provider.AmbiguousRecord, by name (provider.WaitFor).
+	// Required for each such provider.
+	RecordWaits map[string]provider.RecordWait
+	// Records waits for and settles by a provider's record. Default the
+	// Ledger, if it can; required under provider.AmbiguousRecord.
+	Records RecordLedger
 	// Limits paces each provider's sends, by name (this instance's share
 	// of the stage's rate; ratelimit.Share). A record waits up to PaceWait
 	// for its turn; one that would wait longer is re-published with a
@@ -195,6 +202,9 @@ func New(cfg Config) (*Consumer, error) {
 		if _, err := provider.ParseAmbiguousPolicy(string(p)); err != nil {
 			return nil, fmt.Errorf("consumer: provider %q: %w", name, err)
 		}
+	}
+	if err := checkRecordPolicies(&cfg); err != nil {
+		return nil, err
 	}
 	if cfg.PaceWait == 0 {
 		cfg.PaceWait = time.Second
@@ -312,6 +322,15 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 				r.attempts-1, d.Provider))
 		}
 	}
+	if c.policy(d.Provider) == provider.AmbiguousRecord {
+		// An ambiguous attempt before this claim: the provider's record
+		// decides whether this one sends.
+		if start, ok := awaitedSince(d); ok {
+			if o, done := c.byRecord(ctx, r, d, start); done {
+				return o
+			}
+		}
+	}
 
 	// The send stops if the heartbeat loses the message (another consumer
 	// may receive it); the ledger writes after it do not.
@@ -421,10 +440,16 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	}
 	if o.Kind == failure.KindAmbiguous {
 		c.cfg.Metrics.AddBy(MetricAmbiguous, 1, map[string]string{"Provider": d.Provider})
-		if c.policy(d.Provider) == provider.AmbiguousReview {
+		switch c.policy(d.Provider) {
+		case provider.AmbiguousReview:
 			return c.deadLetter(ctx, r, &d, failure.ClassAmbiguous, fmt.Sprintf(
 				"may have been sent (%s: %v); %s does not deduplicate, so it is not sent again: check the provider's record, then redrive to send or leave it dead",
 				o.Class, sendErr, d.Provider))
+		case provider.AmbiguousRecord:
+			// Not sent again before the provider's record has had its
+			// window; the next claim decides by it (byRecord).
+			r.log.Info("may have been sent; waiting for the provider's record", "class", string(o.Class), "error", sendErr.Error())
+			return c.awaitRecord(ctx, r, d, c.cfg.RecordWaits[d.Provider].Window, false)
 		}
 	}
 	if r.used >= c.cfg.MaxAttempts {

@@ -308,7 +308,7 @@ func TestAnUnknownAmbiguousPolicyIsRefused(t *testing.T) {
 	t.Parallel()
 	_, err := consumer.New(consumer.Config{Ledger: memLedger{}, Queue: &captureSQS{}, QueueURL: "w", DLQURL: "d",
 		Providers: map[string]provider.Provider{"ses": provider.Func(nil)}, Ambiguous: map[string]provider.AmbiguousPolicy{"ses": "maybe"}})
-	if err == nil || !strings.Contains(err.Error(), "retry nor review") {
+	if err == nil || !strings.Contains(err.Error(), "not retry, review or record") {
 		t.Fatalf("New = %v", err)
 	}
 }

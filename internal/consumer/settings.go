@@ -23,7 +23,8 @@ type Settings struct {
 	DLQURL          string                              // NUDGE_DLQ_URL: the dead-letter queue. Required.
 	Providers       []string                            // NUDGE_PROVIDERS: the providers this stage runs, comma-separated, of the registry's. Default registry.Default().
 	Rates           map[string]float64                  // NUDGE_<PROVIDER>_RATE: the stage's sends per second to the provider, shared by the instances; 0 is no limit. Default: its contract's.
-	Ambiguous       map[string]provider.AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry or review. Default: its contract's.
+	Ambiguous       map[string]provider.AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry, review or record (if it reports). Default: its contract's.
+	RecordWaits     map[string]provider.RecordWait      // each record provider's wait for its report: its driver's variables (provider.WaitFor).
 	MaxConcurrency  int                                 // NUDGE_MAX_CONCURRENCY: the event source mapping's maximum concurrency, which divides the rates. Default 1.
 	ProviderTimeout time.Duration                       // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
 	MaxAttempts     int                                 // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
@@ -59,7 +60,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	s.Providers = providers
-	s.Rates, s.Ambiguous = map[string]float64{}, map[string]provider.AmbiguousPolicy{}
+	s.Rates, s.Ambiguous, s.RecordWaits = map[string]float64{}, map[string]provider.AmbiguousPolicy{}, map[string]provider.RecordWait{}
 	for _, p := range s.Providers {
 		d, _ := registry.Lookup(p)
 		if rate := r.Rate(provider.EnvName(p, "RATE"), d.Contract.Rate); rate > 0 {
@@ -69,9 +70,20 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		if v := getenv(provider.EnvName(p, "AMBIGUOUS")); v != "" {
 			pol, err := provider.ParseAmbiguousPolicy(v)
 			if err != nil {
-				return s, fmt.Errorf("consumer: %s: %w; use retry (send again) or review (dead-letter for an operator)", provider.EnvName(p, "AMBIGUOUS"), err)
+				return s, fmt.Errorf("consumer: %s: %w; use retry (send again), review (dead-letter for an operator) or record (wait for the provider's record)",
+					provider.EnvName(p, "AMBIGUOUS"), err)
 			}
 			s.Ambiguous[p] = pol
+		}
+		if err := provider.CheckAmbiguousPolicy(d, s.Ambiguous[p]); err != nil {
+			return s, fmt.Errorf("consumer: %s: %w", provider.EnvName(p, "AMBIGUOUS"), err)
+		}
+		if s.Ambiguous[p] == provider.AmbiguousRecord {
+			w, err := provider.WaitFor(d, getenv)
+			if err != nil {
+				return s, fmt.Errorf("consumer: %w", err)
+			}
+			s.RecordWaits[p] = w
 		}
 	}
 	if err := r.Err(); err != nil {

@@ -67,8 +67,23 @@ func TestSettingsProviders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ses alone needs no webhook settings: %v", err)
 	}
-	if d.Ambiguous["ses"] != provider.AmbiguousReview {
-		t.Fatalf("ses's default policy %q, want review", d.Ambiguous["ses"])
+	if d.Ambiguous["ses"] != provider.AmbiguousRecord || d.RecordWaits["ses"].Window != 15*time.Minute || d.RecordWaits["ses"].MaxWait != 6*time.Hour {
+		t.Fatalf("ses's default policy %q, wait %+v; want record, 15m, 6h", d.Ambiguous["ses"], d.RecordWaits["ses"])
+	}
+	// The stage's wait, and record refused for a provider that reports nothing.
+	d, err = consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "ses", "NUDGE_SES_FROM": "a@example.com",
+		"NUDGE_SES_RECORD_WINDOW": "5m", "NUDGE_SES_RECORD_MAX_WAIT": "1h"}))
+	if err != nil || d.RecordWaits["ses"].Window != 5*time.Minute || d.RecordWaits["ses"].MaxWait != time.Hour {
+		t.Fatalf("the stage's wait: %+v, %v", d.RecordWaits["ses"], err)
+	}
+	for _, bad := range []map[string]string{
+		{"NUDGE_PROVIDERS": "ses", "NUDGE_SES_FROM": "a@example.com", "NUDGE_SES_RECORD_WINDOW": "soon"},
+		{"NUDGE_PROVIDERS": "ses", "NUDGE_SES_FROM": "a@example.com", "NUDGE_SES_RECORD_WINDOW": "1h", "NUDGE_SES_RECORD_MAX_WAIT": "30m"},
+		{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_AMBIGUOUS": "record"},
+	} {
+		if _, err := consumer.SettingsFromEnv(env(bad)); err == nil {
+			t.Errorf("%v was taken", bad)
+		}
 	}
 	if w, _ := consumer.SettingsFromEnv(env(nil)); strings.Join(w.Providers, ",") != "webhook" {
 		t.Fatalf("without NUDGE_PROVIDERS the providers are %v, want the webhook alone", w.Providers)

@@ -118,7 +118,7 @@ type Stage struct {
 	// keeps its contract's (provider.Contract.Rate: SES's 14, its starting
 	// rate out of the sandbox; set it to the account's quota).
 	Rates map[string]float64
-	// Ambiguous overrides providers' ambiguous policies (retry or review),
+	// Ambiguous overrides providers' ambiguous policies (retry, review or record),
 	// by provider; see provider.Contract.Ambiguous.
 	Ambiguous map[string]string
 }
@@ -291,9 +291,14 @@ func (s Stage) Validate() error {
 	}
 	for _, p := range slices.Sorted(maps.Keys(s.Ambiguous)) {
 		pol := s.Ambiguous[p]
-		_, err := provider.ParseAmbiguousPolicy(pol)
-		_, ok := registry.Lookup(p)
-		check(ok && err == nil, "ambiguous policy %s=%q: name a provider and retry or review", p, pol)
+		parsed, err := provider.ParseAmbiguousPolicy(pol)
+		d, ok := registry.Lookup(p)
+		check(ok && err == nil, "ambiguous policy %s=%q: name a provider and retry, review or record", p, pol)
+		if ok && err == nil {
+			if err := provider.CheckAmbiguousPolicy(d, parsed); err != nil {
+				check(false, "ambiguous policy %s=%q: %v", p, pol, err)
+			}
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.ProviderSettings)) {
 		check(settingOf(k) != "", "setting %q is no provider's; the providers' settings are %s", k, strings.Join(settingKeys(), ", "))

@@ -53,6 +53,9 @@ type Event struct {
 	Key message.DeliveryKey
 	// Feedback is what the ledger records.
 	Feedback ledger.Feedback
+	// Accepted is when SES accepted the e-mail (mail.timestamp): the
+	// feedback mark's time (ledger.RecordFeedbackMark).
+	Accepted time.Time
 }
 
 // ErrNotOurs is the reason an event is not one this function records: not
@@ -188,6 +191,11 @@ func Parse(body []byte) (Event, error) {
 	if err := e.Feedback.Validate(); err != nil {
 		return Event{}, malformed(msg, "%s: %v", env.DetailType, err)
 	}
+	accepted, err := time.Parse(time.RFC3339Nano, r.Mail.Timestamp)
+	if err != nil {
+		return Event{}, malformed(msg, "%s: mail.timestamp is not an ISO 8601 time", env.DetailType)
+	}
+	e.Accepted = accepted.UTC()
 	return e, nil
 }
 

@@ -7,14 +7,18 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/metrics"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
 )
 
@@ -35,12 +39,28 @@ const (
 	// MetricRetried counts events left on the queue because the ledger
 	// failed (throttling, 5xx), by ErrorClass.
 	MetricRetried = "FeedbackRetried"
+	// MetricRedundant counts Send events of a delivery recorded sent with
+	// that message: nothing to add, no write (ledger.ErrFeedbackRedundant).
+	MetricRedundant = "FeedbackRedundant"
+	// MetricSettled counts deliveries dead-lettered as ambiguous that an
+	// event of SES's showed accepted: recorded sent (ledger.SettleSent).
+	MetricSettled = "FeedbackSettled"
 )
 
+// MarkEvery is how often a container writes the feedback mark at most
+// while events keep coming: a mark less than this newer than the one it
+// wrote last is not written, so a busy stream costs about one write per
+// MarkEvery per container.
+const MarkEvery = 30 * time.Second
+
 // Recorder is what the handler does with the ledger: record an event's
-// feedback on its delivery (*ledger.Ledger, *ledger.Memory).
+// feedback on its delivery, settle sent a delivery dead as ambiguous that
+// SES reports, and mark how far SES's reports have come
+// (*ledger.Ledger, *ledger.Memory).
 type Recorder interface {
 	RecordFeedback(ctx context.Context, key message.DeliveryKey, f ledger.Feedback) (ledger.Delivery, error)
+	SettleSent(ctx context.Context, d ledger.Delivery, receipt, note string) (ledger.Delivery, error)
+	RecordFeedbackMark(ctx context.Context, provider string, at time.Time) error
 }
 
 var (
@@ -74,6 +94,10 @@ type Config struct {
 type Function struct {
 	cfg  Config
 	proc *batch.Processor
+
+	mu      sync.Mutex
+	latest  time.Time // the latest e-mail SES accepted of this invocation's events handled
+	written time.Time // the mark this container wrote last
 }
 
 // NewFunction validates cfg and applies its defaults.
@@ -108,7 +132,11 @@ func NewFunction(cfg Config) (*Function, error) {
 // Handle records each record's event and returns the partial batch
 // response: only the records the ledger failed on are retried.
 func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	f.mu.Lock()
+	f.latest = time.Time{}
+	f.mu.Unlock()
 	rep := f.proc.Run(ctx, ev)
+	f.mark(ctx)
 	resp := rep.Response()
 	f.cfg.Logger.Info("batch", "records", len(ev.Records), "succeeded", rep.Count(batch.Succeeded), "failed", rep.Count(batch.Failed),
 		"unstarted", rep.Count(batch.Unstarted), "batchItemFailures", len(resp.BatchItemFailures))
@@ -140,23 +168,87 @@ func (f *Function) HandleRecord(ctx context.Context, rec events.SQSMessage) erro
 	}
 	log = log.With("providerMessageId", e.MessageID)
 	d, err := f.cfg.Ledger.RecordFeedback(ctx, e.Key, e.Feedback)
+	var re *ledger.RefusedError
 	switch {
 	case err == nil:
 		m.AddBy(MetricRecorded, 1, map[string]string{"Kind": string(e.Feedback.Kind)})
 		log.Info("feedback recorded", "deliveryKey", e.Key.String(), "feedback", string(e.Feedback.Kind), "detail", e.Feedback.Detail,
 			"at", ledger.Format(e.Feedback.At), "status", string(d.Status), "standing", string(d.Feedback.Kind), "failed", d.Failed())
+		return f.settle(ctx, log, e, d)
+	case errors.Is(err, ledger.ErrFeedbackRedundant):
+		m.Add(MetricRedundant, 1)
+		f.handled(e)
 		return nil
-	case errors.Is(err, ledger.ErrFeedbackSeen):
+	case errors.Is(err, ledger.ErrFeedbackSeen) && errors.As(err, &re):
 		m.Add(MetricRepeated, 1)
 		log.Info("feedback repeated; recorded before", "deliveryKey", e.Key.String(), "feedback", string(e.Feedback.Kind))
-		return nil
+		// A settlement that failed before is tried again.
+		return f.settle(ctx, log, e, re.Current)
 	case errors.Is(err, ledger.ErrNotFound):
 		// Purged, deleted by its TTL, or never the ledger's: the message
 		// id alone, which is all an operator needs to look it up in SES.
 		m.Add(MetricUnmatched, 1)
 		log.Warn("feedback for a delivery the ledger does not hold", "feedback", string(e.Feedback.Kind))
+		f.handled(e)
 		return nil
 	}
+	return f.retried(log, e, err)
+}
+
+// settle records sent a delivery dead as ambiguous (an ambiguous send
+// reviewed, or that waited for SES's record longer than its longest wait):
+// any event of SES's says SES accepted the e-mail. A later redrive of its
+// DLQ copy then finds it sent.
+func (f *Function) settle(ctx context.Context, log *slog.Logger, e Event, d ledger.Delivery) error {
+	if d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+		f.handled(e)
+		return nil
+	}
+	_, err := f.cfg.Ledger.SettleSent(ctx, d, e.MessageID, "sent, by "+ses.Driver.Contract.Reports.Record)
+	switch {
+	case err == nil:
+		f.cfg.Metrics.Add(MetricSettled, 1)
+		log.Info("dead as ambiguous, settled sent by SES's record", "deliveryKey", e.Key.String(), "feedback", string(e.Feedback.Kind))
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrNotAmbiguous), errors.Is(err, ledger.ErrNotFound):
+		// Settled, or redriven, meanwhile.
+	default:
+		return f.retried(log, e, err)
+	}
+	f.handled(e)
+	return nil
+}
+
+// handled notes that e's record is done, for the feedback mark.
+func (f *Function) handled(e Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e.Accepted.After(f.latest) {
+		f.latest = e.Accepted
+	}
+}
+
+// mark writes the latest time at which SES accepted an e-mail whose event
+// this invocation handled, unless this container wrote one less than
+// MarkEvery older. A failure is logged: the next invocation writes it.
+func (f *Function) mark(ctx context.Context) {
+	f.mu.Lock()
+	at, written := f.latest, f.written
+	f.mu.Unlock()
+	if at.IsZero() || !written.IsZero() && at.Sub(written) < MarkEvery {
+		return
+	}
+	if err := f.cfg.Ledger.RecordFeedbackMark(ctx, ses.Name, at); err != nil {
+		f.cfg.Logger.Warn("cannot record the feedback mark", "at", ledger.Format(at), "error", err.Error())
+		return
+	}
+	f.mu.Lock()
+	f.written = at
+	f.mu.Unlock()
+}
+
+// retried counts and logs a record left on the queue for a ledger failure.
+func (f *Function) retried(log *slog.Logger, e Event, err error) error {
+	m := f.cfg.Metrics
 	class := awsfailure.Default.Classify(err).Class
 	m.AddBy(MetricRetried, 1, map[string]string{"ErrorClass": string(class)})
 	log.Warn("feedback not recorded; the record is retried", "deliveryKey", e.Key.String(), "class", string(class), "error", err.Error())

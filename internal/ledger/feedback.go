@@ -256,7 +256,10 @@ func valueBytes(v types.AttributeValue) int {
 }
 
 // RecordFeedback records what the provider said of the message of the
-// delivery key names: see withFeedback for what changes. Nothing else
+// delivery key names: see withFeedback for what changes. The provider's
+// report that it took a message the ledger already records sent with that
+// message id adds nothing, and is refused with ErrFeedbackRedundant
+// without a write (most of SES's Send events). Nothing else
 // does: not the status, updatedAt (the last transition's time), the TTL or
 // the due index. A delivery in any status takes it: one still being sent,
 // retried, or dead as ambiguous keeps its status (the feedback tells what
@@ -285,6 +288,9 @@ func (l *Ledger) RecordFeedback(ctx context.Context, key message.DeliveryKey, f 
 		return Delivery{}, err
 	}
 	for range 4 {
+		if f.redundant(d) {
+			return Delivery{}, &RefusedError{Op: "feedback", Key: key, Reason: ErrFeedbackRedundant, Current: d}
+		}
 		next, stands, err := d.withFeedback(f, l.cfg.Clock.Now(), l.cfg.HistoryLimit)
 		if err != nil {
 			return Delivery{}, &RefusedError{Op: "feedback", Key: key, Reason: err, Current: d}
@@ -353,6 +359,9 @@ func (m *Memory) RecordFeedback(_ context.Context, key message.DeliveryKey, f Fe
 	d, ok := m.t.items[key]
 	if !ok {
 		return Delivery{}, &RefusedError{Op: "feedback", Key: key, Reason: ErrNotFound}
+	}
+	if f.redundant(d) {
+		return Delivery{}, &RefusedError{Op: "feedback", Key: key, Reason: ErrFeedbackRedundant, Current: copyOf(d)}
 	}
 	next, _, err := d.withFeedback(f, m.now(), m.cfg.HistoryLimit)
 	if err != nil {

@@ -49,6 +49,7 @@ type memoryTable struct {
 	cursors   map[int]Cursor
 	registry  int // the largest shard count recorded
 	stage     *StageFacts
+	marks     map[string]time.Time // each provider's feedback mark (RecordFeedbackMark)
 }
 
 // NewMemory returns a Memory ledger over an empty table.

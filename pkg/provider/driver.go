@@ -47,6 +47,11 @@ type Driver struct {
 	// Intake is what the intake (every door: the API, the CLI, a program)
 	// checks of a delivery to this provider.
 	Intake IntakeRules
+	// RecordWait reads the stage's wait for the provider's report from the
+	// consumer's environment (the variables its Env gave), its contract's
+	// Reports where the stage set none. Optional: without it, the
+	// contract's.
+	RecordWait func(getenv func(string) string) (RecordWait, error)
 	// Build makes the provider in the consumer. Required.
 	Build func(ctx context.Context, env Env) (Provider, error)
 	// StandIn is how the local system stands the provider in.
@@ -61,8 +66,14 @@ type Contract struct {
 	Deduplicates string
 	// Ambiguous is the default policy for a send that may have gone out
 	// (NUDGE_<NAME>_AMBIGUOUS overrides it): retry where the provider
-	// deduplicates by the delivery key, review where it does not.
+	// deduplicates by the delivery key; where it does not, record if it
+	// reports what it accepted (Reports), else review.
 	Ambiguous AmbiguousPolicy
+	// Reports is the provider's report of every message it accepted, which
+	// Nudge records on the delivery (SES's Send event, through the feedback
+	// function); nil if it reports none. Only a provider that reports may
+	// take AmbiguousRecord.
+	Reports *Reports
 	// Rate is the stage's default sends per second to the provider, shared
 	// by the consumer's instances (NUDGE_<NAME>_RATE overrides it); 0 is no
 	// limit.
@@ -73,6 +84,31 @@ type Contract struct {
 	// Price is what the provider itself charges per send; zero for a
 	// receiver of the user's own.
 	Price Price
+}
+
+// Reports is how a provider reports the messages it accepted, and how long
+// the consumer waits for the report of an ambiguous send.
+type Reports struct {
+	// Record names the report, for notes and reasons ("SES's record").
+	Record string
+	// Window is how long after an ambiguous attempt started its report may
+	// take to arrive while the report path works: past it, with a later
+	// message's report arrived, the attempt is taken as not accepted and
+	// sent again. The stage may set another (Driver.RecordWait).
+	Window time.Duration
+	// MaxWait is how long the consumer waits for the report at most: past
+	// it the delivery is dead-lettered for review. The stage may set
+	// another (Driver.RecordWait).
+	MaxWait time.Duration
+}
+
+// RecordWait is what a consumer waits for a provider's report under
+// AmbiguousRecord.
+type RecordWait struct {
+	// Record names the report (Reports.Record; WaitFor fills it in).
+	Record string
+	// Window and MaxWait are as in Reports.
+	Window, MaxWait time.Duration
 }
 
 // Price is a provider's list price: USD per Per units of Unit.
@@ -119,15 +155,51 @@ const (
 	// a provider that does not deduplicate (SES): nothing is sent twice,
 	// and nothing is lost either, since the DLQ alarm calls someone.
 	AmbiguousReview AmbiguousPolicy = "review"
+	// AmbiguousRecord waits for the provider's own record of what it
+	// accepted (Contract.Reports): a delivery the provider reports is
+	// recorded sent; one it does not report within the window, while it
+	// reports later messages, is sent again; one still unsettled after the
+	// longest wait is dead-lettered for review. Only for a provider that
+	// reports (SES's Send event): nothing is sent twice unless the record
+	// says it was not taken.
+	AmbiguousRecord AmbiguousPolicy = "record"
 )
 
 // ParseAmbiguousPolicy reads a policy by name.
 func ParseAmbiguousPolicy(s string) (AmbiguousPolicy, error) {
 	switch p := AmbiguousPolicy(s); p {
-	case AmbiguousRetry, AmbiguousReview:
+	case AmbiguousRetry, AmbiguousReview, AmbiguousRecord:
 		return p, nil
 	}
-	return "", fmt.Errorf("ambiguous policy %q is neither retry nor review", s)
+	return "", fmt.Errorf("ambiguous policy %q is not retry, review or record", s)
+}
+
+// CheckAmbiguousPolicy refuses a policy driver d cannot take: record for
+// a provider that reports nothing, with the fix.
+func CheckAmbiguousPolicy(d Driver, p AmbiguousPolicy) error {
+	if p == AmbiguousRecord && d.Contract.Reports == nil {
+		return fmt.Errorf("ambiguous policy record needs a provider that reports what it accepted, and %s reports nothing: "+
+			"use review (an operator checks) or retry (sent again)", d.Name)
+	}
+	return nil
+}
+
+// WaitFor returns what the consumer waits for d's report, from the
+// consumer's environment: d.RecordWait's, else its contract's; zero for a
+// provider that reports nothing.
+func WaitFor(d Driver, getenv func(string) string) (RecordWait, error) {
+	if d.Contract.Reports == nil {
+		return RecordWait{}, nil
+	}
+	w := RecordWait{Window: d.Contract.Reports.Window, MaxWait: d.Contract.Reports.MaxWait}
+	if d.RecordWait != nil {
+		var err error
+		if w, err = d.RecordWait(getenv); err != nil {
+			return RecordWait{}, err
+		}
+	}
+	w.Record = d.Contract.Reports.Record
+	return w, nil
 }
 
 // Setting is one of a provider's stage settings.

@@ -46,6 +46,10 @@ type Store interface {
 	RecordFeedback(ctx context.Context, key message.DeliveryKey, f ledger.Feedback) (ledger.Delivery, error)
 	TakeFallback(ctx context.Context, primary ledger.Delivery, reason string) (ledger.Delivery, error)
 	Expiry(expiresAt time.Time) time.Time
+	AwaitRecord(ctx context.Context, d ledger.Delivery, w ledger.Await) (ledger.Delivery, error)
+	SettleSent(ctx context.Context, d ledger.Delivery, receipt, note string) (ledger.Delivery, error)
+	RecordFeedbackMark(ctx context.Context, provider string, at time.Time) error
+	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
 }
 
 var (
@@ -124,6 +128,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"ConcurrentTakesHaveOneWinner", testConcurrentTakesHaveOneWinner},
 		{"ATakeAfterCancelIsRefused", testATakeAfterCancelIsRefused},
 		{"ALatePolicyIsKeptAndRescheduled", testALatePolicyIsKeptAndRescheduled},
+		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
+		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},
+		{"TheFeedbackMarkOnlyMovesForward", testTheFeedbackMarkOnlyMovesForward},
+		{"ASendReportOfTheRecordedMessageIsRedundant", testASendReportOfTheRecordedMessageIsRedundant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

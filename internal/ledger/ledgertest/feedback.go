@@ -30,14 +30,16 @@ var (
 	fbComplaint = ledger.Feedback{Kind: ledger.FeedbackComplained, Detail: "abuse", At: t0.Add(time.Hour), ID: "fb-complaint", MessageID: "msg-1"}
 )
 
-// sent creates a delivery, claims it and completes it with receipt msg-1.
+// sent creates a delivery, claims it and completes it with receipt
+// msg-0: another message than the events' (a send before a redrive, say),
+// so that their Send event is recorded, not redundant.
 func (b bundle) sent(t *testing.T, id string) ledger.Delivery {
 	t.Helper()
 	c, err := b.claim("tok-"+id, b.create(t, id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := b.l.Complete(context.Background(), c, "msg-1")
+	d, err := b.l.Complete(context.Background(), c, "msg-0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func testFeedbackIsRecordedOnceByItsID(t *testing.T, b bundle) {
 	b.clk.Advance(time.Minute)
 	got := b.feedback(t, d.Key(), fbSend)
 	stands(t, "send", got, fbSend)
-	if got.Status != ledger.StatusSent || !got.UpdatedAt.Equal(d.UpdatedAt) || !got.SentAt.Equal(d.SentAt) || got.Receipt != "msg-1" || !got.TTL.Equal(d.TTL) ||
+	if got.Status != ledger.StatusSent || !got.UpdatedAt.Equal(d.UpdatedAt) || !got.SentAt.Equal(d.SentAt) || got.Receipt != "msg-0" || !got.TTL.Equal(d.TTL) ||
 		got.Index != nil || got.Attempts != 1 {
 		t.Fatalf("feedback changed more than its own: %+v, was %+v", got, d)
 	}

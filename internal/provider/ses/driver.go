@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -32,6 +33,11 @@ const (
 	// EnvTemplatePrefix is put before a templateRef to name the SES
 	// template (every function's; default "").
 	EnvTemplatePrefix = "NUDGE_SES_TEMPLATE_PREFIX"
+	// EnvRecordWindow and EnvRecordMaxWait are the consumer's wait for
+	// SES's record of an ambiguous send (provider.Reports; Go durations;
+	// default the contract's, RecordWindow and RecordMaxWait).
+	EnvRecordWindow  = "NUDGE_SES_RECORD_WINDOW"
+	EnvRecordMaxWait = "NUDGE_SES_RECORD_MAX_WAIT"
 	// EnvTemplates is the stack's catalogue of the templates it deploys
 	// (Catalog.String): the intake's, which knows them without asking SES.
 	EnvTemplates = "NUDGE_SES_TEMPLATES"
@@ -44,7 +50,51 @@ const (
 	// SettingIdentity is the verified identity the sender belongs to (a
 	// domain or an address); default the sender's domain.
 	SettingIdentity = "sesIdentity"
+	// SettingRecordWindow and SettingRecordMaxWait are the stage's wait for
+	// SES's record of an ambiguous send (EnvRecordWindow, EnvRecordMaxWait).
+	SettingRecordWindow  = "sesRecordWindow"
+	SettingRecordMaxWait = "sesRecordMaxWait"
 )
+
+// The contract's wait for SES's record of an ambiguous send. AWS documents
+// no bound on how late SES's sending events reach EventBridge (AWS services
+// deliver events "best effort" or "durable", retried up to 24 hours through
+// an EventBridge disruption; docs/providers.md), so the window is chosen:
+// a Send event comes within seconds of the send, and 15 minutes is far
+// beyond a healthy path; the feedback mark (a later e-mail's event arrived)
+// is what says the path is healthy. MaxWait outlasts an outage of a few
+// hours of the path before an operator is called.
+const (
+	RecordWindow  = 15 * time.Minute
+	RecordMaxWait = 6 * time.Hour
+)
+
+// recordWait reads the stage's wait for SES's record from getenv, the
+// contract's where unset, and checks it: a window of 1 minute to 12
+// hours, a longest wait of one window to 7 days.
+func recordWait(getenv func(string) string) (provider.RecordWait, error) {
+	w := provider.RecordWait{Window: RecordWindow, MaxWait: RecordMaxWait}
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{EnvRecordWindow, &w.Window}, {EnvRecordMaxWait, &w.MaxWait}} {
+		if s := getenv(v.name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return w, fmt.Errorf("%s %q is not a duration; give one like 15m or 6h", v.name, s)
+			}
+			*v.dst = d
+		}
+	}
+	switch {
+	case w.Window < time.Minute || w.Window > 12*time.Hour:
+		return w, fmt.Errorf("%s %v is outside 1m to 12h: SES's record of a send takes seconds, and a wait is one queue visibility (at most 12 h)",
+			EnvRecordWindow, w.Window)
+	case w.MaxWait < w.Window || w.MaxWait > 7*24*time.Hour:
+		return w, fmt.Errorf("%s %v must be from the window (%v) to 7 days", EnvRecordMaxWait, w.MaxWait, w.Window)
+	}
+	return w, nil
+}
 
 // LocalSender is the sender address of the local stage's e-mail: the SES
 // stand-in accepts any.
@@ -82,10 +132,13 @@ var Driver = provider.Driver{
 	Name:  Name,
 	Title: "SES",
 	Contract: provider.Contract{
-		// SES takes no idempotency key: an e-mail that may have gone out is
-		// reviewed, not sent again.
+		// SES takes no idempotency key, but publishes a Send event for every
+		// e-mail it accepted: an e-mail that may have gone out waits for it
+		// (sent if it comes, sent again if it does not while later e-mails'
+		// do), and is reviewed only when the record cannot settle it.
 		Deduplicates: "",
-		Ambiguous:    provider.AmbiguousReview,
+		Ambiguous:    provider.AmbiguousRecord,
+		Reports:      &provider.Reports{Record: "SES's record", Window: RecordWindow, MaxWait: RecordMaxWait},
 		Rate:         14, // SES's starting sending rate out of the sandbox
 		// Per 1,000 e-mails sent (outbound, without attachments): AWS's list
 		// price, us-east-1, 2025.
@@ -110,17 +163,30 @@ var Driver = provider.Driver{
 	Settings: []provider.Setting{
 		{Key: SettingFrom, Doc: "the sender address, of a verified SES identity; required with ses"},
 		{Key: SettingIdentity, Doc: "the verified identity the sender belongs to (a domain or an address); default the sender's domain"},
+		{Key: SettingRecordWindow, Doc: "how long after an ambiguous send SES's record may take (a Go duration, 1m to 12h); default 15m"},
+		{Key: SettingRecordMaxWait, Doc: "how long an ambiguous send waits for SES's record before review (a Go duration, up to 7 days); default 6h"},
 	},
 	CheckStage: func(d provider.Deployment) error {
 		if !ValidEmail(d.Settings[SettingFrom]) {
 			return errors.New("runs ses without a sender: set -c sesFrom=reminders@your-verified-domain (an address of a verified SES identity)")
 		}
+		if _, err := recordWait(recordEnv(d)); err != nil {
+			return fmt.Errorf("-c %s / %s: %w", SettingRecordWindow, SettingRecordMaxWait, err)
+		}
 		return nil
 	},
+	RecordWait: recordWait,
 	Env: func(d provider.Deployment) map[provider.Function]map[string]string {
 		prefix := TemplatePrefix(d.Stage)
+		consumer := map[string]string{EnvFrom: d.Settings[SettingFrom], EnvConfigurationSet: ConfigurationSet(d.Stage), EnvTemplatePrefix: prefix}
+		get := recordEnv(d)
+		for _, k := range []string{EnvRecordWindow, EnvRecordMaxWait} {
+			if v := get(k); v != "" {
+				consumer[k] = v
+			}
+		}
 		return map[provider.Function]map[string]string{
-			provider.Consumer: {EnvFrom: d.Settings[SettingFrom], EnvConfigurationSet: ConfigurationSet(d.Stage), EnvTemplatePrefix: prefix},
+			provider.Consumer: consumer,
 			provider.Intake:   {EnvTemplatePrefix: prefix, EnvTemplates: d.Resources[ResourceTemplates]},
 		}
 	},
@@ -130,7 +196,13 @@ var Driver = provider.Driver{
 		case provider.Consumer:
 			r := &envconfig.Reader{Getenv: getenv, Who: string(fn)}
 			r.Required(EnvFrom)
-			return r.Err()
+			if err := r.Err(); err != nil {
+				return err
+			}
+			if _, err := recordWait(getenv); err != nil {
+				return fmt.Errorf("%s: %w", fn, err)
+			}
+			return nil
 		case provider.Intake:
 			raw := getenv(EnvTemplates)
 			if raw == "" {
@@ -168,6 +240,20 @@ var Driver = provider.Driver{
 		},
 		Rate: 20,
 	},
+}
+
+// recordEnv reads the stage's settings of the wait as the consumer's
+// variables.
+func recordEnv(d provider.Deployment) func(string) string {
+	return func(k string) string {
+		switch k {
+		case EnvRecordWindow:
+			return d.Settings[SettingRecordWindow]
+		case EnvRecordMaxWait:
+			return d.Settings[SettingRecordMaxWait]
+		}
+		return ""
+	}
 }
 
 // door checks a delivery to SES at intake: an e-mail channel, a plain

@@ -1,0 +1,139 @@
+package feedback_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/feedback"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
+)
+
+// store is what these tests need of a ledger: the function's, and what
+// sets the delivery up and reads it and the mark back.
+type store interface {
+	feedback.Recorder
+	Create(ctx context.Context, d ledger.Delivery) error
+	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
+	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
+	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
+}
+
+// onBoth runs test on the Memory ledger and on DynamoDB Local.
+func onBoth(t *testing.T, test func(t *testing.T, l store, clk *clock.Fake)) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		clk := clock.NewFake(t0)
+		m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		test(t, m, clk)
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		t.Parallel()
+		db := standintest.DynamoDB(t)
+		clk := clock.NewFake(t0)
+		l, err := ledger.New(db, ledger.Config{Table: standintest.Table(t, db), Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		test(t, l, clk)
+	})
+}
+
+func newFunction(t *testing.T, l store, clk clock.Clock) (*feedback.Function, *lockedBuffer) {
+	t.Helper()
+	metrics := &lockedBuffer{}
+	fn, err := feedback.NewFunction(feedback.Config{Ledger: l, Stage: "dev", Clock: clk, MetricsOut: metrics,
+		Logger: slog.New(slog.NewJSONHandler(&lockedBuffer{}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn, metrics
+}
+
+// TestAnEventSettlesADeliveryDeadAsAmbiguous: an ambiguous send reviewed
+// (dead, class ambiguous) that SES reports is recorded sent with SES's
+// message id, once; a redrive of its DLQ copy then finds it sent. A
+// delivery dead for another reason stays dead.
+func TestAnEventSettlesADeliveryDeadAsAmbiguous(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, l store, clk *clock.Fake) {
+		ctx := context.Background()
+		d := ledger.Delivery{ReminderID: fixtureKey.ReminderID, Channel: "email", Provider: "ses", Address: recipient, RecipientRef: "r", TemplateRef: "t",
+			DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour), Status: ledger.StatusQueued}
+		if err := l.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		c, err := l.Claim(ctx, ledger.Claim{Key: fixtureKey, Token: "tok", LeaseUntil: t0.Add(time.Minute), DueBy: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.DeadLetter(ctx, c, ledger.Failure{Class: failure.ClassAmbiguous, Message: "may have been sent"}); err != nil {
+			t.Fatal(err)
+		}
+		fn, metrics := newFunction(t, l, clk)
+		s := &setup{t: t, fn: fn, metrics: metrics}
+		if failed := s.run(fixture(t, "delivery.json"), fixture(t, "send.json")); len(failed) != 0 {
+			t.Fatalf("failed %v", failed)
+		}
+		got, err := l.Get(ctx, fixtureKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := got.Transitions()[len(got.Transitions())-1]
+		if got.Status != ledger.StatusSent || got.Receipt != sesMessageID || last.Note != "sent, by SES's record" {
+			t.Fatalf("the delivery: status %s, receipt %q, last transition %+v; want sent by SES's record", got.Status, got.Receipt, last)
+		}
+		if n := s.counts()["FeedbackSettled"]; n != 1 {
+			t.Fatalf("FeedbackSettled %v, want 1", n)
+		}
+		_, err = l.Claim(ctx, ledger.Claim{Key: fixtureKey, Token: "redrive", LeaseUntil: clk.Now().Add(time.Minute), DueBy: clk.Now(), Revive: true})
+		if !errors.Is(err, ledger.ErrAlreadySent) {
+			t.Fatalf("a redrive of its DLQ copy: %v, want already sent", err)
+		}
+	})
+}
+
+// TestTheFeedbackMarkFollowsTheLatestAcceptedEmail: a batch marks the
+// latest mail.timestamp among its events; a mark less than MarkEvery newer
+// than the container's last write is not written, a later one is.
+func TestTheFeedbackMarkFollowsTheLatestAcceptedEmail(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, l store, clk *clock.Fake) {
+		ctx := context.Background()
+		fn, metrics := newFunction(t, l, clk)
+		s := &setup{t: t, fn: fn, metrics: metrics}
+		mailAt := func(ts string) []byte {
+			return edit(t, "delivery.json", func(_, _, mail map[string]any) { mail["timestamp"] = ts })
+		}
+		mark := func() time.Time {
+			at, err := l.FeedbackMark(ctx, "ses")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return at
+		}
+		// Events of deliveries the ledger does not hold still show the path works.
+		s.run(mailAt("2026-11-30T09:00:00.000Z"), mailAt("2026-11-30T09:00:05.000Z"))
+		if got := mark(); !got.Equal(at("2026-11-30T09:00:05.000Z")) {
+			t.Fatalf("mark %v after the first batch, want its latest e-mail's 09:00:05", got)
+		}
+		s.run(mailAt("2026-11-30T09:00:20.000Z"))
+		if got := mark(); !got.Equal(at("2026-11-30T09:00:05.000Z")) {
+			t.Fatalf("mark %v: one 15 s newer than this container's last was written", got)
+		}
+		s.run(mailAt("2026-11-30T09:00:40.000Z"))
+		if got := mark(); !got.Equal(at("2026-11-30T09:00:40.000Z")) {
+			t.Fatalf("mark %v, want 09:00:40", got)
+		}
+	})
+}
