@@ -72,7 +72,7 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	retainData        true | false (the removal policy)
 //	providers         a comma-separated subset of the registry's providers (default its first)
 //	<provider>Rate    sends per second for the stage (default: its contract's; 0: no limit)
-//	<provider>Ambiguous   retry | review (default: its contract's)
+//	<provider>Ambiguous   retry | review | record (record: a provider that reports, as SES; default: its contract's)
 //	and each provider's own settings, as its driver declares them (provider.Driver.Settings;
 //	docs/infrastructure.md lists them)
 //

@@ -307,9 +307,10 @@ func (d Delivery) LapsedLeaseTaken() bool {
 // unended returns the attempt of d that started and never recorded an end,
 // as d stands, with leases ending before lapsedBefore counted as lapsed; 0
 // if none: an attempt holding a lapsed lease, one the repair found so and
-// handed back to the queue (UnendedAttempt, no claim since), or a dead
-// delivery dead-lettered as ambiguous (the attempt it names may have gone
-// out). unendedCond is the same test as a DynamoDB condition.
+// handed back to the queue (UnendedAttempt, no claim since), a dead
+// delivery dead-lettered as ambiguous, or one waiting for the provider's
+// record (retrying, class ambiguous): the attempt each names may have gone
+// out. unendedCond is the same test as a DynamoDB condition.
 func (d Delivery) unended(lapsedBefore time.Time) int {
 	switch {
 	case d.Status == StatusSending && d.LeaseUntil.Before(lapsedBefore):
@@ -318,6 +319,10 @@ func (d Delivery) unended(lapsedBefore time.Time) int {
 		d.UnendedAttempt > 0 && d.UnendedAttempt == d.Attempts && d.UnendedAttempt > d.BudgetFrom:
 		return d.UnendedAttempt
 	case d.Status == StatusDead && d.LastErrorClass == failure.ClassAmbiguous:
+		return max(d.Attempts, 1)
+	case d.Status == StatusRetrying && d.LastErrorClass == failure.ClassAmbiguous:
+		// Waiting for the provider's record of an attempt that may have
+		// gone out (AwaitRecord): only a retry of that kind says ambiguous.
 		return max(d.Attempts, 1)
 	}
 	return 0

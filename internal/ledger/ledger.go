@@ -522,7 +522,7 @@ func (l *Ledger) Cancel(ctx context.Context, key message.DeliveryKey, note strin
 // recorded an end: Delivery.unended, as a DynamoDB condition.
 const unendedCond = "((#status = :sending AND leaseUntil < :lapsed)" +
 	" OR (#status IN (:pending, :queued, :retrying) AND unendedAttempt = attempts AND (attribute_not_exists(budgetFrom) OR unendedAttempt > budgetFrom))" +
-	" OR (#status = :dead AND lastErrorClass = :ambiguous))"
+	" OR (#status IN (:dead, :retrying) AND lastErrorClass = :ambiguous))"
 
 // errAgain is the internal reason an end was refused that another write
 // takes: the delivery has an unended attempt (or no longer has one), and

@@ -53,6 +53,17 @@ func testAWaitForTheRecordKeepsTheAmbiguousAttempt(t *testing.T, b bundle) {
 	// Without the lease, nothing is written.
 	_, err = b.l.AwaitRecord(ctx, c, ledger.Await{Note: "late", Next: b.clk.Now()})
 	refusal(t, err, ledger.ErrLeaseLost)
+
+	// Cancelled (or expired) while it waits, it says that its attempt may
+	// have been sent: the record never settled it.
+	x, err := b.l.Cancel(ctx, d.Key(), "cancelled by the owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Status != ledger.StatusCancelled || x.EndedUnended() != 1 {
+		t.Fatalf("cancelled while waiting for the record: %s, unended attempt %d, history %+v; want cancelled, attempt 1 may have been sent",
+			x.Status, x.EndedUnended(), x.History)
+	}
 }
 
 // testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery: a claim that

@@ -87,8 +87,8 @@ func recordWait(getenv func(string) string) (provider.RecordWait, error) {
 		}
 	}
 	switch {
-	case w.Window < time.Minute || w.Window > 12*time.Hour:
-		return w, fmt.Errorf("%s %v is outside 1m to 12h: SES's record of a send takes seconds, and a wait is one queue visibility (at most 12 h)",
+	case w.Window < 10*time.Second || w.Window > 12*time.Hour:
+		return w, fmt.Errorf("%s %v is outside 10s to 12h: SES's record of a send takes seconds to minutes (keep a minute or more in AWS), and a wait is one queue visibility (at most 12 h)",
 			EnvRecordWindow, w.Window)
 	case w.MaxWait < w.Window || w.MaxWait > 7*24*time.Hour:
 		return w, fmt.Errorf("%s %v must be from the window (%v) to 7 days", EnvRecordMaxWait, w.MaxWait, w.Window)
@@ -163,7 +163,7 @@ var Driver = provider.Driver{
 	Settings: []provider.Setting{
 		{Key: SettingFrom, Doc: "the sender address, of a verified SES identity; required with ses"},
 		{Key: SettingIdentity, Doc: "the verified identity the sender belongs to (a domain or an address); default the sender's domain"},
-		{Key: SettingRecordWindow, Doc: "how long after an ambiguous send SES's record may take (a Go duration, 1m to 12h); default 15m"},
+		{Key: SettingRecordWindow, Doc: "how long after an ambiguous send SES's record may take (a Go duration, 10s to 12h; a minute or more in AWS); default 15m"},
 		{Key: SettingRecordMaxWait, Doc: "how long an ambiguous send waits for SES's record before review (a Go duration, up to 7 days); default 6h"},
 	},
 	CheckStage: func(d provider.Deployment) error {
@@ -230,8 +230,10 @@ var Driver = provider.Driver{
 	},
 	StandIn: provider.StandIn{Kind: provider.EmailStandIn,
 		Resources: func(l provider.Local) map[string]string { return map[string]string{ResourceTemplates: l.Templates} },
-		Settings:  map[string]string{SettingFrom: LocalSender},
-		Evidence:  "the SES stand-in's store, by the " + HeaderDeliveryKey + " header",
+		// The stand-in for SES's events reports within seconds, and a local
+		// run lasts minutes: its wait for the record is as short.
+		Settings: map[string]string{SettingFrom: LocalSender, SettingRecordWindow: "10s", SettingRecordMaxWait: "2m"},
+		Evidence: "the SES stand-in's store, by the " + HeaderDeliveryKey + " header",
 		Faults: map[string]provider.Answer{
 			"500":  {Status: 500, Code: "InternalFailure", Message: "internal error"},
 			"429":  {Status: 429, Code: "TooManyRequestsException", Message: "Maximum sending rate exceeded."},
