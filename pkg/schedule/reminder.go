@@ -160,6 +160,32 @@ func (p LatePolicy) MarshalJSON() ([]byte, error) {
 	return json.Marshal(LateInput{Policy: policy, Within: FormatSpan(p.Within)})
 }
 
+// UnmarshalJSON reads what MarshalJSON wrote (a client reading a
+// reminder back): expire is the zero LatePolicy.
+func (p *LatePolicy) UnmarshalJSON(data []byte) error {
+	var in LateInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	within, err := parseSpan(in.Within)
+	if err != nil {
+		return fmt.Errorf("late.within: %w", err)
+	}
+	*p = LatePolicy{Policy: in.Policy, Within: within}
+	if in.Policy == LateExpire {
+		p.Policy = ""
+	}
+	return nil
+}
+
+// parseSpan reads what FormatSpan writes; "" is 0.
+func parseSpan(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return time.ParseDuration(s)
+}
+
 // Fallback is a validated FallbackInput.
 type Fallback struct {
 	Channel      string
@@ -178,6 +204,20 @@ type Fallback struct {
 func (f Fallback) MarshalJSON() ([]byte, error) {
 	return json.Marshal(FallbackInput{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef,
 		Within: FormatSpan(f.Within)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (f *Fallback) UnmarshalJSON(data []byte) error {
+	var in FallbackInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	within, err := parseSpan(in.Within)
+	if err != nil {
+		return fmt.Errorf("fallback.within: %w", err)
+	}
+	*f = Fallback{Channel: in.Channel, Provider: in.Provider, RecipientRef: in.RecipientRef, TemplateRef: in.TemplateRef, Within: within}
+	return nil
 }
 
 // Key is the delivery key of f in reminder id.

@@ -235,6 +235,26 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%T as JSON:\n got  %s (%v)\n want %s", tc.v, got, err, tc.want)
 		}
+		// A reminder read back by a client is the reminder.
+		if r, ok := tc.v.(Reminder); ok {
+			var back Reminder
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Errorf("the reminder's JSON does not read back: %v", err)
+			}
+			want := r
+			want.Deliveries = slices.Clone(r.Deliveries)
+			for i, d := range want.Deliveries {
+				want.Deliveries[i].Address = ""
+				if d.Fallback != nil {
+					f := *d.Fallback
+					f.Address = ""
+					want.Deliveries[i].Fallback = &f
+				}
+			}
+			if !reflect.DeepEqual(back, want) {
+				t.Errorf("the reminder's JSON read back:\n got  %+v\n want %+v", back, want)
+			}
+		}
 	}
 }
 
