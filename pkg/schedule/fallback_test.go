@@ -34,10 +34,13 @@ func TestFallbackAndLateAreRefusedClearly(t *testing.T) {
 		{"fallback repeats a later delivery", head + sms + `,"fallback":{"channel":"email","provider":"webhook","recipientRef":"c-2","templateRef":"t"}},` +
 			`{"channel":"email","provider":"webhook","recipientRef":"c-3","templateRef":"t"}]}`, "deliveries[0].fallback.provider", "no delivery"},
 		{"two fallbacks alike", head + sms + `,"fallback":{"channel":"push","provider":"webhook","recipientRef":"c-2","templateRef":"t"}},` +
-			`{"channel":"email","provider":"webhook","recipientRef":"c-3","templateRef":"t","fallback":{"channel":"push","provider":"webhook","recipientRef":"c-4","templateRef":"t"}}]}`,
+			`{"channel":"email","provider":"webhook","recipientRef":"c-3","templateRef":"t",` +
+			`"fallback":{"channel":"push","provider":"webhook","recipientRef":"c-4","templateRef":"t"}}]}`,
 			"deliveries[1].fallback.provider", "no other fallback"},
-		{"fallback channel unknown", fb(`"channel":"fax","provider":"webhook","recipientRef":"c-2","templateRef":"t"`), "deliveries[0].fallback.channel", "use one of"},
-		{"fallback provider not run", fb(`"channel":"push","provider":"pigeon","recipientRef":"c-2","templateRef":"t"`), "deliveries[0].fallback.provider", "providers setting"},
+		{"fallback channel unknown", fb(`"channel":"fax","provider":"webhook","recipientRef":"c-2","templateRef":"t"`),
+			"deliveries[0].fallback.channel", "use one of"},
+		{"fallback provider not run", fb(`"channel":"push","provider":"pigeon","recipientRef":"c-2","templateRef":"t"`),
+			"deliveries[0].fallback.provider", "providers setting"},
 		{"fallback address for references only", fb(`"channel":"push","provider":"webhook","recipientRef":"c-2","templateRef":"t","address":"a@example.com"`),
 			"deliveries[0].fallback.address", "leave address out"},
 		{"fallback within not a duration", fb(`"channel":"push","provider":"webhook","recipientRef":"c-2","templateRef":"t","within":"soon"`),

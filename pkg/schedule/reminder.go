@@ -381,7 +381,8 @@ func jsonError(err error) error {
 		return &ValidationError{Problem: fmt.Sprintf("is not valid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr), Fix: "write one JSON object per reminder"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
+		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, " +
+			"deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
 }
@@ -508,7 +509,8 @@ func (v Validator) checkDelivery(f string, d DeliveryInput, repeated map[string]
 func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[string]bool) (*Fallback, *fieldProblem) {
 	if seen[fb.Channel+"#"+fb.Provider] {
 		return nil, &fieldProblem{f + "provider", fmt.Sprintf("repeats channel %q with provider %q, which another delivery or fallback of the reminder has",
-			text.Clip(fb.Channel, 43), text.Clip(fb.Provider, 43)), "give the fallback a channel and provider pair that no delivery and no other fallback of this reminder uses"}
+			text.Clip(fb.Channel, 43), text.Clip(fb.Provider, 43)),
+			"give the fallback a channel and provider pair that no delivery and no other fallback of this reminder uses"}
 	}
 	seen[fb.Channel+"#"+fb.Provider] = true
 	d, p := v.checkDelivery(f, DeliveryInput{Channel: fb.Channel, Provider: fb.Provider, RecipientRef: fb.RecipientRef, TemplateRef: fb.TemplateRef,

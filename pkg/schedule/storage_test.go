@@ -109,7 +109,8 @@ func TestConversionsRoundTripEveryField(t *testing.T) {
 			if di.Fallback.Key(r.ID) != f.Key(r.ID) || di.FallbackWithin != f.Within {
 				t.Errorf("delivery item of %s names fallback %v within %v", r.Key(d), di.Fallback, di.FallbackWithin)
 			}
-			if doc := deliveryDocument(fi, false); doc.FallbackOf != "sms:webhook" || doc.FallbackWithin != "1h30m" || doc.Told() != "held: fallback of sms:webhook, taken if it fails" {
+			doc := deliveryDocument(fi, false)
+			if doc.FallbackOf != "sms:webhook" || doc.FallbackWithin != "1h30m" || doc.Told() != "held: fallback of sms:webhook, taken if it fails" {
 				t.Errorf("the fallback's document: %+v, told %q", doc, doc.Told())
 			}
 		}
