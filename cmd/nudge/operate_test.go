@@ -425,3 +425,32 @@ func TestReminderShowTellsWhatTheProviderSaid(t *testing.T) {
 		t.Errorf("the history's last entry %+v; want the feedback, status sent", last)
 	}
 }
+
+// TestReminderShowTellsAHeldFallback: a fallback not taken shows held, as
+// the fallback of its delivery, with no hand-off; the primary names it.
+func TestReminderShowTellsAHeldFallback(t *testing.T) {
+	f := opsSetup(t)
+	primary := ledger.Delivery{ReminderID: "rem-ops-hold", Channel: "email", Provider: "webhook", RecipientRef: "acct-7/contact-1", TemplateRef: "renewal-v3",
+		DueAt: opsT0, ExpiresAt: opsT0.Add(24 * time.Hour), Fallback: ledger.FallbackRef{Channel: "sms", Provider: "webhook"}, FallbackWithin: time.Hour}
+	held := ledger.Delivery{ReminderID: "rem-ops-hold", Channel: "sms", Provider: "webhook", RecipientRef: "acct-7/phone-1", TemplateRef: "renewal-v3",
+		DueAt: opsT0, ExpiresAt: opsT0.Add(24 * time.Hour), Status: ledger.StatusHeld, FallbackOf: ledger.FallbackRef{Channel: "email", Provider: "webhook"},
+		FallbackWithin: time.Hour}
+	for _, d := range []ledger.Delivery{primary, held} {
+		if err := f.l.Create(f.ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := f.run("", "reminder", "show", "rem-ops-hold")
+	if code != exitOK || !hasLine(out, "rem-ops-hold:sms:webhook", "held: fallback of email:webhook, taken if it fails", " - ") {
+		t.Errorf("show: %d %s\n%s", code, errs, out)
+	}
+	code, out, _ = f.run("", "reminder", "show", "--json", "rem-ops-hold")
+	var doc schedule.Document
+	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil || len(doc.Deliveries) != 2 {
+		t.Fatalf("show --json: %d %v\n%s", code, err, out)
+	}
+	if p, h := doc.Deliveries[0], doc.Deliveries[1]; p.Fallback != "sms:webhook" || h.Status != schedule.StatusHeld || h.FallbackOf != "email:webhook" ||
+		h.FallbackWithin != "1h" || h.HandedOff != nil {
+		t.Errorf("the document's deliveries: %+v\n%+v", p, h)
+	}
+}

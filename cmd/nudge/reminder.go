@@ -52,6 +52,12 @@ off, and the transition history in time order.`, s)
 		}
 		if r := v.Reminder; r != nil {
 			fmt.Fprintf(out, "reminder %s  account %s  due %s  expires %s", r.ID, r.AccountRef, ledger.Format(r.DueAt), ledger.Format(r.ExpiresAt))
+			switch {
+			case r.Late.Policy == schedule.LateSendLate:
+				fmt.Fprintf(out, "  late: send-late within %s", schedule.FormatSpan(r.Late.Within))
+			case r.Late.Policy != "":
+				fmt.Fprintf(out, "  late: %s", r.Late.Policy)
+			}
 			keys := make([]string, 0, len(r.Metadata))
 			for k := range r.Metadata {
 				keys = append(keys, k)

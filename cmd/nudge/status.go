@@ -47,7 +47,8 @@ the whole table, priced like a scan.`, s)
 		fmt.Fprintln(out, " (exact)")
 		if *scan {
 			fmt.Fprintf(out, "all %d deliveries by state (exact, from a scan of the table):\n", rep.Deliveries)
-			for _, s := range []ledger.Status{ledger.StatusPending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusRetrying, ledger.StatusSent, ledger.StatusDead, ledger.StatusExpired, ledger.StatusCancelled} {
+			for _, s := range []ledger.Status{ledger.StatusHeld,
+				ledger.StatusPending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusRetrying, ledger.StatusSent, ledger.StatusDead, ledger.StatusExpired, ledger.StatusCancelled} {
 				fmt.Fprintf(out, "  %-10s %d\n", s, rep.ByStatus[s])
 			}
 		}

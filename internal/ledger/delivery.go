@@ -38,16 +38,6 @@ func (s Status) Terminal() bool {
 	return false
 }
 
-// Live reports whether s is a delivery on its way: pending, queued,
-// sending or retrying (in the due index, claimable).
-func (s Status) Live() bool {
-	switch s {
-	case StatusPending, StatusQueued, StatusSending, StatusRetrying:
-		return true
-	}
-	return false
-}
-
 // FallbackRef names a reminder's fallback delivery by its channel and
 // provider (its reminder is the primary's); stored as "channel#provider".
 type FallbackRef struct {

@@ -97,7 +97,8 @@ func (m *Memory) TakeFallback(_ context.Context, primary Delivery, reason string
 // fallbackKey is the key of primary's fallback, or why it has none.
 func fallbackKey(primary Delivery) (message.DeliveryKey, error) {
 	if primary.Fallback.IsZero() {
-		return message.DeliveryKey{}, fmt.Errorf("ledger: take the fallback of %s: it names no fallback; take one only of a delivery whose Fallback is set", primary.Key())
+		return message.DeliveryKey{}, fmt.Errorf("ledger: take the fallback of %s: it names no fallback; take one only of a delivery whose Fallback is set",
+			primary.Key())
 	}
 	key := primary.Fallback.Key(primary.ReminderID)
 	if err := key.Validate(); err != nil {

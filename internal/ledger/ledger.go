@@ -500,7 +500,8 @@ func (l *Ledger) DeadLetter(ctx context.Context, d Delivery, f Failure) (Deliver
 func (l *Ledger) Expire(ctx context.Context, d Delivery) (Delivery, error) {
 	return l.endUnsent(ctx, "expire", d.Key(), StatusExpired, "expiresAt "+Format(d.ExpiresAt),
 		func(now time.Time) time.Time { return Expiry(now, d.ExpiresAt, l.cfg.Retention) },
-		"attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled, :held)) AND (#status <> :sending OR leaseUntil < :lapsed) AND expiresAt <= :now",
+		"attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled, :held))"+
+			" AND (#status <> :sending OR leaseUntil < :lapsed) AND expiresAt <= :now",
 		expireRefusal)
 }
 
@@ -805,7 +806,8 @@ func (u *update) live(d Delivery) {
 	}
 	u.values[":token"] = sv(token)
 	u.values[":lapsed"] = sv(Format(u.lapsed))
-	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled, :held)) AND (#status <> :sending OR claimToken = :token OR leaseUntil < :lapsed)"
+	u.cond = "attribute_exists(PK) AND NOT (#status IN (:sent, :dead, :expired, :cancelled, :held))" +
+		" AND (#status <> :sending OR claimToken = :token OR leaseUntil < :lapsed)"
 }
 
 func (l *Ledger) write(ctx context.Context, u *update, refusal func(old Delivery) error) (Delivery, error) {

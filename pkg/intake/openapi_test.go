@@ -182,7 +182,7 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 					check(exchange{name: "create for the reschedule example", method: "PUT", path: "/v1/reminders/rem-example", contentType: "application/json", body: mk(""), status: 201})
 				}
 				if method == http.MethodPut {
-					target = "/v1/reminders/rem-example-put"
+					target = "/v1/reminders/rem-example-put-" + name // one reminder per example: two would conflict
 				}
 				check(exchange{name: "example " + name, method: method, path: target, contentType: "application/json", body: b, status: status})
 			}

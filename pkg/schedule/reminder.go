@@ -160,6 +160,32 @@ func (p LatePolicy) MarshalJSON() ([]byte, error) {
 	return json.Marshal(LateInput{Policy: policy, Within: FormatSpan(p.Within)})
 }
 
+// UnmarshalJSON reads what MarshalJSON wrote (a client reading a
+// reminder back): expire is the zero LatePolicy.
+func (p *LatePolicy) UnmarshalJSON(data []byte) error {
+	var in LateInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	within, err := parseSpan(in.Within)
+	if err != nil {
+		return fmt.Errorf("late.within: %w", err)
+	}
+	*p = LatePolicy{Policy: in.Policy, Within: within}
+	if in.Policy == LateExpire {
+		p.Policy = ""
+	}
+	return nil
+}
+
+// parseSpan reads what FormatSpan writes; "" is 0.
+func parseSpan(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return time.ParseDuration(s)
+}
+
 // Fallback is a validated FallbackInput.
 type Fallback struct {
 	Channel      string
@@ -178,6 +204,20 @@ type Fallback struct {
 func (f Fallback) MarshalJSON() ([]byte, error) {
 	return json.Marshal(FallbackInput{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef,
 		Within: FormatSpan(f.Within)})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (f *Fallback) UnmarshalJSON(data []byte) error {
+	var in FallbackInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	within, err := parseSpan(in.Within)
+	if err != nil {
+		return fmt.Errorf("fallback.within: %w", err)
+	}
+	*f = Fallback{Channel: in.Channel, Provider: in.Provider, RecipientRef: in.RecipientRef, TemplateRef: in.TemplateRef, Within: within}
+	return nil
 }
 
 // Key is the delivery key of f in reminder id.
@@ -341,7 +381,8 @@ func jsonError(err error) error {
 		return &ValidationError{Problem: fmt.Sprintf("is not valid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr), Fix: "write one JSON object per reminder"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
+		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, " +
+			"deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
 }
@@ -468,7 +509,8 @@ func (v Validator) checkDelivery(f string, d DeliveryInput, repeated map[string]
 func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[string]bool) (*Fallback, *fieldProblem) {
 	if seen[fb.Channel+"#"+fb.Provider] {
 		return nil, &fieldProblem{f + "provider", fmt.Sprintf("repeats channel %q with provider %q, which another delivery or fallback of the reminder has",
-			text.Clip(fb.Channel, 43), text.Clip(fb.Provider, 43)), "give the fallback a channel and provider pair that no delivery and no other fallback of this reminder uses"}
+			text.Clip(fb.Channel, 43), text.Clip(fb.Provider, 43)),
+			"give the fallback a channel and provider pair that no delivery and no other fallback of this reminder uses"}
 	}
 	seen[fb.Channel+"#"+fb.Provider] = true
 	d, p := v.checkDelivery(f, DeliveryInput{Channel: fb.Channel, Provider: fb.Provider, RecipientRef: fb.RecipientRef, TemplateRef: fb.TemplateRef,

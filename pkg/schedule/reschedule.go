@@ -118,7 +118,8 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			}
 		}
 		if gone := missing(stored); len(gone) > 0 {
-			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w (%d of its %d deliveries and fallbacks are not written); send its create again with the same content to finish it, then reschedule",
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w (%d of its %d deliveries and fallbacks are not written); "+
+				"send its create again with the same content to finish it, then reschedule",
 				id, ErrIncomplete, len(gone), len(stored.Reminder.Keys()))
 		}
 		out := Rescheduled{DueAt: due, ExpiresAt: exp}

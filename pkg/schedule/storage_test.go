@@ -109,7 +109,8 @@ func TestConversionsRoundTripEveryField(t *testing.T) {
 			if di.Fallback.Key(r.ID) != f.Key(r.ID) || di.FallbackWithin != f.Within {
 				t.Errorf("delivery item of %s names fallback %v within %v", r.Key(d), di.Fallback, di.FallbackWithin)
 			}
-			if doc := deliveryDocument(fi, false); doc.FallbackOf != "sms:webhook" || doc.FallbackWithin != "1h30m" || doc.Told() != "held: fallback of sms:webhook, taken if it fails" {
+			doc := deliveryDocument(fi, false)
+			if doc.FallbackOf != "sms:webhook" || doc.FallbackWithin != "1h30m" || doc.Told() != "held: fallback of sms:webhook, taken if it fails" {
 				t.Errorf("the fallback's document: %+v, told %q", doc, doc.Told())
 			}
 		}
@@ -234,6 +235,26 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 		got, err := json.Marshal(tc.v)
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%T as JSON:\n got  %s (%v)\n want %s", tc.v, got, err, tc.want)
+		}
+		// A reminder read back by a client is the reminder.
+		if r, ok := tc.v.(Reminder); ok {
+			var back Reminder
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Errorf("the reminder's JSON does not read back: %v", err)
+			}
+			want := r
+			want.Deliveries = slices.Clone(r.Deliveries)
+			for i, d := range want.Deliveries {
+				want.Deliveries[i].Address = ""
+				if d.Fallback != nil {
+					f := *d.Fallback
+					f.Address = ""
+					want.Deliveries[i].Fallback = &f
+				}
+			}
+			if !reflect.DeepEqual(back, want) {
+				t.Errorf("the reminder's JSON read back:\n got  %+v\n want %+v", back, want)
+			}
 		}
 	}
 }
