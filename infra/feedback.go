@@ -122,7 +122,12 @@ func (n *NudgeStack) feedback(s deployment.Stage, buildDir string, bus awsevents
 		Description:  str("Nudge " + s.Name + ": SES sending events of the configuration set " + ses.ConfigurationSet(s.Name) + " to the feedback queue"),
 		EventBus:     bus,
 		EventPattern: feedbackPattern(s),
-		Targets:      &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(n.FeedbackQueue, nil)},
+		// An event EventBridge still cannot deliver after its retries goes
+		// to the feedback DLQ (the target's dead-letter queue, which the
+		// target's queue policy lets this rule send to): kept 14 days, and
+		// redriven to the feedback queue like any message there (its body
+		// is the event the function reads).
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(n.FeedbackQueue, &awseventstargets.SqsQueueProps{DeadLetterQueue: n.FeedbackDLQ})},
 	})
 
 	res := deployment.Resources{Table: *n.Table.TableName()}
@@ -167,7 +172,7 @@ func (n *NudgeStack) feedbackAlarms(s deployment.Stage, add alarmFunc) {
 		"their feedback was not recorded and no retry will record it.",
 		nudgeMetric("feedback", feedback.MetricUndecodable, "Sum"), 0, 1, 0, notBreaching)
 	add("feedback-rule-failed", "EventBridge could not deliver SES events to the feedback queue (after its retries, or refused outright): "+
-		"those events are lost to the ledger; the e-mail events log group still has a line of each.",
+		"those it could not deliver wait in the feedback DLQ (redrive them to the feedback queue); the e-mail events log group has a line of each.",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("AWS/Events"), MetricName: str("FailedInvocations"),
 			DimensionsMap: &map[string]*string{"RuleName": str(feedbackRuleName(s))}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))}),
 		0, 1, 0, notBreaching)

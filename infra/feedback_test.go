@@ -123,6 +123,32 @@ func TestTheFeedbackPath(t *testing.T) {
 				asJSON(targets[0].(map[string]any)["Arn"]) != queueArn {
 				t.Errorf("the feedback rule: %s; want nudge-%s-ses-feedback on the default bus, to the feedback queue alone", asJSON(rule), s.Name)
 			}
+			// What EventBridge cannot deliver waits in the feedback DLQ, which
+			// it may send to for this rule alone.
+			dlqArn := `{"Fn::GetAtt":["` + ids.dlq + `","Arn"]}`
+			if len(targets) == 1 && asJSON(targets[0].(map[string]any)["DeadLetterConfig"]) != `{"Arn":`+dlqArn+`}` {
+				t.Errorf("the feedback rule's target has dead-letter config %s; want the feedback DLQ", asJSON(targets[0].(map[string]any)["DeadLetterConfig"]))
+			}
+			dlqSends := 0
+			for _, p := range tp.resources("AWS::SQS::QueuePolicy") {
+				if asJSON(props(p)["Queues"]) != `[{"Ref":"`+ids.dlq+`"}]` {
+					continue
+				}
+				for _, st := range asList(props(p)["PolicyDocument"].(map[string]any)["Statement"]) {
+					st := st.(map[string]any)
+					if st["Effect"] != "Allow" {
+						continue
+					}
+					dlqSends++
+					if asJSON(st["Principal"]) != `{"Service":"events.amazonaws.com"}` || !slices.Contains(statementActions(st), "sqs:SendMessage") ||
+						!strings.Contains(asJSON(st["Condition"]), ids.rule) {
+						t.Errorf("the feedback DLQ allows %s; want SendMessage for events.amazonaws.com, for the feedback rule alone", asJSON(st))
+					}
+				}
+			}
+			if dlqSends != 1 {
+				t.Errorf("%d statements allow something on the feedback DLQ, want EventBridge's alone", dlqSends)
+			}
 			// EventBridge may send to the queue for this rule alone.
 			sends := 0
 			for _, p := range tp.resources("AWS::SQS::QueuePolicy") {
