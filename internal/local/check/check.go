@@ -353,7 +353,8 @@ func (v *Verdict) events(ev Evidence) []string {
 		got, ok := seen[want.EventID]
 		switch {
 		case !ok:
-			violate("no outcome event: %s ended %s (%s), and no %q event with its eventId %s reached the bus", k, want.Status, want.Outcome, want.DetailType(), want.EventID)
+			violate("no outcome event: %s ended %s (%s), and no %q event with its eventId %s reached the bus", k, want.Status, want.Outcome,
+				want.DetailType(), want.EventID)
 		case got.Outcome != want.Outcome || got.DeliveryKey != want.DeliveryKey:
 			violate("outcome event %s says %s of %s; the ledger's end is %s of %s", got.EventID, got.Outcome, got.DeliveryKey, want.Outcome, want.DeliveryKey)
 		}

@@ -165,8 +165,8 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 	t0 := perfectEnd.Add(-time.Minute)
 	var (
 		sent, dead, sesSent, snsSent, sesDrop = key("webhook", "ok"), key("webhook", "400"), key("ses", "ok"), key("sns", "ok"), key("ses", "drop")
-		ses500, sesHang, ses429                = key("ses", "500"), key("ses", "hang"), key("ses", "429")
-		rvSent, rv500, rvDrop                  = key(reviewer, "ok"), key(reviewer, "500"), key(reviewer, "drop")
+		ses500, sesHang, ses429               = key("ses", "500"), key("ses", "hang"), key("ses", "429")
+		rvSent, rv500, rvDrop                 = key(reviewer, "ok"), key(reviewer, "500"), key(reviewer, "drop")
 	)
 	// killedAt is the time of a kill during the first attempt that
 	// waitedHistory records.
