@@ -277,6 +277,13 @@ func Check(p Plan, ev Evidence) Verdict {
 				pc.Delivered++
 			}
 		}
+		byRecord, again := settledOrSentAgain(k.Provider, got)
+		if byRecord {
+			pc.Settled++
+		}
+		if again {
+			pc.SentAgain++
+		}
 	}
 	for name, n := range ev.ProviderRequests {
 		counts(name).Requests = n
@@ -346,7 +353,8 @@ func (v *Verdict) events(ev Evidence) []string {
 		got, ok := seen[want.EventID]
 		switch {
 		case !ok:
-			violate("no outcome event: %s ended %s (%s), and no %q event with its eventId %s reached the bus", k, want.Status, want.Outcome, want.DetailType(), want.EventID)
+			violate("no outcome event: %s ended %s (%s), and no %q event with its eventId %s reached the bus", k, want.Status, want.Outcome,
+				want.DetailType(), want.EventID)
 		case got.Outcome != want.Outcome || got.DeliveryKey != want.DeliveryKey:
 			violate("outcome event %s says %s of %s; the ledger's end is %s of %s", got.EventID, got.Outcome, got.DeliveryKey, want.Outcome, want.DeliveryKey)
 		}
@@ -442,6 +450,9 @@ func violations(p Plan, ev Evidence, resent map[string]int, overdue int) []strin
 		case reviewedAfterLapse(k, got):
 			// An attempt died mid-send (a kill): a provider that reviews
 			// dead-letters what may have gone out, whatever was planned.
+		case unsettled(want, got, copies, ev.Kills, ev.InvocationTimeout):
+			// A send that may have gone out, which the provider's record
+			// could not settle within the longest wait: reviewed.
 		case killed:
 			// Kills ended enough of its attempts to spend the budget.
 		case got.Status != want.Expect:
@@ -452,13 +463,22 @@ func violations(p Plan, ev Evidence, resent map[string]int, overdue int) []strin
 		if got.Status == ledger.StatusSent && copies == 0 {
 			violate("%s is recorded sent, but the provider never accepted it", k)
 		}
-		reviewed := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous || killed
-		if copies > 0 && got.Status != ledger.StatusSent && !reviewed {
+		ambiguous := got.Status == ledger.StatusDead && got.LastErrorClass == failure.ClassAmbiguous
+		if copies > 0 && got.Status != ledger.StatusSent && !ambiguous && !killed {
 			violate("%s was accepted by the provider but is recorded %s", k, got.Status)
 		}
-		if copies > 1 && reviews(k.Provider) {
+		if ambiguous && copies > 0 && records(k.Provider) && ev.FeedbackRead {
 			name := title(k.Provider)
-			violate("sent twice: %s accepted %s %d times; %s does not deduplicate, so the review policy must never send again", name, k, copies, name)
+			violate("%s is dead as ambiguous (reviewed), but %s accepted it: %s's record shows it sent, and its events, read before the ledger, "+
+				"should have settled it sent (the feedback function settles a delivery dead as ambiguous when they come)", k, name, name)
+		}
+		if copies > 1 && sendsOnce(k.Provider) {
+			name := title(k.Provider)
+			why := "the review policy must never send again"
+			if records(k.Provider) {
+				why = "a send that may have gone out is never sent again unless " + name + "'s record shows it did not"
+			}
+			violate("sent twice: %s accepted %s %d times; %s does not deduplicate, so %s", name, k, copies, name, why)
 		}
 		if got.Status == ledger.StatusDead && !dlqKeys[k] {
 			violate("%s is dead in the ledger but has no message in the DLQ for review and redrive", k)

@@ -17,17 +17,30 @@ import (
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/provider"
 )
+
+// reviewer is a provider of this package's tests whose contract reviews a
+// send that may have gone out: dead-lettered as ambiguous, never sent
+// again (SES's policy before it recorded; a stage's sesAmbiguous=review is
+// not visible to the checker, which reads the contract). It reports
+// nothing.
+const reviewer = "mailer"
+
+func init() {
+	drivers[reviewer] = provider.Driver{Name: reviewer, Title: "Mailer", Contract: provider.Contract{Ambiguous: provider.AmbiguousReview}}
+}
 
 // faultKinds are the faults a run injects; "" is none.
 var faultKinds = []string{"", "500", "429", "400", "hang", "drop", "down"}
 
-// testPlan is a plan with a delivery due now for every provider and fault,
-// one due next month, one expired and one cancelled for each provider, and
+// testPlan is a plan with a delivery due now for every provider (the
+// webhook and SNS retry, SES records, the reviewer reviews) and fault, one
+// due next month, one expired and one cancelled for each provider, and
 // three poison messages. Keys read rem-<provider>-<fault or kind>.
 func testPlan() Plan {
 	p := Plan{Deliveries: map[message.DeliveryKey]Planned{}, Poison: 3}
-	for _, prov := range []string{webhook.Name, ses.Name, sns.Name} {
+	for _, prov := range []string{webhook.Name, ses.Name, sns.Name, reviewer} {
 		add := func(name, kind, fault string, end ledger.Status) {
 			k := message.DeliveryKey{ReminderID: "rem-" + prov + "-" + name, Channel: "email", Provider: prov}
 			if prov == sns.Name {
@@ -65,11 +78,42 @@ func set(ev *Evidence, k message.DeliveryKey, change func(*ledger.Delivery)) {
 	ev.Ledger[k] = d
 }
 
-// history is a ledger history of the given statuses.
+// waitedAt is when the first attempt of waitedHistory started.
+var waitedAt = perfectEnd.Add(-time.Hour)
+
+// waitedHistory is the history of a delivery at SES whose first attempt
+// may have gone out, which waited for SES's record, then was
+// dead-lettered for review by the attempt that found the longest wait
+// passed.
+func waitedHistory() []ledger.Entry {
+	at := func(d time.Duration) string { return ledger.Format(waitedAt.Add(d)) }
+	return []ledger.Entry{{At: at(-time.Second), Status: ledger.StatusQueued}, {At: at(0), Status: ledger.StatusSending, Attempt: 1},
+		{At: at(2 * time.Second), Status: ledger.StatusRetrying, Attempt: 1, Class: failure.ClassAmbiguous, Note: "waits for SES's record until " + at(time.Hour)},
+		{At: at(time.Hour), Status: ledger.StatusSending, Attempt: 2}, {At: at(time.Hour), Status: ledger.StatusDead, Attempt: 2, Class: failure.ClassAmbiguous}}
+}
+
+// reviewedUnsettled makes k dead as ambiguous after it waited for SES's
+// record (waitedHistory), with copies in SES's record and its DLQ message.
+func reviewedUnsettled(k message.DeliveryKey, copies int) func(*Evidence) {
+	return func(ev *Evidence) {
+		set(ev, k, func(d *ledger.Delivery) {
+			d.Status, d.LastErrorClass, d.Attempts, d.History = ledger.StatusDead, failure.ClassAmbiguous, 2, waitedHistory()
+		})
+		ev.Recorded[k] = copies
+		ev.DLQ = append(ev.DLQ, DeadLetter{Key: k, Class: failure.ClassAmbiguous})
+	}
+}
+
+// history is a ledger history of the given statuses; "wait" stands for a
+// wait for SES's record (retrying, class ambiguous).
 func history(sts ...ledger.Status) []ledger.Entry {
 	var h []ledger.Entry
 	for _, st := range sts {
-		h = append(h, ledger.Entry{Status: st})
+		e := ledger.Entry{Status: st}
+		if st == "wait" {
+			e = ledger.Entry{Status: ledger.StatusRetrying, Class: failure.ClassAmbiguous, Note: "waits for SES's record until 2026-12-01T09:20:00.000Z"}
+		}
+		h = append(h, e)
 	}
 	return h
 }
@@ -86,26 +130,29 @@ func TestExpectIsTheFaultModel(t *testing.T) {
 	sent, rejected, exhausted, reviewed := end{ledger.StatusSent, ""}, end{ledger.StatusDead, failure.ClassRejected},
 		end{ledger.StatusDead, failure.ClassExhausted}, end{ledger.StatusDead, failure.ClassAmbiguous}
 	for _, c := range []struct {
-		fault        string
-		repeats      bool
-		retries, ses end // the webhook and SNS retry; SES reviews
+		fault                 string
+		repeats               bool
+		retries, ses, reviews end // the webhook and SNS retry; SES records; the reviewer reviews
 	}{
-		{"", false, sent, sent},
-		{"429", false, sent, sent},
-		{"500", false, sent, reviewed},
-		{"hang", false, sent, reviewed},
-		{"drop", false, sent, reviewed},
-		{"400", true, rejected, rejected},
-		{"down", true, exhausted, exhausted},
+		{"", false, sent, sent, sent},
+		{"429", false, sent, sent, sent},
+		{"500", false, sent, sent, reviewed},
+		{"hang", false, sent, sent, reviewed},
+		{"drop", false, sent, sent, reviewed},
+		{"400", true, rejected, rejected, rejected},
+		{"down", true, exhausted, exhausted, exhausted},
 	} {
 		if Repeats(c.fault) != c.repeats {
 			t.Errorf("Repeats(%q) = %v, want %v", c.fault, !c.repeats, c.repeats)
 		}
-		for prov, want := range map[string]end{webhook.Name: c.retries, sns.Name: c.retries, ses.Name: c.ses, "unknown": c.retries} {
+		for prov, want := range map[string]end{webhook.Name: c.retries, sns.Name: c.retries, ses.Name: c.ses, reviewer: c.reviews, "unknown": c.retries} {
 			if st, cl := Expect(prov, c.fault); (end{st, cl}) != want {
 				t.Errorf("Expect(%s, %q) = %s %q, want %s %q", prov, c.fault, st, cl, want.status, want.class)
 			}
 		}
+	}
+	if !records(ses.Name) || reviews(ses.Name) || !sendsOnce(ses.Name) || !reviews(reviewer) || !sendsOnce(reviewer) || sendsOnce(webhook.Name) {
+		t.Error("SES records, the reviewer reviews, both send once; the webhook retries")
 	}
 }
 
@@ -118,7 +165,12 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 	t0 := perfectEnd.Add(-time.Minute)
 	var (
 		sent, dead, sesSent, snsSent, sesDrop = key("webhook", "ok"), key("webhook", "400"), key("ses", "ok"), key("sns", "ok"), key("ses", "drop")
+		ses500, sesHang, ses429               = key("ses", "500"), key("ses", "hang"), key("ses", "429")
+		rvSent, rv500, rvDrop                 = key(reviewer, "ok"), key(reviewer, "500"), key(reviewer, "drop")
 	)
+	// killedAt is the time of a kill during the first attempt that
+	// waitedHistory records.
+	killedAt := waitedAt.Add(time.Second)
 	for _, c := range []struct {
 		name   string
 		change func(*Evidence)
@@ -141,14 +193,19 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 			ev.Resends, ev.LedgerFailed = []Resend{{Key: sent.String(), Times: 1}}, map[string]bool{sent.String(): true}
 		}, ""},
 		{"an e-mail accepted twice", func(ev *Evidence) { ev.Recorded[sesSent] = 2 },
-			"sent twice: SES accepted " + sesSent.String() + " 2 times; SES does not deduplicate, so the review policy must never send again"},
+			"sent twice: SES accepted " + sesSent.String() + " 2 times; SES does not deduplicate, so a send that may have gone out is never sent again " +
+				"unless SES's record shows it did not"},
+		{"an e-mail whose answer was lost, sent again", func(ev *Evidence) { ev.Recorded[sesDrop] = 2 },
+			"sent twice: SES accepted " + sesDrop.String() + " 2 times"},
+		{"a reviewing provider's message accepted twice", func(ev *Evidence) { ev.Recorded[rvSent] = 2 },
+			"sent twice: Mailer accepted " + rvSent.String() + " 2 times; Mailer does not deduplicate, so the review policy must never send again"},
 		{"an SNS message delivered twice: a standard topic's copy", func(ev *Evidence) { ev.Recorded[snsSent] = 2 }, ""},
 
 		// Nothing lost.
 		{"lost from the ledger", func(ev *Evidence) { delete(ev.Ledger, sent) }, "lost: " + sent.String() + " (due now) is not in the ledger"},
 		{"sent but never accepted", func(ev *Evidence) { delete(ev.Recorded, sent) }, sent.String() + " is recorded sent, but the provider never accepted it"},
 		{"accepted but not sent", func(ev *Evidence) { ev.Recorded[dead] = 1 }, dead.String() + " was accepted by the provider but is recorded dead"},
-		{"accepted and reviewed: it may have gone out", func(ev *Evidence) { ev.Recorded[key("ses", "500")] = 1 }, ""},
+		{"accepted and reviewed: it may have gone out", func(ev *Evidence) { ev.Recorded[rv500] = 1 }, ""},
 		{"dead without a DLQ message", func(ev *Evidence) {
 			ev.DLQ = slices.DeleteFunc(ev.DLQ, func(m DeadLetter) bool { return m.Key == dead })
 		}, dead.String() + " is dead in the ledger but has no message in the DLQ"},
@@ -183,13 +240,50 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 			set(ev, sesSent, func(d *ledger.Delivery) { d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous })
 			ev.DLQ = append(ev.DLQ, DeadLetter{Key: sesSent, Class: failure.ClassAmbiguous})
 		}, sesSent.String() + ` (due now, fault "") ended dead`},
-		{"an SES delivery reviewed after a claim took over a lapsed lease", func(ev *Evidence) {
+		{"an SES delivery reviewed after a claim took over a lapsed lease, no copy at SES", func(ev *Evidence) {
 			set(ev, sesSent, func(d *ledger.Delivery) {
 				d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
 				d.History = history(ledger.StatusQueued, ledger.StatusSending, ledger.StatusSending, ledger.StatusDead)
 			})
+			ev.Recorded[sesSent] = 0
 			ev.DLQ = append(ev.DLQ, DeadLetter{Key: sesSent, Class: failure.ClassAmbiguous})
 		}, ""},
+		{"a reviewing provider's delivery reviewed after a claim took over a lapsed lease", func(ev *Evidence) {
+			set(ev, rvSent, func(d *ledger.Delivery) {
+				d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
+				d.History = history(ledger.StatusQueued, ledger.StatusSending, ledger.StatusSending, ledger.StatusDead)
+			})
+			ev.DLQ = append(ev.DLQ, DeadLetter{Key: rvSent, Class: failure.ClassAmbiguous})
+		}, ""},
+		{"a reviewing provider's delivery reviewed without a lapsed attempt", func(ev *Evidence) {
+			set(ev, rvSent, func(d *ledger.Delivery) { d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous })
+			ev.DLQ = append(ev.DLQ, DeadLetter{Key: rvSent, Class: failure.ClassAmbiguous})
+		}, rvSent.String() + ` (due now, fault "") ended dead`},
+		{"a reviewing provider's answer lost, reviewed, and it did go out", func(ev *Evidence) { ev.Recorded[rvDrop] = 1 }, ""},
+
+		// SES's record settles what may have gone out, or leaves it to
+		// review, with no copy at SES.
+		{"a 500 SES's record could not settle in the longest wait: reviewed, no copy at SES", reviewedUnsettled(ses500, 0), ""},
+		{"a hang SES's record could not settle: reviewed, no copy at SES", reviewedUnsettled(sesHang, 0), ""},
+		{"a 500 reviewed, though SES accepted it", reviewedUnsettled(ses500, 1),
+			ses500.String() + " is dead as ambiguous (reviewed), but SES accepted it: SES's record shows it sent, and its events, read before the ledger, " +
+				"should have settled it sent"},
+		{"a 500 reviewed, SES accepted it, its events not waited for", func(ev *Evidence) {
+			reviewedUnsettled(ses500, 1)(ev)
+			ev.FeedbackRead = false
+		}, ""},
+		{"a lost answer reviewed, though SES holds it", reviewedUnsettled(sesDrop, 1), sesDrop.String() + " is dead as ambiguous (reviewed), but SES accepted it"},
+		{"a lost answer reviewed, and SES holds no copy", reviewedUnsettled(sesDrop, 0), sesDrop.String() + ` (due now, fault "drop") ended dead`},
+		{"a 429 reviewed after a wait a kill explains", func(ev *Evidence) {
+			reviewedUnsettled(ses429, 0)(ev)
+			ev.Kills, ev.InvocationTimeout, ev.BatchFailures = []Kill{{Instance: "consumer-1", At: killedAt}}, 6*time.Second, 1
+		}, ""},
+		{"a 429 reviewed after a wait no kill explains", func(ev *Evidence) {
+			reviewedUnsettled(ses429, 0)(ev)
+			ev.Kills, ev.InvocationTimeout, ev.BatchFailures = []Kill{{Instance: "consumer-1", At: killedAt.Add(time.Minute)}}, 6*time.Second, 1
+		}, ses429.String() + ` (due now, fault "429") ended dead`},
+		{"an e-mail reviewed with neither a fault nor a kill to explain it", reviewedUnsettled(sesSent, 0), sesSent.String() + ` (due now, fault "") ended dead`},
+
 		{"a webhook delivery reviewed after a lapsed lease", func(ev *Evidence) {
 			set(ev, sent, func(d *ledger.Delivery) {
 				d.Status, d.LastErrorClass = ledger.StatusDead, failure.ClassAmbiguous
@@ -197,7 +291,6 @@ func TestViolationsCatchEachBrokenInvariant(t *testing.T) {
 			})
 			ev.DLQ = append(ev.DLQ, DeadLetter{Key: sent, Class: failure.ClassAmbiguous})
 		}, sent.String() + ` (due now, fault "") ended dead`},
-		{"an SES answer lost, reviewed, and it did go out", func(ev *Evidence) { ev.Recorded[sesDrop] = 1 }, ""},
 
 		// No unexplained failure.
 		{"an invocation failed beyond the kills", func(ev *Evidence) {
@@ -234,13 +327,16 @@ func TestViolationsAreCapped(t *testing.T) {
 	}
 }
 
-// TestAReviewAfterAKilledAttemptIsExplained: an SES delivery whose attempt
-// was killed mid-send, handed back to the queue by the repair and then
-// sent to review, is explained by the kill; the same end without the
-// ledger's mark of an unended attempt is not.
+// TestAReviewAfterAKilledAttemptIsExplained: a delivery of a provider
+// that reviews whose attempt was killed mid-send, handed back to the queue
+// by the repair and then sent to review, is explained by the kill; the
+// same end without the ledger's mark of an unended attempt is not. At SES,
+// which records, an attempt a kill ended is one the history shows never
+// ended, or one followed by a wait for SES's record that started while a
+// kill could end it.
 func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
 	t.Parallel()
-	k := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: ses.Name}
+	k := message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: reviewer}
 	d := ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Attempts: 2,
 		History: history(ledger.StatusSending, ledger.StatusQueued, ledger.StatusSending, ledger.StatusDead)}
 	if reviewedAfterLapse(k, d) {
@@ -250,8 +346,31 @@ func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
 	if !reviewedAfterLapse(k, d) {
 		t.Error("a review after the repair requeued a killed attempt is not explained")
 	}
-	if reviewedAfterLapse(message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: webhook.Name}, d) {
-		t.Error("a webhook delivery's review is explained by a kill; only SES reviews what may have gone out")
+	for _, prov := range []string{webhook.Name, ses.Name} {
+		if reviewedAfterLapse(message.DeliveryKey{ReminderID: "rem-1", Channel: "email", Provider: prov}, d) {
+			t.Errorf("a %s delivery's review is explained as a reviewing provider's", prov)
+		}
+	}
+
+	timeout := 6 * time.Second
+	waited := ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Attempts: 2, History: waitedHistory()}
+	for _, c := range []struct {
+		name  string
+		d     ledger.Delivery
+		kills []Kill
+		want  bool
+	}{
+		{"a wait after an attempt a kill landed in", waited, []Kill{{Instance: "consumer-3", At: waitedAt.Add(time.Second)}}, true},
+		{"a wait after an attempt, the kill just before its request", waited, []Kill{{Instance: "consumer-3", At: waitedAt.Add(-50 * time.Millisecond)}}, true},
+		{"a wait after an attempt, the kill before it", waited, []Kill{{At: waitedAt.Add(-time.Second)}}, false},
+		{"a wait after an attempt, the kill after its invocation", waited, []Kill{{At: waitedAt.Add(timeout + time.Second)}}, false},
+		{"a wait, no kill", waited, nil, false},
+		{"the repair's mark of an unended attempt", d, nil, true},
+		{"a claim that took over a lapsed lease", ledger.Delivery{History: history(ledger.StatusSending, ledger.StatusSending, ledger.StatusDead)}, nil, true},
+	} {
+		if got := killedMidSend(c.d, c.kills, timeout); got != c.want {
+			t.Errorf("%s: killedMidSend = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
@@ -266,8 +385,10 @@ func TestAReviewAfterAKilledAttemptIsExplained(t *testing.T) {
 func TestABudgetSpentByKillsIsExplained(t *testing.T) {
 	t.Parallel()
 	p := testPlan()
-	w429, sns429, wDrop, ses429, plain := key("webhook", "429"), key("sns", "429"), key("webhook", "drop"), key("ses", "429"), key("webhook", "ok")
-	const s, q, r, x, pe = ledger.StatusSending, ledger.StatusQueued, ledger.StatusRetrying, ledger.StatusDead, ledger.StatusPending
+	w429, sns429, wDrop, ses429, rv429, plain := key("webhook", "429"), key("sns", "429"), key("webhook", "drop"), key("ses", "429"), key(reviewer, "429"),
+		key("webhook", "ok")
+	// w stands for a wait for SES's record (retrying, class ambiguous).
+	const s, q, r, x, pe, w = ledger.StatusSending, ledger.StatusQueued, ledger.StatusRetrying, ledger.StatusDead, ledger.StatusPending, "wait"
 	for _, c := range []struct {
 		name                 string
 		key                  message.DeliveryKey
@@ -285,7 +406,11 @@ func TestABudgetSpentByKillsIsExplained(t *testing.T) {
 		{"a killed attempt had reached the provider", w429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 2, 0, false},
 		{"an attempt recorded a failure", w429, []ledger.Status{q, s, r, s, s, s, s, x}, 5, 0, 1, 0, false},
 		{"the budget not spent since the redrive", w429, []ledger.Status{s, x, s, s, s, s, s, x}, 8, 5, 1, 0, false},
-		{"SES reviews instead", ses429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, false},
+		{"a reviewing provider reviews instead", rv429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, false},
+		{"at SES, four attempts killed, each followed by a wait for SES's record; the fifth met the 429", ses429,
+			[]ledger.Status{s, w, s, w, s, w, s, w, s, x}, 5, 0, 1, 0, true},
+		{"at SES, a wait after a failure, not a kill", ses429, []ledger.Status{s, w, s, r, s, w, s, w, s, x}, 5, 0, 1, 0, false},
+		{"at SES, killed attempts without the wait SES's policy leaves", ses429, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, true},
 		{"no fault to fail the last attempt", plain, []ledger.Status{pe, q, s, s, s, s, s, x}, 5, 0, 1, 0, false},
 	} {
 		ev := Perfect(p)
@@ -362,36 +487,74 @@ func TestTheFiguresAreReadFromTheEvidence(t *testing.T) {
 	if !v.OK() {
 		t.Fatalf("violations %q", v.Violations)
 	}
-	// Each provider: ok, 429 sent, and 500, hang, drop sent by the webhook
-	// and SNS, reviewed by SES; 400 and down dead; future, expired,
-	// cancelled.
-	want := map[ledger.Status]int{ledger.StatusSent: 12, ledger.StatusDead: 9, ledger.StatusPending: 3, ledger.StatusExpired: 3, ledger.StatusCancelled: 3}
+	// Each provider: ok, 429 sent, and 500, hang, drop sent by the webhook,
+	// SNS and SES (by its record), reviewed by the reviewer; 400 and down
+	// dead; future, expired, cancelled.
+	want := map[ledger.Status]int{ledger.StatusSent: 17, ledger.StatusDead: 11, ledger.StatusPending: 4, ledger.StatusExpired: 4, ledger.StatusCancelled: 4}
 	if !maps.Equal(v.ByStatus, want) {
 		t.Errorf("by status %v, want %v", v.ByStatus, want)
 	}
-	// Three sent 300, 600 and 900 ms after they fell due, the other nine at
-	// once.
+	// Three sent 300, 600 and 900 ms after they fell due, the other
+	// fourteen at once.
 	if v.LatencyP50 != 0 || v.LatencyP99 != 900*time.Millisecond || v.LatencyMax != 900*time.Millisecond ||
-		v.Histogram[0].Count != 10 || v.Histogram[1].Count != 2 {
+		v.Histogram[0].Count != 15 || v.Histogram[1].Count != 2 {
 		t.Errorf("latency p50 %v, max %v, histogram %v", v.LatencyP50, v.LatencyMax, v.Histogram)
 	}
 	if v.WindowMax != 200*time.Millisecond {
 		t.Errorf("window max %v, want 200ms", v.WindowMax)
 	}
-	if v.DeadLettered["rejected: provider answered 400"] != 1 || v.DeadLettered["rejected: "] != 3 || v.DeadLettered["decode: message"] != 1 || v.DLQCopies != 2 {
+	if v.DeadLettered["rejected: provider answered 400"] != 1 || v.DeadLettered["rejected: "] != 4 || v.DeadLettered["decode: message"] != 1 || v.DLQCopies != 2 {
 		t.Errorf("dead-lettered %v, %d copies", v.DeadLettered, v.DLQCopies)
 	}
 	if v.Resent != 2 || v.ResentLedger != 1 {
 		t.Errorf("resent %d after a kill, %d after a ledger write; want 2, 1", v.Resent, v.ResentLedger)
 	}
+	// SES's record settled the lost answer (drop) and, reporting later
+	// e-mails but not the 500's nor the hang's, had them sent again.
 	for prov, want := range map[string]ProviderCounts{
 		webhook.Name: {Deliveries: 10, Sent: 5, Recorded: 5, Requests: 12},
-		ses.Name:     {Deliveries: 10, Sent: 2, Recorded: 3, Reviewed: 3, Delivered: 1, Requests: 9},
+		ses.Name:     {Deliveries: 10, Sent: 5, Recorded: 5, Settled: 1, SentAgain: 2, Requests: 9},
 		sns.Name:     {Deliveries: 10, Sent: 5, Recorded: 5, Copies: 2, Requests: 8},
+		reviewer:     {Deliveries: 10, Sent: 2, Recorded: 3, Reviewed: 3, Delivered: 1},
 	} {
 		if got := v.ByProvider[prov]; got == nil || *got != want {
 			t.Errorf("%s: %+v, want %+v", prov, got, want)
 		}
+	}
+}
+
+// TestTheRecordFiguresAreReadFromTheHistory: at SES, the ambiguous sends
+// its record settled (by the consumer after a wait, or by the feedback
+// function after a review), those sent again after a wait, and those
+// reviewed, counted from the ledger's history; the reviewed one with no
+// copy at SES is no violation.
+func TestTheRecordFiguresAreReadFromTheHistory(t *testing.T) {
+	t.Parallel()
+	p := testPlan()
+	ev := Perfect(p)
+	reviewedUnsettled(key(ses.Name, "hang"), 0)(&ev)
+	// The lost answer, reviewed, then settled sent by the feedback function
+	// when SES's event came.
+	drop := key(ses.Name, "drop")
+	set(&ev, drop, func(d *ledger.Delivery) {
+		d.History = append(waitedHistory(), ledger.Entry{At: ledger.Format(waitedAt.Add(time.Hour + time.Second)), Status: ledger.StatusSent, Attempt: 2,
+			Note: "sent, by SES's record"})
+	})
+	v := Check(p, ev)
+	if !v.OK() {
+		t.Fatalf("violations %q", v.Violations)
+	}
+	want := ProviderCounts{Deliveries: 10, Sent: 4, Recorded: 4, Reviewed: 1, Settled: 1, SentAgain: 1}
+	if got := v.ByProvider[ses.Name]; *got != want {
+		t.Errorf("ses: %+v, want %+v", *got, want)
+	}
+	// A sent entry noted otherwise, after no wait, is neither.
+	if byRecord, again := settledOrSentAgain(ses.Name, ledger.Delivery{History: history(ledger.StatusSending, ledger.StatusSent)}); byRecord || again {
+		t.Errorf("a plain send counted as settled %v, sent again %v", byRecord, again)
+	}
+	// Another provider's sent entry with SES's note is not SES's record.
+	if byRecord, _ := settledOrSentAgain(webhook.Name, ev.Ledger[drop]); byRecord {
+		t.Error("a webhook delivery counted as settled by a record")
 	}
 }
 

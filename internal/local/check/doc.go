@@ -9,7 +9,11 @@
 // The invariants (docs/reliability.md, "Chaos"): nothing sent twice, nothing
 // lost, nothing overdue, and each delivery ended as its faults call for
 // (the fault model: Repeats, Expect; and the providers' contracts, one table
-// keyed by provider name). A kill explains another end only where the
+// keyed by provider name: a provider retries, records or reviews a send
+// that may have gone out). SES records: such a send ends sent, by SES's
+// record or sent again once the record shows it did not go out, with one
+// copy at SES; or, where the record could not settle it in time, dead as
+// ambiguous with none. A kill explains another end only where the
 // evidence shows it did. The provider's feedback (feedback.go): each e-mail
 // SES sent ends with the feedback its recipient's mailbox calls for (the
 // mailbox simulator's bounce, complaint, delivery), and nothing its

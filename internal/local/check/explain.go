@@ -29,23 +29,76 @@ func killedDuring(kills []Kill, instance string, t time.Time, timeout time.Durat
 }
 
 // reviewedAfterLapse reports whether a delivery of a provider that reviews
-// (SES) was dead-lettered for review because an earlier attempt never
-// recorded an end: a claim took over its lapsed lease (two sending entries
-// in a row in its history), or the repair handed it back to the queue
-// meanwhile (UnendedAttempt).
+// was dead-lettered for review because an earlier attempt never recorded
+// an end (lapsed).
 func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
-	if !reviews(k.Provider) || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
-		return false
-	}
-	for i := 1; i < len(d.History); i++ {
-		if d.History[i].Status == ledger.StatusSending && d.History[i-1].Status == ledger.StatusSending {
+	return reviews(k.Provider) && d.Status == ledger.StatusDead && d.LastErrorClass == failure.ClassAmbiguous && lapsed(d)
+}
+
+// lapsed reports whether d's history shows an attempt that never recorded
+// an end: a claim took over its lapsed lease (two sending entries in a
+// row), or the repair handed it back to the queue meanwhile (the ledger
+// marks that attempt as never ended: UnendedAttempt).
+func lapsed(d ledger.Delivery) bool {
+	h := d.Transitions()
+	for i := 1; i < len(h); i++ {
+		if h[i].Status == ledger.StatusSending && h[i-1].Status == ledger.StatusSending {
 			return true
 		}
 	}
-	// Or the repair handed it back to the queue while an attempt held it
-	// (the attempt's runtime was killed): the ledger marks that attempt as
-	// never ended, and the next claim sent it to review.
 	return d.UnendedAttempt > d.BudgetFrom
+}
+
+// unsettled reports whether a delivery of a provider that records (SES),
+// dead as ambiguous, may have ended so: its record could not settle a send
+// that may have gone out within the longest wait (no report of it, and
+// none of a later message: at the end of a run, say), so an operator
+// reviews it. That holds only for a send that was ambiguous: after the
+// fault "500" or "hang" (which never reach the provider, so its record
+// holds no copy: Check wants none), after "drop" where the record holds
+// the message, or after an attempt a kill ended (killedMidSend).
+func unsettled(want Planned, d ledger.Delivery, copies int, kills []Kill, timeout time.Duration) bool {
+	if !records(want.Key.Provider) || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+		return false
+	}
+	switch want.Fault {
+	case "500", "hang":
+		return true
+	case "drop":
+		if copies > 0 {
+			return true
+		}
+	}
+	return killedMidSend(d, kills, timeout)
+}
+
+// killedMidSend reports whether d's history shows an attempt that a kill
+// may have ended: one that never recorded an end (lapsed), or one followed
+// by a wait for the provider's record (a claim that took over its lapsed
+// lease waits, and the history keeps the attempt's sending entry and the
+// wait) that started while a kill could end it: the kill landed from just
+// before the attempt's sending entry to the consumer's timeout after it.
+func killedMidSend(d ledger.Delivery, kills []Kill, timeout time.Duration) bool {
+	if lapsed(d) {
+		return true
+	}
+	h := d.Transitions()
+	for i := 0; i+1 < len(h); i++ {
+		if h[i].Status != ledger.StatusSending || !waits(h[i+1]) {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, h[i].At)
+		if err != nil {
+			continue
+		}
+		from, to := at.Add(-100*time.Millisecond), at.Add(timeout)
+		for _, k := range kills {
+			if k.At.After(from) && k.At.Before(to) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // exhaustedByKills reports whether a delivery planned to be sent was
@@ -53,11 +106,11 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 // attempts. An attempt spends the budget when it claims the delivery,
 // before its request, so a runtime killed in between spends an attempt the
 // provider never saw; the budget is checked when an attempt fails. So a
-// delivery of a provider that retries (the webhook, SNS: SES sends the
-// attempt after an unended one to review instead) with a transient fault
-// can end dead `exhausted` when kills end every attempt but the budget's
-// last, which meets the fault. That holds only where the evidence says
-// exactly that:
+// delivery of a provider that retries or records (SES under review sends
+// the attempt after an unended one to review instead) with a transient
+// fault can end dead `exhausted` when kills end every attempt but the
+// budget's last, which meets the fault. That holds only where the evidence
+// says exactly that:
 //   - the provider saw one request for it (requests), the one its fault
 //     failed: a killed attempt that had reached the provider would have
 //     met the fault, and the next been answered; and it holds the delivery
@@ -65,8 +118,10 @@ func reviewedAfterLapse(k message.DeliveryKey, d ledger.Delivery) bool {
 //   - the budget since the last redrive is spent (BudgetUsed);
 //   - in the ledger's history since the last dead-lettering, no attempt
 //     recorded a failure (retrying), every attempt but the last never
-//     ended (a sending followed by another claim of the lapsed lease, or
-//     by the repair's hand-back, queued), and the last ended dead.
+//     ended (a sending followed by another claim of the lapsed lease, by
+//     the repair's hand-back, queued, or, at a provider that records, by
+//     the wait for its record that the claim taking the lapsed lease
+//     left), and the last ended dead.
 //
 // The history keeps the last HistoryLimit transitions; a kill is credited
 // only with attempts whose visible record shows they never ended.
@@ -76,7 +131,7 @@ func exhaustedByKills(want Planned, d ledger.Delivery, requests, recorded, budge
 		requests != 1 || recorded > 0 && want.Fault != "drop" {
 		return false
 	}
-	h := d.History
+	h := d.Transitions()
 	if n := len(h); n < 2 || h[n-1].Status != ledger.StatusDead || h[n-2].Status != ledger.StatusSending {
 		return false
 	}
@@ -87,12 +142,16 @@ func exhaustedByKills(want Planned, d ledger.Delivery, requests, recorded, budge
 			break
 		}
 	}
+	// After an unended attempt, a provider that records has its claim wait
+	// for the record.
+	wait := func(e ledger.Entry) bool { return records(want.Key.Provider) && waits(e) }
 	unended := 0
 	for i, e := range h[:len(h)-1] {
+		next := h[i+1].Status
 		switch {
-		case e.Status == ledger.StatusRetrying:
+		case e.Status == ledger.StatusRetrying && !(wait(e) && i > 0 && h[i-1].Status == ledger.StatusSending):
 			return false
-		case e.Status == ledger.StatusSending && h[i+1].Status != ledger.StatusSending && h[i+1].Status != ledger.StatusQueued:
+		case e.Status == ledger.StatusSending && next != ledger.StatusSending && next != ledger.StatusQueued && !wait(h[i+1]):
 			return false
 		case e.Status == ledger.StatusSending:
 			unended++

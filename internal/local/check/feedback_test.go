@@ -23,11 +23,13 @@ var simulated = map[string]ledger.Feedback{
 
 // feedbackPlan is testPlan with SES's feedback expected: delivered for
 // each of its deliveries, and one more delivery due now for each of the
-// simulator's addresses (rem-ses-sim-<mailbox>), sent.
+// simulator's addresses (rem-ses-sim-<mailbox>), sent. The reviewer's
+// deliveries expect it too, as an e-mail provider that reviews (SES run
+// under review) would report.
 func feedbackPlan() Plan {
 	p := testPlan()
 	for k, d := range p.Deliveries {
-		if k.Provider == ses.Name {
+		if k.Provider == ses.Name || k.Provider == reviewer {
 			d.Feedback = ledger.Feedback{Kind: ledger.FeedbackDelivered}
 			p.Deliveries[k] = d
 		}
@@ -49,7 +51,8 @@ func simKey(address string) message.DeliveryKey {
 // the feedback its recipient's mailbox calls for, checked once the run
 // read the feedback; one never sent, and one of a provider that reports
 // none, has none; one reviewed as ambiguous that did go out has its
-// feedback like any sent one.
+// feedback like any sent one (and at SES, which settles by its record,
+// is itself a violation).
 func TestEverySentEmailEndsWithItsFeedback(t *testing.T) {
 	t.Parallel()
 	p := feedbackPlan()
@@ -57,6 +60,7 @@ func TestEverySentEmailEndsWithItsFeedback(t *testing.T) {
 		simKey("suppressionlist@simulator.amazonses.com")
 	sesSent, sesRejected, sesHang, sesCancelled, webhookSent := key(ses.Name, "ok"), key(ses.Name, "400"), key(ses.Name, "hang"),
 		key(ses.Name, "cancelled"), key("webhook", "ok")
+	rvHang := key(reviewer, "hang")
 	feedback := func(k message.DeliveryKey, f ledger.Feedback) func(*Evidence) {
 		return func(ev *Evidence) { set(ev, k, func(d *ledger.Delivery) { d.Feedback = f }) }
 	}
@@ -95,13 +99,30 @@ func TestEverySentEmailEndsWithItsFeedback(t *testing.T) {
 
 		// A review as ambiguous that did go out has its feedback.
 		{"a timed-out send, reviewed, that went out, with its feedback", func(ev *Evidence) {
-			ev.Recorded[sesHang] = 1
-			feedback(sesHang, delivered)(ev)
+			ev.Recorded[rvHang] = 1
+			feedback(rvHang, delivered)(ev)
 		}, ""},
-		{"a timed-out send, reviewed, that went out, without its feedback", func(ev *Evidence) { ev.Recorded[sesHang] = 1 },
-			"no feedback: " + sesHang.String() + " was sent (dead)"},
-		{"a timed-out send, reviewed, that never went out, with feedback", feedback(sesHang, delivered),
-			"feedback on a delivery never sent: " + sesHang.String()},
+		{"a timed-out send, reviewed, that went out, without its feedback", func(ev *Evidence) { ev.Recorded[rvHang] = 1 },
+			"no feedback: " + rvHang.String() + " was sent (dead)"},
+		{"a timed-out send, reviewed, that never went out, with feedback", feedback(rvHang, delivered),
+			"feedback on a delivery never sent: " + rvHang.String()},
+
+		// At SES, its record settles what it accepted; a review has no copy
+		// at SES, and so no feedback.
+		{"a timed-out send SES's record could not settle: reviewed, no copy, no feedback", func(ev *Evidence) {
+			reviewedUnsettled(sesHang, 0)(ev)
+			feedback(sesHang, ledger.Feedback{})(ev)
+		}, ""},
+		{"a timed-out send reviewed, with a copy at SES and its feedback", func(ev *Evidence) {
+			reviewedUnsettled(sesHang, 1)(ev)
+		}, sesHang.String() + " is dead as ambiguous (reviewed), but SES accepted it"},
+		{"a timed-out send reviewed, with a copy at SES and no feedback", func(ev *Evidence) {
+			reviewedUnsettled(sesHang, 1)(ev)
+			feedback(sesHang, ledger.Feedback{})(ev)
+		}, "no feedback: " + sesHang.String() + " was sent (dead)"},
+		{"a timed-out send reviewed, no copy at SES, with feedback", func(ev *Evidence) {
+			reviewedUnsettled(sesHang, 0)(ev)
+		}, "feedback on a delivery never sent: " + sesHang.String()},
 	} {
 		ev := Perfect(p)
 		c.change(&ev)
@@ -120,21 +141,28 @@ func TestTheFeedbackFiguresAreReadFromTheLedger(t *testing.T) {
 	t.Parallel()
 	p := feedbackPlan()
 	ev := Perfect(p)
-	// An SES delivery dead-lettered as ambiguous after its answer was lost
-	// (drop) went out: it has its feedback too. A 500 never reached SES.
-	ev.Recorded[key(ses.Name, "500")] = 0
+	// SES's hang, which its record could not settle, was reviewed: no
+	// copy at SES, no feedback.
+	reviewedUnsettled(key(ses.Name, "hang"), 0)(&ev)
+	set(&ev, key(ses.Name, "hang"), func(d *ledger.Delivery) { d.Feedback = ledger.Feedback{} })
 	v := Check(p, ev)
 	if !v.OK() {
 		t.Fatalf("violations %q", v.Violations)
 	}
-	// ok, 429 and drop, success@ and ooto@ delivered; bounce@ and
+	// At SES ok, 429, 500 (sent again) and drop (settled by its record),
+	// success@ and ooto@ delivered; at the reviewer ok, 429 and drop, which
+	// went out before its answer was lost, reviewed; bounce@ and
 	// suppressionlist@ bounced; complaint@ complained of.
-	want := map[ledger.FeedbackKind]int{ledger.FeedbackDelivered: 5, ledger.FeedbackBounced: 2, ledger.FeedbackComplained: 1}
+	want := map[ledger.FeedbackKind]int{ledger.FeedbackDelivered: 9, ledger.FeedbackBounced: 2, ledger.FeedbackComplained: 1}
 	if !maps.Equal(v.Feedback, want) || v.FeedbackFailed != 3 || v.Simulated != 5 {
 		t.Errorf("feedback %v, %d failed, %d to the simulator; want %v, 3, 5", v.Feedback, v.FeedbackFailed, v.Simulated, want)
 	}
 	d := ev.Ledger[key(ses.Name, "drop")]
+	if d.Status != ledger.StatusSent || d.Feedback.Kind != ledger.FeedbackDelivered {
+		t.Errorf("the dropped answer's SES delivery: %s, feedback %q; want sent, delivered", d.Status, d.Feedback.Kind)
+	}
+	d = ev.Ledger[key(reviewer, "drop")]
 	if d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous || d.Feedback.Kind != ledger.FeedbackDelivered {
-		t.Errorf("the dropped answer's delivery: %s %s, feedback %q; want dead ambiguous, delivered", d.Status, d.LastErrorClass, d.Feedback.Kind)
+		t.Errorf("the reviewer's dropped answer's delivery: %s %s, feedback %q; want dead ambiguous, delivered", d.Status, d.LastErrorClass, d.Feedback.Kind)
 	}
 }

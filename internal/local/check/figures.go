@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/nudgehq/nudge/internal/ledger"
 )
 
 // ProviderCounts are one provider's figures.
@@ -19,6 +21,12 @@ type ProviderCounts struct {
 	// may have sent them and does not deduplicate, so an operator decides.
 	// Of those, Delivered the ones the stand-in shows did go out.
 	Reviewed, Delivered int
+	// Settled counts, at a provider that records (SES), the ambiguous
+	// sends its record settled: recorded sent without a send ("sent, by
+	// SES's record"), by the consumer after a wait or by the feedback
+	// function after a review; SentAgain those sent again once the record
+	// showed they had not gone out (a sent after a wait for the record).
+	Settled, SentAgain int
 	// Requests counts the provider requests the consumers made.
 	Requests int64
 }
@@ -56,4 +64,23 @@ func (v *Verdict) latency(ls []time.Duration) {
 		i := sort.Search(len(bucketBounds)-1, func(i int) bool { return l <= bucketBounds[i] })
 		v.Histogram[i].Count++
 	}
+}
+
+// settledOrSentAgain reports whether d, of provider prov, was sent by its
+// provider's record (a sent entry noting it), and whether it was sent
+// again after a wait for that record (a sent entry, not so noted, after a
+// retrying entry of class ambiguous that waits for the record).
+func settledOrSentAgain(prov string, d ledger.Delivery) (byRecord, again bool) {
+	waited := false
+	for _, e := range d.Transitions() {
+		switch {
+		case waits(e):
+			waited = true
+		case settled(prov, e):
+			byRecord = true
+		case e.Status == ledger.StatusSent && waited:
+			again = true
+		}
+	}
+	return byRecord, again
 }

@@ -16,7 +16,9 @@ var perfectEnd = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // ended at a fixed time (End): each delivery in the ledger as planned (a
 // pending one due a month later), each one sent in its provider's record
 // once, and so each one a provider that reviews accepted before its answer
-// was lost (drop); each one its provider sent with the feedback its plan
+// was lost (drop); at a provider that records (SES), each send that may
+// have gone out settled by its record, with the history that says how
+// (recordHistory); each one its provider sent with the feedback its plan
 // expects standing, and the feedback read (FeedbackRead); a DLQ message
 // for each dead delivery, and for each poison message (ids poison-0, …);
 // the work queue empty. A test breaks it one way at a time and checks that
@@ -30,6 +32,9 @@ func Perfect(p Plan) Evidence {
 		}
 		if d.Fault == "drop" && reviews(k.Provider) {
 			ev.Recorded[k] = 1 // it went out; the answer was lost, so it waits for review
+		}
+		if d.Expect == ledger.StatusSent && records(k.Provider) {
+			got.History = recordHistory(k.Provider, d.Fault)
 		}
 		switch d.Expect {
 		case ledger.StatusSent:
@@ -59,4 +64,32 @@ func Perfect(p Plan) Evidence {
 		ev.PoisonIDs = append(ev.PoisonIDs, id)
 	}
 	return ev
+}
+
+// recordHistory is the ledger history of a delivery of provider prov, which
+// records, sent after fault: nil but for a send that may have gone out.
+// "drop" reached the provider, whose record then shows it: the attempt
+// waits for the record, and is settled sent by it, not sent again. "500"
+// and "hang" never reached it: the attempt waits, the record shows
+// nothing while it shows later messages, and the next attempt sends again,
+// answered.
+func recordHistory(prov, fault string) []ledger.Entry {
+	r := drivers[prov].Contract.Reports
+	if r == nil {
+		return nil
+	}
+	start := perfectEnd.Add(-time.Hour)
+	at := func(d time.Duration) string { return ledger.Format(start.Add(d)) }
+	wait := ledger.Entry{At: at(2 * time.Second), Status: ledger.StatusRetrying, Attempt: 1, Class: failure.ClassAmbiguous,
+		Note: waitNote + r.Record + " until " + at(r.Window+time.Second)}
+	h := []ledger.Entry{{At: at(0), Status: ledger.StatusPending}, {At: at(0), Status: ledger.StatusQueued},
+		{At: at(time.Second), Status: ledger.StatusSending, Attempt: 1}, wait}
+	switch fault {
+	case "drop":
+		return append(h, ledger.Entry{At: at(r.Window + time.Second), Status: ledger.StatusSent, Attempt: 1, Note: settledNote + r.Record})
+	case "500", "hang":
+		return append(h, ledger.Entry{At: at(r.Window + time.Second), Status: ledger.StatusSending, Attempt: 2},
+			ledger.Entry{At: at(r.Window + 2*time.Second), Status: ledger.StatusSent, Attempt: 2})
+	}
+	return nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/redrive"
 	"github.com/nudgehq/nudge/internal/status"
-	"github.com/nudgehq/nudge/pkg/failure"
 )
 
 // logsKeptIfFailed removes a run's logs (.local/logs/<stage>-*.log) once
@@ -108,12 +107,12 @@ func TestThePlanIsTheMixTheDocsDescribe(t *testing.T) {
 			}
 		case "":
 		case "500", "hang", "drop":
-			// SES may have sent: its policy is review. The others retry.
-			if d.Key.Provider == ses.Name && (d.Expect != ledger.StatusDead || d.Class != failure.ClassAmbiguous) {
-				t.Errorf("fault %s at SES must end dead as ambiguous: %+v", d.Fault, d)
-			}
-			if d.Key.Provider != ses.Name && d.Expect != ledger.StatusSent {
-				t.Errorf("fault %s must still end sent: %+v", d.Fault, d)
+			// The provider may have sent. The webhook and SNS retry with the
+			// same key; SES's policy is record: its record settles a lost
+			// answer (drop) sent, and has a 500 or a hang, which never
+			// reached it, sent again once it reports later e-mails.
+			if d.Expect != ledger.StatusSent || d.Class != "" {
+				t.Errorf("fault %s at %s must end sent: %+v", d.Fault, d.Key.Provider, d)
 			}
 		default:
 			if d.Expect != ledger.StatusSent {
@@ -295,9 +294,16 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	}
 	p := newPlan(defaults(t, Config{Reminders: 200}))
 	want := func(s ledger.Status) int { return p.count(func(d check.Planned) bool { return d.Expect == s }) }
-	if sum.Sent != want(ledger.StatusSent) || sum.Expired != want(ledger.StatusExpired) || sum.Cancelled != want(ledger.StatusCancelled) {
-		t.Errorf("sent %d, expired %d, cancelled %d; the plan calls for %d, %d, %d",
-			sum.Sent, sum.Expired, sum.Cancelled, want(ledger.StatusSent), want(ledger.StatusExpired), want(ledger.StatusCancelled))
+	// An SES send that may have gone out and that its record could not
+	// settle before the run ended was reviewed instead (the checker
+	// accepted it, with no copy at SES).
+	reviewed := 0
+	if c := sum.ByProvider[ses.Name]; c != nil {
+		reviewed = c.Reviewed
+	}
+	if sum.Sent+reviewed != want(ledger.StatusSent) || sum.Expired != want(ledger.StatusExpired) || sum.Cancelled != want(ledger.StatusCancelled) {
+		t.Errorf("sent %d (and %d reviewed at SES), expired %d, cancelled %d; the plan calls for %d, %d, %d",
+			sum.Sent, reviewed, sum.Expired, sum.Cancelled, want(ledger.StatusSent), want(ledger.StatusExpired), want(ledger.StatusCancelled))
 	}
 	for _, reason := range []string{"rejected: ", "exhausted: ", "decode: "} {
 		found := false

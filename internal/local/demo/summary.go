@@ -302,6 +302,12 @@ func (sum *Summary) Write(w io.Writer) {
 			case d.Contract.Ambiguous == provider.AmbiguousReview && c.Reviewed > 0:
 				fmt.Fprintf(w, "  %s: %d reviewed (dead-lettered as ambiguous), of which %d did go out: %s does not deduplicate, so they wait for an operator rather than risk a second %s\n",
 					d.Title, c.Reviewed, c.Delivered, d.Title, strings.TrimSuffix(d.Contract.Price.Unit, "s"))
+			case d.Contract.Ambiguous == provider.AmbiguousRecord && d.Contract.Reports != nil && c.Settled+c.SentAgain+c.Reviewed > 0:
+				record := d.Contract.Reports.Record
+				fmt.Fprintf(w, "  %s: of the sends that may have gone out, %d settled by %s (recorded sent, not sent again), "+
+					"%d sent again (not in %s, which had later %s),\n", d.Title, c.Settled, record, c.SentAgain, record, d.Contract.Price.Unit)
+				fmt.Fprintf(w, "    %d reviewed (dead-lettered as ambiguous: %s did not settle them within the longest wait), of which %d did go out\n",
+					c.Reviewed, record, c.Delivered)
 			case d.Contract.Ambiguous == provider.AmbiguousRetry && c.Copies > 0:
 				fmt.Fprintf(w, "  %s: %d extra copies reached its stand-in (a retry after a lost answer); what deduplicates them: %s\n", d.Title, c.Copies, d.Contract.Deduplicates)
 			}
