@@ -18,8 +18,8 @@ import (
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/outcome"
-	snsprovider "github.com/nudgehq/nudge/internal/provider/sns"
 	"github.com/nudgehq/nudge/internal/provider/ses"
+	snsprovider "github.com/nudgehq/nudge/internal/provider/sns"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
