@@ -195,6 +195,11 @@ type Verdict struct {
 	// Simulated the planned deliveries sent to SES's mailbox simulator.
 	Feedback                  map[ledger.FeedbackKind]int
 	FeedbackFailed, Simulated int
+	// ReportDelay is how long after a delivery was recorded sent its
+	// provider's first report was recorded, over the sent deliveries with
+	// one (firstReportDelay): the feedback path's delay, as the run
+	// measured it.
+	ReportDelayP50, ReportDelayP99, ReportDelayMax time.Duration
 	// Fallbacks are the planned fallbacks: FallbacksTaken those whose
 	// delivery failed, by why (dead, expired, bounced, complained), and
 	// FallbacksSent, FallbacksHeld how they ended.

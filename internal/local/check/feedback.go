@@ -1,6 +1,8 @@
 package check
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -34,7 +36,11 @@ func (v *Verdict) feedback(p Plan, ev Evidence) []string {
 		}
 	}
 	v.Feedback = map[ledger.FeedbackKind]int{}
+	var delays []time.Duration
 	for _, d := range ev.Ledger {
+		if delay, ok := firstReportDelay(d); ok {
+			delays = append(delays, delay)
+		}
 		if d.Feedback.Kind == "" {
 			continue
 		}
@@ -43,6 +49,8 @@ func (v *Verdict) feedback(p Plan, ev Evidence) []string {
 			v.FeedbackFailed++
 		}
 	}
+	slices.Sort(delays)
+	v.ReportDelayP50, v.ReportDelayP99, v.ReportDelayMax = quantile(delays, 0.5), quantile(delays, 0.99), quantile(delays, 1)
 	keys := make([]message.DeliveryKey, 0, len(p.Deliveries))
 	for k := range p.Deliveries {
 		keys = append(keys, k)
@@ -82,4 +90,25 @@ func expected(f ledger.Feedback) string {
 		return "bounced for good (a permanent bounce)"
 	}
 	return string(f.Kind)
+}
+
+// firstReportDelay is how long after d was recorded sent the provider's
+// first report of it was recorded (both the ledger's times), for a sent
+// delivery with a report recorded after its send; false otherwise (a
+// report that came first, while the send's answer was lost, is not one).
+func firstReportDelay(d ledger.Delivery) (time.Duration, bool) {
+	if d.Status != ledger.StatusSent || d.SentAt.IsZero() {
+		return 0, false
+	}
+	for _, e := range d.History {
+		if !e.Feedback {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.At)
+		if err != nil || at.Before(d.SentAt) {
+			return 0, false
+		}
+		return at.Sub(d.SentAt), true
+	}
+	return 0, false
 }

@@ -1,9 +1,11 @@
 package check
 
 import (
+	"fmt"
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
@@ -164,5 +166,32 @@ func TestTheFeedbackFiguresAreReadFromTheLedger(t *testing.T) {
 	d = ev.Ledger[key(reviewer, "drop")]
 	if d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous || d.Feedback.Kind != ledger.FeedbackDelivered {
 		t.Errorf("the reviewer's dropped answer's delivery: %s %s, feedback %q; want dead ambiguous, delivered", d.Status, d.LastErrorClass, d.Feedback.Kind)
+	}
+}
+
+// TestTheReportDelayIsMeasuredFromTheLedger: the feedback path's delay is
+// a sent delivery's first report recorded, less its send recorded; a
+// report recorded before the send (an answer lost) and a delivery without
+// one do not count.
+func TestTheReportDelayIsMeasuredFromTheLedger(t *testing.T) {
+	sent := time.Date(2027, 3, 1, 9, 0, 0, 0, time.UTC)
+	d := func(id string, reportAfter time.Duration, reports bool) ledger.Delivery {
+		x := ledger.Delivery{ReminderID: id, Channel: "email", Provider: "ses", Status: ledger.StatusSent, SentAt: sent,
+			History: []ledger.Entry{{At: ledger.Format(sent), Status: ledger.StatusSent}}}
+		if reports {
+			x.History = append(x.History, ledger.Entry{At: ledger.Format(sent.Add(reportAfter)), Status: ledger.StatusSent, Feedback: true, Note: "delivered"},
+				ledger.Entry{At: ledger.Format(sent.Add(time.Hour)), Status: ledger.StatusSent, Feedback: true, Note: "complained"})
+		}
+		return x
+	}
+	ev := Evidence{Ledger: map[message.DeliveryKey]ledger.Delivery{}}
+	for i, x := range []ledger.Delivery{d("a", time.Second, true), d("e", 2*time.Second, true), d("b", 3*time.Second, true), d("c", 0, false), d("d", -time.Second, true)} {
+		x.ReminderID = fmt.Sprint("rem-", i)
+		ev.Ledger[x.Key()] = x
+	}
+	var v Verdict
+	v.feedback(Plan{}, ev)
+	if v.ReportDelayP50 != 2*time.Second || v.ReportDelayMax != 3*time.Second {
+		t.Errorf("report delay p50 %v, max %v; want 2s, 3s (the first report of each, after its send)", v.ReportDelayP50, v.ReportDelayMax)
 	}
 }

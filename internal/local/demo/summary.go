@@ -118,6 +118,9 @@ type Summary struct {
 	FeedbackRead              bool
 	Feedback                  map[ledger.FeedbackKind]int
 	FeedbackFailed, Simulated int
+	// ReportDelay is the feedback path's delay: a send recorded to its
+	// provider's first report recorded.
+	ReportDelayP50, ReportDelayP99, ReportDelayMax time.Duration
 	// Fallbacks counts the planned fallbacks, FallbacksTaken those taken
 	// by why, FallbacksSent and FallbacksHeld how they ended, and
 	// BouncedToFallback tells one e-mail's bounce and its fallback.
@@ -154,6 +157,7 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.Sent, sum.Expired, sum.Cancelled = v.ByStatus[ledger.StatusSent], v.ByStatus[ledger.StatusExpired], v.ByStatus[ledger.StatusCancelled]
 	sum.LatencyP50, sum.LatencyP99, sum.LatencyMax, sum.Histogram = v.LatencyP50, v.LatencyP99, v.LatencyMax, v.Histogram
 	sum.FeedbackRead, sum.Feedback, sum.FeedbackFailed, sum.Simulated = ev.FeedbackRead, v.Feedback, v.FeedbackFailed, v.Simulated
+	sum.ReportDelayP50, sum.ReportDelayP99, sum.ReportDelayMax = v.ReportDelayP50, v.ReportDelayP99, v.ReportDelayMax
 	sum.WindowP50, sum.WindowP99, sum.WindowMax = v.WindowP50, v.WindowP99, v.WindowMax
 	sum.DeadLettered, sum.DLQCopies = v.DeadLettered, v.DLQCopies
 	sum.Resent, sum.ResentLedger, sum.KillsExhausted = v.Resent, v.ResentLedger, v.KillsExhausted
@@ -317,6 +321,8 @@ func (sum *Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "\nSES feedback (its events → the default bus → the feedback queue → the feedback function → the ledger): %s;\n"+
 			"  %d failed after sending (bounced for good or complained of); %d e-mails to SES's mailbox simulator, each ending as it says\n",
 			feedbackCounts(sum.Feedback), sum.FeedbackFailed, sum.Simulated)
+		fmt.Fprintf(w, "  a send recorded → its first report recorded: p50 %v, p99 %v, max %v (the stand-in's events, the bus, the feedback queue, the function)\n",
+			sum.ReportDelayP50.Round(time.Millisecond), sum.ReportDelayP99.Round(time.Millisecond), sum.ReportDelayMax.Round(time.Millisecond))
 	}
 	if sum.Chaos {
 		fmt.Fprintln(w, "\nchaos:")
