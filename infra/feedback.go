@@ -136,6 +136,9 @@ func (n *NudgeStack) feedback(s deployment.Stage, buildDir string, bus awsevents
 	// UpdateItem), on the table alone (no index), and only on reminders'
 	// partitions (REM#…), where deliveries live.
 	n.Feedback.AddToRolePolicy(reminderWrites([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, n.Table.TableArn()))
+	// The feedback mark (ledger.RecordFeedbackMark): a conditional UpdateItem
+	// of its registry item.
+	n.Feedback.AddToRolePolicy(registryAccess([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
 	// The mapping receives, deletes and returns messages: the grant adds
 	// exactly sqs:ReceiveMessage, ChangeMessageVisibility, GetQueueUrl,
 	// DeleteMessage and GetQueueAttributes on the feedback queue.

@@ -257,8 +257,12 @@ func checkFeedbackRole(t *testing.T, tp template, ids feedbackIDs) {
 			case "dynamodb:GetItem", "dynamodb:UpdateItem":
 				want = `{"Fn::GetAtt":["` + ids.table + `","Arn"]}`
 				cond := asJSON(st["Condition"])
-				if cond != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["REM#*"]},"Null":{"dynamodb:LeadingKeys":"false"}}` {
-					t.Errorf("the feedback role's %s is not limited to reminders' partitions: %s", a, cond)
+				reminders := cond == `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["REM#*"]},"Null":{"dynamodb:LeadingKeys":"false"}}`
+				// The feedback mark: an UpdateItem of the registry's item.
+				registry := a == "dynamodb:UpdateItem" &&
+					cond == `{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["NUDGE"]},"Null":{"dynamodb:LeadingKeys":"false"}}`
+				if !reminders && !registry {
+					t.Errorf("the feedback role's %s is not limited to reminders' partitions (or, for the mark, the registry's): %s", a, cond)
 				}
 			case "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes":
 				want = `{"Fn::GetAtt":["` + ids.queue + `","Arn"]}`

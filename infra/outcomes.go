@@ -155,12 +155,15 @@ func (n *NudgeStack) outcomes(s deployment.Stage, props *NudgeStackProps, def *d
 	})
 	res := deployment.Resources{Table: *n.Table.TableName()}
 	n.Outcomes = newFunction(stack, "Outcomes", props.BuildDir, "outcomes", s.OutcomesMemoryMB, s.OutcomesTimeout.Seconds(), 0, s.OutcomesEnv(res), s, removal)
-	// PutEvents on the bus alone; the one write ledger.TakeFallback makes
-	// (a conditional UpdateItem of the fallback's delivery item), on the
-	// table alone and only on reminders' partitions; and, with an
-	// operators' topic, sns:Publish on it alone.
+	// PutEvents on the bus alone; what ledger.TakeFallback calls (the
+	// conditional writes of the fallback's and its primary's items, on
+	// reminders' partitions alone, and a read of the shard count in the
+	// registry); and, with an operators' topic, sns:Publish on it alone.
+	// TestTheRolesAllowWhatTheLedgerCalls runs the calls against the role.
 	n.Outcomes.AddToRolePolicy(allow([]string{"events:PutEvents"}, n.EventBus.EventBusArn()))
-	n.Outcomes.AddToRolePolicy(reminderWrites([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
+	n.Outcomes.AddToRolePolicy(reminderWrites([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, n.Table.TableArn()))
+	// The shard count a taken fallback is placed by, read from the registry.
+	n.Outcomes.AddToRolePolicy(registryAccess([]string{"dynamodb:GetItem"}, n.Table.TableArn()))
 	if s.OperatorsTopicArn != "" {
 		n.Outcomes.AddToRolePolicy(allow([]string{"sns:Publish"}, str(s.OperatorsTopicArn)))
 	}

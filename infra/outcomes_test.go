@@ -181,10 +181,13 @@ func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string,
 				want = busArn
 			case "dynamodb:ListStreams":
 				want = `"*"`
-			case "dynamodb:UpdateItem":
+			case "dynamodb:UpdateItem", "dynamodb:GetItem":
 				want = `{"Fn::GetAtt":["` + ids.table + `","Arn"]}`
-				if !strings.Contains(asJSON(st["Condition"]), `"dynamodb:LeadingKeys":["REM#*"]`) {
-					t.Errorf("the outcomes role's UpdateItem is not bound to reminders' partitions: %v", st["Condition"])
+				cond := asJSON(st["Condition"])
+				reminders := strings.Contains(cond, `"dynamodb:LeadingKeys":["REM#*"]`)
+				registry := a == "dynamodb:GetItem" && strings.Contains(cond, `{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["NUDGE"]}`)
+				if !reminders && !registry {
+					t.Errorf("the outcomes role's %s is not bound to reminders' partitions (or, to read, the registry's): %v", a, st["Condition"])
 				}
 			case "sns:Publish":
 				want = `"none"`
@@ -217,8 +220,8 @@ func checkOutcomesRole(t *testing.T, tp template, ids outcomeIDs, busArn string,
 		got = append(got, a)
 	}
 	slices.Sort(got)
-	want := []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "dynamodb:UpdateItem",
-		"events:PutEvents", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	want := []string{"dynamodb:DescribeStream", "dynamodb:GetItem", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
+		"dynamodb:UpdateItem", "events:PutEvents", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
 	if len(topicArn) > 0 {
 		want = append(want, "sns:Publish")
 		slices.Sort(want)

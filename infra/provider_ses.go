@@ -102,6 +102,9 @@ func (n *NudgeStack) email(s deployment.Stage, templates []ses.Template, bus aws
 	arn := func(resource, name string) *string {
 		return n.Stack.FormatArn(&awscdk.ArnComponents{Service: str("ses"), Resource: str(resource), ResourceName: str(name)})
 	}
+	// The feedback mark the consumer reads before it sends an ambiguous
+	// e-mail again (ledger.FeedbackMark), in the table's registry alone.
+	n.Consumer.AddToRolePolicy(registryAccess([]string{"dynamodb:GetItem"}, n.Table.TableArn()))
 	n.Consumer.AddToRolePolicy(allow([]string{"ses:SendEmail", "ses:SendTemplatedEmail"},
 		arn("identity", ses.IdentityName(s.Provider(ses.Name, nil))), arn("configuration-set", *set.ConfigurationSetName()), arn("template", ses.TemplatePrefix(s.Name)+"*")))
 	n.Operator.AddStatements(allow([]string{"ses:GetEmailTemplate"}, arn("template", ses.TemplatePrefix(s.Name)+"*")))

@@ -498,6 +498,16 @@ func reminderWrites(actions []string, table *string) awsiam.PolicyStatement {
 	return st
 }
 
+// registryAccess allows actions on table's registry items alone (partition
+// ledger.RegistryPartition: the shard count, the stage's facts, the
+// feedback marks).
+func registryAccess(actions []string, table *string) awsiam.PolicyStatement {
+	st := allow(actions, table)
+	st.AddCondition(str("ForAllValues:StringEquals"), map[string]any{"dynamodb:LeadingKeys": []string{ledger.RegistryPartition}})
+	st.AddCondition(str("Null"), map[string]any{"dynamodb:LeadingKeys": "false"})
+	return st
+}
+
 func allow(actions []string, resources ...*string) awsiam.PolicyStatement {
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources})
 }

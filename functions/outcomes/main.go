@@ -39,7 +39,7 @@ func build(ctx context.Context, log *slog.Logger) (*outcome.Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table})
+	led, err := ledger.New(awsclient.DynamoDB(cfg), s.LedgerConfig())
 	if err != nil {
 		return nil, err
 	}

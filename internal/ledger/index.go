@@ -122,9 +122,14 @@ func splitSort(sort string) (publishAt string, key message.DeliveryKey, err erro
 // writer used, so that the enqueue reads every shard that holds work even
 // when its own setting is smaller.
 const (
-	registryPK = "NUDGE"
+	registryPK = RegistryPartition
 	registrySK = "SHARDS"
 )
+
+// RegistryPartition is the partition key of the table's registry items:
+// the shard count, the stage's facts, the feedback marks. The stack's
+// policies name it to allow those items alone.
+const RegistryPartition = "NUDGE"
 
 // ErrNoShardCount is the reason a ledger that takes its shard count from
 // the registry (Config.ShardsFromRegistry) cannot place a delivery: nothing

@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"github.com/nudgehq/nudge/internal/envconfig"
+	"github.com/nudgehq/nudge/internal/ledger"
 )
 
 // Settings are the outcomes function's deployment settings, read from its
@@ -21,4 +22,12 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	s := Settings{Bus: r.Required("NUDGE_EVENT_BUS"), Stage: getenv("NUDGE_STAGE_NAME"), Table: r.Required("NUDGE_TABLE"),
 		OperatorsTopic: getenv("NUDGE_OPERATORS_TOPIC_ARN")}
 	return s, r.Err()
+}
+
+// LedgerConfig is the ledger the function takes fallbacks in: the table,
+// and the shard count read from its registry (the enqueue records the
+// stack's), never written: the function's role may read the registry and
+// write reminders' items alone.
+func (s Settings) LedgerConfig() ledger.Config {
+	return ledger.Config{Table: s.Table, ShardsFromRegistry: true}
 }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/outcome"
+)
+
+// ddbCall is one item a DynamoDB request acts on: its action, as IAM names
+// it, and its partition key.
+type ddbCall struct{ action, pk string }
+
+// spyDB records the items each request acts on and answers as DynamoDB
+// would for the calls under test: the registry's shard count, a delivery
+// item for any other read or write.
+type spyDB struct {
+	mu    sync.Mutex
+	calls []ddbCall
+	item  map[string]ddbtypes.AttributeValue
+}
+
+func (s *spyDB) add(action string, key map[string]ddbtypes.AttributeValue) {
+	pk, _ := key["PK"].(*ddbtypes.AttributeValueMemberS)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pk != nil {
+		s.calls = append(s.calls, ddbCall{action, pk.Value})
+	}
+}
+
+func (s *spyDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	s.add("dynamodb:GetItem", in.Key)
+	if pk := in.Key["PK"].(*ddbtypes.AttributeValueMemberS); pk.Value == ledger.RegistryPartition {
+		return &dynamodb.GetItemOutput{Item: map[string]ddbtypes.AttributeValue{"shards": &ddbtypes.AttributeValueMemberN{Value: "8"},
+			"at": &ddbtypes.AttributeValueMemberS{Value: ledger.Format(t0)}}}, nil
+	}
+	return &dynamodb.GetItemOutput{Item: s.item}, nil
+}
+
+func (s *spyDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.add("dynamodb:PutItem", in.Item)
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func (s *spyDB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.add("dynamodb:UpdateItem", in.Key)
+	return &dynamodb.UpdateItemOutput{Attributes: s.item}, nil
+}
+
+func (s *spyDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	for _, r := range in.RequestItems {
+		for _, k := range r.Keys {
+			s.add("dynamodb:BatchGetItem", k)
+		}
+	}
+	return &dynamodb.BatchGetItemOutput{}, nil
+}
+
+func (s *spyDB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	s.add("dynamodb:Query", nil)
+	return &dynamodb.QueryOutput{}, nil
+}
+
+func (s *spyDB) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	s.add("dynamodb:Scan", nil)
+	return &dynamodb.ScanOutput{}, nil
+}
+
+func (s *spyDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for _, it := range in.TransactItems {
+		switch {
+		case it.Update != nil:
+			s.add("dynamodb:UpdateItem", it.Update.Key)
+		case it.ConditionCheck != nil:
+			s.add("dynamodb:ConditionCheckItem", it.ConditionCheck.Key)
+		case it.Put != nil:
+			s.add("dynamodb:PutItem", it.Put.Item)
+		case it.Delete != nil:
+			s.add("dynamodb:DeleteItem", it.Delete.Key)
+		}
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+var _ ledger.API = (*spyDB)(nil)
+
+// allowed reports whether role's statements in tp allow call on the
+// table (tableID's ARN): an Allow of its action on the table whose
+// dynamodb:LeadingKeys condition, if any, admits its partition key.
+func allowed(tp template, role, tableID string, call ddbCall) bool {
+	tableArn := `{"Fn::GetAtt":["` + tableID + `","Arn"]}`
+	for _, st := range roleStatements(tp, role) {
+		if st["Effect"] != "Allow" || !slices.Contains(statementActions(st), call.action) || !strings.Contains(asJSON(st["Resource"]), tableArn) {
+			continue
+		}
+		cond, _ := st["Condition"].(map[string]any)
+		if cond == nil {
+			return true
+		}
+		admits := false
+		for op, byKey := range cond {
+			keys, ok := byKey.(map[string]any)["dynamodb:LeadingKeys"].([]any)
+			if !ok {
+				continue
+			}
+			for _, k := range keys {
+				switch op {
+				case "ForAllValues:StringLike":
+					if ok, _ := path.Match(k.(string), call.pk); ok {
+						admits = true
+					}
+				case "ForAllValues:StringEquals":
+					admits = admits || k == call.pk
+				}
+			}
+		}
+		if admits {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTheRolesAllowWhatTheLedgerCalls runs, against a DynamoDB that records
+// each item a request acts on, the ledger calls each function makes
+// beyond the consumer's and the enqueue's tested paths — the outcomes
+// function taking a fallback (as its ledger is configured), the feedback
+// function recording a report, settling a delivery and writing the mark,
+// the consumer reading the mark — and checks that the function's role, as
+// synthesized for a stage running ses, allows every one: action and
+// partition key. IAM is not enforced locally, so this is where a call the
+// role does not allow is caught.
+func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
+	n, tpl := synth(t, sesStage(deployment.Dev()))
+	tp := toJSON(t, tpl)
+	var consumerRole, feedbackRole, outcomesRole, tableID string
+	must(t, func() {
+		id := func(c awscdk.CfnElement) string { return *n.Stack.GetLogicalId(c) }
+		consumerRole = id(n.Consumer.Role().Node().DefaultChild().(awscdk.CfnElement))
+		feedbackRole = id(n.Feedback.Role().Node().DefaultChild().(awscdk.CfnElement))
+		outcomesRole = id(n.Outcomes.Role().Node().DefaultChild().(awscdk.CfnElement))
+		tableID = id(n.Table.Node().DefaultChild().(awscdk.CfnElement))
+	})
+	ctx := context.Background()
+	primary := delivery(ledger.StatusDead)
+	primary.Fallback = ledger.FallbackRef{Channel: "sms", Provider: "sns"}
+	held := delivery(ledger.StatusHeld)
+	held.Channel, held.Provider, held.FallbackOf = "sms", "sns", ledger.FallbackRef{Channel: "email", Provider: "ses"}
+	img, err := ledger.Image(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		role, who string
+		cfg       ledger.Config
+		run       func(l *ledger.Ledger) error
+	}{
+		{outcomesRole, "the outcomes function taking a fallback", outcome.Settings{Table: "T"}.LedgerConfig(), func(l *ledger.Ledger) error {
+			_, err := l.TakeFallback(ctx, primary, "dead (rejected)")
+			return err
+		}},
+		{feedbackRole, "the feedback function recording a report", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
+			_, err := l.RecordFeedback(ctx, primary.Key(), ledger.Feedback{Kind: ledger.FeedbackDelivered, At: t0, ID: "fb-1"})
+			return err
+		}},
+		{feedbackRole, "the feedback function settling a delivery", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
+			d := primary
+			d.LastErrorClass = "ambiguous"
+			_, err := l.SettleSent(ctx, d, "ses-msg-1", "sent, by SES's record")
+			return err
+		}},
+		{feedbackRole, "the feedback function writing the mark", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
+			return l.RecordFeedbackMark(ctx, "ses", t0.Add(time.Minute))
+		}},
+		{consumerRole, "the consumer reading the mark", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
+			_, err := l.FeedbackMark(ctx, "ses")
+			return err
+		}},
+	} {
+		spy := &spyDB{item: img}
+		l, err := ledger.New(spy, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.run(l) // the spy's answers need not satisfy every check after the calls
+		if len(spy.calls) == 0 {
+			t.Errorf("%s made no DynamoDB call", c.who)
+		}
+		for _, call := range spy.calls {
+			if !allowed(tp, c.role, tableID, call) {
+				t.Errorf("%s calls %s on partition %s, which its role does not allow", c.who, call.action, call.pk)
+			}
+		}
+	}
+}
