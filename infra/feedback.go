@@ -179,24 +179,29 @@ func (n *NudgeStack) feedbackAlarms(s deployment.Stage, add alarmFunc) {
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("AWS/Events"), MetricName: str("FailedInvocations"),
 			DimensionsMap: &map[string]*string{"RuleName": str(feedbackRuleName(s))}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))}),
 		0, 1, 0, notBreaching)
-	add("feedback-stopped", fmt.Sprintf("E-mails were sent in the last %v and no SES event was recorded on a delivery in that time: "+
+	add("feedback-stopped", fmt.Sprintf("E-mails were sent in the last %v and the feedback function heard of no SES event in that time: "+
 		"SES's events are not coming back (the configuration set's event destination, the rule, the queue, the function).", feedbackStoppedWindow),
 		n.feedbackStopped(), 0, 1, 0, notBreaching)
 }
 
 // feedbackStopped is 1 for a window of feedbackStoppedWindow in which the
 // consumer sent e-mails (Sent by Channel=email) and the feedback function
-// recorded nothing (FeedbackRecorded), else 0; no value where neither
-// happened. Each term is FILLed: the one missing is the news.
+// heard of none (no event FeedbackRecorded, FeedbackRedundant — a Send
+// event of an e-mail already recorded sent, which is not written — or
+// FeedbackSettled), else 0; no value where neither happened. Each term is
+// FILLed: the one missing is the news.
 func (n *NudgeStack) feedbackStopped() awscloudwatch.IMetric {
 	window := awscdk.Duration_Seconds(num(feedbackStoppedWindow.Seconds()))
 	sent := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricSent),
 		DimensionsMap: &map[string]*string{"Function": str("consumer"), "Channel": str("email")}, Statistic: str("Sum"), Period: window})
-	recorded := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(feedback.MetricRecorded),
-		DimensionsMap: &map[string]*string{"Function": str("feedback")}, Statistic: str("Sum"), Period: window})
+	heard := map[string]awscloudwatch.IMetric{"sent": sent}
+	for id, name := range map[string]string{"recorded": feedback.MetricRecorded, "redundant": feedback.MetricRedundant, "settled": feedback.MetricSettled} {
+		heard[id] = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(name),
+			DimensionsMap: &map[string]*string{"Function": str("feedback")}, Statistic: str("Sum"), Period: window})
+	}
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: str("IF(FILL(sent, 0) > 0 AND FILL(recorded, 0) == 0, 1, 0)"), Label: str("E-mails sent, no SES event recorded"),
-		UsingMetrics: &map[string]awscloudwatch.IMetric{"sent": sent, "recorded": recorded}, Period: window,
+		Expression: str("IF(FILL(sent, 0) > 0 AND FILL(recorded, 0) + FILL(redundant, 0) + FILL(settled, 0) == 0, 1, 0)"),
+		Label:      str("E-mails sent, no SES event heard of"), UsingMetrics: &heard, Period: window,
 	})
 }
 
@@ -204,8 +209,8 @@ func (n *NudgeStack) feedbackStopped() awscloudwatch.IMetric {
 // sent.
 func (n *NudgeStack) feedbackWidget() awscloudwatch.IWidget {
 	var left []awscloudwatch.IMetric
-	for _, name := range []string{feedback.MetricRecorded, feedback.MetricRepeated, feedback.MetricUnmatched, feedback.MetricIgnored,
-		feedback.MetricUndecodable, feedback.MetricRetried} {
+	for _, name := range []string{feedback.MetricRecorded, feedback.MetricRedundant, feedback.MetricSettled, feedback.MetricRepeated,
+		feedback.MetricUnmatched, feedback.MetricIgnored, feedback.MetricUndecodable, feedback.MetricRetried} {
 		left = append(left, nudgeMetric("feedback", name, "Sum"))
 	}
 	sent := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricSent),

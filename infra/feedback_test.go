@@ -378,13 +378,18 @@ func TestTheFeedbackAlarms(t *testing.T) {
 			expr = m
 		}
 	}
-	if expr == nil || expr["Expression"] != "IF(FILL(sent, 0) > 0 AND FILL(recorded, 0) == 0, 1, 0)" || expr["ReturnData"] != true || len(byID) != 3 {
-		t.Fatalf("alarm feedback-stopped: %s; want IF(FILL(sent, 0) > 0 AND FILL(recorded, 0) == 0, 1, 0) of sent and recorded", asJSON(a["Metrics"]))
+	const wantExpr = "IF(FILL(sent, 0) > 0 AND FILL(recorded, 0) + FILL(redundant, 0) + FILL(settled, 0) == 0, 1, 0)"
+	if expr == nil || expr["Expression"] != wantExpr || expr["ReturnData"] != true || len(byID) != 5 {
+		t.Fatalf("alarm feedback-stopped: %s; want %s of sent, recorded, redundant and settled", asJSON(a["Metrics"]), wantExpr)
 	}
 	for id, want := range map[string]string{
 		"sent": `{"Metric":{"Dimensions":[{"Name":"Channel","Value":"email"},{"Name":"Function","Value":"consumer"}],"MetricName":"` + consumer.MetricSent +
 			`","Namespace":"Nudge"},"Period":1800,"Stat":"Sum"}`,
 		"recorded": `{"Metric":{"Dimensions":[{"Name":"Function","Value":"feedback"}],"MetricName":"` + feedback.MetricRecorded +
+			`","Namespace":"Nudge"},"Period":1800,"Stat":"Sum"}`,
+		"redundant": `{"Metric":{"Dimensions":[{"Name":"Function","Value":"feedback"}],"MetricName":"` + feedback.MetricRedundant +
+			`","Namespace":"Nudge"},"Period":1800,"Stat":"Sum"}`,
+		"settled": `{"Metric":{"Dimensions":[{"Name":"Function","Value":"feedback"}],"MetricName":"` + feedback.MetricSettled +
 			`","Namespace":"Nudge"},"Period":1800,"Stat":"Sum"}`,
 	} {
 		m, ok := byID[id]
