@@ -309,9 +309,9 @@ func Check(p Plan, ev Evidence) Verdict {
 			resent[r.Key] = r.Times
 		}
 	}
-	p = v.fallbackEnds(p, ev)
+	p, fallbackBad := v.fallbackEnds(p, ev)
 	v.BouncedToFallback = bouncedToFallback(p, ev)
-	v.Violations = violations(p, ev, resent, v.Overdue)
+	v.Violations = append(violations(p, ev, resent, v.Overdue), fallbackBad...)
 	if ev.EventsRead {
 		v.Violations = append(v.Violations, v.events(ev)...)
 	}

@@ -646,3 +646,55 @@ func TestAnEndLeftSinceStillNeedsItsEvent(t *testing.T) {
 		t.Fatalf("with both ends' events: %v", v.Violations)
 	}
 }
+
+// TestFallbacksAreJudgedByThePlan: a fallback of a delivery the plan fails
+// (a bounce at SES's simulator) must be taken and sent, once; one whose
+// delivery was sent without a failing report must stay held, and sent it
+// is a delivery on two channels.
+func TestFallbacksAreJudgedByThePlan(t *testing.T) {
+	email := message.DeliveryKey{ReminderID: "rem-fb", Channel: "email", Provider: "ses"}
+	sms := message.DeliveryKey{ReminderID: "rem-fb", Channel: "sms", Provider: "sns"}
+	plan := func(bounce bool) Plan {
+		primary := Planned{Key: email, Kind: "due now", Expect: ledger.StatusSent, Feedback: ledger.Feedback{Kind: ledger.FeedbackDelivered}}
+		fb := Planned{Key: sms, Kind: "fallback of due now", Expect: ledger.StatusHeld, FallbackOf: email}
+		if bounce {
+			primary.Feedback, primary.Simulator, fb.Expect = ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true}, "bounce@simulator.amazonses.com", ledger.StatusSent
+		}
+		return Plan{Deliveries: map[message.DeliveryKey]Planned{email: primary, sms: fb}}
+	}
+	for _, tc := range []struct {
+		name   string
+		bounce bool
+		change func(ev *Evidence)
+		want   []string
+	}{
+		{"a bounce, its fallback sent", true, func(*Evidence) {}, nil},
+		{"a bounce, its fallback never taken", true, func(ev *Evidence) {
+			d := ev.Ledger[sms]
+			d.Status = ledger.StatusHeld
+			ev.Ledger[sms], ev.Recorded[sms] = d, 0
+		}, []string{"rem-fb:sms:sns (fallback of due now, fault \"\") ended held", "expected sent"}},
+		{"a delivery sent, its fallback held", false, func(*Evidence) {}, nil},
+		{"a delivery sent, its fallback sent too", false, func(ev *Evidence) {
+			d := ev.Ledger[sms]
+			d.Status = ledger.StatusSent
+			ev.Ledger[sms], ev.Recorded[sms] = d, 1
+		}, []string{"sent on two channels: rem-fb:email:ses went out"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(tc.bounce)
+			ev := Perfect(p)
+			tc.change(&ev)
+			v := Check(p, ev)
+			all := strings.Join(v.Violations, "\n")
+			if len(tc.want) == 0 && !v.OK() {
+				t.Fatalf("violations %v; want none", v.Violations)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("violations %v; want one with %q", v.Violations, w)
+				}
+			}
+		})
+	}
+}

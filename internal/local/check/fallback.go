@@ -2,37 +2,60 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/sesevents"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/failure"
 )
 
-// fallbackEnds returns p with what each planned fallback must end as,
-// from how the delivery it stands in for ended (Planned.FallbackOf): sent
-// (taken, once) if that delivery failed, cancelled with it, and held
-// otherwise. It counts the fallbacks.
-func (v *Verdict) fallbackEnds(p Plan, ev Evidence) Plan {
+// fallbackEnds returns p with what each planned fallback must end as, and
+// the violations of the fallbacks' own rules. What a fallback must end as
+// comes from the plan where the delivery it stands in for ended as planned
+// (Planned.FallbackOf): sent (taken, once) if the plan fails that delivery
+// (a failing report of SES's simulator, a permanent rejection, an
+// expiry), cancelled with it, held otherwise. Where that delivery ended
+// otherwise (kills spent its budget: violations judges whether that is
+// explained), the fallback follows its end as the ledger has it
+// (ledger.Delivery.FallbackDue). Whatever the plan, a fallback sent for a
+// delivery its provider took and no failing report followed is a
+// violation: the recipient got both. It counts the fallbacks.
+func (v *Verdict) fallbackEnds(p Plan, ev Evidence) (Plan, []string) {
 	out := Plan{Deliveries: make(map[message.DeliveryKey]Planned, len(p.Deliveries)), Poison: p.Poison}
+	var bad []string
 	v.FallbacksTaken = map[string]int{}
-	for k, want := range p.Deliveries {
+	keys := slices.SortedFunc(maps.Keys(p.Deliveries), func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		want := p.Deliveries[k]
 		if want.FallbackOf != (message.DeliveryKey{}) {
 			v.Fallbacks++
-			primary := ev.Ledger[want.FallbackOf]
+			plan, primary, got := p.Deliveries[want.FallbackOf], ev.Ledger[want.FallbackOf], ev.Ledger[k]
 			reason, due := primary.FallbackDue()
+			plannedFail := plan.Feedback.Failed() || plan.Expect == ledger.StatusExpired ||
+				plan.Expect == ledger.StatusDead && plan.Class != failure.ClassAmbiguous
 			switch {
-			case due:
-				want.Expect = ledger.StatusSent
-				kind, _, _ := strings.Cut(reason, " ")
-				v.FallbacksTaken[kind]++
 			case primary.Status == ledger.StatusCancelled:
 				want.Expect = ledger.StatusCancelled
+			case plannedFail && primary.Status == plan.Expect, due && primary.Status != plan.Expect:
+				want.Expect = ledger.StatusSent
 			default:
 				want.Expect = ledger.StatusHeld
 			}
-			switch ev.Ledger[k].Status {
+			if due {
+				kind, _, _ := strings.Cut(reason, " ")
+				v.FallbacksTaken[kind]++
+			}
+			if got.Status == ledger.StatusSent && ev.Recorded[want.FallbackOf] > 0 && !primary.Failed() && len(bad) < 10 {
+				bad = append(bad, fmt.Sprintf("sent on two channels: %s went out (%s, %d at its provider) and so did its fallback %s",
+					want.FallbackOf, primary.Status, ev.Recorded[want.FallbackOf], k))
+			}
+			if !got.FallbackOf.IsZero() && got.FallbackOf.Key(k.ReminderID) != want.FallbackOf && len(bad) < 10 {
+				bad = append(bad, fmt.Sprintf("%s stands in for %s in the ledger, planned for %s", k, got.FallbackOf.Key(k.ReminderID), want.FallbackOf))
+			}
+			switch got.Status {
 			case ledger.StatusSent:
 				v.FallbacksSent++
 			case ledger.StatusHeld:
@@ -41,7 +64,7 @@ func (v *Verdict) fallbackEnds(p Plan, ev Evidence) Plan {
 		}
 		out.Deliveries[k] = want
 	}
-	return out
+	return out, bad
 }
 
 // bouncedToFallback tells, for the first (by key) e-mail of the plan to
