@@ -235,7 +235,7 @@ func (n *NudgeStack) outcomeAlarms(add alarmFunc) {
 		"the mapping retries from the first refused record, and events wait.",
 		nudgeMetric("outcomes", metricOutcomesPublishFailed, "Sum"), 0, 5, 3, notBreaching)
 	add("outcomes-fallback-failed", "The outcomes function could not take failed deliveries' fallbacks (the ledger's write failed) in 3 of 5 minutes: "+
-		"the mapping retries from the record, and the shard's later events wait; a fallback is never lost, but it is late.",
+		"the mapping retries from the record, and the shard's later events wait: the fallbacks are late, and past 23 h their records go to the outcomes DLQ.",
 		nudgeMetric("outcomes", metricOutcomesFallbackFailed, "Sum"), 0, 5, 3, notBreaching)
 	add("outcomes-undecodable", "The outcomes function met a stream record it cannot decode as a delivery (a deploy out of step): "+
 		"the mapping retries from it, and the shard's later events wait, until a function that reads it is deployed.",

@@ -206,6 +206,9 @@ func TestAnExpiryUnderEscalateIsEscalated(t *testing.T) {
 	if aws.ToString(in.TopicArn) != arn || aws.ToString(in.MessageDeduplicationId) != told.EventID || aws.ToString(in.MessageGroupId) != "rem-e1" {
 		t.Errorf("publish %+v: want the FIFO topic, deduplicated by the event's id, grouped by reminder", in)
 	}
+	if !strings.Contains(aws.ToString(in.Subject), "rem-e1:email:ses expired unsent") {
+		t.Errorf("subject %q", aws.ToString(in.Subject))
+	}
 	if strings.Contains(aws.ToString(in.Message), "pat.doe") || strings.Contains(aws.ToString(in.Subject), "pat.doe") {
 		t.Error("the operators' message holds the address")
 	}

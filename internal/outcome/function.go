@@ -21,6 +21,7 @@ import (
 	"github.com/nudgehq/nudge/internal/metrics"
 	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/failure"
 )
 
 // MaxEntries is the most entries one PutEvents call takes.
@@ -250,7 +251,7 @@ func (f *Function) notify(ctx context.Context, e Event) error {
 	detail, _ := json.Marshal(e) // strings, ints: cannot fail
 	in := &sns.PublishInput{
 		TopicArn: aws.String(f.cfg.OperatorsTopic),
-		Subject:  aws.String(text.Clip("Nudge "+f.cfg.Stage+": "+e.DeliveryKey+" expired unsent (escalated)", 100)),
+		Subject:  aws.String(text.Clip("Nudge "+f.cfg.Stage+": "+e.DeliveryKey+" "+escalationWhat(e)+" (escalated)", 100)),
 		Message:  aws.String(string(detail)),
 	}
 	if strings.HasSuffix(f.cfg.OperatorsTopic, ".fifo") {
@@ -264,6 +265,15 @@ func (f *Function) notify(ctx context.Context, e Event) error {
 	}
 	f.cfg.Metrics.Add("EscalationsNotified", 1)
 	return nil
+}
+
+// escalationWhat says what the escalated end was: an expiry unsent, or
+// one after an attempt whose outcome is unknown (needs review).
+func escalationWhat(e Event) string {
+	if e.Class == failure.ClassAmbiguous {
+		return "expired, its last attempt's outcome unknown"
+	}
+	return "expired unsent"
 }
 
 // change is a stream record's change of a delivery item.
