@@ -45,7 +45,7 @@ func newRecordWith(t *testing.T, records func(*ledger.Memory) consumer.RecordLed
 	var err error
 	f.c, err = consumer.New(consumer.Config{
 		Records: rl,
-		Ledger: f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, MaxAttempts: 3, Metrics: f.m,
+		Ledger:  f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, MaxAttempts: 3, Metrics: f.m,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Providers: map[string]provider.Provider{"ses": provider.Func(func(_ context.Context, req provider.Request, _ string) (provider.Receipt, error) {
 			f.got = append(f.got, req)
