@@ -323,6 +323,13 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		}
 	}
 	if c.policy(d.Provider) == provider.AmbiguousRecord {
+		// The provider reported a message of this delivery: it accepted
+		// one under this key, whatever brought this claim (a wait, a lapsed
+		// lease, a redriven DLQ copy of a delivery the feedback function
+		// had not yet settled). It is recorded sent, not sent again.
+		if reported(d) {
+			return c.settleByRecord(ctx, d)
+		}
 		// An ambiguous attempt before this claim: the provider's record
 		// decides whether this one sends.
 		if start, ok := awaitedSince(d); ok {

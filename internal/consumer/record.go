@@ -36,6 +36,11 @@ const (
 	// report within the window while it reported later messages: sent
 	// again under the same key.
 	MetricAmbiguousResent = "AmbiguousResent"
+	// MetricFeedbackMarkUnread counts reads of the provider's feedback
+	// mark that failed once a window had passed: the delivery waits again
+	// instead of being sent again (and, while the reads fail, goes to
+	// review after the longest wait).
+	MetricFeedbackMarkUnread = "FeedbackMarkUnread"
 )
 
 // RecordSkew is how much later than an ambiguous attempt's start a message
@@ -71,28 +76,40 @@ func awaitedSince(d ledger.Delivery) (time.Time, bool) {
 	return t, true
 }
 
-// byRecord decides, before a send, a claimed delivery whose ambiguous
-// attempt started at start, by the provider's record: sent if the provider
-// reported it; sent again (done false) once the window has passed and the
-// provider reported a message accepted after it; else waits again, up to
-// MaxWait, and then is dead-lettered for review.
+// reported reports whether the provider reported a message of d's: it
+// accepted one under d's key.
+func reported(d ledger.Delivery) bool {
+	return d.Feedback.Kind != "" || len(d.FeedbackSeen) > 0
+}
+
+// settleByRecord records the claimed d, which the provider reported
+// (reported), sent by the provider's record, with its message id, instead
+// of sending it.
+func (c *Consumer) settleByRecord(ctx context.Context, d ledger.Delivery) Outcome {
+	w := c.cfg.RecordWaits[d.Provider]
+	_, err := c.cfg.Records.SettleSent(ctx, d, d.Feedback.MessageID, "sent, by "+w.Record)
+	switch {
+	case err == nil:
+		c.cfg.Metrics.AddBy(MetricAmbiguousSettled, 1, map[string]string{"Provider": d.Provider})
+		return Outcome{Transition: Sent, Reason: "by " + w.Record}
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrLeaseLost):
+		return Outcome{Transition: Duplicate, Reason: err.Error()}
+	}
+	return Outcome{Err: failure.Retryable(err, 0)}
+}
+
+// byRecord decides, before a send, a claimed delivery the provider has not
+// reported (reported settles one it has), whose ambiguous attempt started
+// at start, by the provider's record: sent again (done false) once the
+// window has passed and the provider reported a message accepted after it;
+// else waits again, up to MaxWait, and then is dead-lettered for review.
 func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, start time.Time) (Outcome, bool) {
 	w := c.cfg.RecordWaits[d.Provider]
-	if d.Feedback.Kind != "" || len(d.FeedbackSeen) > 0 {
-		_, err := c.cfg.Records.SettleSent(ctx, d, d.Feedback.MessageID, "sent, by "+w.Record)
-		switch {
-		case err == nil:
-			c.cfg.Metrics.AddBy(MetricAmbiguousSettled, 1, map[string]string{"Provider": d.Provider})
-			return Outcome{Transition: Sent, Reason: "by " + w.Record}, true
-		case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrLeaseLost):
-			return Outcome{Transition: Duplicate, Reason: err.Error()}, true
-		}
-		return Outcome{Err: failure.Retryable(err, 0)}, true
-	}
 	now := c.cfg.Clock.Now()
 	if !now.Before(start.Add(w.Window)) {
 		mark, err := c.cfg.Records.FeedbackMark(ctx, d.Provider)
 		if err != nil {
+			c.cfg.Metrics.AddBy(MetricFeedbackMarkUnread, 1, map[string]string{"Provider": d.Provider})
 			r.log.Warn("cannot read the provider's feedback mark; waiting again", "error", err.Error())
 		} else if !mark.Before(start.Add(RecordSkew)) {
 			c.cfg.Metrics.AddBy(MetricAmbiguousResent, 1, map[string]string{"Provider": d.Provider})
@@ -116,16 +133,23 @@ func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, s
 		ledger.Format(start), w.Record, w.MaxWait)), true
 }
 
+// waitNote is the note of a wait for provider's record until next, in the
+// history and lastError: "awaits ses record to 09:15:00Z", 30 bytes for
+// SES, so that the item stays under 1 KB. The time of day is enough: a
+// wait is at most SQS's longest delay (15 min), and the entry has its date.
+func waitNote(provider string, next time.Time) string {
+	return "awaits " + provider + " record to " + next.UTC().Format("15:04:05Z")
+}
+
 // awaitRecord records that d waits for the provider's record and brings
 // its message back after wait (at most SQS's longest delay): a copy
 // re-published with that delay, so that the waits spend no receives
 // (a FIFO queue, which has no per-message delay, by visibility). looked is
 // set when this claim only looked for the record.
 func (c *Consumer) awaitRecord(ctx context.Context, r *record, d ledger.Delivery, wait time.Duration, looked bool) Outcome {
-	w := c.cfg.RecordWaits[d.Provider]
 	wait = max(min(wait, envelope.MaxDelaySeconds*time.Second), time.Second).Round(time.Second)
 	next := c.cfg.Clock.Now().Add(wait)
-	note := fmt.Sprintf("waits for %s until %s", w.Record, ledger.Format(next))
+	note := waitNote(d.Provider, next)
 	_, err := c.cfg.Records.AwaitRecord(ctx, d, ledger.Await{Note: note, Next: next, Looked: looked})
 	switch {
 	case isSettled(err):

@@ -7,11 +7,13 @@ package consumer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/nudgehq/nudge/internal/consumer"
@@ -25,13 +27,25 @@ import (
 
 func newRecord(t *testing.T) *contractFixture {
 	t.Helper()
+	return newRecordWith(t, nil)
+}
+
+// newRecordWith is newRecord with records (nil: the ledger) for
+// Config.Records.
+func newRecordWith(t *testing.T, records func(*ledger.Memory) consumer.RecordLedger) *contractFixture {
+	t.Helper()
 	t.Parallel()
 	f := &contractFixture{q: &captureSQS{}, clk: clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)), logs: &bytes.Buffer{}}
 	f.l = mustMemory(f.clk)
 	f.m = metrics.New(nil)
+	var rl consumer.RecordLedger
+	if records != nil {
+		rl = records(f.l)
+	}
 	var err error
 	f.c, err = consumer.New(consumer.Config{
-		Ledger: f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, MaxAttempts: 3, Metrics: f.m,
+		Records: rl,
+		Ledger:  f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, MaxAttempts: 3, Metrics: f.m,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Providers: map[string]provider.Provider{"ses": provider.Func(func(_ context.Context, req provider.Request, _ string) (provider.Receipt, error) {
 			f.got = append(f.got, req)
@@ -59,8 +73,9 @@ func (f *contractFixture) ambiguous(t *testing.T) {
 	f.err = nil
 	d := f.status(t)
 	if d.Status != ledger.StatusRetrying || d.LastErrorClass != failure.ClassAmbiguous || !d.NextAttemptAt.Equal(f.clk.Now().Add(15*time.Minute)) ||
-		!strings.Contains(d.LastError, "waits for SES's record until") {
-		t.Fatalf("after the ambiguous send: %+v", d)
+		d.LastError != "awaits ses record to "+f.clk.Now().Add(15*time.Minute).Format("15:04:05Z") || len(d.LastError) > 32 ||
+		d.History[len(d.History)-1].Note != d.LastError {
+		t.Fatalf("after the ambiguous send: %+v; want a wait until the window's end, noted in at most 32 bytes", d)
 	}
 	if len(f.q.sent) != 1 || aws.ToString(f.q.sent[0].QueueUrl) != "work" || f.q.sent[0].DelaySeconds != 900 {
 		t.Fatalf("want one copy on the work queue in 900 s, got %d sends", len(f.q.sent))
@@ -206,5 +221,66 @@ func TestTheRecordPolicyNeedsItsWait(t *testing.T) {
 		Providers: map[string]provider.Provider{"ses": provider.Func(nil)}, Ambiguous: map[string]provider.AmbiguousPolicy{"ses": provider.AmbiguousRecord}})
 	if err == nil || !strings.Contains(err.Error(), "without a window") {
 		t.Fatalf("New = %v", err)
+	}
+}
+
+// Whatever brings a claim, a delivery SES reported is recorded sent by the
+// record, not sent again: here the DLQ copy of a delivery reviewed (dead
+// as ambiguous), redriven after the feedback function recorded SES's
+// report and before it settled the delivery.
+func TestARedriveOfADeliverySESReportedIsSettledNotSent(t *testing.T) {
+	f := newRecord(t)
+	ctx := context.Background()
+	f.ambiguous(t)
+	for range 3 {
+		f.clk.Advance(15 * time.Minute)
+		if err := f.handle("1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := f.status(t); d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+		t.Fatalf("want it reviewed, dead as ambiguous: %+v", d)
+	}
+	letter := f.q.sent[len(f.q.sent)-1]
+	if _, err := f.l.RecordFeedback(ctx, sesKey, ledger.Feedback{Kind: ledger.FeedbackDelivered, At: f.clk.Now(), ID: "ses-5:Delivery",
+		MessageID: "ses-5"}); err != nil {
+		t.Fatal(err)
+	}
+	attrs := map[string]events.SQSMessageAttribute{}
+	for k, v := range letter.MessageAttributes {
+		attrs[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
+	}
+	err := f.c.Handle(ctx, events.SQSMessage{MessageId: "m-redriven", ReceiptHandle: "h", Body: aws.ToString(letter.MessageBody),
+		MessageAttributes: attrs, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.status(t)
+	if len(f.got) != 1 || d.Status != ledger.StatusSent || d.Receipt != "ses-5" || d.Transitions()[len(d.Transitions())-1].Note != "sent, by SES's record" {
+		t.Fatalf("sends %d, delivery %s with receipt %q, history %+v; want one send, then sent by the record", len(f.got), d.Status, d.Receipt, d.History)
+	}
+}
+
+// markUnread is a ledger whose feedback mark cannot be read.
+type markUnread struct{ *ledger.Memory }
+
+func (markUnread) FeedbackMark(context.Context, string) (time.Time, error) {
+	return time.Time{}, errors.New("ledger: read ses's feedback mark: throttled")
+}
+
+// A feedback mark that cannot be read once the window has passed: the
+// delivery waits again, not sent again, and the failure is counted.
+func TestAFeedbackMarkThatCannotBeReadIsCountedAndWaitedOn(t *testing.T) {
+	f := newRecordWith(t, func(m *ledger.Memory) consumer.RecordLedger { return markUnread{m} })
+	f.ambiguous(t)
+	f.clk.Advance(15 * time.Minute)
+	if err := f.handle("1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.status(t); len(f.got) != 1 || d.Status != ledger.StatusRetrying {
+		t.Fatalf("sends %d, delivery %s; want it waiting again", len(f.got), d.Status)
+	}
+	if !strings.Contains(f.metric(""), consumer.MetricFeedbackMarkUnread) {
+		t.Errorf("%s not counted", consumer.MetricFeedbackMarkUnread)
 	}
 }

@@ -49,4 +49,10 @@
 // (throttling, 5xx) is a batch item failure, retried by the queue
 // (FeedbackRetried, by ErrorClass). docs/ledger.md ("Provider feedback")
 // has what the ledger does with it.
+//
+// Under SES's record policy an event also settles sent a delivery ended as
+// ambiguous (dead-lettered, or expired or cancelled after an attempt that
+// may have been sent: FeedbackSettled), and a batch with no record left on
+// the queue marks the latest e-mail SES reported (RecordFeedbackMark, at
+// most one write per MarkEvery per container; a failure FeedbackMarkFailed).
 package feedback

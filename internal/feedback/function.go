@@ -18,7 +18,6 @@ import (
 	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/batch"
 	"github.com/nudgehq/nudge/pkg/clock"
-	"github.com/nudgehq/nudge/pkg/failure"
 	"github.com/nudgehq/nudge/pkg/failure/awsfailure"
 )
 
@@ -42,19 +41,28 @@ const (
 	// MetricRedundant counts Send events of a delivery recorded sent with
 	// that message: nothing to add, no write (ledger.ErrFeedbackRedundant).
 	MetricRedundant = "FeedbackRedundant"
-	// MetricSettled counts deliveries dead-lettered as ambiguous that an
-	// event of SES's showed accepted: recorded sent (ledger.SettleSent).
+	// MetricSettled counts deliveries ended as ambiguous (dead-lettered,
+	// or expired or cancelled after an attempt that may have been sent)
+	// that an event of SES's showed accepted: recorded sent
+	// (ledger.SettleSent).
 	MetricSettled = "FeedbackSettled"
+	// MetricMarkFailed counts feedback marks the ledger failed to write
+	// (RecordFeedbackMark): while it fails, the consumer sees no later
+	// e-mail reported and sends nothing again; ambiguous sends wait up to
+	// their longest wait and go to review.
+	MetricMarkFailed = "FeedbackMarkFailed"
 )
 
 // MarkEvery is how often a container writes the feedback mark at most
 // while events keep coming: a mark less than this newer than the one it
-// wrote last is not written, so a busy stream costs about one write per
-// MarkEvery per container.
-const MarkEvery = 30 * time.Second
+// wrote last is not written, so a busy stream costs at most one write per
+// MarkEvery per container (12 a minute). It is below the shortest record
+// window (the local system's 10 s), so that the mark a consumer reads
+// lags SES's reports by less than a window.
+const MarkEvery = 5 * time.Second
 
 // Recorder is what the handler does with the ledger: record an event's
-// feedback on its delivery, settle sent a delivery dead as ambiguous that
+// feedback on its delivery, settle sent a delivery ended as ambiguous that
 // SES reports, and mark how far SES's reports have come
 // (*ledger.Ledger, *ledger.Memory).
 type Recorder interface {
@@ -136,8 +144,16 @@ func (f *Function) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEv
 	f.latest = time.Time{}
 	f.mu.Unlock()
 	rep := f.proc.Run(ctx, ev)
-	f.mark(ctx)
 	resp := rep.Response()
+	if len(resp.BatchItemFailures) == 0 {
+		f.mark(ctx)
+	} else {
+		// A record left on the queue may be the report of an e-mail
+		// accepted before the latest handled: a mark past it would tell
+		// the consumer that the path is working while that report waits,
+		// and the consumer would send that e-mail again.
+		f.cfg.Logger.Debug("feedback mark not written: records of the batch are retried", "retried", len(resp.BatchItemFailures))
+	}
 	f.cfg.Logger.Info("batch", "records", len(ev.Records), "succeeded", rep.Count(batch.Succeeded), "failed", rep.Count(batch.Failed),
 		"unstarted", rep.Count(batch.Unstarted), "batchItemFailures", len(resp.BatchItemFailures))
 	if err := f.cfg.Metrics.Flush(f.cfg.MetricsOut, f.cfg.Clock.Now()); err != nil {
@@ -195,12 +211,13 @@ func (f *Function) HandleRecord(ctx context.Context, rec events.SQSMessage) erro
 	return f.retried(log, e, err)
 }
 
-// settle records sent a delivery dead as ambiguous (an ambiguous send
-// reviewed, or that waited for SES's record longer than its longest wait):
-// any event of SES's says SES accepted the e-mail. A later redrive of its
-// DLQ copy then finds it sent.
+// settle records sent a delivery ended as ambiguous (ledger
+// EndedAmbiguous): an ambiguous send reviewed, or that waited for SES's
+// record longer than its longest wait (dead), or one expired or cancelled
+// after an attempt that may have been sent. Any event of SES's says SES
+// accepted the e-mail. A later redrive of its DLQ copy then finds it sent.
 func (f *Function) settle(ctx context.Context, log *slog.Logger, e Event, d ledger.Delivery) error {
-	if d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous {
+	if !d.EndedAmbiguous() {
 		f.handled(e)
 		return nil
 	}
@@ -208,7 +225,8 @@ func (f *Function) settle(ctx context.Context, log *slog.Logger, e Event, d ledg
 	switch {
 	case err == nil:
 		f.cfg.Metrics.Add(MetricSettled, 1)
-		log.Info("dead as ambiguous, settled sent by SES's record", "deliveryKey", e.Key.String(), "feedback", string(e.Feedback.Kind))
+		log.Info("ended as ambiguous, settled sent by SES's record", "deliveryKey", e.Key.String(), "was", string(d.Status),
+			"feedback", string(e.Feedback.Kind))
 	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrNotAmbiguous), errors.Is(err, ledger.ErrNotFound):
 		// Settled, or redriven, meanwhile.
 	default:
@@ -229,7 +247,9 @@ func (f *Function) handled(e Event) {
 
 // mark writes the latest time at which SES accepted an e-mail whose event
 // this invocation handled, unless this container wrote one less than
-// MarkEvery older. A failure is logged: the next invocation writes it.
+// MarkEvery older. Handle calls it only for a batch with no record left on
+// the queue. A failure is counted (MetricMarkFailed) and logged: the next
+// invocation writes it.
 func (f *Function) mark(ctx context.Context) {
 	f.mu.Lock()
 	at, written := f.latest, f.written
@@ -238,6 +258,7 @@ func (f *Function) mark(ctx context.Context) {
 		return
 	}
 	if err := f.cfg.Ledger.RecordFeedbackMark(ctx, ses.Name, at); err != nil {
+		f.cfg.Metrics.Add(MetricMarkFailed, 1)
 		f.cfg.Logger.Warn("cannot record the feedback mark", "at", ledger.Format(at), "error", err.Error())
 		return
 	}

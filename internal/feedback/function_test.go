@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -317,5 +318,48 @@ func TestSettingsComeFromTheEnvironment(t *testing.T) {
 	}
 	if _, err := feedback.NewFunction(feedback.Config{Stage: "dev"}); err == nil {
 		t.Fatal("a function without a ledger was made")
+	}
+}
+
+// markFailing is a Memory ledger whose feedback mark cannot be written.
+type markFailing struct{ *ledger.Memory }
+
+func (markFailing) RecordFeedbackMark(context.Context, string, time.Time) error {
+	return errors.New("ledger: record ses's feedback mark: throttled")
+}
+
+// TestTheMarkNeverMovesPastAReportStillRetried: a batch one of whose
+// records is left on the queue (the ledger throttled it) writes no mark,
+// though a later e-mail's event of it was recorded: the retried report may
+// be of an e-mail accepted earlier, which the consumer would otherwise send
+// again. The batch that records it writes the mark. A mark the ledger
+// cannot write is counted.
+func TestTheMarkNeverMovesPastAReportStillRetried(t *testing.T) {
+	t.Parallel()
+	throttled := &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}
+	fail := map[string]error{string(ledger.FeedbackDelayed): fmt.Errorf("ledger: feedback: %w", throttled)}
+	s := newSetup(t, func(m *ledger.Memory) feedback.Recorder { return failing{Memory: m, by: fail} })
+	mailAt := func(name, ts string) []byte {
+		return edit(t, name, func(_, _, mail map[string]any) { mail["timestamp"] = ts })
+	}
+	earlier, later := mailAt("delivery-delay.json", "2026-11-30T09:00:00.000Z"), mailAt("delivery.json", "2026-11-30T09:00:30.000Z")
+	if failed := s.run(earlier, later); !slices.Equal(failed, []string{"m-0"}) {
+		t.Fatalf("batch item failures %v, want m-0", failed)
+	}
+	if at, _ := s.led.FeedbackMark(context.Background(), "ses"); !at.IsZero() {
+		t.Fatalf("mark %v written by a batch whose report of an earlier e-mail is retried", at)
+	}
+	delete(fail, string(ledger.FeedbackDelayed))
+	if failed := s.run(earlier); len(failed) != 0 {
+		t.Fatalf("the retry failed: %v", failed)
+	}
+	if at, _ := s.led.FeedbackMark(context.Background(), "ses"); !at.Equal(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)) {
+		t.Fatalf("mark %v after the retry, want its e-mail's 09:00:00", at)
+	}
+
+	m := newSetup(t, func(m *ledger.Memory) feedback.Recorder { return markFailing{m} })
+	m.run(later)
+	if n := m.counts()[feedback.MetricMarkFailed]; n != 1 {
+		t.Fatalf("%s = %v, want 1 (all: %v)", feedback.MetricMarkFailed, n, m.counts())
 	}
 }

@@ -22,6 +22,9 @@ type store interface {
 	Create(ctx context.Context, d ledger.Delivery) error
 	Claim(ctx context.Context, c ledger.Claim) (ledger.Delivery, error)
 	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
+	AwaitRecord(ctx context.Context, d ledger.Delivery, w ledger.Await) (ledger.Delivery, error)
+	Cancel(ctx context.Context, key message.DeliveryKey, note string) (ledger.Delivery, error)
+	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
 	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
 	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
 }
@@ -127,13 +130,67 @@ func TestTheFeedbackMarkFollowsTheLatestAcceptedEmail(t *testing.T) {
 		if got := mark(); !got.Equal(at("2026-11-30T09:00:05.000Z")) {
 			t.Fatalf("mark %v after the first batch, want its latest e-mail's 09:00:05", got)
 		}
-		s.run(mailAt("2026-11-30T09:00:20.000Z"))
+		s.run(mailAt("2026-11-30T09:00:08.000Z"))
 		if got := mark(); !got.Equal(at("2026-11-30T09:00:05.000Z")) {
-			t.Fatalf("mark %v: one 15 s newer than this container's last was written", got)
+			t.Fatalf("mark %v: one 3 s newer than this container's last was written", got)
 		}
-		s.run(mailAt("2026-11-30T09:00:40.000Z"))
-		if got := mark(); !got.Equal(at("2026-11-30T09:00:40.000Z")) {
-			t.Fatalf("mark %v, want 09:00:40", got)
+		s.run(mailAt("2026-11-30T09:00:10.000Z"))
+		if got := mark(); !got.Equal(at("2026-11-30T09:00:10.000Z")) {
+			t.Fatalf("mark %v, want 09:00:10 (MarkEvery %v newer)", got, feedback.MarkEvery)
 		}
 	})
+}
+
+// TestAnEventSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt: a delivery
+// that waited for SES's record and was cancelled, or expired, says its
+// attempt may have been sent (class ambiguous); SES's event of it shows it
+// went out, and it is recorded sent, its end kept in the history before.
+func TestAnEventSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt(t *testing.T) {
+	t.Parallel()
+	for _, end := range []ledger.Status{ledger.StatusCancelled, ledger.StatusExpired} {
+		t.Run(string(end), func(t *testing.T) {
+			t.Parallel()
+			onBoth(t, func(t *testing.T, l store, clk *clock.Fake) {
+				ctx := context.Background()
+				d := ledger.Delivery{ReminderID: fixtureKey.ReminderID, Channel: "email", Provider: "ses", Address: recipient, RecipientRef: "r",
+					TemplateRef: "t", DueAt: t0, ExpiresAt: t0.Add(time.Minute), Status: ledger.StatusQueued}
+				if err := l.Create(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+				c, err := l.Claim(ctx, ledger.Claim{Key: fixtureKey, Token: "tok", LeaseUntil: t0.Add(time.Minute), DueBy: t0})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.AwaitRecord(ctx, c, ledger.Await{Note: "awaits ses record to 08:59:10Z", Next: t0.Add(10 * time.Second)}); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(2 * time.Minute)
+				if end == ledger.StatusCancelled {
+					_, err = l.Cancel(ctx, fixtureKey, "cancelled by the owner")
+				} else {
+					_, err = l.Expire(ctx, d)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				fn, metrics := newFunction(t, l, clk)
+				s := &setup{t: t, fn: fn, metrics: metrics}
+				if failed := s.run(fixture(t, "send.json")); len(failed) != 0 {
+					t.Fatalf("failed %v", failed)
+				}
+				got, err := l.Get(ctx, fixtureKey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := got.Transitions()
+				if got.Status != ledger.StatusSent || got.Receipt != sesMessageID || len(h) < 2 || h[len(h)-2].Status != end ||
+					h[len(h)-1].Note != "sent, by SES's record" {
+					t.Fatalf("the delivery: status %s, receipt %q, history %+v; want %s, then sent by SES's record", got.Status, got.Receipt, got.History, end)
+				}
+				if n := s.counts()["FeedbackSettled"]; n != 1 {
+					t.Fatalf("FeedbackSettled %v, want 1", n)
+				}
+			})
+		})
+	}
 }

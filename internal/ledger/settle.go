@@ -21,7 +21,7 @@ import (
 // provider keeps one: the consumer waits for it (AwaitRecord), and the
 // delivery is recorded sent when it comes (SettleSent), by the consumer
 // holding the delivery or by the feedback function on a delivery already
-// dead as ambiguous. The feedback function also keeps a mark of the latest
+// ended as ambiguous. The feedback function also keeps a mark of the latest
 // message the provider reported (RecordFeedbackMark), by which the
 // consumer knows that the report path works.
 
@@ -44,18 +44,57 @@ type Await struct {
 // releasing the lease, as Retry does. It refuses with ErrAlreadySent or
 // ErrLeaseLost as Retry does.
 func (l *Ledger) AwaitRecord(ctx context.Context, d Delivery, w Await) (Delivery, error) {
-	now := l.cfg.Clock.Now()
-	h, attempts := awaitHistory(d, w, Format(now), l.cfg.HistoryLimit)
-	u := l.newUpdate("await", d.Key(), now)
-	u.set("#status", ":retrying", StatusRetrying)
-	u.set("lastErrorClass", ":class", failure.ClassAmbiguous)
-	u.set("lastError", ":error", text.Clip(w.Note, 500))
-	u.set("nextAttemptAt", ":next", Format(w.Next))
-	u.set("attempts", ":attempts", attempts)
-	u.set("history", ":history", h)
-	u.remove("claimToken", "leaseUntil")
-	u.holdsLease(d)
-	return l.write(ctx, u, leaseRefusal)
+	return l.rewriteHistory(ctx, d, func(d Delivery) *update {
+		now := l.cfg.Clock.Now()
+		h, attempts := awaitHistory(d, w, Format(now), l.cfg.HistoryLimit)
+		u := l.newUpdate("await", d.Key(), now)
+		u.set("#status", ":retrying", StatusRetrying)
+		u.set("lastErrorClass", ":class", failure.ClassAmbiguous)
+		u.set("lastError", ":error", text.Clip(w.Note, 500))
+		u.set("nextAttemptAt", ":next", Format(w.Next))
+		u.set("attempts", ":attempts", attempts)
+		u.set("history", ":history", h)
+		u.remove("claimToken", "leaseUntil")
+		return u
+	})
+}
+
+// rewriteHistory writes the update build makes from the claimed d, which
+// rewrites d's history, under d's lease and only while the history is as
+// d holds it: the feedback function appends its entries without a lease
+// (RecordFeedback), and a write from an older history would drop them. A
+// write refused for a changed history is made again from the history the
+// refusal returns (ALL_OLD), up to four times (then ErrChanged); one
+// refused for the lease says ErrAlreadySent or ErrLeaseLost.
+func (l *Ledger) rewriteHistory(ctx context.Context, d Delivery, build func(d Delivery) *update) (Delivery, error) {
+	for range 4 {
+		u := build(d)
+		u.holdsLease(d)
+		u.cond += " AND " + u.historyIs(d.History)
+		out, err := l.write(ctx, u, func(old Delivery) error {
+			if old.Status == StatusSending && old.ClaimToken == d.ClaimToken {
+				return ErrChanged
+			}
+			return leaseRefusal(old)
+		})
+		var re *RefusedError
+		if !errors.As(err, &re) || !errors.Is(re.Reason, ErrChanged) {
+			return out, err
+		}
+		d.History = re.Current.History
+	}
+	return Delivery{}, &RefusedError{Op: "history", Key: d.Key(), Reason: ErrChanged, Current: d}
+}
+
+// historyIs returns the condition that the item's history is h, with its
+// values.
+func (u *update) historyIs(h []Entry) string {
+	if len(h) == 0 {
+		u.values[":zero"] = av(0)
+		return "(attribute_not_exists(history) OR size(history) = :zero)"
+	}
+	u.values[":was"] = av(h)
+	return "history = :was"
 }
 
 // awaitHistory is d's history after an AwaitRecord at now (Format'ed), and
@@ -99,39 +138,60 @@ func bounded(h []Entry, limit int) []Entry {
 }
 
 // ErrNotAmbiguous is the reason SettleSent refuses a delivery it may not
-// settle: not held by the caller's claim, nor dead as ambiguous.
-var ErrNotAmbiguous = errors.New("delivery is not dead as ambiguous")
+// settle: not held by the caller's claim, nor ended as ambiguous.
+var ErrNotAmbiguous = errors.New("delivery is not ended as ambiguous (dead, expired or cancelled with lastErrorClass ambiguous)")
 
 // SettleSent records that the provider's own record shows d's message
 // accepted: d becomes sent, without a send, with receipt (the provider's
 // message id; "" keeps none) and a history entry noting it. d is either the
 // delivery as the caller's claim holds it (the claim only looked: it is
-// taken back, attempts as before it, its sending entry dropped), or one
-// dead-lettered as ambiguous (read by the caller; no lease), settled with
-// one conditional write (status dead and lastErrorClass ambiguous). It
-// refuses with ErrAlreadySent, ErrLeaseLost (a claim no longer held) or
-// ErrNotAmbiguous (a delivery not dead as ambiguous).
+// taken back, attempts as before it, its sending entry dropped; written
+// as rewriteHistory does, keeping feedback entries recorded since the
+// claim), or one ended as ambiguous (read by the caller; no lease):
+// dead-lettered as ambiguous, or expired or cancelled with an attempt that
+// may have been sent (endUnsent's class ambiguous), settled with one
+// conditional write (status dead, expired or cancelled and lastErrorClass
+// ambiguous). It refuses with ErrAlreadySent, ErrLeaseLost (a claim no
+// longer held) or ErrNotAmbiguous (a delivery not ended as ambiguous).
 func (l *Ledger) SettleSent(ctx context.Context, d Delivery, receipt, note string) (Delivery, error) {
-	now := l.cfg.Clock.Now()
-	u := l.newUpdate("settle", d.Key(), now)
-	u.set("#status", ":sent", StatusSent)
-	u.set("sentAt", ":now", nil)
-	if receipt != "" {
-		u.set("receipt", ":receipt", text.Clip(receipt, MaxReceipt))
+	settle := func() *update {
+		now := l.cfg.Clock.Now()
+		u := l.newUpdate("settle", d.Key(), now)
+		u.set("#status", ":sent", StatusSent)
+		u.set("sentAt", ":now", nil)
+		if receipt != "" {
+			u.set("receipt", ":receipt", text.Clip(receipt, MaxReceipt))
+		}
+		u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
+		u.remove("claimToken", "leaseUntil", "nextAttemptAt")
+		return u
 	}
-	u.terminal(Expiry(now, d.ExpiresAt, l.cfg.Retention))
-	u.remove("claimToken", "leaseUntil", "nextAttemptAt")
 	if d.ClaimToken != "" {
-		h, attempts := settledHistory(d, note, Format(now), l.cfg.HistoryLimit)
-		u.set("attempts", ":attempts", attempts)
-		u.set("history", ":history", h)
-		u.holdsLease(d)
-		return l.write(ctx, u, leaseRefusal)
+		return l.rewriteHistory(ctx, d, func(d Delivery) *update {
+			u := settle()
+			h, attempts := settledHistory(d, note, Format(u.now), l.cfg.HistoryLimit)
+			u.set("attempts", ":attempts", attempts)
+			u.set("history", ":history", h)
+			return u
+		})
 	}
+	u := settle()
 	u.history(Delivery{}, Entry{Status: StatusSent, Attempt: d.Attempts, Note: text.Clip(note, 120)})
-	u.values[":dead"], u.values[":ambiguous"] = sv(StatusDead), sv(failure.ClassAmbiguous)
-	u.cond = "attribute_exists(PK) AND #status = :dead AND lastErrorClass = :ambiguous"
+	u.values[":dead"], u.values[":expired"], u.values[":cancelled"] = sv(StatusDead), sv(StatusExpired), sv(StatusCancelled)
+	u.values[":ambiguous"] = sv(failure.ClassAmbiguous)
+	u.cond = "attribute_exists(PK) AND #status IN (:dead, :expired, :cancelled) AND lastErrorClass = :ambiguous"
 	return l.write(ctx, u, settleRefusal)
+}
+
+// EndedAmbiguous reports whether d ended unsent with an attempt that may
+// have been sent: dead-lettered as ambiguous, or expired or cancelled after
+// such an attempt. SettleSent settles it without a lease.
+func (d Delivery) EndedAmbiguous() bool {
+	switch d.Status {
+	case StatusDead, StatusExpired, StatusCancelled:
+		return d.LastErrorClass == failure.ClassAmbiguous
+	}
+	return false
 }
 
 // settledHistory is the history of a claimed d settled sent at now, and
@@ -213,7 +273,7 @@ func (m *Memory) AwaitRecord(_ context.Context, held Delivery, w Await) (Deliver
 	return m.transition("await", held.Key(), holdsLease(held.ClaimToken), byOld(leaseRefusal), func(d *Delivery, now time.Time) {
 		d.Status, d.LastErrorClass, d.LastError = StatusRetrying, failure.ClassAmbiguous, text.Clip(w.Note, 500)
 		d.ClaimToken, d.LeaseUntil, d.NextAttemptAt = "", time.Time{}, ms(w.Next)
-		d.History, d.Attempts = awaitHistory(held, w, Format(now), m.cfg.HistoryLimit)
+		d.History, d.Attempts = awaitHistory(*d, w, Format(now), m.cfg.HistoryLimit)
 	})
 }
 
@@ -221,9 +281,7 @@ func (m *Memory) AwaitRecord(_ context.Context, held Delivery, w Await) (Deliver
 func (m *Memory) SettleSent(_ context.Context, held Delivery, receipt, note string) (Delivery, error) {
 	guard, refusal := holdsLease(held.ClaimToken), byOld(leaseRefusal)
 	if held.ClaimToken == "" {
-		guard = func(d Delivery, _ time.Time) bool {
-			return d.Status == StatusDead && d.LastErrorClass == failure.ClassAmbiguous
-		}
+		guard = func(d Delivery, _ time.Time) bool { return d.EndedAmbiguous() }
 		refusal = byOld(settleRefusal)
 	}
 	return m.transition("settle", held.Key(), guard, refusal, func(d *Delivery, now time.Time) {
@@ -233,7 +291,9 @@ func (m *Memory) SettleSent(_ context.Context, held Delivery, receipt, note stri
 		}
 		endLease(d)
 		if held.ClaimToken != "" {
-			d.History, d.Attempts = settledHistory(held, note, Format(now), m.cfg.HistoryLimit)
+			// From the history as it stands: feedback entries recorded
+			// since the claim are kept (the lease fixes the rest).
+			d.History, d.Attempts = settledHistory(*d, note, Format(now), m.cfg.HistoryLimit)
 			return
 		}
 		m.history(d, Delivery{}, Entry{Status: StatusSent, Attempt: d.Attempts, Note: text.Clip(note, 120)}, now)

@@ -130,6 +130,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"ALatePolicyIsKeptAndRescheduled", testALatePolicyIsKeptAndRescheduled},
 		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
 		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},
+		{"TheRecordSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt", testTheRecordSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt},
+		{"AWriteUnderTheLeaseKeepsFeedbackRecordedSinceTheClaim", testAWriteUnderTheLeaseKeepsFeedbackRecordedSinceTheClaim},
 		{"TheFeedbackMarkOnlyMovesForward", testTheFeedbackMarkOnlyMovesForward},
 		{"ASendReportOfTheRecordedMessageIsRedundant", testASendReportOfTheRecordedMessageIsRedundant},
 	} {

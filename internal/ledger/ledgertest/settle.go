@@ -168,3 +168,107 @@ func testASendReportOfTheRecordedMessageIsRedundant(t *testing.T, b bundle) {
 		t.Fatalf("a sending delivery's report: %+v", got.Feedback)
 	}
 }
+
+// testAWriteUnderTheLeaseKeepsFeedbackRecordedSinceTheClaim: the feedback
+// function records a report without a lease; a wait for the record or a
+// settlement by the claim that holds the delivery, written from the
+// history as the claim read it, keeps that report's entry.
+func testAWriteUnderTheLeaseKeepsFeedbackRecordedSinceTheClaim(t *testing.T, b bundle) {
+	ctx := context.Background()
+	d := b.create(t, "rem-lease-feedback")
+	c, err := b.claim("tok-1", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delayed := ledger.Feedback{Kind: ledger.FeedbackDelayed, At: t0.Add(time.Second), ID: "msg-1:DeliveryDelay", MessageID: "msg-1"}
+	b.feedback(t, d.Key(), delayed)
+	w, err := b.l.AwaitRecord(ctx, c, ledger.Await{Note: "waits", Next: b.clk.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fe := feedbackEntries(w); len(fe) != 1 || w.Status != ledger.StatusRetrying || w.Feedback.Kind != ledger.FeedbackDelayed {
+		t.Fatalf("the wait dropped the report recorded since the claim: %s, history %+v", w.Status, w.History)
+	}
+
+	b.clk.Advance(time.Minute)
+	c, err = b.claim("tok-2", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := ledger.Feedback{Kind: ledger.FeedbackSentByProvider, At: t0.Add(time.Second), ID: "msg-1:Send", MessageID: "msg-1"}
+	b.feedback(t, d.Key(), send)
+	s, err := b.l.SettleSent(ctx, c, "msg-1", "sent, by the record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := s.History[len(s.History)-1]
+	if fe := feedbackEntries(s); len(fe) != 2 || s.Status != ledger.StatusSent || s.Attempts != 1 || last.Status != ledger.StatusSent {
+		t.Fatalf("the settlement dropped a report recorded since the claim: %s, attempts %d, history %+v", s.Status, s.Attempts, s.History)
+	}
+	// The lease still decides: a claim no longer held writes nothing.
+	_, err = b.l.AwaitRecord(ctx, c, ledger.Await{Note: "late", Next: b.clk.Now()})
+	refusal(t, err, ledger.ErrAlreadySent)
+}
+
+// testTheRecordSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt: a delivery
+// expired or cancelled while its attempt may have been sent (class
+// ambiguous) is settled sent by the record without a lease, once, its end
+// kept in the history; one ended without such an attempt is refused.
+func testTheRecordSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt(t *testing.T, b bundle) {
+	ctx := context.Background()
+	waiting := func(id string, expiresAt time.Time) ledger.Delivery {
+		t.Helper()
+		d := b.createExpiring(t, id, expiresAt)
+		c, err := b.claim("tok-"+id, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.l.AwaitRecord(ctx, c, ledger.Await{Note: "waits", Next: b.clk.Now().Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	cancelled := waiting("rem-settle-cancelled", t0.Add(24*time.Hour))
+	expired := waiting("rem-settle-expired", t0.Add(time.Minute))
+	if _, err := b.l.Cancel(ctx, cancelled.Key(), "cancelled by the owner"); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(2 * time.Minute)
+	read, err := b.l.Get(ctx, expired.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.l.Expire(ctx, read); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []ledger.Delivery{cancelled, expired} {
+		read, err := b.l.Get(ctx, d.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !read.EndedAmbiguous() || read.LastErrorClass != failure.ClassAmbiguous {
+			t.Fatalf("%s: %s, class %q; want an end that says its attempt may have been sent", d.ReminderID, read.Status, read.LastErrorClass)
+		}
+		end := read.Status
+		s, err := b.l.SettleSent(ctx, read, "ses-"+d.ReminderID, "sent, by the record")
+		if err != nil {
+			t.Fatalf("%s %s: %v", d.ReminderID, end, err)
+		}
+		h := s.Transitions()
+		if s.Status != ledger.StatusSent || s.Receipt != "ses-"+d.ReminderID || s.SentAt.IsZero() || s.Index != nil || len(h) < 2 ||
+			h[len(h)-2].Status != end || h[len(h)-1].Status != ledger.StatusSent || h[len(h)-1].Note != "sent, by the record" {
+			t.Fatalf("%s settled from %s: %s, history %+v", d.ReminderID, end, s.Status, s.History)
+		}
+		_, err = b.l.SettleSent(ctx, read, "ses-"+d.ReminderID, "again")
+		refusal(t, err, ledger.ErrAlreadySent)
+	}
+
+	// Cancelled before any attempt: nothing may have gone out.
+	plain := b.create(t, "rem-settle-plain")
+	if _, err := b.l.Cancel(ctx, plain.Key(), "cancelled by the owner"); err != nil {
+		t.Fatal(err)
+	}
+	read, _ = b.l.Get(ctx, plain.Key())
+	_, err = b.l.SettleSent(ctx, read, "ses-plain", "x")
+	refusal(t, err, ledger.ErrNotAmbiguous)
+}

@@ -88,7 +88,7 @@ var waitedAt = perfectEnd.Add(-time.Hour)
 func waitedHistory() []ledger.Entry {
 	at := func(d time.Duration) string { return ledger.Format(waitedAt.Add(d)) }
 	return []ledger.Entry{{At: at(-time.Second), Status: ledger.StatusQueued}, {At: at(0), Status: ledger.StatusSending, Attempt: 1},
-		{At: at(2 * time.Second), Status: ledger.StatusRetrying, Attempt: 1, Class: failure.ClassAmbiguous, Note: "waits for SES's record until " + at(time.Hour)},
+		{At: at(2 * time.Second), Status: ledger.StatusRetrying, Attempt: 1, Class: failure.ClassAmbiguous, Note: "awaits ses record to 10:00:00Z"},
 		{At: at(time.Hour), Status: ledger.StatusSending, Attempt: 2}, {At: at(time.Hour), Status: ledger.StatusDead, Attempt: 2, Class: failure.ClassAmbiguous}}
 }
 
@@ -111,7 +111,7 @@ func history(sts ...ledger.Status) []ledger.Entry {
 	for _, st := range sts {
 		e := ledger.Entry{Status: st}
 		if st == "wait" {
-			e = ledger.Entry{Status: ledger.StatusRetrying, Class: failure.ClassAmbiguous, Note: "waits for SES's record until 2026-12-01T09:20:00.000Z"}
+			e = ledger.Entry{Status: ledger.StatusRetrying, Class: failure.ClassAmbiguous, Note: "awaits ses record to 09:20:00Z"}
 		}
 		h = append(h, e)
 	}

@@ -65,8 +65,8 @@ func title(prov string) string {
 // internal/feedback/function.go).
 const (
 	// waitNote starts the note of a retrying entry, class ambiguous, that
-	// waits for the provider's record: "waits for SES's record until T".
-	waitNote = "waits for "
+	// waits for the provider's record: "awaits ses record to 09:15:00Z".
+	waitNote = "awaits "
 	// settledNote starts the note of a sent entry that the provider's
 	// record settled, without a send: "sent, by SES's record".
 	settledNote = "sent, by "

@@ -81,7 +81,7 @@ func recordHistory(prov, fault string) []ledger.Entry {
 	start := perfectEnd.Add(-time.Hour)
 	at := func(d time.Duration) string { return ledger.Format(start.Add(d)) }
 	wait := ledger.Entry{At: at(2 * time.Second), Status: ledger.StatusRetrying, Attempt: 1, Class: failure.ClassAmbiguous,
-		Note: waitNote + r.Record + " until " + at(r.Window+time.Second)}
+		Note: waitNote + prov + " record to " + start.Add(r.Window+time.Second).Format("15:04:05Z")}
 	h := []ledger.Entry{{At: at(0), Status: ledger.StatusPending}, {At: at(0), Status: ledger.StatusQueued},
 		{At: at(time.Second), Status: ledger.StatusSending, Attempt: 1}, wait}
 	switch fault {
