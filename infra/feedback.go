@@ -171,6 +171,18 @@ func (n *NudgeStack) feedbackAlarms(s deployment.Stage, add alarmFunc) {
 	add("feedback-errors", "The feedback function failed invocations (a crash, a timeout, a failed start): "+
 		"their SES events return to the queue and wait, and reach the feedback DLQ after 5 receives.",
 		n.Feedback.MetricErrors(sum), 0, 5, 2, notBreaching)
+	// The feedback mark: written by the feedback function, read by the
+	// consumer before it sends an ambiguous e-mail again. Either failing
+	// leaves such e-mails waiting, and then to review after the longest
+	// wait.
+	markUnread := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricFeedbackMarkUnread),
+		DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(ses.Name)}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))})
+	add("feedback-mark-failed", "The feedback mark could not be written (the feedback function) or read (the consumer) in 3 of 5 minutes: "+
+		"e-mails whose send may have gone out are not sent again, and go to review after sesRecordMaxWait.",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(w, 0) + FILL(r, 0)"), Label: str("Feedback mark failures"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"w": nudgeMetric("feedback", feedback.MetricMarkFailed, "Sum"), "r": markUnread},
+			Period: awscdk.Duration_Minutes(num(1))}),
+		0, 5, 3, notBreaching)
 	add("feedback-undecodable", "The feedback function acknowledged SES events it could not read: "+
 		"their feedback was not recorded and no retry will record it.",
 		nudgeMetric("feedback", feedback.MetricUndecodable, "Sum"), 0, 1, 0, notBreaching)

@@ -364,6 +364,17 @@ func TestTheFeedbackAlarms(t *testing.T) {
 	}
 	check("feedback-rule-failed", a, 1, 1)
 
+	// The mark: the feedback function's failed writes and the consumer's
+	// failed reads (Provider=ses).
+	a = alarm("feedback-mark-failed")
+	metrics = asJSON(a["Metrics"])
+	if !strings.Contains(metrics, `"Expression":"FILL(r, 0) + FILL(w, 0)"`) && !strings.Contains(metrics, `"Expression":"FILL(w, 0) + FILL(r, 0)"`) ||
+		!strings.Contains(metrics, `"MetricName":"`+feedback.MetricMarkFailed+`"`) || !strings.Contains(metrics, `"MetricName":"`+consumer.MetricFeedbackMarkUnread+`"`) ||
+		!strings.Contains(metrics, `{"Name":"Provider","Value":"ses"}`) {
+		t.Errorf("alarm feedback-mark-failed: %s; want the feedback function's FeedbackMarkFailed and the consumer's FeedbackMarkUnread of ses", metrics)
+	}
+	check("feedback-mark-failed", a, 5, 3)
+
 	// The path stopped: one 30-minute window with e-mails sent (the
 	// consumer's Sent, Channel=email) and nothing recorded.
 	a = alarm("feedback-stopped")
