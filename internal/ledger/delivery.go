@@ -219,11 +219,18 @@ func (d Delivery) SentLate() bool {
 // fallback, and it is dead ("dead (permanent)", by its class), expired
 // ("expired"), or its standing feedback failed it ("bounced
 // Permanent/General", "complained abuse").
+//
+// An ambiguous end takes no fallback: a delivery dead as class ambiguous,
+// or expired or cancelled while an attempt's outcome was unknown
+// (EndedUnended), may have reached its recipient; the operator's review,
+// or the provider's record (a report that fails it), decides.
 func (d Delivery) FallbackDue() (reason string, ok bool) {
 	if d.Fallback.IsZero() {
 		return "", false
 	}
 	switch {
+	case d.Status == StatusDead && d.LastErrorClass == failure.ClassAmbiguous, d.EndedUnended() > 0:
+		return "", false
 	case d.Status == StatusDead:
 		if d.LastErrorClass != "" {
 			return "dead (" + string(d.LastErrorClass) + ")", true
