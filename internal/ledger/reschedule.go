@@ -124,9 +124,9 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 		u.set("dueAt", ":newDueAt", Format(p.To.DueAt))
 		u.set("expiresAt", ":newExpiresAt", Format(exp))
 		if onTime.IsZero() {
-			u.remove("onTimeUntil")
+			u.remove(attrOnTime)
 		} else {
-			u.set("onTimeUntil", ":onTimeUntil", Format(onTime))
+			u.set(attrOnTime, ":onTime", Format(onTime))
 		}
 		if dt := later(dttl, d.TTL); !dttl.IsZero() && !d.TTL.IsZero() {
 			u.names["#ttl"] = attrTTL // a reserved word

@@ -127,6 +127,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"TakeFallbackTakesItOnce", testTakeFallbackTakesItOnce},
 		{"ConcurrentTakesHaveOneWinner", testConcurrentTakesHaveOneWinner},
 		{"ATakeAfterCancelIsRefused", testATakeAfterCancelIsRefused},
+		{"ATakeNeedsThePrimaryAsSeen", testATakeNeedsThePrimaryAsSeen},
 		{"ALatePolicyIsKeptAndRescheduled", testALatePolicyIsKeptAndRescheduled},
 		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
 		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},
