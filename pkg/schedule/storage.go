@@ -125,7 +125,7 @@ func deliveryDocument(d ledger.Delivery, reveal bool) DeliveryDocument {
 		dd.Feedback = &Feedback{Kind: string(f.Kind), Detail: f.Detail, At: FormatOpt(f.At), Failed: f.Failed()}
 	}
 	if !d.Fallback.IsZero() {
-		dd.Fallback = d.Fallback.String()
+		dd.Fallback, dd.FallbackTaken = d.Fallback.String(), FormatOpt(d.FallbackTaken)
 	}
 	if !d.FallbackOf.IsZero() {
 		dd.FallbackOf, dd.FallbackWithin = d.FallbackOf.String(), FormatSpan(d.FallbackWithin)
