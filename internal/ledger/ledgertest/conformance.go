@@ -128,6 +128,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ConcurrentTakesHaveOneWinner", testConcurrentTakesHaveOneWinner},
 		{"ATakeAfterCancelIsRefused", testATakeAfterCancelIsRefused},
 		{"ATakeNeedsThePrimaryAsSeen", testATakeNeedsThePrimaryAsSeen},
+		{"ATakenFallbackKeepsItsOwnExpiry", testATakenFallbackKeepsItsOwnExpiry},
 		{"ALatePolicyIsKeptAndRescheduled", testALatePolicyIsKeptAndRescheduled},
 		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
 		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},

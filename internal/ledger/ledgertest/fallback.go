@@ -323,3 +323,39 @@ func testATakeNeedsThePrimaryAsSeen(t *testing.T, b bundle) {
 		}
 	}
 }
+
+// testATakenFallbackKeepsItsOwnExpiry: a reschedule moves a taken fallback
+// (pending) to the new dueAt but leaves its expiry, its take's time plus
+// its bound, where the take put it; a move to a dueAt past that expiry
+// restarts the bound from the new dueAt. A held one takes the reminder's.
+func testATakenFallbackKeepsItsOwnExpiry(t *testing.T, b bundle) {
+	ctx := context.Background()
+	primary, _ := b.withFallback(t, "rem-fb6")
+	dead, err := b.l.DeadLetter(ctx, primary, ledger.Failure{Class: failure.ClassRejected, Message: "410 gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	taken, err := b.l.TakeFallback(ctx, dead, "dead (rejected)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := taken.ExpiresAt // the take + 2h
+	for _, tc := range []struct {
+		due  time.Time
+		want time.Time
+	}{
+		{b.clk.Now().Add(30 * time.Minute), own},                    // before its expiry: kept
+		{own.Add(time.Hour), own.Add(time.Hour).Add(2 * time.Hour)}, // past it: the bound from the new dueAt
+	} {
+		read := b.get(t, taken)
+		to := ledger.Move{DueAt: tc.due, ExpiresAt: t0.Add(72 * time.Hour), Note: "moved"}
+		if err := b.l.MoveReminder(ctx, ledger.MovePlan{ID: "rem-fb6", Live: []ledger.Delivery{read}, Kept: []ledger.Delivery{b.get(t, dead)}, To: to}); err != nil {
+			t.Fatal(err)
+		}
+		got := b.get(t, taken)
+		if got.Status != ledger.StatusPending || !got.DueAt.Equal(tc.due) || !got.ExpiresAt.Equal(tc.want) || got.TTL.Before(b.l.Expiry(tc.want)) {
+			t.Errorf("moved to %v: %s, due %v, expires %v (want %v), TTL %v", tc.due, got.Status, got.DueAt, got.ExpiresAt, tc.want, got.TTL)
+		}
+	}
+}
