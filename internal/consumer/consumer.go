@@ -375,9 +375,12 @@ func (c *Consumer) refusedClaim(ctx context.Context, r *record, msg message.Mess
 	}
 	cur := re.Current
 	switch {
-	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished), errors.Is(err, ledger.ErrHeld):
+	case errors.Is(err, ledger.ErrAlreadySent), errors.Is(err, ledger.ErrFinished), errors.Is(err, ledger.ErrHeld),
+		errors.Is(err, ledger.ErrFallbackTaken):
 		// A held fallback is sent only once taken, which no message of
-		// Nudge's precedes: a message naming one is acknowledged.
+		// Nudge's precedes: a message naming one is acknowledged. So is a
+		// DLQ copy of a dead primary whose fallback was taken: the
+		// fallback stands in for it.
 		return Outcome{Transition: Duplicate, Status: cur.Status}
 	case errors.Is(err, ledger.ErrNotDue):
 		return c.deferUntil(ctx, r, msg, cur.DueAt)

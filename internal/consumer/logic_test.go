@@ -320,3 +320,35 @@ func TestAMessageForAHeldFallbackIsAcknowledgedUnsent(t *testing.T) {
 		t.Fatalf("sends %d, SQS sends %d, status %s; want none, none, held", f.sends, len(f.q.sent), d.Status)
 	}
 }
+
+// TestADLQCopyOfAPrimaryWhoseFallbackWasTakenIsAcknowledgedUnsent: a
+// console redrive brings back the DLQ copy of a dead primary whose
+// fallback was taken since: the claim is refused, the message is
+// acknowledged, nothing is sent, and the primary stays dead.
+func TestADLQCopyOfAPrimaryWhoseFallbackWasTakenIsAcknowledgedUnsent(t *testing.T) {
+	f := newFast(t, nil)
+	ctx, now := context.Background(), f.clk.Now()
+	primary := ledger.Delivery{ReminderID: "rem-fbt", Channel: "email", Provider: "webhook", DueAt: now, ExpiresAt: now.Add(time.Hour),
+		Fallback: ledger.FallbackRef{Channel: "sms", Provider: "webhook"}}
+	held := ledger.Delivery{ReminderID: "rem-fbt", Channel: "sms", Provider: "webhook", DueAt: now, ExpiresAt: now.Add(time.Hour),
+		Status: ledger.StatusHeld, FallbackOf: ledger.FallbackRef{Channel: "email", Provider: "webhook"}}
+	for _, d := range []ledger.Delivery{primary, held} {
+		if err := f.l.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := f.l.DeadLetter(ctx, primary, ledger.Failure{Class: failure.ClassRejected, Message: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.TakeFallback(ctx, dead, "dead (rejected)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Handle(ctx, redrivenRecord(t, "rem-fbt", now, "1")); err != nil {
+		t.Fatalf("handle: %v; want it acknowledged", err)
+	}
+	d, _ := f.l.Get(ctx, primary.Key())
+	if f.sends != 0 || len(f.q.sent) != 0 || d.Status != ledger.StatusDead {
+		t.Fatalf("sends %d, SQS sends %d, status %s; want none, none, dead", f.sends, len(f.q.sent), d.Status)
+	}
+}

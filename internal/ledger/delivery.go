@@ -190,22 +190,26 @@ type Delivery struct {
 	// Fallback, on a primary delivery, names its fallback (a held
 	// delivery of the same reminder), taken (TakeFallback) if it ends
 	// dead, bounced or complained, or expires unsent (FallbackDue).
-	// Attribute "fallback", "channel#provider".
+	// Attribute "fb", "channel#provider".
 	Fallback FallbackRef
-	// FallbackOf, on a fallback, names its primary. Attribute
-	// "fallbackOf".
+	// FallbackOf, on a fallback, names its primary. Attribute "fbOf".
 	FallbackOf FallbackRef
 	// FallbackWithin, on a fallback, is how long it may take once taken:
 	// its ExpiresAt is then the take's time plus this. Attribute
-	// "fallbackWithin", whole seconds.
+	// "fbWithin", whole seconds.
 	FallbackWithin time.Duration
 	// Late is the reminder's late policy, on every delivery of a reminder
 	// whose policy is not the default (expire). Attribute "late".
 	Late LatePolicy
 	// OnTimeUntil is, under send-late, the reminder's expiresAt: the
 	// delivery may still be sent until its own ExpiresAt (later), but a
-	// send after OnTimeUntil is late (SentLate). Attribute "onTimeUntil".
+	// send after OnTimeUntil is late (SentLate). Attribute "onTime".
 	OnTimeUntil time.Time
+	// FallbackTaken, on a primary, is when its fallback was taken
+	// (TakeFallback); zero while it was not. A primary whose fallback was
+	// taken is never sent any more: a revive or redrive of it is refused
+	// (ErrFallbackTaken). Attribute "fbTaken".
+	FallbackTaken time.Time
 }
 
 // SentLate reports whether d was sent after its reminder's expiresAt,
@@ -219,11 +223,18 @@ func (d Delivery) SentLate() bool {
 // fallback, and it is dead ("dead (permanent)", by its class), expired
 // ("expired"), or its standing feedback failed it ("bounced
 // Permanent/General", "complained abuse").
+//
+// An ambiguous end takes no fallback: a delivery dead as class ambiguous,
+// or expired or cancelled while an attempt's outcome was unknown
+// (EndedUnended), may have reached its recipient; the operator's review,
+// or the provider's record (a report that fails it), decides.
 func (d Delivery) FallbackDue() (reason string, ok bool) {
 	if d.Fallback.IsZero() {
 		return "", false
 	}
 	switch {
+	case d.Status == StatusDead && d.LastErrorClass == failure.ClassAmbiguous, d.EndedUnended() > 0:
+		return "", false
 	case d.Status == StatusDead:
 		if d.LastErrorClass != "" {
 			return "dead (" + string(d.LastErrorClass) + ")", true
@@ -420,6 +431,15 @@ var (
 	// ErrNotHeld: TakeFallback found the fallback no longer held (taken
 	// already, or cancelled): the caller's work is done.
 	ErrNotHeld = errors.New("fallback is not held")
+	// ErrPrimaryChanged: TakeFallback found the primary no longer as its
+	// caller saw it fail (revived, redriven, sent or purged since): the
+	// caller's work is done, and the fallback stays held.
+	ErrPrimaryChanged = errors.New("primary changed since it failed")
+	// ErrFallbackTaken: the delivery's fallback was taken (FallbackTaken):
+	// the fallback stands in for it, and it is never sent any more. A
+	// revive, a redrive or a DLQ copy's claim of it is refused; a
+	// consumer acknowledges such a message unsent.
+	ErrFallbackTaken = errors.New("its fallback was taken")
 )
 
 // RefusedError is a conditional write that the ledger refused. Current is

@@ -8,10 +8,10 @@ import (
 	"github.com/nudgehq/nudge/pkg/failure"
 )
 
-// TestFallbackDue: a primary's fallback is due when it ends dead (any
-// class), expired, or its standing feedback failed it; never when it names
-// no fallback, and never for a delivery on its way, sent and standing, or
-// cancelled.
+// TestFallbackDue: a primary's fallback is due when it ends dead (but as
+// ambiguous), expired (but while an attempt may have been sent), or its
+// standing feedback failed it; never when it names no fallback, and never
+// for a delivery on its way, sent and standing, or cancelled.
 func TestFallbackDue(t *testing.T) {
 	t.Parallel()
 	fb := ledger.FallbackRef{Channel: "sms", Provider: "webhook"}
@@ -23,7 +23,13 @@ func TestFallbackDue(t *testing.T) {
 		reason string
 	}{
 		{"dead, rejected", ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassRejected, Fallback: fb}, "dead (rejected)"},
-		{"dead, ambiguous", ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Fallback: fb}, "dead (ambiguous)"},
+		{"dead, ambiguous", ledger.Delivery{Status: ledger.StatusDead, LastErrorClass: failure.ClassAmbiguous, Fallback: fb}, ""},
+		{"expired, an attempt may have been sent", ledger.Delivery{Status: ledger.StatusExpired, Fallback: fb,
+			History: []ledger.Entry{{Status: ledger.StatusSending}, {Status: ledger.StatusExpired, Attempt: 1, Class: failure.ClassAmbiguous}}}, ""},
+		{"cancelled, an attempt may have been sent", ledger.Delivery{Status: ledger.StatusCancelled, Fallback: fb,
+			History: []ledger.Entry{{Status: ledger.StatusCancelled, Attempt: 2, Class: failure.ClassAmbiguous}}}, ""},
+		{"expired, no attempt unended", ledger.Delivery{Status: ledger.StatusExpired, Fallback: fb,
+			History: []ledger.Entry{{Status: ledger.StatusExpired, Note: "expiresAt"}}}, "expired"},
 		{"dead, no class", ledger.Delivery{Status: ledger.StatusDead, Fallback: fb}, "dead"},
 		{"expired", ledger.Delivery{Status: ledger.StatusExpired, Fallback: fb}, "expired"},
 		{"sent, bounced permanently", ledger.Delivery{Status: ledger.StatusSent, Feedback: bounce, Fallback: fb}, "bounced Permanent/General"},

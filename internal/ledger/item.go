@@ -23,6 +23,10 @@ const (
 	attrTTL      = "ttl"
 	attrDueShard = "dueShard" // due index partition key; present only while live
 	attrDueSort  = "dueSort"  // due index sort key; present only while live
+
+	attrFallback      = "fb"      // a primary's fallback, "channel#provider"
+	attrFallbackTaken = "fbTaken" // when a primary's fallback was taken
+	attrOnTime        = "onTime"  // under send-late, the reminder's expiresAt
 )
 
 // item is the stored form of a Delivery.
@@ -62,11 +66,14 @@ type item struct {
 	TTL            int64             `dynamodbav:"ttl,omitempty"`
 	DueShard       string            `dynamodbav:"dueShard,omitempty"`
 	DueSort        string            `dynamodbav:"dueSort,omitempty"`
-	Fallback       string            `dynamodbav:"fallback,omitempty"`
-	FallbackOf     string            `dynamodbav:"fallbackOf,omitempty"`
-	FallbackWithin int64             `dynamodbav:"fallbackWithin,omitempty"` // seconds
-	Late           LatePolicy        `dynamodbav:"late,omitempty"`
-	OnTimeUntil    string            `dynamodbav:"onTimeUntil,omitempty"`
+	// The fallback's and late policy's attributes have short names: a
+	// delivery item stays under 1 KB (one write unit) with them.
+	Fallback       string     `dynamodbav:"fb,omitempty"`
+	FallbackOf     string     `dynamodbav:"fbOf,omitempty"`
+	FallbackWithin int64      `dynamodbav:"fbWithin,omitempty"` // seconds
+	FallbackTaken  string     `dynamodbav:"fbTaken,omitempty"`
+	Late           LatePolicy `dynamodbav:"late,omitempty"`
+	OnTimeUntil    string     `dynamodbav:"onTime,omitempty"`
 }
 
 // PartitionKey returns the PK of a reminder's items.
@@ -122,7 +129,7 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		Feedback: d.Feedback.Kind, FeedbackDetail: d.Feedback.Detail, FeedbackPerm: d.Feedback.Permanent,
 		FeedbackIDs: d.FeedbackSeen,
 		Fallback:    d.Fallback.stored(), FallbackOf: d.FallbackOf.stored(), FallbackWithin: int64(d.FallbackWithin / time.Second),
-		Late: d.Late, OnTimeUntil: formatOpt(d.OnTimeUntil),
+		FallbackTaken: formatOpt(d.FallbackTaken), Late: d.Late, OnTimeUntil: formatOpt(d.OnTimeUntil),
 	}
 	if d.Feedback.Kind != "" {
 		it.FeedbackAt = Format(d.Feedback.At)
@@ -151,10 +158,10 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		FallbackWithin: time.Duration(it.FallbackWithin) * time.Second, Late: it.Late,
 	}
 	var err error
-	if d.Fallback, err = parseFallbackRef("fallback", it.Fallback); err != nil {
+	if d.Fallback, err = parseFallbackRef(attrFallback, it.Fallback); err != nil {
 		return Delivery{}, err
 	}
-	if d.FallbackOf, err = parseFallbackRef("fallbackOf", it.FallbackOf); err != nil {
+	if d.FallbackOf, err = parseFallbackRef("fbOf", it.FallbackOf); err != nil {
 		return Delivery{}, err
 	}
 	if it.TTL > 0 {
@@ -186,7 +193,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		{"dueAt", it.DueAt, &d.DueAt}, {"expiresAt", it.ExpiresAt, &d.ExpiresAt},
 		{"leaseUntil", it.LeaseUntil, &d.LeaseUntil}, {"nextAttemptAt", it.NextAttemptAt, &d.NextAttemptAt},
 		{"sentAt", it.SentAt, &d.SentAt}, {"updatedAt", it.UpdatedAt, &d.UpdatedAt}, {"feedbackAt", it.FeedbackAt, &d.Feedback.At},
-		{"onTimeUntil", it.OnTimeUntil, &d.OnTimeUntil},
+		{attrOnTime, it.OnTimeUntil, &d.OnTimeUntil}, {attrFallbackTaken, it.FallbackTaken, &d.FallbackTaken},
 	} {
 		if *f.dst, err = parseOpt(f.name, f.src); err != nil {
 			return Delivery{}, err

@@ -369,7 +369,9 @@ type Claim struct {
 // from sending whose lease has lapsed, and only if the delivery is due by
 // c.DueBy and not expired. Otherwise it returns a *RefusedError with reason
 // ErrAlreadySent, ErrFinished, ErrLeased, ErrExpired, ErrNotDue or
-// ErrNotFound, and the delivery as it was.
+// ErrNotFound, and the delivery as it was. A revive of a dead primary whose
+// fallback was taken (FallbackTaken) is refused with ErrFallbackTaken: the
+// fallback stands in for it.
 //
 // With c.Revive, a claim refused because the delivery is dead is followed
 // by a second write that takes the dead delivery and restarts its attempt
@@ -403,7 +405,8 @@ func (l *Ledger) claim(ctx context.Context, c Claim, revive bool) (Delivery, err
 		// from the attempts made before this one.
 		u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)")
 		u.values[":zero"], u.values[":dead"] = av(0), sv(StatusDead)
-		u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt <= :dueBy AND expiresAt > :now"
+		// A primary whose fallback was taken is never sent after it.
+		u.cond = "attribute_exists(PK) AND #status = :dead AND attribute_not_exists(" + attrFallbackTaken + ") AND dueAt <= :dueBy AND expiresAt > :now"
 	} else {
 		u.values[":pending"], u.values[":queued"], u.values[":retrying"] = sv(StatusPending), sv(StatusQueued), sv(StatusRetrying)
 		u.values[":lapsed"] = sv(Format(l.lapsedBefore(now)))
@@ -632,6 +635,8 @@ func claimRefusal(old Delivery, now, lapsedBefore time.Time, c Claim, revive boo
 		return ErrAlreadySent
 	case old.Status == StatusCancelled || old.Status == StatusExpired || old.Status == StatusDead && !revive:
 		return ErrFinished
+	case old.Status == StatusDead && !old.FallbackTaken.IsZero():
+		return ErrFallbackTaken
 	case old.Status == StatusDead && c.ReviveAttempts > 0 && old.Attempts != c.ReviveAttempts:
 		// A copy of an earlier dead-lettering: the delivery was revived
 		// and ended again since.

@@ -202,6 +202,12 @@ func (m *Memory) transition(op string, key message.DeliveryKey, guard func(d Del
 	reason func(old Delivery, now time.Time) error, change func(d *Delivery, now time.Time)) (Delivery, error) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
+	return m.transitionLocked(op, key, guard, reason, change)
+}
+
+// transitionLocked is transition, with m.t.mu held by the caller.
+func (m *Memory) transitionLocked(op string, key message.DeliveryKey, guard func(d Delivery, now time.Time) bool,
+	reason func(old Delivery, now time.Time) error, change func(d *Delivery, now time.Time)) (Delivery, error) {
 	now := m.now()
 	d, ok := m.t.items[key]
 	if !ok {
@@ -229,7 +235,7 @@ func (m *Memory) Claim(_ context.Context, c Claim) (Delivery, error) {
 	claim := func(revive bool) (Delivery, error) {
 		return m.transition("claim", c.Key, func(d Delivery, now time.Time) bool {
 			claimable := !revive && slices.Contains([]Status{StatusPending, StatusQueued, StatusRetrying}, d.Status) ||
-				revive && d.Status == StatusDead && (c.ReviveAttempts == 0 || d.Attempts == c.ReviveAttempts) ||
+				revive && d.Status == StatusDead && d.FallbackTaken.IsZero() && (c.ReviveAttempts == 0 || d.Attempts == c.ReviveAttempts) ||
 				!revive && d.Status == StatusSending && d.LeaseUntil.Before(m.lapsedBefore(now))
 			return claimable && !d.DueAt.After(dueBy) && d.ExpiresAt.After(now)
 		}, func(old Delivery, now time.Time) error {

@@ -55,6 +55,9 @@ func (m *Memory) Revive(_ context.Context, read Delivery, r Revival) (Delivery, 
 	if read.Status != StatusDead {
 		return Delivery{}, &RefusedError{Op: "revive", Key: read.Key(), Reason: ErrNotDead, Current: read}
 	}
+	if !read.FallbackTaken.IsZero() {
+		return Delivery{}, &RefusedError{Op: "revive", Key: read.Key(), Reason: ErrFallbackTaken, Current: read}
+	}
 	m.t.mu.Lock()
 	shards, err := m.shardCount()
 	m.t.mu.Unlock()
@@ -63,7 +66,8 @@ func (m *Memory) Revive(_ context.Context, read Delivery, r Revival) (Delivery, 
 	}
 	live := func(now time.Time) time.Time { return ms(now.Add(m.cfg.ClockSkew)) }
 	return m.transition("revive", read.Key(), func(d Delivery, now time.Time) bool {
-		return d.Status == StatusDead && d.UpdatedAt.Equal(ms(read.UpdatedAt)) && d.DueAt.Equal(ms(read.DueAt)) && d.ExpiresAt.After(live(now))
+		return d.Status == StatusDead && d.FallbackTaken.IsZero() &&
+			d.UpdatedAt.Equal(ms(read.UpdatedAt)) && d.DueAt.Equal(ms(read.DueAt)) && d.ExpiresAt.After(live(now))
 	}, func(old Delivery, now time.Time) error {
 		return reviveRefusal(old, read, live(now))
 	}, func(d *Delivery, now time.Time) {

@@ -25,7 +25,9 @@ import (
 // cursor. So the enqueue never publishes it a second time, but if the
 // redriven message is lost the overdue scan sees it and the repair
 // publishes it again after RepairAfter. It refuses with ErrNotDead unless
-// the delivery is dead (ErrAlreadySent if it was sent meanwhile).
+// the delivery is dead (ErrAlreadySent if it was sent meanwhile), and with
+// ErrFallbackTaken if its fallback was taken: the fallback stands in for
+// it, and sending it too would tell the recipient twice.
 func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery, error) {
 	shards, err := l.shardCount(ctx)
 	if err != nil {
@@ -47,14 +49,17 @@ func (l *Ledger) Redrive(ctx context.Context, d Delivery, note string) (Delivery
 	u.sets = append(u.sets, "budgetFrom = if_not_exists(attempts, :zero)") // the attempt budget restarts
 	u.history(Delivery{}, Entry{Status: StatusQueued, Attempt: d.Attempts, Note: text.Clip(note, 120)})
 	u.values[":dead"], u.values[":dueAt"], u.values[":zero"] = sv(StatusDead), sv(Format(d.DueAt)), av(0)
-	u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt = :dueAt"
+	u.cond = "attribute_exists(PK) AND #status = :dead AND dueAt = :dueAt AND attribute_not_exists(" + attrFallbackTaken + ")"
 	return l.write(ctx, u, redriveRefusal)
 }
 
 // redriveRefusal says why a Redrive was refused.
 func redriveRefusal(old Delivery) error {
-	if old.Status == StatusSent {
+	switch {
+	case old.Status == StatusSent:
 		return ErrAlreadySent
+	case old.Status == StatusDead && !old.FallbackTaken.IsZero():
+		return ErrFallbackTaken
 	}
 	return ErrNotDead
 }

@@ -127,6 +127,46 @@ func TestRedriveHandsADeadDeliveryBackAndIndexesItAgain(t *testing.T) {
 	}
 }
 
+// TestRedriveRefusesAPrimaryWhoseFallbackWasTaken: once a dead primary's
+// fallback was taken, the CLI's redrive (dead -> queued) is refused with
+// ErrFallbackTaken, saying which and when, and the primary stays dead.
+func TestRedriveRefusesAPrimaryWhoseFallbackWasTaken(t *testing.T) {
+	f := operateSetup(t)
+	fb := ledger.FallbackRef{Channel: "sms", Provider: "webhook"}
+	d := ledger.Delivery{ReminderID: "rem-92", Channel: "email", Provider: "webhook", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour), Fallback: fb}
+	held := ledger.Delivery{ReminderID: "rem-92", Channel: "sms", Provider: "webhook", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
+		Status: ledger.StatusHeld, FallbackOf: ledger.FallbackRef{Channel: "email", Provider: "webhook"}}
+	for _, x := range []ledger.Delivery{d, held} {
+		if err := f.l.Create(f.ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := f.l.DeadLetter(f.ctx, d, ledger.Failure{Class: "rejected", Message: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Minute)
+	if _, err := f.l.TakeFallback(f.ctx, dead, "dead (rejected)"); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(time.Minute)
+	_, err = f.l.Redrive(f.ctx, dead, "redriven by ops@example")
+	var re *ledger.RefusedError
+	if !errors.As(err, &re) || !errors.Is(err, ledger.ErrFallbackTaken) {
+		t.Fatalf("redrive of a primary whose fallback was taken: %v, want ErrFallbackTaken", err)
+	}
+	want := "its fallback rem-92:sms:webhook was taken at " + ledger.Format(t0.Add(time.Minute))
+	if note := ledger.FallbackTakenNote(re.Current); note != want {
+		t.Errorf("the refusal's note: %q, want %q", note, want)
+	}
+	if got, err := f.l.Get(f.ctx, d.Key()); err != nil || got.Status != ledger.StatusDead || got.Index != nil {
+		t.Fatalf("after the refused redrive: %v, %+v", err, got)
+	}
+	if it := f.raw(t, d); it["fbTaken"] == nil || it["fallbackTaken"] != nil {
+		t.Errorf("the mark's attribute: %v", it)
+	}
+}
+
 // TestPurgeRemovesEverythingButNotWhileInFlight: a purge refuses, removing
 // nothing, while a delivery is being sent; once the lease has lapsed it
 // removes the reminder item and every delivery with its history.

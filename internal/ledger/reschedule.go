@@ -124,9 +124,9 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 		u.set("dueAt", ":newDueAt", Format(p.To.DueAt))
 		u.set("expiresAt", ":newExpiresAt", Format(exp))
 		if onTime.IsZero() {
-			u.remove("onTimeUntil")
+			u.remove(attrOnTime)
 		} else {
-			u.set("onTimeUntil", ":onTimeUntil", Format(onTime))
+			u.set(attrOnTime, ":onTime", Format(onTime))
 		}
 		if dt := later(dttl, d.TTL); !dttl.IsZero() && !d.TTL.IsZero() {
 			u.names["#ttl"] = attrTTL // a reserved word
@@ -210,9 +210,18 @@ func (p MovePlan) check() error {
 // DeliveryTimes is where the move puts d's expiry: the new expiresAt under
 // the reminder's late rule (LateRule.DeliveryTimes; the rule d carries if
 // the plan has no reminder item), and for a fallback (FallbackOf set),
-// which has no late rule of its own, the reminder's new expiresAt.
+// which has no late rule of its own, the reminder's new expiresAt while it
+// is held. A taken fallback (no longer held) keeps its own expiry, its
+// take's time plus its FallbackWithin; only a move to a dueAt at or past
+// it restarts that bound from the new dueAt, so that the move does not
+// expire it at once.
 func (p MovePlan) DeliveryTimes(d Delivery) (expiresAt, onTimeUntil time.Time) {
-	if !d.FallbackOf.IsZero() {
+	switch {
+	case !d.FallbackOf.IsZero() && d.Status != StatusHeld && d.ExpiresAt.After(p.To.DueAt):
+		return d.ExpiresAt, time.Time{}
+	case !d.FallbackOf.IsZero() && d.Status != StatusHeld:
+		return p.To.DueAt.Add(fallbackWithin(d.FallbackWithin)), time.Time{}
+	case !d.FallbackOf.IsZero():
 		return p.To.ExpiresAt, time.Time{}
 	}
 	rule := d.LateRule()
@@ -223,11 +232,13 @@ func (p MovePlan) DeliveryTimes(d Delivery) (expiresAt, onTimeUntil time.Time) {
 }
 
 // keptUntil is the expiry d's TTL follows after the move: its own, and for
-// a fallback its primaries' (held, it is kept as long as its siblings).
+// a fallback the later of its own and its primaries' (held, it is kept as
+// long as its siblings).
 func (p MovePlan) keptUntil(d Delivery) time.Time {
 	exp, _ := p.DeliveryTimes(d)
 	if !d.FallbackOf.IsZero() && p.Reminder != nil {
-		exp, _ = p.Reminder.Late.DeliveryTimes(p.To.ExpiresAt)
+		siblings, _ := p.Reminder.Late.DeliveryTimes(p.To.ExpiresAt)
+		exp = later(exp, siblings)
 	}
 	return exp
 }

@@ -81,7 +81,8 @@ func (q DeadQuery) check() (*deadToken, error) {
 // deadProjection is what ReadDead reads of a delivery item: all a revive
 // and its review need, and nothing personal.
 var deadProjection = []string{attrPK, attrSK, "reminderId", "channel", "provider", "status", "recipientRef", "templateRef",
-	"dueAt", "expiresAt", "attempts", "budgetFrom", "unendedAttempt", "repairs", "lastErrorClass", "lastError", "updatedAt", "history", attrTTL}
+	"dueAt", "expiresAt", "attempts", "budgetFrom", "unendedAttempt", "repairs", "lastErrorClass", "lastError", "updatedAt", "history", attrTTL,
+	attrFallback, attrFallbackTaken}
 
 // ReadDead reads up to q.Read items of the table, from the start or from
 // where an earlier read stopped, and returns the dead deliveries among
@@ -188,8 +189,10 @@ func (r Revival) Note() (string, error) {
 // it twice, and only if it has not expired (expiresAt after now +
 // ClockSkew): a delivery past its expiresAt is never revived. It refuses
 // with ErrNotDead (not dead: revived, redriven, cancelled, or claimed by a
-// DLQ copy meanwhile), ErrAlreadySent, ErrChanged (dead, but dead-lettered
-// again since the read), ErrExpired or ErrNotFound.
+// DLQ copy meanwhile), ErrAlreadySent, ErrFallbackTaken (its fallback was
+// taken: the fallback stands in for it, FallbackTakenNote says which and
+// when), ErrChanged (dead, but dead-lettered again since the read),
+// ErrExpired or ErrNotFound.
 //
 // A DLQ copy of the delivery's message, redriven afterwards by the CLI or
 // the console, finds it live: the consumer claims it as it claims any copy
@@ -204,6 +207,9 @@ func (l *Ledger) Revive(ctx context.Context, d Delivery, r Revival) (Delivery, e
 	}
 	if d.Status != StatusDead {
 		return Delivery{}, &RefusedError{Op: "revive", Key: d.Key(), Reason: ErrNotDead, Current: d}
+	}
+	if !d.FallbackTaken.IsZero() {
+		return Delivery{}, &RefusedError{Op: "revive", Key: d.Key(), Reason: ErrFallbackTaken, Current: d}
 	}
 	shards, err := l.shardCount(ctx)
 	if err != nil {
@@ -228,7 +234,8 @@ func (l *Ledger) Revive(ctx context.Context, d Delivery, r Revival) (Delivery, e
 	u.set("history", ":history", boundHistory(d.History, Entry{At: Format(now), Status: StatusPending, Attempt: d.Attempts, Note: note}, l.cfg.HistoryLimit))
 	u.values[":dead"], u.values[":zero"] = sv(StatusDead), av(0)
 	u.values[":was"], u.values[":dueAt"], u.values[":live"] = sv(formatOpt(d.UpdatedAt)), sv(Format(d.DueAt)), sv(Format(live))
-	u.cond = "attribute_exists(PK) AND #status = :dead AND updatedAt = :was AND dueAt = :dueAt AND expiresAt > :live"
+	u.cond = "attribute_exists(PK) AND #status = :dead AND updatedAt = :was AND dueAt = :dueAt AND expiresAt > :live" +
+		" AND attribute_not_exists(" + attrFallbackTaken + ")"
 	return l.write(ctx, u, func(old Delivery) error { return reviveRefusal(old, d, ms(live)) })
 }
 
@@ -240,6 +247,8 @@ func reviveRefusal(old, read Delivery, live time.Time) error {
 		return ErrAlreadySent
 	case old.Status != StatusDead:
 		return ErrNotDead
+	case !old.FallbackTaken.IsZero():
+		return ErrFallbackTaken
 	case !old.UpdatedAt.Equal(ms(read.UpdatedAt)) || !old.DueAt.Equal(ms(read.DueAt)):
 		return ErrChanged
 	case !old.ExpiresAt.After(live):

@@ -26,6 +26,8 @@ type taker struct {
 	taken map[string]int // by the primary's key
 	calls []string       // reasons
 	fail  int
+	// changed makes every take refused as its primary changed since.
+	changed bool
 }
 
 func (k *taker) TakeFallback(_ context.Context, primary ledger.Delivery, reason string) (ledger.Delivery, error) {
@@ -35,6 +37,9 @@ func (k *taker) TakeFallback(_ context.Context, primary ledger.Delivery, reason 
 	if k.fail > 0 {
 		k.fail--
 		return ledger.Delivery{}, errors.New("ProvisionedThroughputExceededException: slow down")
+	}
+	if k.changed {
+		return ledger.Delivery{}, &ledger.RefusedError{Op: "take-fallback", Key: primary.Key(), Reason: ledger.ErrPrimaryChanged, Current: primary}
 	}
 	if k.taken == nil {
 		k.taken = map[string]int{}
@@ -128,6 +133,34 @@ func TestAFailedDeliveryTakesItsFallbackOnce(t *testing.T) {
 	}
 	if rec.Count("FallbacksTaken") != 3 || rec.Count("FallbacksFoundTaken") != 1 {
 		t.Errorf("FallbacksTaken %v, FallbacksFoundTaken %v; want 3, 1", rec.Count("FallbacksTaken"), rec.Count("FallbacksFoundTaken"))
+	}
+}
+
+// TestATakeForAChangedPrimaryIsDone: a take the ledger refuses because
+// the primary changed since the record (revived, redriven: a record
+// processed late) is done, counted, its event put; an ambiguous end
+// (dead as ambiguous) takes no fallback at all.
+func TestATakeForAChangedPrimaryIsDone(t *testing.T) {
+	live := withFallback(delivery("rem-h1"))
+	dead := ended(live, ledger.StatusDead, failure.ClassRejected, "provider answered 400", t0.Add(time.Minute))
+	live2 := withFallback(delivery("rem-h2"))
+	unsure := ended(live2, ledger.StatusDead, failure.ClassAmbiguous, "no answer after the request was written", t0.Add(time.Minute))
+	b, k := &bus{}, &taker{changed: true}
+	f, rec := newFallbackFunction(t, b, k, nil, "")
+	resp, err := f.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		record(t, "1", &live, dead), record(t, "2", &live2, unsure)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	if len(k.calls) != 1 || !strings.Contains(k.calls[0], "dead (rejected)") {
+		t.Errorf("takes %q; want the rejected one's alone", k.calls)
+	}
+	if rec.Count("FallbacksPrimaryChanged") != 1 || rec.Count("FallbackFailed") != 0 || rec.Count("FallbacksTaken") != 0 {
+		t.Errorf("FallbacksPrimaryChanged %v, FallbackFailed %v, FallbacksTaken %v; want 1, 0, 0",
+			rec.Count("FallbacksPrimaryChanged"), rec.Count("FallbackFailed"), rec.Count("FallbacksTaken"))
+	}
+	if got := b.details(t); len(got) != 2 {
+		t.Errorf("put %d events; want both records'", len(got))
 	}
 }
 

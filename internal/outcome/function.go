@@ -215,7 +215,10 @@ func (f *Function) act(ctx context.Context, r events.DynamoDBEventRecord) ([]Eve
 // takeFallback takes the fallback of c's delivery when this change made it
 // due (ledger.Delivery.FallbackDue): an end or a report that failed it.
 // A fallback already taken, or cancelled, is done (ErrNotHeld), and so is
-// one the ledger no longer holds (ErrNotFound: purged).
+// one the ledger no longer holds (ErrNotFound: purged), and one whose
+// primary is no longer as this record shows it (ErrPrimaryChanged: revived
+// or redriven since, a record processed late; the primary is no longer
+// failed as seen, and the fallback stays held).
 func (f *Function) takeFallback(ctx context.Context, c change) error {
 	reason, due := c.d.FallbackDue()
 	if !due {
@@ -232,6 +235,10 @@ func (f *Function) takeFallback(ctx context.Context, c change) error {
 		return nil
 	case errors.Is(err, ledger.ErrNotHeld), errors.Is(err, ledger.ErrNotFound):
 		f.cfg.Metrics.Add("FallbacksFoundTaken", 1)
+		return nil
+	case errors.Is(err, ledger.ErrPrimaryChanged):
+		f.cfg.Metrics.Add("FallbacksPrimaryChanged", 1)
+		f.cfg.Logger.Info("fallback not taken: the delivery changed since this record", "deliveryKey", c.d.Key().String(), "reason", reason)
 		return nil
 	}
 	f.cfg.Metrics.Add("FallbackFailed", 1)

@@ -529,9 +529,17 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 	now := r.cfg.Clock.Now()
 	if r.cfg.Ledger != nil && l.delivery != nil && l.delivery.Status == ledger.StatusDead {
 		note := "redriven by " + r.cfg.By + " at " + ledger.Format(now) + " (nudge dlq redrive)"
-		switch _, err := r.cfg.Ledger.Redrive(ctx, *l.delivery, note); {
+		_, err := r.cfg.Ledger.Redrive(ctx, *l.delivery, note)
+		var re *ledger.RefusedError
+		switch {
 		case err == nil:
 			o.Marked = true
+		case errors.Is(err, ledger.ErrFallbackTaken) && errors.As(err, &re):
+			// The fallback stands in for it: sending it too would tell
+			// the recipient twice.
+			o.Why = ledger.FallbackTakenNote(re.Current) + "; not sent, left in the DLQ"
+			_ = r.Release(context.WithoutCancel(ctx), []Letter{l})
+			return o
 		case errors.Is(err, ledger.ErrAlreadySent) || errors.Is(err, ledger.ErrNotDead):
 			// Someone (a console redrive) got there first.
 			o.Why = "the delivery changed since it was read: " + err.Error() + "; left in the DLQ"

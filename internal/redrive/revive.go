@@ -252,6 +252,9 @@ func (r *Reviver) Apply(ctx context.Context, p *RevivePlan, progress func(Revive
 				o.PublishAt = got.Index.PublishAt
 			}
 			res.Revived++
+		case errors.Is(err, ledger.ErrFallbackTaken) && errors.As(err, &re):
+			o.Why = ledger.FallbackTakenNote(re.Current) + "; not revived"
+			res.Skipped++
 		case errors.As(err, &re):
 			o.Why = "changed since it was read: " + re.Reason.Error()
 			if re.Current.Status != "" {

@@ -135,3 +135,49 @@ func TestReviveSkipsWhatChangedSinceThePlan(t *testing.T) {
 		t.Errorf("an interrupted apply: %v", err)
 	}
 }
+
+// TestReviveSkipsAPrimaryWhoseFallbackWasTaken: a dead primary whose
+// fallback was taken after the plan read it is skipped, saying which
+// fallback and when, and stays dead.
+func TestReviveSkipsAPrimaryWhoseFallbackWasTaken(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(reviveT0)
+	m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	primary := ledger.Delivery{ReminderID: "rem-fb", Channel: "email", Provider: "webhook", DueAt: reviveT0, ExpiresAt: reviveT0.Add(60 * 24 * time.Hour),
+		Fallback: ledger.FallbackRef{Channel: "sms", Provider: "webhook"}}
+	held := ledger.Delivery{ReminderID: "rem-fb", Channel: "sms", Provider: "webhook", DueAt: reviveT0, ExpiresAt: reviveT0.Add(60 * 24 * time.Hour),
+		Status: ledger.StatusHeld, FallbackOf: ledger.FallbackRef{Channel: "email", Provider: "webhook"}}
+	for _, d := range []ledger.Delivery{primary, held} {
+		if err := m.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := m.DeadLetter(ctx, primary, ledger.Failure{Class: "rejected", Message: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := redrive.NewReviver(redrive.ReviveConfig{Ledger: m, By: "ops@example", Reason: "provider fixed", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, redrive.ReviveFilter{Max: 3})
+	if err != nil || len(p.Chosen) != 1 {
+		t.Fatalf("plan: %+v, %v", p, err)
+	}
+	clk.Advance(time.Minute)
+	if _, err := m.TakeFallback(ctx, dead, "dead (rejected)"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Apply(ctx, p, nil)
+	want := "its fallback rem-fb:sms:webhook was taken at " + ledger.Format(reviveT0.Add(time.Minute))
+	if err != nil || res.Skipped != 1 || res.Revived != 0 || !strings.Contains(res.Outcomes[0].Why, want) {
+		t.Fatalf("apply: %+v, %v; want skipped: %s", res, err, want)
+	}
+	if got, _ := m.Get(ctx, dead.Key()); got.Status != ledger.StatusDead {
+		t.Errorf("after the skipped revive: %s", got.Status)
+	}
+}

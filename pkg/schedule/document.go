@@ -51,6 +51,10 @@ type DeliveryDocument struct {
 	Fallback       string `json:"fallback,omitempty"`
 	FallbackOf     string `json:"fallbackOf,omitempty"`
 	FallbackWithin string `json:"fallbackWithin,omitempty"`
+	// FallbackTaken, on a delivery whose fallback was taken, is when
+	// (FormatTime'd): the fallback stands in for it, and it is never sent
+	// any more (a redrive or revive of it is refused).
+	FallbackTaken string `json:"fallbackTaken,omitempty"`
 	// Late is the reminder's late policy where it is not the default
 	// (send-late, escalate); OnTimeUntil, under send-late, the reminder's
 	// expiresAt, after which a send is late (SentLate).
@@ -79,10 +83,16 @@ type Feedback struct {
 // Told is d's state in words, as `nudge reminder show` prints it: the
 // status, and the provider's feedback where there is some: "sent, then
 // bounced (Permanent/General 5.1.1) at 2026-11-30T09:00:02.669Z" for a
-// failing one, "sent; delivered at …" otherwise.
+// failing one, "sent; delivered at …" otherwise; and, where its fallback
+// was taken, "; fallback taken at …".
 func (d DeliveryDocument) Told() string {
 	if d.Status == StatusHeld {
 		return "held: fallback of " + d.FallbackOf + ", taken if it fails"
+	}
+	if d.FallbackTaken != "" {
+		taken := d.FallbackTaken
+		d.FallbackTaken = ""
+		return d.Told() + "; fallback taken at " + taken
 	}
 	if d.SentLate {
 		d.Status += " late"

@@ -170,38 +170,70 @@ func TestAFallbackIsWrittenHeldAndReadBack(t *testing.T) {
 	}
 }
 
-// TestAHalfWrittenFallbackIsCompletedOrTombstoned: a create cut off
-// before the fallback's item is finished by the same create again, and a
-// cancel before that writes it cancelled.
+// TestAHalfWrittenFallbackIsCompletedOrTombstoned: the held fallback is
+// written before its primary, so a create cut off after it (the primary's
+// write failing) leaves no primary that could fail without its fallback;
+// the same create again writes the primary, and a cancel before that
+// writes the primary cancelled and cancels the held fallback.
 func TestAHalfWrittenFallbackIsCompletedOrTombstoned(t *testing.T) {
 	for _, cancelFirst := range []bool{false, true} {
 		b := setup(t)
 		r := b.parse(t, withFallback)
+		primaryKey := message.DeliveryKey{ReminderID: "rem-fb", Channel: "sms", Provider: "webhook"}
 		heldKey := message.DeliveryKey{ReminderID: "rem-fb", Channel: "push", Provider: "webhook"}
-		// A create cut off before the fallback's item (the second create).
+		// A create cut off at its second delivery write.
 		broken, _ := schedule.New(schedule.Config{Ledger: &failingLedger{bundleLedger: b.ledger, fail: 2}, Clock: b.clk})
 		if _, err := broken.Create(b.ctx, r); err == nil {
 			t.Fatal("the interrupted create succeeded")
 		}
-		if _, err := b.ledger.Get(b.ctx, heldKey); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("the fallback exists after the interruption: %v", err)
+		if _, err := b.ledger.Get(b.ctx, primaryKey); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("the primary exists after the interruption (written before its fallback?): %v", err)
+		}
+		if h, err := b.ledger.Get(b.ctx, heldKey); err != nil || h.Status != ledger.StatusHeld {
+			t.Fatalf("the fallback after the interruption: %+v, %v; want it held", h, err)
 		}
 		if cancelFirst {
 			res, err := b.store.Cancel(b.ctx, "rem-fb", "")
 			if err != nil || len(res) != 2 {
 				t.Fatalf("cancel: %+v, %v", res, err)
 			}
-			h, err := b.ledger.Get(b.ctx, heldKey)
-			if err != nil || h.Status != ledger.StatusCancelled {
-				t.Errorf("the missing fallback after a cancel: %+v, %v", h, err)
+			for _, k := range []message.DeliveryKey{primaryKey, heldKey} {
+				if d, err := b.ledger.Get(b.ctx, k); err != nil || d.Status != ledger.StatusCancelled {
+					t.Errorf("%s after a cancel: %+v, %v", k, d, err)
+				}
 			}
 			continue
 		}
 		if out, err := b.store.Create(b.ctx, r); err != nil || out != schedule.Completed {
 			t.Fatalf("create again: %v, %v", out, err)
 		}
+		if p, err := b.ledger.Get(b.ctx, primaryKey); err != nil || p.Status != ledger.StatusPending || p.Fallback.Key("rem-fb") != heldKey {
+			t.Errorf("the primary after the create again: %+v, %v", p, err)
+		}
 		if h, err := b.ledger.Get(b.ctx, heldKey); err != nil || h.Status != ledger.StatusHeld {
 			t.Errorf("the fallback after the create again: %+v, %v", h, err)
 		}
+	}
+}
+
+// TestAFallbackUnderEscalateEscalatesToo: under escalate the held fallback
+// carries the policy (its own expiry, once taken, escalates); under
+// send-late it does not (its bound is its own).
+func TestAFallbackUnderEscalateEscalatesToo(t *testing.T) {
+	b := setup(t)
+	heldKey := message.DeliveryKey{ReminderID: "rem-fb", Channel: "push", Provider: "webhook"}
+	esc := strings.Replace(withFallback, `"late":{"policy":"send-late","within":"2h"}`, `"late":{"policy":"escalate"}`, 1)
+	if _, err := b.store.Create(b.ctx, b.parse(t, esc)); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := b.ledger.Get(b.ctx, heldKey); err != nil || h.Late != ledger.LateEscalate || h.Status != ledger.StatusHeld {
+		t.Errorf("held fallback under escalate: %+v, %v", h, err)
+	}
+	b = setup(t)
+	if _, err := b.store.Create(b.ctx, b.parse(t, withFallback)); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := b.ledger.Get(b.ctx, heldKey); err != nil || h.Late != "" {
+		t.Errorf("held fallback under send-late: late %q, %v", h.Late, err)
 	}
 }

@@ -43,3 +43,24 @@ func TestADeliveryThatFailedAfterSendingCannotBeMissed(t *testing.T) {
 		t.Errorf("a delivery without feedback shows %s", b)
 	}
 }
+
+// TestAPrimaryWhoseFallbackWasTakenSaysSo: reminder show's words for a
+// primary whose fallback was taken end with when, and the document
+// carries it.
+func TestAPrimaryWhoseFallbackWasTakenSaysSo(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 30, 9, 0, 2, 669e6, time.UTC)
+	d := ledger.Delivery{ReminderID: "rem-1", Channel: "email", Provider: "ses", Status: ledger.StatusSent,
+		Fallback:      ledger.FallbackRef{Channel: "sms", Provider: "webhook"},
+		Feedback:      ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: at},
+		FallbackTaken: at.Add(time.Second)}
+	doc := deliveryDocument(d, false)
+	want := "sent, then bounced (Permanent/General) at 2026-11-30T09:00:02.669Z; fallback taken at 2026-11-30T09:00:03.669Z"
+	if got := doc.Told(); got != want || doc.FallbackTaken != "2026-11-30T09:00:03.669Z" {
+		t.Errorf("Told() = %q (fallbackTaken %q), want %q", got, doc.FallbackTaken, want)
+	}
+	d.Status, d.Feedback, d.LastErrorClass = ledger.StatusDead, ledger.Feedback{}, "rejected"
+	if got := deliveryDocument(d, false).Told(); got != "dead; fallback taken at 2026-11-30T09:00:03.669Z" {
+		t.Errorf("dead: Told() = %q", got)
+	}
+}

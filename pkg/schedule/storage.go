@@ -95,14 +95,19 @@ func deliveryItem(r Reminder, d Delivery) ledger.Delivery {
 
 // fallbackItem is the held delivery item of delivery d's fallback: at the
 // reminder's dueAt and expiresAt (TakeFallback sets its own when it takes
-// it), with the fallback's address. Its TTL, its primary's, is the
-// caller's to set (the ledger knows the retention).
+// it), with the fallback's address. Under escalate it carries the policy,
+// so that its own expiry, once taken, escalates too (send-late's bound is
+// the primary's: a fallback has its own, FallbackWithin). Its TTL, its
+// primary's, is the caller's to set (the ledger knows the retention).
 func fallbackItem(r Reminder, d Delivery) ledger.Delivery {
 	f := d.Fallback
 	ld := ledger.Delivery{
 		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: f.Channel, Provider: f.Provider, Status: ledger.StatusHeld,
 		RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef, Address: f.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
 		FallbackOf: ledger.FallbackRef{Channel: d.Channel, Provider: d.Provider}, FallbackWithin: f.Within,
+	}
+	if rule := lateRule(r.Late); rule.Policy == ledger.LateEscalate {
+		ld.Late = rule.Policy
 	}
 	if drv, _ := registry.Lookup(f.Provider); drv.Intake.RendersTemplates && len(r.Metadata) > 0 {
 		ld.TemplateData = r.Metadata
@@ -125,7 +130,7 @@ func deliveryDocument(d ledger.Delivery, reveal bool) DeliveryDocument {
 		dd.Feedback = &Feedback{Kind: string(f.Kind), Detail: f.Detail, At: FormatOpt(f.At), Failed: f.Failed()}
 	}
 	if !d.Fallback.IsZero() {
-		dd.Fallback = d.Fallback.String()
+		dd.Fallback, dd.FallbackTaken = d.Fallback.String(), FormatOpt(d.FallbackTaken)
 	}
 	if !d.FallbackOf.IsZero() {
 		dd.FallbackOf, dd.FallbackWithin = d.FallbackOf.String(), FormatSpan(d.FallbackWithin)

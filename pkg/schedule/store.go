@@ -178,18 +178,21 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 	return outcome, nil
 }
 
-// items are the delivery items a create of r writes: each delivery's, and
-// its held fallback's after it, kept as long as its primary.
+// items are the delivery items a create of r writes, in order: for each
+// delivery, its held fallback's (kept as long as its primary) before its
+// own, so that a create cut off half-way never leaves a primary that may
+// fail without the fallback it would take (a fallback without its primary
+// is held, and never sent, until the create is sent again or cancelled).
 func (s *Store) items(r Reminder) []ledger.Delivery {
 	var out []ledger.Delivery
 	for _, d := range r.Deliveries {
 		primary := deliveryItem(r, d)
-		out = append(out, primary)
 		if d.Fallback != nil {
 			fb := fallbackItem(r, d)
 			fb.TTL = s.cfg.Ledger.Expiry(primary.ExpiresAt)
 			out = append(out, fb)
 		}
+		out = append(out, primary)
 	}
 	return out
 }

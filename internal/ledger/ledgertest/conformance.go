@@ -127,6 +127,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"TakeFallbackTakesItOnce", testTakeFallbackTakesItOnce},
 		{"ConcurrentTakesHaveOneWinner", testConcurrentTakesHaveOneWinner},
 		{"ATakeAfterCancelIsRefused", testATakeAfterCancelIsRefused},
+		{"ATakeNeedsThePrimaryAsSeen", testATakeNeedsThePrimaryAsSeen},
+		{"ATakenFallbackKeepsItsOwnExpiry", testATakenFallbackKeepsItsOwnExpiry},
 		{"ALatePolicyIsKeptAndRescheduled", testALatePolicyIsKeptAndRescheduled},
 		{"AWaitForTheRecordKeepsTheAmbiguousAttempt", testAWaitForTheRecordKeepsTheAmbiguousAttempt},
 		{"TheRecordSettlesAClaimedOrADeadAmbiguousDelivery", testTheRecordSettlesAClaimedOrADeadAmbiguousDelivery},

@@ -104,6 +104,12 @@ func testTakeFallbackTakesItOnce(t *testing.T, b bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p := b.get(t, primary); !p.FallbackTaken.Equal(now) || !p.UpdatedAt.Equal(dead.UpdatedAt) || p.Status != ledger.StatusDead {
+		t.Errorf("the primary after the take: %s, fallback taken %v (want %v), updatedAt %v (want %v as it was)",
+			p.Status, p.FallbackTaken, now, p.UpdatedAt, dead.UpdatedAt)
+	} else if note := ledger.FallbackTakenNote(p); note != "its fallback rem-fb2:sms:webhook was taken at "+ledger.Format(now) {
+		t.Errorf("FallbackTakenNote = %q", note)
+	}
 	last := taken.History[len(taken.History)-1]
 	if taken.Status != ledger.StatusPending || !taken.DueAt.Equal(now) || !taken.ExpiresAt.Equal(now.Add(2*time.Hour)) ||
 		last.Status != ledger.StatusPending || last.Note != "fallback of email:webhook: dead (rejected)" {
@@ -130,7 +136,10 @@ func testTakeFallbackTakesItOnce(t *testing.T, b bundle) {
 
 func testConcurrentTakesHaveOneWinner(t *testing.T, b bundle) {
 	primary, _ := b.withFallback(t, "rem-fb3")
-	primary.Status = ledger.StatusExpired
+	primary, err := b.l.DeadLetter(context.Background(), primary, ledger.Failure{Class: failure.ClassRejected, Message: "410 gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	wins, notHeld := 0, 0
@@ -166,9 +175,15 @@ func testATakeAfterCancelIsRefused(t *testing.T, b bundle) {
 			t.Fatalf("cancel %s: %v, %+v", d.Key(), err, got)
 		}
 	}
-	_, err := b.l.TakeFallback(ctx, primary, "expired")
+	// The primary as its cancel left it: its condition holds, the
+	// fallback's does not.
+	cancelled := b.get(t, primary)
+	_, err := b.l.TakeFallback(ctx, cancelled, "expired")
 	if re := refusal(t, err, ledger.ErrNotHeld); re.Current.Status != ledger.StatusCancelled {
 		t.Errorf("take after cancel: current %q", re.Current.Status)
+	}
+	if got := b.get(t, primary); !got.FallbackTaken.IsZero() {
+		t.Errorf("a refused take marked the primary taken at %v", got.FallbackTaken)
 	}
 	if _, ok := b.entry(t, held.Key()); ok {
 		t.Error("the cancelled fallback is in the due index")
@@ -237,5 +252,110 @@ func testALatePolicyIsKeptAndRescheduled(t *testing.T, b bundle) {
 	sent, err := b.l.Complete(ctx, c, "r-1")
 	if err != nil || !sent.SentLate() {
 		t.Errorf("sent at %v, on time until %v: SentLate %v (%v)", sent.SentAt, sent.OnTimeUntil, sent.SentLate(), err)
+	}
+}
+
+// testATakeNeedsThePrimaryAsSeen: a take for a primary no longer as the
+// stream saw it fail (revived since, by a DLQ copy's claim; a stream
+// record processed late) is refused with ErrPrimaryChanged, and neither
+// the fallback nor the primary changes. Taken while as seen, the primary
+// is marked, and a DLQ copy's claim (a console redrive) never sends it.
+func testATakeNeedsThePrimaryAsSeen(t *testing.T, b bundle) {
+	ctx := context.Background()
+	primary, held := b.withFallback(t, "rem-fb5")
+	c, err := b.claim("tok-1", primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := b.l.DeadLetter(ctx, c, ledger.Failure{Class: failure.ClassRejected, Message: "410 gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	revived, err := b.l.Claim(ctx, ledger.Claim{Key: dead.Key(), Token: "tok-2", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now(), Revive: true})
+	if err != nil || revived.Status != ledger.StatusSending {
+		t.Fatalf("the DLQ copy's claim: %v, %+v", err, revived)
+	}
+	reason, _ := dead.FallbackDue()
+	_, err = b.l.TakeFallback(ctx, dead, reason) // the dead image, processed late
+	if re := refusal(t, err, ledger.ErrPrimaryChanged); re.Current.Status != ledger.StatusSending || re.Key != dead.Key() {
+		t.Errorf("late take: refused for %s, current %q", re.Key, re.Current.Status)
+	}
+	if got := b.get(t, held); got.Status != ledger.StatusHeld || got.Index != nil {
+		t.Errorf("the fallback after a refused take: %s, index %v", got.Status, got.Index)
+	}
+	if got := b.get(t, primary); !got.FallbackTaken.IsZero() || got.Status != ledger.StatusSending {
+		t.Errorf("the primary after a refused take: %s, fallback taken %v", got.Status, got.FallbackTaken)
+	}
+
+	// Dead again, and taken as seen: no DLQ copy sends it after.
+	dead, err = b.l.DeadLetter(ctx, revived, ledger.Failure{Class: failure.ClassRejected, Message: "410 gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	if _, err := b.l.TakeFallback(ctx, dead, reason); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	_, err = b.l.Claim(ctx, ledger.Claim{Key: dead.Key(), Token: "tok-3", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now(), Revive: true})
+	if re := refusal(t, err, ledger.ErrFallbackTaken); re.Current.Status != ledger.StatusDead || re.Current.FallbackTaken.IsZero() {
+		t.Errorf("a DLQ copy's claim of a primary whose fallback was taken: current %q, fallback taken %v", re.Current.Status, re.Current.FallbackTaken)
+	}
+	if got := b.get(t, primary); got.Status != ledger.StatusDead || got.Attempts != 2 {
+		t.Errorf("after the refused claim: %s, %d attempts", got.Status, got.Attempts)
+	}
+	if l, ok := b.l.(reviveStore); ok {
+		// Revived from the ledger: as read after the take, and as read
+		// before it (the condition, not the read, refuses).
+		for _, read := range []ledger.Delivery{b.get(t, primary), dead} {
+			_, err := l.Revive(ctx, read, byOps)
+			refusal(t, err, ledger.ErrFallbackTaken)
+		}
+		page, err := l.ReadDead(ctx, ledger.DeadQuery{Read: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page.Deliveries {
+			if d.Key() == dead.Key() && (d.FallbackTaken.IsZero() || d.Fallback.IsZero()) {
+				t.Errorf("ReadDead leaves out the fallback and its take: %+v", d)
+			}
+		}
+	}
+}
+
+// testATakenFallbackKeepsItsOwnExpiry: a reschedule moves a taken fallback
+// (pending) to the new dueAt but leaves its expiry, its take's time plus
+// its bound, where the take put it; a move to a dueAt past that expiry
+// restarts the bound from the new dueAt. A held one takes the reminder's.
+func testATakenFallbackKeepsItsOwnExpiry(t *testing.T, b bundle) {
+	ctx := context.Background()
+	primary, _ := b.withFallback(t, "rem-fb6")
+	dead, err := b.l.DeadLetter(ctx, primary, ledger.Failure{Class: failure.ClassRejected, Message: "410 gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Minute)
+	taken, err := b.l.TakeFallback(ctx, dead, "dead (rejected)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := taken.ExpiresAt // the take + 2h
+	for _, tc := range []struct {
+		due  time.Time
+		want time.Time
+	}{
+		{b.clk.Now().Add(30 * time.Minute), own},                    // before its expiry: kept
+		{own.Add(time.Hour), own.Add(time.Hour).Add(2 * time.Hour)}, // past it: the bound from the new dueAt
+	} {
+		read := b.get(t, taken)
+		to := ledger.Move{DueAt: tc.due, ExpiresAt: t0.Add(72 * time.Hour), Note: "moved"}
+		if err := b.l.MoveReminder(ctx, ledger.MovePlan{ID: "rem-fb6", Live: []ledger.Delivery{read}, Kept: []ledger.Delivery{b.get(t, dead)}, To: to}); err != nil {
+			t.Fatal(err)
+		}
+		got := b.get(t, taken)
+		if got.Status != ledger.StatusPending || !got.DueAt.Equal(tc.due) || !got.ExpiresAt.Equal(tc.want) || got.TTL.Before(b.l.Expiry(tc.want)) {
+			t.Errorf("moved to %v: %s, due %v, expires %v (want %v), TTL %v", tc.due, got.Status, got.DueAt, got.ExpiresAt, tc.want, got.TTL)
+		}
 	}
 }
