@@ -178,7 +178,7 @@ func (n *NudgeStack) feedbackAlarms(s deployment.Stage, add alarmFunc) {
 	markUnread := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricFeedbackMarkUnread),
 		DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(ses.Name)}, Statistic: str("Sum"), Period: awscdk.Duration_Minutes(num(1))})
 	add("feedback-mark-failed", "The feedback mark could not be written (the feedback function) or read (the consumer) in 3 of 5 minutes: "+
-		"e-mails whose send may have gone out are not sent again, and go to review after sesRecordMaxWait.",
+		"e-mails whose send may have gone out are not sent again, and go to review after the longest wait ("+ses.SettingRecordMaxWait+").",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(w, 0) + FILL(r, 0)"), Label: str("Feedback mark failures"),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"w": nudgeMetric("feedback", feedback.MetricMarkFailed, "Sum"), "r": markUnread},
 			Period: awscdk.Duration_Minutes(num(1))}),
