@@ -181,7 +181,7 @@ func (n *NudgeStack) feedbackAlarms(s deployment.Stage, add alarmFunc) {
 		"e-mails whose send may have gone out are not sent again, and go to review after the longest wait ("+ses.SettingRecordMaxWait+").",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{Expression: str("FILL(w, 0) + FILL(r, 0)"), Label: str("Feedback mark failures"),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"w": nudgeMetric("feedback", feedback.MetricMarkFailed, "Sum"), "r": markUnread},
-			Period: awscdk.Duration_Minutes(num(1))}),
+			Period:       awscdk.Duration_Minutes(num(1))}),
 		0, 5, 3, notBreaching)
 	add("feedback-undecodable", "The feedback function acknowledged SES events it could not read: "+
 		"their feedback was not recorded and no retry will record it.",
