@@ -76,7 +76,9 @@ func startSESSystem(t testing.TB, prefix string) *local.System {
 // behind the stand-in for its event publishing) to the mailbox simulator's
 // addresses give SES's events on the default bus, which the rule delivers
 // to the feedback queue, which the mapping feeds to the feedback function
-// under the emulator, which records them on their deliveries: a bounce and
+// under the emulator, which records them on their deliveries (not the Send
+// event of one already recorded sent with that message id: redundant,
+// FeedbackRedundant, not written): a bounce and
 // a suppressed address bounced for good, a complaint complained of, the
 // others delivered; a delivery never sent has no feedback. A stage without
 // ses has no feedback queue.
@@ -178,7 +180,7 @@ func TestSESFeedbackReachesTheLedger(t *testing.T) {
 		}
 		fb := d.Feedback
 		if fb.Kind != w.kind || fb.Permanent != w.permanent || !strings.HasPrefix(fb.Detail, w.detail) || d.Failed() != (w.kind != ledger.FeedbackDelivered) ||
-			d.Status != ledger.StatusSent || len(d.FeedbackSeen) < 2 {
+			d.Status != ledger.StatusSent || len(d.FeedbackSeen) < 1 {
 			t.Errorf("%s: status %s, feedback %+v, failed %v, %d events seen; want %s sent, %+v", address, d.Status, fb, d.Failed(), len(d.FeedbackSeen), address, w)
 		}
 	}

@@ -430,9 +430,13 @@ func (r *Redriver) join(ctx context.Context, letters []Letter) error {
 			continue
 		}
 		l.delivery, l.Ledger = &d, d.Status
-		switch d.Status {
-		case ledger.StatusSent, ledger.StatusCancelled, ledger.StatusExpired:
+		switch {
+		case d.Status == ledger.StatusSent || d.Status == ledger.StatusCancelled || d.Status == ledger.StatusExpired:
 			l.Redrivable, l.Why = false, "the delivery is already "+string(d.Status)+"; nothing to redrive (--include-settled moves it anyway, and the consumer retires it as a duplicate)"
+		case !d.FallbackTaken.IsZero():
+			// The reminder went on through its fallback: sending this one too
+			// would reach the recipient twice, so the ledger refuses it.
+			l.Redrivable, l.Why = false, ledger.FallbackTakenNote(d)+"; a redrive would not send it (the ledger refuses a delivery whose fallback was taken)"
 		}
 		// Dead deliveries are marked when moved. A live one (the queue's
 		// redrive policy moved a message the consumer crashed on; a copy

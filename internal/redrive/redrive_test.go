@@ -442,3 +442,41 @@ func TestTwoCopiesOfOneDeliveryAreOneLetter(t *testing.T) {
 		t.Fatalf("after the move: work queue %s, DLQ %s, ledger %s; want each delivery in the work queue once and no copy left", work, dlq, f.status(k).Status)
 	}
 }
+
+// TestTheReviewPassesAPrimaryWhoseFallbackWasTaken: a dead delivery whose
+// fallback was taken is listed as not redrivable, with why, and a
+// selection passes it: the ledger would refuse it.
+func TestTheReviewPassesAPrimaryWhoseFallbackWasTaken(t *testing.T) {
+	f := setup(t)
+	fb := ledger.Delivery{ReminderID: "rem-fb", Channel: "sms", Provider: "webhook", Status: ledger.StatusHeld, DueAt: f.now.Add(-time.Hour),
+		ExpiresAt: f.now.Add(24 * time.Hour), FallbackOf: ledger.FallbackRef{Channel: "email", Provider: "webhook"}, FallbackWithin: time.Hour}
+	primary := ledger.Delivery{ReminderID: "rem-fb", Channel: "email", Provider: "webhook", DueAt: f.now.Add(-time.Hour), ExpiresAt: f.now.Add(24 * time.Hour),
+		Fallback: ledger.FallbackRef{Channel: "sms", Provider: "webhook"}, FallbackWithin: time.Hour}
+	for _, d := range []ledger.Delivery{fb, primary} {
+		if err := f.ledger.Create(f.ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := f.ledger.Claim(f.ctx, ledger.Claim{Key: primary.Key(), Token: "tok", LeaseUntil: time.Now().Add(time.Minute), DueBy: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := f.ledger.DeadLetter(f.ctx, c, ledger.Failure{Class: "rejected", Message: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ledger.TakeFallback(f.ctx, dead, "dead (rejected)"); err != nil {
+		t.Fatal(err)
+	}
+	f.toDLQ(f.body("rem-fb"), map[string]types.MessageAttributeValue{
+		deadletter.AttrErrorClass: str("rejected"), deadletter.AttrReason: str("provider answered 400"), deadletter.AttrDeliveryKey: str(primary.Key().String()),
+		deadletter.AttrAttempts: {DataType: aws.String("Number"), StringValue: aws.String("1")}, deadletter.AttrSourceMessageID: str("src-fb"),
+	})
+	sel, err := f.redriver(nil, nil).Select(f.ctx, redrive.Filter{Max: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel.Chosen) != 0 || len(sel.Passed) != 1 || sel.Passed[0].Redrivable || !strings.Contains(sel.Passed[0].Why, "its fallback rem-fb:sms:webhook was taken") {
+		t.Fatalf("chosen %+v, passed %+v; want it passed, its fallback named", sel.Chosen, sel.Passed)
+	}
+}

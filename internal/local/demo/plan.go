@@ -83,6 +83,10 @@ type plan struct {
 	poison    []string
 	cfg       Config
 
+	// rejected counts the deliveries planned rejected, as planFallbacks
+	// meets them.
+	rejected int
+
 	mu    sync.Mutex
 	rnd   *rand.Rand      // for latencies, drawn as requests arrive
 	fixed map[string]bool // fault kinds whose cause an operator fixed (fix)
@@ -165,9 +169,9 @@ func newPlan(cfg Config) *plan {
 
 // Shares of the deliveries that name a fallback: every e-mail to a mailbox
 // of SES's simulator that fails (bounce@, complaint@, suppressionlist@);
-// of those the provider rejects (400, dead-lettered) and of the expired
-// ones, fallbackShare; of the others, heldShare (their fallback stays
-// held).
+// of those the provider rejects (400, dead-lettered), every other one; of
+// the expired ones, fallbackShare; of the others, heldShare (their
+// fallback stays held).
 const (
 	fallbackShare = 0.25
 	heldShare     = 0.02
@@ -185,7 +189,16 @@ func (p *plan) planFallbacks(r *plannedReminder, keys []message.DeliveryKey, rnd
 		switch {
 		case d.Feedback.Failed():
 			share = 1
-		case d.Expect == ledger.StatusDead && d.Class == failure.ClassRejected, d.Expect == ledger.StatusExpired:
+		case d.Expect == ledger.StatusDead && d.Class == failure.ClassRejected:
+			// Every other one, the first not: a rejected delivery whose
+			// fallback was taken is not redriven, and the demo's operator
+			// redrives the rejected ones once their cause is fixed.
+			if p.rejected++; p.rejected%2 == 0 {
+				share = 1
+			} else {
+				share = 0
+			}
+		case d.Expect == ledger.StatusExpired:
 			share = fallbackShare
 		}
 		if rnd.Float64() >= share {
