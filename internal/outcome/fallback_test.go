@@ -100,14 +100,18 @@ func TestAFailedDeliveryTakesItsFallbackOnce(t *testing.T) {
 	live4 := withFallback(delivery("rem-f4"))
 	sent := ended(live4, ledger.StatusSent, "", "", at)
 	bounced := feedback(sent, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: at.Add(time.Minute), ID: "fb-1"})
-	later := feedback(bounced, ledger.Feedback{Kind: ledger.FeedbackDelivered, At: at.Add(2 * time.Minute), ID: "fb-2"})
+	// The take marks the primary (fbTaken): the records after it carry
+	// the mark and take nothing.
+	marked := bounced
+	marked.FallbackTaken = at.Add(time.Minute)
+	later := feedback(marked, ledger.Feedback{Kind: ledger.FeedbackDelivered, At: at.Add(2 * time.Minute), ID: "fb-2"})
 	expired := ended(withFallback(delivery("rem-f2")), ledger.StatusExpired, "", "", at)
 	plain := ended(delivery("rem-f3"), ledger.StatusDead, failure.ClassRejected, "provider answered 400", at)
 
 	b, k := &bus{}, &taker{}
 	f, rec := newFallbackFunction(t, b, k, nil, "")
 	resp, err := f.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
-		record(t, "1", &live, dead), record(t, "2", &live4, sent), record(t, "3", &sent, bounced), record(t, "4", &bounced, later),
+		record(t, "1", &live, dead), record(t, "2", &live4, sent), record(t, "3", &sent, bounced), record(t, "4", &marked, later),
 		record(t, "5", &live, expired), record(t, "6", &live, plain),
 	}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -161,6 +165,23 @@ func TestATakeForAChangedPrimaryIsDone(t *testing.T) {
 	}
 	if got := b.details(t); len(got) != 2 {
 		t.Errorf("put %d events; want both records'", len(got))
+	}
+}
+
+// TestAChangeAfterARefusedTakeTakesIt: a take refused because the primary
+// changed since its record (a wait for SES's record after a bounce
+// recorded while it was live) is taken by the record of that change, whose
+// old image was already due: the mark, not the old image, says taken.
+func TestAChangeAfterARefusedTakeTakesIt(t *testing.T) {
+	sending := withFallback(delivery("rem-r1"))
+	bounced := feedback(sending, ledger.Feedback{Kind: ledger.FeedbackBounced, Permanent: true, Detail: "Permanent/General", At: t0.Add(time.Minute), ID: "fb-r1"})
+	waiting := bounced
+	waiting.Status, waiting.UpdatedAt, waiting.LastErrorClass = ledger.StatusRetrying, t0.Add(2*time.Minute), failure.ClassAmbiguous
+	b, k := &bus{}, &taker{}
+	f, _ := newFallbackFunction(t, b, k, nil, "")
+	resp, err := f.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record(t, "2", &bounced, waiting)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 || len(k.calls) != 1 || !strings.Contains(k.calls[0], "bounced") {
+		t.Fatalf("%v %v: takes %q; want the fallback taken by the later record", resp, err, k.calls)
 	}
 }
 

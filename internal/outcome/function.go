@@ -212,20 +212,20 @@ func (f *Function) act(ctx context.Context, r events.DynamoDBEventRecord) ([]Eve
 	return out, nil
 }
 
-// takeFallback takes the fallback of c's delivery when this change made it
-// due (ledger.Delivery.FallbackDue): an end or a report that failed it.
-// A fallback already taken, or cancelled, is done (ErrNotHeld), and so is
-// one the ledger no longer holds (ErrNotFound: purged), and one whose
-// primary is no longer as this record shows it (ErrPrimaryChanged: revived
-// or redriven since, a record processed late; the primary is no longer
-// failed as seen, and the fallback stays held).
+// takeFallback takes the fallback of c's delivery when the delivery, as
+// this change left it, is due for it (ledger.Delivery.FallbackDue: an end
+// or a report that failed it) and not marked taken (the take marks its
+// primary, fbTaken, in the same transaction: the records after a take
+// carry the mark). A fallback already taken, or cancelled, is done
+// (ErrNotHeld), and so is one the ledger no longer holds (ErrNotFound:
+// purged), and one whose primary is no longer as this record shows it
+// (ErrPrimaryChanged: the change that moved it is a later record of the
+// stream, which takes the fallback if the primary is still due for it,
+// and not if it was revived or redriven).
 func (f *Function) takeFallback(ctx context.Context, c change) error {
 	reason, due := c.d.FallbackDue()
-	if !due {
+	if !due || !c.d.FallbackTaken.IsZero() {
 		return nil
-	}
-	if _, was := c.old.FallbackDue(); c.hadOld && was {
-		return nil // due before this change: taken then
 	}
 	fb, err := f.cfg.Fallbacks.TakeFallback(ctx, c.d, reason)
 	switch {

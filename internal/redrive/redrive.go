@@ -268,7 +268,8 @@ func (r *Redriver) Select(ctx context.Context, f Filter) (*Selection, error) {
 
 // settled reports whether the letter's delivery already ended another way.
 func (l Letter) settled() bool {
-	return l.Ledger == ledger.StatusSent || l.Ledger == ledger.StatusCancelled || l.Ledger == ledger.StatusExpired
+	return l.Ledger == ledger.StatusSent || l.Ledger == ledger.StatusCancelled || l.Ledger == ledger.StatusExpired ||
+		l.delivery != nil && !l.delivery.FallbackTaken.IsZero()
 }
 
 // read receives up to n messages, hidden for hold, and reviews them.
@@ -436,7 +437,7 @@ func (r *Redriver) join(ctx context.Context, letters []Letter) error {
 		case !d.FallbackTaken.IsZero():
 			// The reminder went on through its fallback: sending this one too
 			// would reach the recipient twice, so the ledger refuses it.
-			l.Redrivable, l.Why = false, ledger.FallbackTakenNote(d)+"; a redrive would not send it (the ledger refuses a delivery whose fallback was taken)"
+			l.Redrivable, l.Why = false, ledger.FallbackTakenNote(d)+"; nothing to redrive (--include-settled moves it anyway, and the consumer retires it unsent)"
 		}
 		// Dead deliveries are marked when moved. A live one (the queue's
 		// redrive policy moved a message the consumer crashed on; a copy
@@ -531,7 +532,9 @@ func (r *Redriver) Move(ctx context.Context, sel *Selection, progress func(Outco
 func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 	o := Outcome{Letter: l}
 	now := r.cfg.Clock.Now()
-	if r.cfg.Ledger != nil && l.delivery != nil && l.delivery.Status == ledger.StatusDead {
+	// A delivery whose fallback was taken is moved only with
+	// --include-settled, unmarked: the consumer retires it unsent.
+	if r.cfg.Ledger != nil && l.delivery != nil && l.delivery.Status == ledger.StatusDead && l.delivery.FallbackTaken.IsZero() {
 		note := "redriven by " + r.cfg.By + " at " + ledger.Format(now) + " (nudge dlq redrive)"
 		_, err := r.cfg.Ledger.Redrive(ctx, *l.delivery, note)
 		var re *ledger.RefusedError

@@ -479,4 +479,23 @@ func TestTheReviewPassesAPrimaryWhoseFallbackWasTaken(t *testing.T) {
 	if len(sel.Chosen) != 0 || len(sel.Passed) != 1 || sel.Passed[0].Redrivable || !strings.Contains(sel.Passed[0].Why, "its fallback rem-fb:sms:webhook was taken") {
 		t.Fatalf("chosen %+v, passed %+v; want it passed, its fallback named", sel.Chosen, sel.Passed)
 	}
+	// With --include-settled it is moved, unmarked, for the consumer to
+	// retire; the ledger keeps it dead.
+	time.Sleep(time.Second) // the selection's hold on the passed letter
+	r := f.redriver(nil, nil)
+	for try := 0; try < 5 && (sel == nil || len(sel.Chosen) == 0); try++ {
+		if sel, err = r.Select(f.ctx, redrive.Filter{Max: 5, IncludeSettled: true}); err != nil {
+			t.Fatal(err)
+		}
+		if len(sel.Chosen) == 0 {
+			time.Sleep(time.Second)
+		}
+	}
+	res, err := r.Move(f.ctx, sel, nil)
+	if err != nil || res.Moved != 1 || res.Outcomes[0].Marked {
+		t.Fatalf("moved with --include-settled: %+v, %v; want it moved, unmarked", res, err)
+	}
+	if d, err := f.ledger.Get(f.ctx, primary.Key()); err != nil || d.Status != ledger.StatusDead {
+		t.Fatalf("the primary after the move: %s, %v; want dead", d.Status, err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/failure"
 )
 
 // Times are a reschedule's new times, as a user writes them (RFC 3339).
@@ -129,6 +130,12 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			switch {
 			case d.Status == ledger.StatusSending:
 				res.Refused, res.At = ledger.ErrLeased, d.LeaseUntil
+			case d.Status == ledger.StatusRetrying && d.LastErrorClass == failure.ClassAmbiguous:
+				// Waiting for the provider's record of an attempt that may
+				// have gone out (SES's record policy): as good as in flight.
+				// Moved, its next claim would not know to wait, and could
+				// send it twice.
+				res.Refused, res.At = ledger.ErrLeased, d.NextAttemptAt
 			case d.Status == ledger.StatusSent:
 				res.Refused, res.At = ledger.ErrAlreadySent, d.SentAt
 			case d.Status == ledger.StatusDead:

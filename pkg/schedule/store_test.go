@@ -441,6 +441,38 @@ func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
 	}
 }
 
+// TestADeliveryWaitingForTheProvidersRecordIsNotRescheduled: a delivery
+// whose last attempt may have gone out and that waits for the provider's
+// record (retrying, class ambiguous) is as good as in flight: moved, its
+// next claim would not know to wait and could send it twice.
+func TestADeliveryWaitingForTheProvidersRecordIsNotRescheduled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, good)
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(25 * time.Hour)
+	k := r.Key(r.Deliveries[0])
+	c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: k, Token: "t", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := b.ledger.(interface {
+		AwaitRecord(ctx context.Context, d ledger.Delivery, w ledger.Await) (ledger.Delivery, error)
+	})
+	if _, err := l.AwaitRecord(b.ctx, c, ledger.Await{Note: "awaits webhook record", Next: b.clk.Now().Add(15 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Reschedule(b.ctx, r.ID, schedule.Times{DueAt: b.clk.Now().Add(48 * time.Hour).Format(time.RFC3339)}, "")
+	if err != nil || len(res.Deliveries) != 1 || !errors.Is(res.Deliveries[0].Refused, ledger.ErrLeased) {
+		t.Fatalf("reschedule of a delivery waiting for the record: %+v, %v", res, err)
+	}
+	if d, err := b.ledger.Get(b.ctx, k); err != nil || d.Status != ledger.StatusRetrying || d.LastErrorClass != "ambiguous" {
+		t.Fatalf("after the refused reschedule: %+v, %v; want it still waiting", d, err)
+	}
+}
+
 // TestATimeAtTheStartOfYearOneLeavesNoOrphan: "0001-01-01T00:00:00.0004Z"
 // truncates to Go's zero time; it is refused at validation, the ledger
 // refuses a reminder item with such times, and a cancel finishes one

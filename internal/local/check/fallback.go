@@ -36,10 +36,15 @@ func (v *Verdict) fallbackEnds(p Plan, ev Evidence) (Plan, []string) {
 			reason, due := primary.FallbackDue()
 			plannedFail := plan.Feedback.Failed() || plan.Expect == ledger.StatusExpired ||
 				plan.Expect == ledger.StatusDead && plan.Class != failure.ClassAmbiguous
+			// Ended as planned: the planned status, class and a known last
+			// attempt (a kill can leave a planned expiry, or a planned
+			// rejection under review, ending ambiguous: no fallback then).
+			asPlanned := primary.Status == plan.Expect && primary.EndedUnended() == 0 &&
+				(plan.Expect != ledger.StatusDead || primary.LastErrorClass == plan.Class)
 			switch {
 			case primary.Status == ledger.StatusCancelled:
 				want.Expect = ledger.StatusCancelled
-			case plannedFail && primary.Status == plan.Expect, due && primary.Status != plan.Expect:
+			case plannedFail && asPlanned, due && !asPlanned:
 				want.Expect = ledger.StatusSent
 			default:
 				want.Expect = ledger.StatusHeld
