@@ -3,14 +3,12 @@ package local_test
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -48,26 +46,7 @@ func TestTheFeedbackRuleTakesWhatTheFunctionRecords(t *testing.T) {
 // startSESSystem starts the local system for a stage that runs every
 // provider, ses among them, on the stand-ins nudge local exec started.
 func startSESSystem(t testing.TB, prefix string) *local.System {
-	t.Helper()
-	stage := local.StandInStage(deployment.Dev())
-	stage.Name = strings.TrimPrefix(standintest.Name(prefix), prefix+"-")
-	ctx := context.Background()
-	sys, err := local.Start(ctx, local.Config{Stage: stage,
-		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), SESEndpoint: os.Getenv("AWS_ENDPOINT_URL_SESV2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sys.Close()
-		_, _ = sys.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(sys.Resources.Table)})
-		res := sys.Resources
-		for _, url := range []string{res.WorkURL, res.DLQURL, res.OutcomesURL, res.FeedbackURL, res.Topic.QueueURL} {
-			if url != "" {
-				_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
-			}
-		}
-	})
-	return sys
+	return startStage(t, prefix, local.StandInStage(deployment.Dev()))
 }
 
 // TestSESFeedbackReachesTheLedger: the path the stack builds for SES's

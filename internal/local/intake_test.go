@@ -46,8 +46,14 @@ func (l *lockedLog) String() string {
 // startSystem starts the local system of a dev stage named from prefix on
 // the stand-ins, and removes its table and queues at the end of the test.
 func startSystem(t testing.TB, prefix string) *local.System {
+	return startStage(t, prefix, deployment.Dev())
+}
+
+// startStage starts the local system of stage, named from prefix, on the
+// stand-ins nudge local exec started, and removes its table and every
+// queue it made at the end of the test.
+func startStage(t testing.TB, prefix string, stage deployment.Stage) *local.System {
 	t.Helper()
-	stage := deployment.Dev()
 	stage.Name = strings.TrimPrefix(standintest.Name(prefix), prefix+"-")
 	ctx := context.Background()
 	sys, err := local.Start(ctx, local.Config{Stage: stage,
@@ -58,8 +64,12 @@ func startSystem(t testing.TB, prefix string) *local.System {
 	t.Cleanup(func() {
 		sys.Close()
 		_, _ = sys.DB.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(sys.Resources.Table)})
-		_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(sys.Resources.WorkURL)})
-		_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(sys.Resources.DLQURL)})
+		res := sys.Resources
+		for _, url := range []string{res.WorkURL, res.DLQURL, res.OutcomesURL, res.FeedbackURL, res.Topic.QueueURL, res.Operators.QueueURL} {
+			if url != "" {
+				_, _ = sys.SQS.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+			}
+		}
 	})
 	return sys
 }

@@ -414,10 +414,10 @@ func TestARescheduledReminderIsNeverCreatedAgainByTTL(t *testing.T) {
 	}
 }
 
-// TestADeadDeliveryIsNotRescheduled: a redrive would send a dead delivery
-// at its old time, so a reschedule leaves it to the operator and says so.
-func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
-	t.Parallel()
+// createdAndClaimed creates the good reminder, a day later claims its
+// first delivery, and returns them.
+func createdAndClaimed(t *testing.T) (bundle, schedule.Reminder, ledger.Delivery) {
+	t.Helper()
 	b := setup(t)
 	r := b.parse(t, good)
 	if _, err := b.store.Create(b.ctx, r); err != nil {
@@ -429,6 +429,14 @@ func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, r, c
+}
+
+// TestADeadDeliveryIsNotRescheduled: a redrive would send a dead delivery
+// at its old time, so a reschedule leaves it to the operator and says so.
+func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
+	t.Parallel()
+	b, r, c := createdAndClaimed(t)
 	l := b.ledger.(interface {
 		DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
 	})
@@ -447,17 +455,8 @@ func TestADeadDeliveryIsNotRescheduled(t *testing.T) {
 // next claim would not know to wait and could send it twice.
 func TestADeliveryWaitingForTheProvidersRecordIsNotRescheduled(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := b.parse(t, good)
-	if _, err := b.store.Create(b.ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	b.clk.Advance(25 * time.Hour)
-	k := r.Key(r.Deliveries[0])
-	c, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: k, Token: "t", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: b.clk.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, r, c := createdAndClaimed(t)
+	k := c.Key()
 	l := b.ledger.(interface {
 		AwaitRecord(ctx context.Context, d ledger.Delivery, w ledger.Await) (ledger.Delivery, error)
 	})

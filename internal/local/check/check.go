@@ -343,11 +343,7 @@ func (v *Verdict) events(ev Evidence) []string {
 		}
 	}
 	v.Events = len(seen)
-	keys := make([]message.DeliveryKey, 0, len(ev.Ledger))
-	for k := range ev.Ledger {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	keys := sortedKeys(ev.Ledger)
 	current := map[string]bool{}
 	for _, k := range keys {
 		want, ok := outcome.End(ev.Ledger[k], "")
@@ -436,12 +432,7 @@ func violations(p Plan, ev Evidence, resent map[string]int, overdue int) []strin
 			poisonDead++
 		}
 	}
-	planned := make([]message.DeliveryKey, 0, len(p.Deliveries))
-	for k := range p.Deliveries {
-		planned = append(planned, k)
-	}
-	slices.SortFunc(planned, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
-	for _, k := range planned {
+	for _, k := range sortedKeys(p.Deliveries) {
 		want := p.Deliveries[k]
 		got, ok := ev.Ledger[k]
 		copies := ev.Recorded[k]

@@ -27,8 +27,7 @@ func (v *Verdict) fallbackEnds(p Plan, ev Evidence) (Plan, []string) {
 	out := Plan{Deliveries: make(map[message.DeliveryKey]Planned, len(p.Deliveries)), Poison: p.Poison}
 	var bad []string
 	v.FallbacksTaken = map[string]int{}
-	keys := slices.SortedFunc(maps.Keys(p.Deliveries), func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
-	for _, k := range keys {
+	for _, k := range sortedKeys(p.Deliveries) {
 		want := p.Deliveries[k]
 		if want.FallbackOf != (message.DeliveryKey{}) {
 			v.Fallbacks++
@@ -85,7 +84,7 @@ func bouncedToFallback(p Plan, ev Evidence) string {
 	if len(keys) == 0 {
 		return ""
 	}
-	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(keys, byKey)
 	fk := keys[0]
 	pk := p.Deliveries[fk].FallbackOf
 	primary, fb := ev.Ledger[pk], ev.Ledger[fk]
@@ -111,4 +110,13 @@ func bouncedToFallback(p Plan, ev Evidence) string {
 		"  its fallback %s: %s, %d copy at %s; events: %s",
 		pk, sesevents.Bounce, primary.Status, primary.Feedback.Note(), ev.Recorded[pk], events(pk),
 		fk, fb.Status, ev.Recorded[fk], fk.Provider, events(fk))
+}
+
+// byKey orders delivery keys as their strings sort.
+func byKey(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) }
+
+// sortedKeys returns m's delivery keys in byKey's order, so that a run's
+// violations come in the same order every time.
+func sortedKeys[V any](m map[message.DeliveryKey]V) []message.DeliveryKey {
+	return slices.SortedFunc(maps.Keys(m), byKey)
 }

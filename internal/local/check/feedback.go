@@ -5,10 +5,8 @@ import (
 
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/nudgehq/nudge/internal/ledger"
-	"github.com/nudgehq/nudge/internal/message"
 )
 
 // feedback checks each planned delivery's standing feedback (what its
@@ -51,12 +49,7 @@ func (v *Verdict) feedback(p Plan, ev Evidence) []string {
 	}
 	slices.Sort(delays)
 	v.ReportDelayP50, v.ReportDelayP99, v.ReportDelayMax = quantile(delays, 0.5), quantile(delays, 0.99), quantile(delays, 1)
-	keys := make([]message.DeliveryKey, 0, len(p.Deliveries))
-	for k := range p.Deliveries {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return strings.Compare(a.String(), b.String()) })
-	for _, k := range keys {
+	for _, k := range sortedKeys(p.Deliveries) {
 		want := p.Deliveries[k]
 		got, ok := ev.Ledger[k]
 		if !ok {
