@@ -188,6 +188,10 @@ func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 			_, err := l.FeedbackMark(ctx, "ses")
 			return err
 		}},
+		{consumerRole, "the consumer claiming a probe", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
+			_, err := l.ClaimProbe(ctx, "ses", t0, t0.Add(15*time.Minute), 15*time.Minute)
+			return err
+		}},
 	} {
 		spy := &spyDB{item: img}
 		l, err := ledger.New(spy, c.cfg)

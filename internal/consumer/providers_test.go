@@ -39,6 +39,10 @@ type contractFixture struct {
 	m    *metrics.Recorder
 	got  []provider.Request
 	err  error // what the provider answers
+	// probes are the keys of the probes sent (record policy), probeErr
+	// what a probe answers.
+	probes   []string
+	probeErr error
 }
 
 func newContract(t *testing.T, policy provider.AmbiguousPolicy, limit *ratelimit.Limiter) *contractFixture {

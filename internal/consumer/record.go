@@ -20,6 +20,7 @@ type RecordLedger interface {
 	AwaitRecord(ctx context.Context, d ledger.Delivery, w ledger.Await) (ledger.Delivery, error)
 	SettleSent(ctx context.Context, d ledger.Delivery, receipt, note string) (ledger.Delivery, error)
 	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
+	ClaimProbe(ctx context.Context, provider string, since, now time.Time, every time.Duration) (bool, error)
 }
 
 var (
@@ -41,6 +42,10 @@ const (
 	// instead of being sent again (and, while the reads fail, goes to
 	// review after the longest wait).
 	MetricFeedbackMarkUnread = "FeedbackMarkUnread"
+	// MetricProbe counts probes (provider.Prober) sent because an
+	// ambiguous attempt's window passed with no later message reported,
+	// by provider and Outcome (sent, failed).
+	MetricProbe = "FeedbackProbe"
 )
 
 // RecordSkew is how much later than an ambiguous attempt's start a message
@@ -116,6 +121,11 @@ func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, s
 			r.log.Info("not in the provider's record, which holds later messages: sent again", "attemptStart", ledger.Format(start),
 				"feedbackMark", ledger.Format(mark))
 			return Outcome{}, false
+		} else {
+			// No message accepted since the attempt was reported (a quiet
+			// stage): a probe's report shows whether reports arrive, and
+			// the next claim decides by it.
+			c.probe(ctx, r, d, start, w.Window)
 		}
 	}
 	if end := start.Add(w.MaxWait); now.Before(end) {
@@ -131,6 +141,38 @@ func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, s
 		"may have been sent (attempt from %s ended without an answer); %s did not settle it within %v and the feedback path showed no later event: "+
 			"check the provider's record, then redrive to send or leave it dead",
 		ledger.Format(start), w.Record, w.MaxWait)), true
+}
+
+// probe sends d's provider a probe (provider.Prober), if it can take one
+// and the ledger grants it (ClaimProbe: one per window for the stage,
+// after the attempt that started at start). A probe that fails is logged
+// and counted; a later claim sends another once the window has passed.
+func (c *Consumer) probe(ctx context.Context, r *record, d ledger.Delivery, start time.Time, window time.Duration) {
+	p, ok := c.cfg.Providers[d.Provider].(provider.Prober)
+	if !ok {
+		return
+	}
+	now := c.cfg.Clock.Now()
+	granted, err := c.cfg.Records.ClaimProbe(ctx, d.Provider, start, now, window)
+	if err != nil {
+		r.log.Warn("cannot claim the provider's probe; waiting again", "error", err.Error())
+		return
+	}
+	if !granted {
+		return // another consumer sent one within the window
+	}
+	key := ledger.ProbeKey(d.Provider, d.Channel, now)
+	receipt, err := p.Probe(ctx, key.String())
+	tags := map[string]string{"Provider": d.Provider, "Outcome": "sent"}
+	if err != nil {
+		tags["Outcome"] = "failed"
+		c.cfg.Metrics.AddBy(MetricProbe, 1, tags)
+		r.log.Warn("probe failed; another is sent after the window", "probeKey", key.String(), "error", err.Error())
+		return
+	}
+	c.cfg.Metrics.AddBy(MetricProbe, 1, tags)
+	r.log.Info("no message reported since the attempt: probe sent, whose report shows whether reports arrive", "probeKey", key.String(),
+		"providerMessageId", receipt.ID, "attemptStart", ledger.Format(start))
 }
 
 // waitNote is the note of a wait for provider's record until next, in the

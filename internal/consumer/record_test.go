@@ -46,11 +46,8 @@ func newRecordWith(t *testing.T, records func(*ledger.Memory) consumer.RecordLed
 	f.c, err = consumer.New(consumer.Config{
 		Records: rl,
 		Ledger:  f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, MaxAttempts: 3, Metrics: f.m,
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
-		Providers: map[string]provider.Provider{"ses": provider.Func(func(_ context.Context, req provider.Request, _ string) (provider.Receipt, error) {
-			f.got = append(f.got, req)
-			return provider.Receipt{ID: "msg-1"}, f.err
-		})},
+		Logger:      slog.New(slog.NewJSONHandler(f.logs, nil)),
+		Providers:   map[string]provider.Provider{"ses": probing{f}},
 		Ambiguous:   map[string]provider.AmbiguousPolicy{"ses": provider.AmbiguousRecord},
 		RecordWaits: map[string]provider.RecordWait{"ses": {Record: "SES's record", Window: 15 * time.Minute, MaxWait: 40 * time.Minute}},
 	})
@@ -59,6 +56,19 @@ func newRecordWith(t *testing.T, records func(*ledger.Memory) consumer.RecordLed
 	}
 	f.seed(t)
 	return f
+}
+
+// probing is the fixture's SES: it records sends and probes.
+type probing struct{ f *contractFixture }
+
+func (p probing) Send(_ context.Context, req provider.Request, _ string) (provider.Receipt, error) {
+	p.f.got = append(p.f.got, req)
+	return provider.Receipt{ID: "msg-1"}, p.f.err
+}
+
+func (p probing) Probe(_ context.Context, key string) (provider.Receipt, error) {
+	p.f.probes = append(p.f.probes, key)
+	return provider.Receipt{ID: "probe-1"}, p.f.probeErr
 }
 
 // ambiguous makes the first send time out after the request was written,
@@ -156,6 +166,10 @@ func TestAnAmbiguousSendWaitsWhileThePathShowsNothingLater(t *testing.T) {
 		}
 		if h := d.Transitions(); h[len(h)-2].At != ledger.Format(start) {
 			t.Fatalf("look %d: the attempt's start is gone from %+v", look, h)
+		}
+		// A probe each window, since its report did not come.
+		if len(f.probes) != look+1 {
+			t.Fatalf("look %d: %d probes, want %d", look, len(f.probes), look+1)
 		}
 	}
 	// The last wait ends at MaxWait (40 min), not a window later.
@@ -282,5 +296,66 @@ func TestAFeedbackMarkThatCannotBeReadIsCountedAndWaitedOn(t *testing.T) {
 	}
 	if !strings.Contains(f.metric(""), consumer.MetricFeedbackMarkUnread) {
 		t.Errorf("%s not counted", consumer.MetricFeedbackMarkUnread)
+	}
+}
+
+// A quiet stage: the window passed and SES reported nothing accepted after
+// the attempt. The consumer sends a probe (once per window for the stage),
+// and once the probe's report moved the mark, the delivery is sent again.
+func TestAQuietStageProbesAndSendsAgainOnceTheProbeIsReported(t *testing.T) {
+	f := newRecord(t)
+	ctx := context.Background()
+	f.ambiguous(t)
+	f.clk.Advance(15 * time.Minute)
+	probeAt := f.clk.Now()
+	if err := f.handle("1"); err != nil {
+		t.Fatal(err)
+	}
+	want := ledger.ProbeKey("ses", "email", probeAt)
+	if d := f.status(t); len(f.got) != 1 || d.Status != ledger.StatusRetrying || len(f.probes) != 1 || f.probes[0] != want.String() ||
+		!ledger.IsProbe(want) {
+		t.Fatalf("sends %d, delivery %s, probes %q; want it waiting, one probe under %s", len(f.got), d.Status, f.probes, want)
+	}
+	if !strings.Contains(f.metric(""), consumer.MetricProbe) {
+		t.Errorf("%s not counted", consumer.MetricProbe)
+	}
+	// Another consumer's delivery waiting in the same window: no second
+	// probe for the stage.
+	if ok, err := f.l.ClaimProbe(ctx, "ses", probeAt.Add(-time.Minute), probeAt.Add(time.Minute), 15*time.Minute); err != nil || ok {
+		t.Fatalf("a second probe in the window: granted %v, %v", ok, err)
+	}
+	// The probe's report: the feedback function moves the mark.
+	if err := f.l.RecordFeedbackMark(ctx, "ses", probeAt.Add(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(15 * time.Minute)
+	if err := f.handle("1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.status(t); len(f.got) != 2 || d.Status != ledger.StatusSent || len(f.probes) != 1 {
+		t.Fatalf("sends %d, delivery %s, probes %d; want it sent again, no second probe", len(f.got), d.Status, len(f.probes))
+	}
+}
+
+// A probe that fails is counted; the delivery waits, and the next window
+// probes again.
+func TestAFailedProbeIsCountedAndTriedAgainAWindowLater(t *testing.T) {
+	f := newRecord(t)
+	f.ambiguous(t)
+	f.probeErr = errors.New("ses: answered 500")
+	f.clk.Advance(15 * time.Minute)
+	if err := f.handle("1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.status(t); d.Status != ledger.StatusRetrying || len(f.probes) != 1 || !strings.Contains(f.metric(""), `"Outcome":"failed"`) {
+		t.Fatalf("delivery %s, probes %d, metrics %s; want it waiting after one failed probe", d.Status, len(f.probes), f.metric(""))
+	}
+	f.probeErr = nil
+	f.clk.Advance(15 * time.Minute)
+	if err := f.handle("1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.probes) != 2 || len(f.got) != 1 {
+		t.Fatalf("probes %d, sends %d; want a second probe, no send", len(f.probes), len(f.got))
 	}
 }

@@ -30,6 +30,9 @@ const (
 	// MetricUnmatched counts events of a delivery the ledger does not hold
 	// (purged, deleted by its TTL).
 	MetricUnmatched = "FeedbackUnmatched"
+	// MetricProbe counts events of the consumers' probes (ledger.IsProbe):
+	// they move the feedback mark and touch no delivery.
+	MetricProbe = "FeedbackProbeReported"
 	// MetricIgnored counts events that are not this stage's sending events
 	// (ErrNotOurs).
 	MetricIgnored = "FeedbackIgnored"
@@ -183,6 +186,14 @@ func (f *Function) HandleRecord(ctx context.Context, rec events.SQSMessage) erro
 		return nil
 	}
 	log = log.With("providerMessageId", e.MessageID)
+	if ledger.IsProbe(e.Key) {
+		// A consumer's probe: its report moves the feedback mark, which
+		// is all it is for.
+		m.Add(MetricProbe, 1)
+		log.Info("probe reported", "probeKey", e.Key.String(), "feedback", string(e.Feedback.Kind), "accepted", ledger.Format(e.Accepted))
+		f.handled(e)
+		return nil
+	}
 	d, err := f.cfg.Ledger.RecordFeedback(ctx, e.Key, e.Feedback)
 	var re *ledger.RefusedError
 	switch {

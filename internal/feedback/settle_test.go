@@ -11,6 +11,7 @@ import (
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/failure"
 )
@@ -27,6 +28,7 @@ type store interface {
 	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
 	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
 	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
+	ClaimProbe(ctx context.Context, provider string, since, now time.Time, every time.Duration) (bool, error)
 }
 
 // onBoth runs test on the Memory ledger and on DynamoDB Local.
@@ -193,4 +195,72 @@ func TestAnEventSettlesAnExpiryOrCancelAfterAnAmbiguousAttempt(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAProbesReportMovesTheMarkAndTouchesNoDelivery: the events of a
+// consumer's probe (ledger.ProbeKey) are counted as a probe's, move the
+// feedback mark, and are not looked up in the ledger as a delivery's.
+func TestAProbesReportMovesTheMarkAndTouchesNoDelivery(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, l store, clk *clock.Fake) {
+		ctx := context.Background()
+		fn, metrics := newFunction(t, l, clk)
+		s := &setup{t: t, fn: fn, metrics: metrics}
+		key := ledger.ProbeKey("ses", "email", at("2026-11-30T09:00:00.000Z"))
+		probe := edit(t, "delivery.json", func(_, _, mail map[string]any) {
+			mail["timestamp"] = "2026-11-30T09:00:00.200Z"
+			for _, h := range mail["headers"].([]any) {
+				if h := h.(map[string]any); h["name"] == ses.HeaderDeliveryKey {
+					h["value"] = key.String()
+				}
+			}
+			mail["tags"].(map[string]any)[ses.TagReminder] = []any{ses.TagValue(key.ReminderID)}
+		})
+		if failed := s.run(probe); len(failed) != 0 {
+			t.Fatalf("a probe's report left on the queue: %v", failed)
+		}
+		if got, err := l.FeedbackMark(ctx, "ses"); err != nil || !got.Equal(at("2026-11-30T09:00:00.200Z")) {
+			t.Fatalf("mark %v, %v; want the probe's 09:00:00.200", got, err)
+		}
+		if n := s.counts()[feedback.MetricProbe]; n != 1 {
+			t.Fatalf("%s %v, want 1", feedback.MetricProbe, n)
+		}
+		if n := s.counts()[feedback.MetricUnmatched]; n != 0 {
+			t.Fatalf("a probe counted as a report of a delivery the ledger does not hold (%v)", n)
+		}
+	})
+}
+
+// TestOneProbePerWindow: ClaimProbe grants one probe per window for the
+// stage, another once a window has passed without its report, or for an
+// attempt that started after the last probe; and leaves the mark alone.
+func TestOneProbePerWindow(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, l store, clk *clock.Fake) {
+		ctx := context.Background()
+		const window = 15 * time.Minute
+		mark := at("2026-11-30T08:00:00.000Z")
+		if err := l.RecordFeedbackMark(ctx, "ses", mark); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range []struct {
+			since, now time.Time
+			granted    bool
+		}{
+			{t0.Add(-time.Minute), t0, true},
+			{t0.Add(-time.Minute), t0.Add(time.Minute), false},                   // within the window
+			{t0.Add(-2 * time.Minute), t0.Add(14 * time.Minute), false},          // still within
+			{t0.Add(-time.Minute), t0.Add(window), true},                         // a window later: the report did not come
+			{t0.Add(window + time.Minute), t0.Add(window + 2*time.Minute), true}, // an attempt after the last probe
+			{t0.Add(window + time.Minute), t0.Add(window + 3*time.Minute), false},
+		} {
+			ok, err := l.ClaimProbe(ctx, "ses", c.since, c.now, window)
+			if err != nil || ok != c.granted {
+				t.Fatalf("claim %d (since %v, now %v): granted %v, %v; want %v", i, c.since, c.now, ok, err, c.granted)
+			}
+		}
+		if got, err := l.FeedbackMark(ctx, "ses"); err != nil || !got.Equal(mark) {
+			t.Fatalf("mark %v, %v after the probes' claims, want %v", got, err, mark)
+		}
+	})
 }

@@ -50,6 +50,7 @@ type memoryTable struct {
 	registry  int // the largest shard count recorded
 	stage     *StageFacts
 	marks     map[string]time.Time // each provider's feedback mark (RecordFeedbackMark)
+	probes    map[string]time.Time // each provider's last probe (ClaimProbe)
 }
 
 // NewMemory returns a Memory ledger over an empty table.

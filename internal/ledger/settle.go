@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/failure"
 )
@@ -264,6 +267,57 @@ func (l *Ledger) FeedbackMark(ctx context.Context, provider string) (time.Time, 
 	return parseOpt("at", s.Value)
 }
 
+// ProbePrefix begins the reminder id of a probe's key (ProbeKey): an id
+// the ledger holds no delivery of.
+const ProbePrefix = "nudge-probe-"
+
+// ProbeKey is the key of a probe (provider.Prober) sent at at on the
+// provider's channel: "nudge-probe-<unix ms>:<channel>:<provider>".
+func ProbeKey(provider, channel string, at time.Time) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: ProbePrefix + strconv.FormatInt(at.UnixMilli(), 10), Channel: channel, Provider: provider}
+}
+
+// IsProbe reports whether k is a probe's key (ProbeKey).
+func IsProbe(k message.DeliveryKey) bool { return strings.HasPrefix(k.ReminderID, ProbePrefix) }
+
+// ClaimProbe claims the sending of the provider's next probe at now, for
+// an ambiguous attempt that started at since: granted unless a probe was
+// claimed after since and less than every (the record window) before now,
+// one conditional UpdateItem of the feedback mark's item (probeAt), so
+// that the consumers of a stage send one probe per window at most, and
+// another only when the last one's report did not come within a window.
+func (l *Ledger) ClaimProbe(ctx context.Context, provider string, since, now time.Time, every time.Duration) (bool, error) {
+	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(l.cfg.Table),
+		Key:                       markKey(provider),
+		UpdateExpression:          aws.String("SET #p = :now"),
+		ConditionExpression:       aws.String("attribute_not_exists(#p) OR #p <= :limit"),
+		ExpressionAttributeNames:  map[string]string{"#p": "probeAt"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": sv(Format(now)), ":limit": sv(Format(probeLimit(since, now, every)))},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("ledger: claim %s's probe in %q: %w", provider, l.cfg.Table, err)
+	}
+	return true, nil
+}
+
+// probeLimit is the latest time of a probe that does not stop another: the
+// later of since and every before now.
+func probeLimit(since, now time.Time, every time.Duration) time.Time {
+	return ms(maxTime(since, now.Add(-every)))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 func markKey(provider string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: sv(registryPK), attrSK: sv(feedbackMarkSK(provider))}
 }
@@ -314,6 +368,20 @@ func (m *Memory) RecordFeedbackMark(_ context.Context, provider string, at time.
 		m.t.marks[provider] = at
 	}
 	return nil
+}
+
+// ClaimProbe is Ledger.ClaimProbe.
+func (m *Memory) ClaimProbe(_ context.Context, provider string, since, now time.Time, every time.Duration) (bool, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if m.t.probes == nil {
+		m.t.probes = map[string]time.Time{}
+	}
+	if last, ok := m.t.probes[provider]; ok && last.After(probeLimit(since, now, every)) {
+		return false, nil
+	}
+	m.t.probes[provider] = ms(now)
+	return true, nil
 }
 
 // FeedbackMark is Ledger.FeedbackMark.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/feedback"
 	"github.com/nudgehq/nudge/internal/ledger"
@@ -168,6 +169,32 @@ func TestSESFeedbackReachesTheLedger(t *testing.T) {
 	}
 	if st := h.FeedbackMapping.Stats(); st.Invocations == 0 || st.BatchFailures != 0 || st.Deleted < int64(2*len(cases)) {
 		t.Errorf("the feedback mapping: %+v; want every event acknowledged, no batch failed", st)
+	}
+
+	// A consumer's probe, sent a mark's spacing after the last e-mail (a
+	// quiet stage): its report moves the feedback mark past it, and no
+	// delivery holds it.
+	time.Sleep(feedback.MarkEvery)
+	probeAt := time.Now().UTC()
+	probe := ledger.ProbeKey(ses.Name, "email", probeAt)
+	if _, err := sender.Probe(ctx, probe.String()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		mark, err := led.FeedbackMark(ctx, ses.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !mark.Before(probeAt.Add(-consumer.RecordSkew)) {
+			break
+		}
+		if drain.Err() != nil {
+			t.Fatalf("the feedback mark %v never reached the probe sent at %v", mark, probeAt)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := led.Get(ctx, probe); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("the probe's key in the ledger: %v, want not found", err)
 	}
 
 	// A stage without ses: no feedback queue, function or rule.

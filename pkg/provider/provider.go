@@ -41,6 +41,17 @@ type Provider interface {
 	Send(ctx context.Context, req Request, idempotencyKey string) (Receipt, error)
 }
 
+// Prober is a Provider that can send a probe: a message it certainly
+// accepts and reports (SES: an e-mail to its mailbox simulator's success
+// address, in the stage's configuration set), sent under key, which names
+// no delivery. Its report shows that the provider's reports arrive. The
+// consumer sends one under AmbiguousRecord when the window of an ambiguous
+// attempt has passed and the provider has reported no message accepted
+// after it (a quiet stage): at most one per window for the stage.
+type Prober interface {
+	Probe(ctx context.Context, key string) (Receipt, error)
+}
+
 // Func adapts a function to Provider.
 type Func func(ctx context.Context, req Request, idempotencyKey string) (Receipt, error)
 

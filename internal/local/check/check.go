@@ -73,6 +73,9 @@ type Evidence struct {
 	// ProviderRequests counts every request each provider received, by
 	// provider name.
 	ProviderRequests map[string]int64
+	// Probes counts the probes each provider's record holds (messages
+	// under a ledger.ProbeKey: a consumer showing that reports arrive).
+	Probes map[string]int
 	// AcceptedAt is when the provider accepted a delivery, where its record
 	// says (the sink's): the start of the duplicate window.
 	AcceptedAt map[message.DeliveryKey]time.Time
@@ -292,6 +295,9 @@ func Check(p Plan, ev Evidence) Verdict {
 	}
 	for name, n := range ev.ProviderRequests {
 		counts(name).Requests = n
+	}
+	for name, n := range ev.Probes {
+		counts(name).Probes = n
 	}
 
 	// A repeat after an answered acceptance is explained only by a kill of

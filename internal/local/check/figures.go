@@ -27,6 +27,9 @@ type ProviderCounts struct {
 	// function after a review; SentAgain those sent again once the record
 	// showed they had not gone out (a sent after a wait for the record).
 	Settled, SentAgain int
+	// Probes counts the probes the provider's record holds: sent when an
+	// ambiguous attempt's window passed with no later message reported.
+	Probes int
 	// Requests counts the provider requests the consumers made.
 	Requests int64
 }

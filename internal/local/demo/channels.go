@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/provider/ses"
 	"github.com/nudgehq/nudge/internal/provider/sns"
@@ -292,6 +293,12 @@ func (c *channels) evidence(ctx context.Context, since time.Time, ev *check.Evid
 			if k, err := message.ParseDeliveryKey(key); err == nil {
 				if _, planned := c.plan.Deliveries[k]; planned {
 					record(key, 1)
+				}
+				if ledger.IsProbe(k) {
+					if ev.Probes == nil {
+						ev.Probes = map[string]int{}
+					}
+					ev.Probes[k.Provider]++
 				}
 			}
 		}

@@ -309,7 +309,8 @@ func (sum *Summary) Write(w io.Writer) {
 			case d.Contract.Ambiguous == provider.AmbiguousRecord && d.Contract.Reports != nil && c.Settled+c.SentAgain+c.Reviewed > 0:
 				record := d.Contract.Reports.Record
 				fmt.Fprintf(w, "  %s: of the sends that may have gone out, %d settled by %s (recorded sent, not sent again), "+
-					"%d sent again (not in %s, which had later %s),\n", d.Title, c.Settled, record, c.SentAgain, record, d.Contract.Price.Unit)
+					"%d sent again (not in %s, which had later %s; probes sent for a quiet stage: %d),\n", d.Title, c.Settled, record, c.SentAgain, record,
+					d.Contract.Price.Unit, c.Probes)
 				fmt.Fprintf(w, "    %d reviewed (dead-lettered as ambiguous: %s did not settle them within the longest wait), of which %d did go out\n",
 					c.Reviewed, record, c.Delivered)
 			case d.Contract.Ambiguous == provider.AmbiguousRetry && c.Copies > 0:

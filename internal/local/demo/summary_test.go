@@ -17,7 +17,7 @@ import (
 func TestTheSummaryTellsWhatSESsRecordSettled(t *testing.T) {
 	t.Parallel()
 	sum := &Summary{ByProvider: map[string]*check.ProviderCounts{
-		ses.Name:     {Deliveries: 40, Sent: 37, Recorded: 37, Settled: 4, SentAgain: 5, Reviewed: 2},
+		ses.Name:     {Deliveries: 40, Sent: 37, Recorded: 37, Settled: 4, SentAgain: 5, Reviewed: 2, Probes: 1},
 		webhook.Name: {Deliveries: 40, Sent: 38, Recorded: 38, Copies: 3},
 	}}
 	var out strings.Builder
@@ -25,7 +25,7 @@ func TestTheSummaryTellsWhatSESsRecordSettled(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		"SES: of the sends that may have gone out, 4 settled by SES's record (recorded sent, not sent again), " +
-			"5 sent again (not in SES's record, which had later e-mails),",
+			"5 sent again (not in SES's record, which had later e-mails; probes sent for a quiet stage: 1),",
 		"2 reviewed (dead-lettered as ambiguous: SES's record did not settle them within the longest wait), of which 0 did go out",
 		"3 extra copies reached its stand-in",
 	} {

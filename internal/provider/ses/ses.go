@@ -192,9 +192,42 @@ func (s *Sender) Send(ctx context.Context, req provider.Request, key string) (pr
 			Headers:      []types.MessageHeader{{Name: aws.String(HeaderDeliveryKey), Value: aws.String(key)}},
 		}},
 	}
+	return s.send(ctx, in, req.ReminderID, req.Attempt, req.Address, name)
+}
+
+// ProbeAddress is where a probe goes: the mailbox simulator's success
+// address, which SES accepts and delivers without a recipient, without
+// counting it in the account's bounce or complaint rates.
+const ProbeAddress = "success@simulator.amazonses.com"
+
+// Probe sends a probe (provider.Prober): a plain e-mail to ProbeAddress in
+// the configuration set, under key, whose events show that SES's reports
+// arrive. Without a configuration set SES publishes no events, and there
+// is nothing to probe.
+func (s *Sender) Probe(ctx context.Context, key string) (provider.Receipt, error) {
+	if s.cfg.ConfigurationSet == "" {
+		return provider.Receipt{}, failure.WithClass(failure.Permanent(errors.New("ses: no configuration set, so SES reports nothing to probe; set NUDGE_SES_CONFIGURATION_SET")), failure.ClassConfig)
+	}
+	reminder, _, _ := strings.Cut(key, ":")
+	in := &sesv2.SendEmailInput{
+		FromEmailAddress: aws.String(s.cfg.From),
+		Destination:      &types.Destination{ToAddresses: []string{ProbeAddress}},
+		Content: &types.EmailContent{Simple: &types.Message{
+			Subject: &types.Content{Data: aws.String("Nudge feedback probe")},
+			Body: &types.Body{Text: &types.Content{Data: aws.String(
+				"Sent by Nudge's consumer to show that this stage's SES events arrive, while a send that may have gone out awaits them.")}},
+			Headers: []types.MessageHeader{{Name: aws.String(HeaderDeliveryKey), Value: aws.String(key)}},
+		}},
+	}
+	return s.send(ctx, in, reminder, 1, "", "")
+}
+
+// send sends in with the tags of reminder's attempt, as the stage's
+// identity, in its configuration set, and classifies SES's answer.
+func (s *Sender) send(ctx context.Context, in *sesv2.SendEmailInput, reminder string, attempt int, address, template string) (provider.Receipt, error) {
 	in.EmailTags = []types.MessageTag{
-		{Name: aws.String(TagReminder), Value: aws.String(TagValue(req.ReminderID))},
-		{Name: aws.String(TagAttempt), Value: aws.String(strconv.Itoa(req.Attempt))},
+		{Name: aws.String(TagReminder), Value: aws.String(TagValue(reminder))},
+		{Name: aws.String(TagAttempt), Value: aws.String(strconv.Itoa(attempt))},
 	}
 	if s.cfg.FromIdentityARN != "" {
 		in.FromEmailAddressIdentityArn = aws.String(s.cfg.FromIdentityARN)
@@ -209,7 +242,7 @@ func (s *Sender) Send(ctx context.Context, req provider.Request, key string) (pr
 		return err
 	})
 	if err != nil {
-		return provider.Receipt{}, s.classify(err, wrote, req.Address, name)
+		return provider.Receipt{}, s.classify(err, wrote, address, template)
 	}
 	return provider.Receipt{ID: aws.ToString(out.MessageId)}, nil
 }

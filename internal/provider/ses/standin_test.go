@@ -291,3 +291,33 @@ func TestTheProvidersTurnOffTheSDKsRetries(t *testing.T) {
 		t.Fatalf("err %v after %d calls; want one call answered 500", err, calls.Load())
 	}
 }
+
+// TestSESProbeSendsAPlainEmailToTheSimulatorUnderItsKey: the probe needs
+// no template, goes to the mailbox simulator's success address under its
+// key (the header the feedback function reads), and needs the
+// configuration set, without which SES reports nothing.
+func TestSESProbeSendsAPlainEmailToTheSimulatorUnderItsKey(t *testing.T) {
+	f := newSESFixture(t)
+	key := standintest.Name("nudge-probe-1") + ":email:ses"
+	receipt, err := f.ses.Probe(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []standin.SentEmail
+	for _, e := range f.sentTo(t, ses.ProbeAddress) {
+		if e.Header(ses.HeaderDeliveryKey) == key {
+			found = append(found, e)
+		}
+	}
+	if len(found) != 1 || found[0].MessageID != receipt.ID || found[0].Subject == "" {
+		t.Fatalf("the stand-in holds %d probes under %s (receipt %q), want 1 with its message id and a subject", len(found), key, receipt.ID)
+	}
+	bare, err := ses.New(ses.Config{Client: sesv2.NewFromConfig(standintest.AWSConfig(t)), From: "reminders@nudge.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bare.Probe(context.Background(), key)
+	if o := awsfailure.Default.Classify(err); err == nil || o.Class != failure.ClassConfig || !strings.Contains(err.Error(), ses.EnvConfigurationSet) {
+		t.Fatalf("a probe without a configuration set: %v (%+v); want a config error naming %s", err, o, ses.EnvConfigurationSet)
+	}
+}
