@@ -44,7 +44,9 @@ func newFixture(t *testing.T, allowActions bool) *fixture {
 	f.host = f.ts.Listener.Addr().String()
 	f.srv, err = console.New(console.Config{Stage: "test", Hosts: []string{f.host}, Token: "secret-token", AllowActions: allowActions,
 		Operator: "ana", Reminders: f.store, Ledger: f.ledger, Clock: f.clk,
-		Status: func(context.Context) (status.Report, error) { return status.Report{Table: "nudge-test-ledger", Live: 3}, nil }})
+		Status: func(context.Context) (status.Report, error) {
+			return status.Report{Table: "nudge-test-ledger", Live: 3}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
