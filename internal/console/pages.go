@@ -121,17 +121,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, code int, err erro
 	s.render(w, r, code, "error", http.StatusText(code), err.Error(), problem{Status: code, Error: err.Error()})
 }
 
-// routes registers every page.
+// routes registers every page: those that read (read.go) and those that
+// change deliveries (change.go).
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", s.overview)
-}
-
-// overview is the first page: what `nudge status` shows.
-func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.cfg.Status(r.Context())
-	if err != nil {
-		s.fail(w, r, http.StatusBadGateway, err)
-		return
-	}
-	s.render(w, r, http.StatusOK, "overview", "Overview", rep, rep)
+	s.routesRead(mux)
+	s.routesChange(mux)
 }
