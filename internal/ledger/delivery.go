@@ -176,8 +176,9 @@ type Delivery struct {
 	// Index is where a live delivery stands in the due index; nil once it
 	// has ended.
 	Index *IndexPosition
-	// History is the last transitions, and the provider's feedback
-	// entries among them (Entry.Feedback; Transitions leaves those out).
+	// History is the last transitions, and the provider's feedback and
+	// the reveals of the address among them (Entry.Feedback, Entry.Reveal;
+	// Transitions leaves those out).
 	History []Entry
 	// Feedback is the provider's feedback that stands (RecordFeedback has
 	// the rules); zero if none was recorded. Its ID is empty: the ledger
@@ -284,7 +285,16 @@ type Entry struct {
 	// (RecordFeedback; the note names it) rather than a transition:
 	// Status is then the status the delivery had, unchanged.
 	Feedback bool `dynamodbav:"f,omitempty" json:"feedback,omitempty"`
+	// Reveal is set on an entry that records an address shown unmasked to
+	// an operator (RecordReveal; the note says to whom and why) rather
+	// than a transition: Status is then the status the delivery had,
+	// unchanged.
+	Reveal bool `dynamodbav:"r,omitempty" json:"reveal,omitempty"`
 }
+
+// Transition reports whether e records a change of status: not the
+// provider's feedback nor a reveal, which keep the status.
+func (e Entry) Transition() bool { return !e.Feedback && !e.Reveal }
 
 // LapsedLeaseTaken reports whether d, as its latest claim left it, follows
 // an attempt that started and never recorded an end: the claim took over

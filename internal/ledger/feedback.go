@@ -199,7 +199,7 @@ func (d Delivery) withFeedback(f Feedback, now time.Time, limit int) (_ Delivery
 func oldestDroppable(h []Entry) int {
 	keep, transitions := map[int]bool{len(h) - 1: true}, 0
 	for i := len(h) - 1; i >= 0 && transitions < 2; i-- {
-		if !h[i].Feedback {
+		if h[i].Transition() {
 			keep[i] = true
 			transitions++
 		}
@@ -371,8 +371,8 @@ func (m *Memory) RecordFeedback(_ context.Context, key message.DeliveryKey, f Fe
 	return copyOf(next), nil
 }
 
-// Transitions returns d's history without its feedback entries: the
-// changes of its status alone.
+// Transitions returns d's history without its feedback and reveal
+// entries: the changes of its status alone.
 func (d Delivery) Transitions() []Entry {
-	return slices.DeleteFunc(slices.Clone(d.History), func(e Entry) bool { return e.Feedback })
+	return slices.DeleteFunc(slices.Clone(d.History), func(e Entry) bool { return !e.Transition() })
 }

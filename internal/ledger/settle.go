@@ -112,11 +112,11 @@ func awaitHistory(d Delivery, w Await, now string, limit int) ([]Entry, int) {
 	return bounded(h, limit), attempts
 }
 
-// dropLastTransition removes h's last transition (not a feedback entry) if
+// dropLastTransition removes h's last transition (not a feedback or reveal entry) if
 // it entered status s (and, for retrying, was an ambiguous attempt's wait).
 func dropLastTransition(h []Entry, s Status) []Entry {
 	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Feedback {
+		if !h[i].Transition() {
 			continue
 		}
 		if h[i].Status == s && (s != StatusRetrying || h[i].Class == failure.ClassAmbiguous) {

@@ -50,6 +50,8 @@ type Store interface {
 	SettleSent(ctx context.Context, d ledger.Delivery, receipt, note string) (ledger.Delivery, error)
 	RecordFeedbackMark(ctx context.Context, provider string, at time.Time) error
 	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
+	RecordReveal(ctx context.Context, key message.DeliveryKey, r ledger.Reveal) (ledger.Delivery, error)
+	ReadRecent(ctx context.Context, q ledger.RecentQuery) (ledger.RecentPage, error)
 }
 
 var (
@@ -136,6 +138,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"AWriteUnderTheLeaseKeepsFeedbackRecordedSinceTheClaim", testAWriteUnderTheLeaseKeepsFeedbackRecordedSinceTheClaim},
 		{"TheFeedbackMarkOnlyMovesForward", testTheFeedbackMarkOnlyMovesForward},
 		{"ASendReportOfTheRecordedMessageIsRedundant", testASendReportOfTheRecordedMessageIsRedundant},
+		{"ARevealIsRecordedAndChangesNothingElse", testARevealIsRecordedAndChangesNothingElse},
+		{"ARevealNeedsAReasonAndAKnownDelivery", testARevealNeedsAReasonAndAKnownDelivery},
+		{"RevealsKeepTheHistoryBounded", testRevealsKeepTheHistoryBounded},
+		{"ReadRecentReadsWhatChangedSinceInBoundedPages", testReadRecentReadsWhatChangedSinceInBoundedPages},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

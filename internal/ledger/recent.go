@@ -1,0 +1,171 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nudgehq/nudge/internal/message"
+)
+
+// The recent activity (the console's overview): the deliveries whose
+// status changed since a time, read by a bounded, paged scan.
+
+// RecentQuery bounds one read of the recently changed deliveries.
+type RecentQuery struct {
+	// Since is the earliest last change (updatedAt) read. Required.
+	Since time.Time
+	// Read is the most items the read examines, of every kind and age
+	// (a scan is priced by what it reads, not by what it returns).
+	// Required, 1 to MaxDeadRead.
+	Read int
+	// After is an earlier page's Next, to read on from where it stopped;
+	// "" reads from the start.
+	After string
+}
+
+// RecentPage is what one ReadRecent found.
+type RecentPage struct {
+	// Deliveries are the deliveries among the items read whose status
+	// last changed at or after Since, in no order, with what an account
+	// of the activity needs: their key, status, times, attempts, last
+	// error and history; never the address, the template data or the
+	// recipient's references.
+	Deliveries []Delivery
+	// Scanned counts the items read, at most the query's Read.
+	Scanned int
+	// Next, when the read stopped at its bound, is where the next read
+	// goes on (RecentQuery.After); "" once the table has been read to its
+	// end.
+	Next string
+}
+
+func (q RecentQuery) check() (*deadToken, error) {
+	switch {
+	case q.Since.IsZero():
+		return nil, fmt.Errorf("ledger: read the recent deliveries: no Since; give the earliest change to read")
+	case q.Read < 1 || q.Read > MaxDeadRead:
+		return nil, fmt.Errorf("ledger: read the recent deliveries: a read of %d items; read 1 to %d at a time", q.Read, MaxDeadRead)
+	case q.After == "":
+		return nil, nil
+	}
+	k, err := decodeDeadToken(q.After)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read the recent deliveries after %q: %w", q.After, ErrBadPageToken)
+	}
+	return &k, nil
+}
+
+// recentProjection is what ReadRecent reads of a delivery item: nothing
+// personal.
+var recentProjection = []string{attrPK, attrSK, "reminderId", "channel", "provider", "status", "dueAt", "expiresAt", "attempts",
+	"lastErrorClass", "lastError", "sentAt", "updatedAt", "history"}
+
+// ReadRecent reads up to q.Read items of the table, from the start or from
+// where an earlier read stopped, and returns the deliveries among them
+// whose updatedAt (their last transition) is at or after q.Since. It is a
+// scan with a filter, strongly consistent, bounded by q.Read and paged by
+// Next: for the operator, never the functions.
+func (l *Ledger) ReadRecent(ctx context.Context, q RecentQuery) (RecentPage, error) {
+	after, err := q.check()
+	if err != nil {
+		return RecentPage{}, err
+	}
+	names := map[string]string{}
+	var proj []string
+	for i, a := range recentProjection {
+		p := fmt.Sprintf("#a%d", i) // several are reserved words (status)
+		names[p] = a
+		proj = append(proj, p)
+	}
+	names["#sk"], names["#updated"] = attrSK, "updatedAt"
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(l.cfg.Table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#sk, :dlv) AND #updated >= :since"),
+		ProjectionExpression:      aws.String(strings.Join(proj, ", ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":dlv": sv("DLV#"), ":since": sv(Format(q.Since))},
+	}
+	if after != nil {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: sv(after.PK), attrSK: sv(after.SK)}
+	}
+	var page RecentPage
+	for {
+		in.Limit = aws.Int32(int32(q.Read - page.Scanned))
+		out, err := l.api.Scan(ctx, in)
+		if err != nil {
+			return page, fmt.Errorf("ledger: read the recent deliveries of %s: %w", l.cfg.Table, err)
+		}
+		page.Scanned += int(out.ScannedCount)
+		for _, it := range out.Items {
+			d, err := fromItem(it)
+			if err != nil {
+				return page, err
+			}
+			page.Deliveries = append(page.Deliveries, d)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return page, nil
+		}
+		if page.Scanned >= q.Read {
+			pk, _ := out.LastEvaluatedKey[attrPK].(*types.AttributeValueMemberS)
+			sk, _ := out.LastEvaluatedKey[attrSK].(*types.AttributeValueMemberS)
+			if pk == nil || sk == nil {
+				return page, fmt.Errorf("ledger: read the recent deliveries of %s: the scan stopped at a key without PK and SK", l.cfg.Table)
+			}
+			page.Next = deadToken{PK: pk.Value, SK: sk.Value}.encode()
+			return page, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// ReadRecent is Ledger.ReadRecent: the table's delivery items in key
+// order, each counted as read, those changed since q.Since returned as
+// ReadRecent projects them; Next when the bound stopped the read.
+func (m *Memory) ReadRecent(_ context.Context, q RecentQuery) (RecentPage, error) {
+	after, err := q.check()
+	if err != nil {
+		return RecentPage{}, err
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	keyOf := func(k message.DeliveryKey) deadToken {
+		return deadToken{PK: PartitionKey(k.ReminderID), SK: SortKey(k.Channel, k.Provider)}
+	}
+	order := func(a, b deadToken) int { return cmp.Or(cmp.Compare(a.PK, b.PK), cmp.Compare(a.SK, b.SK)) }
+	keys := make([]message.DeliveryKey, 0, len(m.t.items))
+	for k := range m.t.items {
+		if after == nil || order(keyOf(k), *after) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return order(keyOf(a), keyOf(b)) })
+	since := Format(q.Since)
+	var page RecentPage
+	for i, k := range keys {
+		if page.Scanned == q.Read {
+			page.Next = keyOf(keys[i-1]).encode()
+			break
+		}
+		page.Scanned++
+		if d := m.t.items[k]; formatOpt(d.UpdatedAt) >= since {
+			page.Deliveries = append(page.Deliveries, recentOf(copyOf(d)))
+		}
+	}
+	return page, nil
+}
+
+// recentOf is d as ReadRecent projects it.
+func recentOf(d Delivery) Delivery {
+	return Delivery{ReminderID: d.ReminderID, Channel: d.Channel, Provider: d.Provider, Status: d.Status, DueAt: d.DueAt, ExpiresAt: d.ExpiresAt,
+		Attempts: d.Attempts, LastErrorClass: d.LastErrorClass, LastError: d.LastError, SentAt: d.SentAt, UpdatedAt: d.UpdatedAt, History: d.History}
+}
