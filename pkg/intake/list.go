@@ -76,6 +76,11 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, PageOf(page))
+}
+
+// PageOf is a page of a listing as the API answers it.
+func PageOf(page schedule.ListPage) Page {
 	out := Page{Reminders: []ListedReminder{}, Next: page.Next}
 	for _, l := range page.Reminders {
 		lr := ListedReminder{ID: l.ID, AccountRef: l.AccountRef, DueAt: schedule.FormatTime(l.DueAt), ExpiresAt: schedule.FormatTime(l.ExpiresAt),
@@ -89,5 +94,5 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Reminders = append(out.Reminders, lr)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

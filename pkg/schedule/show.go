@@ -37,6 +37,11 @@ type Event struct {
 	// the message (a bounce, a complaint, a delivery) rather than a
 	// transition: Status is then the delivery's, unchanged.
 	Feedback bool `json:"feedback,omitempty"`
+	// Reveal is set on an entry that records the delivery's address shown
+	// unmasked to an operator (the console; the note says to whom and
+	// why) rather than a transition: Status is then the delivery's,
+	// unchanged.
+	Reveal bool `json:"reveal,omitempty"`
 	// Delivery is the delivery's key.
 	Delivery string `json:"delivery"`
 }

@@ -144,5 +144,6 @@ func statusOf(s ledger.Status) Status { return Status(s) }
 
 // eventOf is history entry e of the delivery keyed delivery.
 func eventOf(e ledger.Entry, delivery string) Event {
-	return Event{At: e.At, Status: statusOf(e.Status), Attempt: e.Attempt, Class: e.Class, Note: e.Note, Feedback: e.Feedback, Delivery: delivery}
+	return Event{At: e.At, Status: statusOf(e.Status), Attempt: e.Attempt, Class: e.Class, Note: e.Note, Feedback: e.Feedback, Reveal: e.Reveal,
+		Delivery: delivery}
 }
