@@ -61,6 +61,16 @@ type Config struct {
 	// Logger receives a line per refused request and per change. Default:
 	// discard.
 	Logger *slog.Logger
+
+	// Reading pages.
+
+	// ActivityRead is the most ledger items the overview's recent
+	// activity reads (a bounded scan; past it the activity says sampled).
+	// Default status.DefaultRecentRead.
+	ActivityRead int
+	// AccountPage is how many reminders an account's page lists. Default
+	// intake.DefaultPage, as the API lists them.
+	AccountPage int
 }
 
 // Server is the console's HTTP handler.

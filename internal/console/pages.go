@@ -20,6 +20,8 @@ import (
 // delivery, and the reveal of its address, which its history records.
 type Ledger interface {
 	Get(ctx context.Context, key message.DeliveryKey) (ledger.Delivery, error)
+	RecordReveal(ctx context.Context, key message.DeliveryKey, r ledger.Reveal) (ledger.Delivery, error)
+	ReadRecent(ctx context.Context, q ledger.RecentQuery) (ledger.RecentPage, error)
 }
 
 //go:embed templates/*.html
