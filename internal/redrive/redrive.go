@@ -258,7 +258,7 @@ func (r *Redriver) Select(ctx context.Context, f Filter) (*Selection, error) {
 			l.Why = "another reason: " + l.Reason
 		case l.Age() < f.OlderThan:
 			l.Why = fmt.Sprintf("dead-lettered %v ago, not older than %v", l.Age(), f.OlderThan)
-		case !l.Redrivable && !(f.IncludeSettled && l.settled()):
+		case !l.Redrivable && !(f.IncludeSettled && l.Settled()):
 			// l.Why says why
 		default:
 			sel.Chosen = append(sel.Chosen, l)
@@ -276,8 +276,11 @@ func (r *Redriver) Select(ctx context.Context, f Filter) (*Selection, error) {
 	return sel, nil
 }
 
-// settled reports whether the letter's delivery already ended another way.
-func (l Letter) settled() bool {
+// Settled reports whether the letter's delivery already ended another way
+// (sent, cancelled, expired, or its fallback taken): a redrive cannot help
+// it, and moves it only with Filter.IncludeSettled, for the consumer to
+// retire.
+func (l Letter) Settled() bool {
 	return l.Ledger == ledger.StatusSent || l.Ledger == ledger.StatusCancelled || l.Ledger == ledger.StatusExpired ||
 		l.delivery != nil && !l.delivery.FallbackTaken.IsZero()
 }
