@@ -223,9 +223,10 @@ func TestRescheduleFromTheConsoleHasTheCLIsSemantics(t *testing.T) {
 		t.Fatalf("reschedule: %d to %q\n%s", code, to, body)
 	}
 	due := time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC)
+	const note = "rescheduled to 2026-12-08T09:00:00.000Z: by ana (console): customer on holiday"
 	for _, k := range []message.DeliveryKey{email, sms} {
 		d := f.get(t, k)
-		if !d.DueAt.Equal(due) || !d.ExpiresAt.Equal(due.Add(24*time.Hour)) || f.lastNote(t, k) != "rescheduled to 2026-12-08T09:00:00.000Z: by ana (console): customer on holiday" {
+		if !d.DueAt.Equal(due) || !d.ExpiresAt.Equal(due.Add(24*time.Hour)) || f.lastNote(t, k) != note {
 			t.Errorf("%s: due %v expires %v (the window kept?), noted %q", k, d.DueAt, d.ExpiresAt, f.lastNote(t, k))
 		}
 	}
