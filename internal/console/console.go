@@ -71,6 +71,17 @@ type Config struct {
 	// AccountPage is how many reminders an account's page lists. Default
 	// intake.DefaultPage, as the API lists them.
 	AccountPage int
+
+	// Changing pages.
+
+	// DLQRead is how many DLQ messages the dead letters page reads (the
+	// CLI's `dlq list --limit`; ?limit=N on the page, 1 to 1000). Default
+	// 100.
+	DLQRead int
+	// Selections is the most redrive selections held at once, each hiding
+	// its messages in the DLQ until it is redriven, cancelled or its hold
+	// ends. Default 4.
+	Selections int
 }
 
 // Server is the console's HTTP handler.

@@ -207,6 +207,9 @@ type Filter struct {
 	Max int
 	// Class keeps only messages dead-lettered with this error class.
 	Class failure.Class
+	// Reason keeps only messages dead-lettered with exactly this reason
+	// (a group of the review, as the console offers it). Default: any.
+	Reason string
 	// OlderThan keeps only messages dead-lettered at least this long ago.
 	OlderThan time.Duration
 	// IncludeSettled also moves messages whose delivery was already sent,
@@ -227,6 +230,10 @@ type Selection struct {
 	Passed []Letter
 	// Scanned counts the messages read.
 	Scanned int
+	// Until is when the hold of the chosen messages ends (SelectHold after
+	// the read began): after it they are visible in the DLQ again, and a
+	// Move may find some of them read by another.
+	Until time.Time
 }
 
 // Select reads the DLQ and chooses up to f.Max messages a redrive can help,
@@ -238,17 +245,20 @@ func (r *Redriver) Select(ctx context.Context, f Filter) (*Selection, error) {
 	if f.Scan == 0 {
 		f.Scan = min(max(10*f.Max, 100), 10000)
 	}
+	until := r.cfg.Clock.Now().Add(r.cfg.SelectHold)
 	letters, err := r.read(ctx, f.Scan, r.cfg.SelectHold)
-	sel := &Selection{Scanned: len(letters)}
+	sel := &Selection{Scanned: len(letters), Until: until}
 	for _, l := range letters {
 		switch {
 		case len(sel.Chosen) >= f.Max:
 			l.Why = "beyond --max"
 		case f.Class != "" && l.ErrorClass != f.Class:
 			l.Why = "error class " + string(l.ErrorClass) + ", not " + string(f.Class)
+		case f.Reason != "" && l.Reason != f.Reason:
+			l.Why = "another reason: " + l.Reason
 		case l.Age() < f.OlderThan:
 			l.Why = fmt.Sprintf("dead-lettered %v ago, not older than %v", l.Age(), f.OlderThan)
-		case !l.Redrivable && !(f.IncludeSettled && l.settled()):
+		case !l.Redrivable && !(f.IncludeSettled && l.Settled()):
 			// l.Why says why
 		default:
 			sel.Chosen = append(sel.Chosen, l)
@@ -266,8 +276,11 @@ func (r *Redriver) Select(ctx context.Context, f Filter) (*Selection, error) {
 	return sel, nil
 }
 
-// settled reports whether the letter's delivery already ended another way.
-func (l Letter) settled() bool {
+// Settled reports whether the letter's delivery already ended another way
+// (sent, cancelled, expired, or its fallback taken): a redrive cannot help
+// it, and moves it only with Filter.IncludeSettled, for the consumer to
+// retire.
+func (l Letter) Settled() bool {
 	return l.Ledger == ledger.StatusSent || l.Ledger == ledger.StatusCancelled || l.Ledger == ledger.StatusExpired ||
 		l.delivery != nil && !l.delivery.FallbackTaken.IsZero()
 }
@@ -580,6 +593,12 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 	o.Moved = true
 	return o
 }
+
+// DLQ is the name of the queue the redriver reads.
+func (r *Redriver) DLQ() string { return queueName(r.cfg.DLQURL) }
+
+// Target is the name of the queue a redrive sends to: the work queue.
+func (r *Redriver) Target() string { return queueName(r.cfg.TargetURL) }
 
 // queueName returns the queue name at the end of a queue URL.
 func queueName(url string) string {

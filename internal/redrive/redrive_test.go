@@ -512,3 +512,38 @@ func TestTheReviewPassesAPrimaryWhoseFallbackWasTaken(t *testing.T) {
 		t.Fatalf("the primary after the move: %s, %v; want dead", d.Status, err)
 	}
 }
+
+// TestSelectByReasonKeepsOneGroup: a filter by reason (a group of the
+// review) chooses the messages dead-lettered with exactly that reason, and
+// says of the others that their reason differs; the selection says when
+// its hold ends, and the redriver names its queues.
+func TestSelectByReasonKeepsOneGroup(t *testing.T) {
+	f := setup(t)
+	f.seedMix()
+	f.dead("rem-6", "rejected", "provider answered 422")
+	r := f.redriver(nil, func(c *redrive.Config) { c.SelectHold = time.Minute })
+	before := time.Now()
+	sel, err := r.Select(f.ctx, redrive.Filter{Max: 10, Class: "rejected", Reason: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Release(f.ctx, sel.Chosen) }()
+	var chosen []string
+	for _, l := range sel.Chosen {
+		chosen = append(chosen, l.DeliveryKey)
+	}
+	if strings.Join(chosen, " ") != "rem-1:email:webhook rem-2:email:webhook" {
+		t.Fatalf("chose %v; want rem-1 and rem-2, the two rejected with 400", chosen)
+	}
+	for _, l := range sel.Passed {
+		if l.DeliveryKey == "rem-6:email:webhook" && l.Why != "another reason: provider answered 422" {
+			t.Errorf("rem-6 passed with %q", l.Why)
+		}
+	}
+	if sel.Until.Before(before.Add(time.Minute)) || sel.Until.After(time.Now().Add(time.Minute)) {
+		t.Errorf("held until %v; want a minute after the read began (%v)", sel.Until, before)
+	}
+	if !strings.HasSuffix(f.q.DLQURL, "/"+r.DLQ()) || !strings.HasSuffix(f.q.WorkURL, "/"+r.Target()) {
+		t.Errorf("queues %q and %q; want the names of %s and %s", r.DLQ(), r.Target(), f.q.DLQURL, f.q.WorkURL)
+	}
+}

@@ -20,6 +20,7 @@ import (
 // reviveLedger is what a revive needs of the ledger.
 type reviveLedger interface {
 	ReadDead(ctx context.Context, q ledger.DeadQuery) (ledger.DeadPage, error)
+	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	Revive(ctx context.Context, d ledger.Delivery, r ledger.Revival) (ledger.Delivery, error)
 }
 
@@ -107,6 +108,11 @@ type ReviveFilter struct {
 	Read int
 	// After is an earlier plan's Next: read on from where it stopped.
 	After string
+	// Reminder keeps only the deliveries of this reminder, read from its
+	// own items (one query) rather than a scan of the table; its
+	// deliveries that are not dead are left, saying so. Read and After do
+	// not apply.
+	Reminder string
 }
 
 // DefaultReviveRead is how many ledger items a revive reads unless told
@@ -151,6 +157,9 @@ func (r *Reviver) Plan(ctx context.Context, f ReviveFilter) (*RevivePlan, error)
 	}
 	now := r.cfg.Clock.Now()
 	p := &RevivePlan{}
+	if f.Reminder != "" {
+		return r.planReminder(ctx, f, now)
+	}
 	after := f.After
 	for p.Scanned < f.Read && !p.Full {
 		page, err := r.cfg.Ledger.ReadDead(ctx, ledger.DeadQuery{Read: min(reviveRead, f.Read-p.Scanned), After: after})
@@ -164,22 +173,7 @@ func (r *Reviver) Plan(ctx context.Context, f ReviveFilter) (*RevivePlan, error)
 		}
 		sort.SliceStable(read, func(i, j int) bool { return read[i].DeadLetteredAt.Before(read[j].DeadLetteredAt) })
 		for _, d := range read {
-			switch {
-			case !d.ExpiresAt.After(now):
-				d.Why = "expired " + ledger.Format(d.ExpiresAt) + ": past its expiresAt a delivery is never revived (schedule a new reminder if it still matters)"
-			case f.Class != "" && d.ErrorClass != f.Class:
-				d.Why = "error class " + string(d.ErrorClass) + ", not " + string(f.Class)
-			case d.Age() < f.OlderThan:
-				d.Why = fmt.Sprintf("dead-lettered %v ago, not older than %v", d.Age(), f.OlderThan)
-			case len(p.Chosen) >= f.Max:
-				d.Why = "beyond --max"
-				p.Full = true
-			default:
-				p.Chosen = append(p.Chosen, d)
-				p.Full = len(p.Chosen) >= f.Max
-				continue
-			}
-			p.Left = append(p.Left, d)
+			p.choose(d, f, now)
 		}
 		after, p.Next = page.Next, page.Next
 		if page.Next == "" {
@@ -190,6 +184,55 @@ func (r *Reviver) Plan(ctx context.Context, f ReviveFilter) (*RevivePlan, error)
 		p.Next = "" // a later run reads from the start: the revived are no longer dead
 	}
 	sort.SliceStable(p.Chosen, func(i, j int) bool { return p.Chosen[i].DeadLetteredAt.Before(p.Chosen[j].DeadLetteredAt) })
+	return p, nil
+}
+
+// choose adds d to the plan's chosen, or to its left with why.
+func (p *RevivePlan) choose(d Dead, f ReviveFilter, now time.Time) {
+	switch {
+	case !d.ExpiresAt.After(now):
+		d.Why = "expired " + ledger.Format(d.ExpiresAt) + ": past its expiresAt a delivery is never revived (schedule a new reminder if it still matters)"
+	case !d.delivery.FallbackTaken.IsZero():
+		// The ledger refuses it (ErrFallbackTaken): said before, not after.
+		d.Why = ledger.FallbackTakenNote(d.delivery) + "; not revived"
+	case f.Class != "" && d.ErrorClass != f.Class:
+		d.Why = "error class " + string(d.ErrorClass) + ", not " + string(f.Class)
+	case d.Age() < f.OlderThan:
+		d.Why = fmt.Sprintf("dead-lettered %v ago, not older than %v", d.Age(), f.OlderThan)
+	case len(p.Chosen) >= f.Max:
+		d.Why = "beyond --max"
+		p.Full = true
+	default:
+		p.Chosen = append(p.Chosen, d)
+		p.Full = len(p.Chosen) >= f.Max
+		return
+	}
+	p.Left = append(p.Left, d)
+}
+
+// planReminder is Plan for one reminder's deliveries (f.Reminder), read
+// from its items; those not dead are left, saying so.
+func (r *Reviver) planReminder(ctx context.Context, f ReviveFilter, now time.Time) (*RevivePlan, error) {
+	stored, err := r.cfg.Ledger.ReadReminder(ctx, f.Reminder)
+	if err != nil {
+		return nil, fmt.Errorf("redrive: revive %q: %w", f.Reminder, err)
+	}
+	p := &RevivePlan{Scanned: len(stored.Deliveries)}
+	var read []Dead
+	for _, d := range stored.Deliveries {
+		d.Address, d.TemplateData = "", nil // as ReadDead: a revive does not need them
+		read = append(read, r.review(d, now))
+	}
+	sort.SliceStable(read, func(i, j int) bool { return read[i].DeadLetteredAt.Before(read[j].DeadLetteredAt) })
+	for _, d := range read {
+		if st := d.delivery.Status; st != ledger.StatusDead {
+			d.Why = "not dead (" + string(st) + "); nothing to revive"
+			p.Left = append(p.Left, d)
+			continue
+		}
+		p.choose(d, f, now)
+	}
+	p.Full = false // the reminder was read whole
 	return p, nil
 }
 

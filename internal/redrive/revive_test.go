@@ -181,3 +181,106 @@ func TestReviveSkipsAPrimaryWhoseFallbackWasTaken(t *testing.T) {
 		t.Errorf("after the skipped revive: %s", got.Status)
 	}
 }
+
+// TestRevivePlanOfOneReminder: a plan for one reminder reads its items
+// alone, chooses its dead deliveries and says of the others why not: not
+// dead, expired, or a primary whose fallback was taken.
+func TestRevivePlanOfOneReminder(t *testing.T) {
+	t.Parallel()
+	m, clk := deadLedger(t, 3)
+	ctx := context.Background()
+	// rem-x: one dead e-mail, one sent SMS, one dead push that expired.
+	mk := func(ch string, exp time.Duration) ledger.Delivery {
+		d := ledger.Delivery{ReminderID: "rem-x", Channel: ch, Provider: "webhook", DueAt: clk.Now(), ExpiresAt: clk.Now().Add(exp)}
+		if err := m.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		c, err := m.Claim(ctx, ledger.Claim{Key: d.Key(), Token: "tok", LeaseUntil: clk.Now().Add(time.Minute), DueBy: clk.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := m.DeadLetter(ctx, mk("email", 24*time.Hour), ledger.Failure{Class: "rejected", Message: "provider answered 400"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(ctx, mk("sms", 24*time.Hour), "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.DeadLetter(ctx, mk("push", time.Hour), ledger.Failure{Class: "rejected", Message: "provider answered 400"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Hour)
+	r, err := redrive.NewReviver(redrive.ReviveConfig{Ledger: m, By: "ops@example", Reason: "provider fixed", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, redrive.ReviveFilter{Max: 10, Reminder: "rem-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Chosen) != 1 || p.Chosen[0].DeliveryKey != "rem-x:email:webhook" || p.Scanned != 3 || p.Full {
+		t.Fatalf("chose %+v of %d read (full %v); want rem-x's dead e-mail alone, of its 3", p.Chosen, p.Scanned, p.Full)
+	}
+	left := map[string]string{}
+	for _, d := range p.Left {
+		left[d.DeliveryKey] = d.Why
+	}
+	if w := left["rem-x:sms:webhook"]; w != "not dead (sent); nothing to revive" {
+		t.Errorf("the sent SMS: %q", w)
+	}
+	if w := left["rem-x:push:webhook"]; !strings.HasPrefix(w, "expired ") {
+		t.Errorf("the expired push: %q", w)
+	}
+	if len(left) != 2 {
+		t.Errorf("left %v; the other reminders' dead deliveries are not rem-x's", left)
+	}
+	res, err := r.Apply(ctx, p, nil)
+	if err != nil || res.Revived != 1 {
+		t.Fatalf("apply: %+v, %v", res, err)
+	}
+	if d, _ := m.Get(ctx, message.DeliveryKey{ReminderID: "rem-0000", Channel: "email", Provider: "webhook"}); d.Status != ledger.StatusDead {
+		t.Errorf("another reminder's dead delivery was revived: %s", d.Status)
+	}
+}
+
+// TestRevivePlanLeavesAPrimaryWhoseFallbackWasTaken: the plan says so
+// before the operator confirms, rather than the apply after.
+func TestRevivePlanLeavesAPrimaryWhoseFallbackWasTaken(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(reviveT0)
+	m, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	primary := ledger.Delivery{ReminderID: "rem-fb", Channel: "email", Provider: "webhook", DueAt: reviveT0, ExpiresAt: reviveT0.Add(60 * 24 * time.Hour),
+		Fallback: ledger.FallbackRef{Channel: "sms", Provider: "webhook"}}
+	held := ledger.Delivery{ReminderID: "rem-fb", Channel: "sms", Provider: "webhook", DueAt: reviveT0, ExpiresAt: reviveT0.Add(60 * 24 * time.Hour),
+		Status: ledger.StatusHeld, FallbackOf: ledger.FallbackRef{Channel: "email", Provider: "webhook"}}
+	for _, d := range []ledger.Delivery{primary, held} {
+		if err := m.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := m.DeadLetter(ctx, primary, ledger.Failure{Class: "rejected", Message: "provider answered 400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TakeFallback(ctx, dead, "dead (rejected)"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := redrive.NewReviver(redrive.ReviveConfig{Ledger: m, By: "ops@example", Reason: "provider fixed", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []redrive.ReviveFilter{{Max: 3}, {Max: 3, Reminder: "rem-fb"}} {
+		p, err := r.Plan(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Chosen) != 0 || len(p.Left) == 0 || !strings.Contains(p.Left[0].Why, "its fallback rem-fb:sms:webhook was taken") {
+			t.Errorf("plan %+v: chose %+v, left %+v; want the primary left, its fallback taken", f, p.Chosen, p.Left)
+		}
+	}
+}
