@@ -360,3 +360,24 @@ func between(s, from, to string) string {
 	v, _, _ := strings.Cut(rest, to)
 	return v
 }
+
+// TestARevealWaitsWhileTheDeliveryIsBeingSent: a delivery in flight
+// refuses the reveal (409, saying to try again): its consumer's next write
+// would replace the history, reveal included. Nothing is shown or written.
+func TestARevealWaitsWhileTheDeliveryIsBeingSent(t *testing.T) {
+	t.Parallel()
+	f := newReadFixture(t, false, status.Report{}, 0)
+	f.remind(t, "renewal-4821", "acct-1")
+	f.clk.Advance(time.Minute)
+	k := message.DeliveryKey{ReminderID: "renewal-4821", Channel: "email", Provider: "ses"}
+	if _, err := f.ledger.Claim(context.Background(), ledger.Claim{Key: k, Token: "t-1", LeaseUntil: f.clk.Now().Add(time.Minute), DueBy: f.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ := f.reveal(t, "", k.String(), "ticket 4821")
+	if code != http.StatusConflict || !strings.Contains(body, "being sent right now") || strings.Contains(body, "ana.lima@example.com") {
+		t.Fatalf("a reveal while sending: %d\n%s", code, body)
+	}
+	if r := reveals(t, f); len(r) != 0 {
+		t.Fatalf("a refused reveal was recorded: %+v", r)
+	}
+}

@@ -185,6 +185,9 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.cfg.Ledger.RecordReveal(r.Context(), k, ledger.Reveal{By: s.cfg.Operator, Reason: reason})
 	switch {
+	case errors.Is(err, ledger.ErrInFlight):
+		s.fail(w, r, http.StatusConflict, fmt.Errorf("delivery %s is being sent right now, and its history is being written: reveal again in a few seconds", k))
+		return
 	case errors.Is(err, ledger.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no delivery %s: it was purged, or never existed; open the reminder's page again", k))
 		return

@@ -66,8 +66,8 @@ func (d Delivery) withReveal(note string, now time.Time, limit int) Delivery {
 // conditional UpdateItem that holds only if the history is as read; a
 // write refused because the history changed meanwhile is decided again
 // from the item the refusal returns (ALL_OLD), up to four times (then
-// ErrChanged). It refuses an unknown delivery with ErrNotFound, in a
-// *RefusedError.
+// ErrChanged). It refuses an unknown delivery with ErrNotFound, and one
+// being sent (inFlight) with ErrInFlight, in a *RefusedError.
 func (l *Ledger) RecordReveal(ctx context.Context, key message.DeliveryKey, r Reveal) (Delivery, error) {
 	note, err := r.Note()
 	if err != nil {
@@ -82,6 +82,9 @@ func (l *Ledger) RecordReveal(ctx context.Context, key message.DeliveryKey, r Re
 		return Delivery{}, err
 	}
 	for range 4 {
+		if inFlight(d, l.cfg.Clock.Now().Add(-l.cfg.ClockSkew)) {
+			return Delivery{}, &RefusedError{Op: "reveal", Key: key, Reason: ErrInFlight, Current: d}
+		}
 		next := d.withReveal(note, l.cfg.Clock.Now(), l.cfg.HistoryLimit)
 		u := &update{op: "reveal", key: key, values: map[string]types.AttributeValue{}}
 		u.set("history", ":history", next.History)
@@ -96,6 +99,14 @@ func (l *Ledger) RecordReveal(ctx context.Context, key message.DeliveryKey, r Re
 	return Delivery{}, &RefusedError{Op: "reveal", Key: key, Reason: ErrChanged, Current: d}
 }
 
+// inFlight reports whether d is being sent under a lease that has not
+// lapsed at now: its consumer's next write replaces the history from what
+// it read at its claim, which would drop a reveal written meanwhile, so a
+// reveal waits until the send is recorded (seconds).
+func inFlight(d Delivery, now time.Time) bool {
+	return d.Status == StatusSending && d.LeaseUntil.After(now)
+}
+
 // RecordReveal is Ledger.RecordReveal.
 func (m *Memory) RecordReveal(_ context.Context, key message.DeliveryKey, r Reveal) (Delivery, error) {
 	note, err := r.Note()
@@ -107,6 +118,9 @@ func (m *Memory) RecordReveal(_ context.Context, key message.DeliveryKey, r Reve
 	d, ok := m.t.items[key]
 	if !ok {
 		return Delivery{}, &RefusedError{Op: "reveal", Key: key, Reason: ErrNotFound}
+	}
+	if inFlight(d, m.now()) {
+		return Delivery{}, &RefusedError{Op: "reveal", Key: key, Reason: ErrInFlight, Current: copyOf(d)}
 	}
 	next := d.withReveal(note, m.now(), m.cfg.HistoryLimit)
 	m.t.items[key] = copyOf(next)

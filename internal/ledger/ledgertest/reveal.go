@@ -31,16 +31,25 @@ func (b bundle) createAddressed(t *testing.T, id string) ledger.Delivery {
 // testARevealIsRecordedAndChangesNothingElse: a reveal adds an entry to
 // the history (who and why, the status kept, marked Reveal) and returns
 // the address; the status, the lease, the attempts, updatedAt and the due
-// index stay as they were, and the claim that holds the delivery still
-// completes it.
+// index stay as they were. A delivery being sent refuses it (ErrInFlight:
+// its consumer's next write replaces the history from its claim's read);
+// once its lease has lapsed it takes it, and the claim that takes over
+// still completes it.
 func testARevealIsRecordedAndChangesNothingElse(t *testing.T, b bundle) {
 	ctx := context.Background()
 	d := b.createAddressed(t, "rem-reveal-1")
-	c, err := b.claim("tok-1", d)
+	first, err := b.claim("tok-0", d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.clk.Advance(10 * time.Second)
+	_, err = b.l.RecordReveal(ctx, d.Key(), ledger.Reveal{By: "ana", Reason: "ticket 4821"})
+	refusal(t, err, ledger.ErrInFlight)
+	if read, _ := b.l.Get(ctx, d.Key()); len(read.History) != len(first.History) {
+		t.Fatalf("a refused reveal wrote %+v", read.History)
+	}
+	// The lease lapses (its consumer died): a reveal is recorded, and the
+	// claim that takes over completes the delivery.
+	b.clk.Advance(first.LeaseUntil.Sub(b.clk.Now()) + 2*time.Minute)
 	got, err := b.l.RecordReveal(ctx, d.Key(), ledger.Reveal{By: "ana", Reason: "  ticket   4821: customer asks\n"})
 	if err != nil {
 		t.Fatal(err)
@@ -49,20 +58,24 @@ func testARevealIsRecordedAndChangesNothingElse(t *testing.T, b bundle) {
 		t.Fatalf("the reveal returns address %q", got.Address)
 	}
 	last := got.History[len(got.History)-1]
-	if len(got.History) != len(c.History)+1 || !last.Reveal || last.Feedback || last.Status != ledger.StatusSending ||
+	if len(got.History) != len(first.History)+1 || !last.Reveal || last.Feedback || last.Status != ledger.StatusSending ||
 		last.Note != "address revealed to ana: ticket 4821: customer asks" || last.At != ledger.Format(b.clk.Now()) {
 		t.Fatalf("history %+v; want one reveal entry more, status sending, naming who and why", got.History)
 	}
-	if got.Status != c.Status || got.ClaimToken != c.ClaimToken || !got.LeaseUntil.Equal(c.LeaseUntil) || got.Attempts != c.Attempts ||
-		!got.UpdatedAt.Equal(c.UpdatedAt) || !got.TTL.Equal(c.TTL) || (got.Index == nil) != (c.Index == nil) || got.LapsedLeaseTaken() {
-		t.Fatalf("the reveal changed more than the history: %+v, was %+v", got, c)
+	if got.Status != first.Status || got.ClaimToken != first.ClaimToken || !got.LeaseUntil.Equal(first.LeaseUntil) || got.Attempts != first.Attempts ||
+		!got.UpdatedAt.Equal(first.UpdatedAt) || !got.TTL.Equal(first.TTL) || (got.Index == nil) != (first.Index == nil) || got.LapsedLeaseTaken() {
+		t.Fatalf("the reveal changed more than the history: %+v, was %+v", got, first)
 	}
-	if tr := got.Transitions(); len(tr) != len(c.History) || slices.ContainsFunc(tr, func(e ledger.Entry) bool { return e.Reveal }) {
+	if tr := got.Transitions(); len(tr) != len(first.History) || slices.ContainsFunc(tr, func(e ledger.Entry) bool { return e.Reveal }) {
 		t.Fatalf("Transitions() = %+v, want the transitions alone", tr)
 	}
 	read, err := b.l.Get(ctx, d.Key())
 	if err != nil || len(read.History) != len(got.History) || !read.History[len(read.History)-1].Reveal {
 		t.Fatalf("read back %+v, %v", read.History, err)
+	}
+	c, err := b.claim("tok-1", read)
+	if err != nil {
+		t.Fatalf("the claim that takes over after a reveal: %v", err)
 	}
 	sent, err := b.l.Complete(ctx, c, "msg-1")
 	if err != nil {
@@ -108,7 +121,7 @@ func testARevealNeedsAReasonAndAKnownDelivery(t *testing.T, b bundle) {
 func testRevealsKeepTheHistoryBounded(t *testing.T, b bundle) {
 	ctx := context.Background()
 	d := b.createAddressed(t, "rem-reveal-3")
-	c, err := b.claim("tok-1", d)
+	c, err := b.l.Get(ctx, d.Key())
 	if err != nil {
 		t.Fatal(err)
 	}
