@@ -121,10 +121,11 @@ func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, s
 			r.log.Info("not in the provider's record, which holds later messages: sent again", "attemptStart", ledger.Format(start),
 				"feedbackMark", ledger.Format(mark))
 			return Outcome{}, false
-		} else {
+		} else if now.Before(start.Add(w.MaxWait)) {
 			// No message accepted since the attempt was reported (a quiet
 			// stage): a probe's report shows whether reports arrive, and
-			// the next claim decides by it.
+			// the next claim decides by it. (Not at the look that ends the
+			// wait: nothing would read its report.)
 			c.probe(ctx, r, d, start, w.Window)
 		}
 	}
@@ -144,16 +145,20 @@ func (c *Consumer) byRecord(ctx context.Context, r *record, d ledger.Delivery, s
 }
 
 // probe sends d's provider a probe (provider.Prober), if it can take one
-// and the ledger grants it (ClaimProbe: one per window for the stage,
-// after the attempt that started at start). A probe that fails is logged
-// and counted; a later claim sends another once the window has passed.
+// and the ledger grants it (ClaimProbe: one per window for the stage, and
+// none while one sent after the attempt that started at start is less
+// than a window old). A probe that fails is logged and counted; a later
+// claim sends another once the window has passed.
 func (c *Consumer) probe(ctx context.Context, r *record, d ledger.Delivery, start time.Time, window time.Duration) {
 	p, ok := c.cfg.Providers[d.Provider].(provider.Prober)
 	if !ok {
 		return
 	}
 	now := c.cfg.Clock.Now()
-	granted, err := c.cfg.Records.ClaimProbe(ctx, d.Provider, start, now, window)
+	// A probe accepted within RecordSkew of the attempt's start cannot show
+	// its report path (the mark must pass start + RecordSkew): only one
+	// after that stops this one.
+	granted, err := c.cfg.Records.ClaimProbe(ctx, d.Provider, start.Add(RecordSkew), now, window)
 	if err != nil {
 		r.log.Warn("cannot claim the provider's probe; waiting again", "error", err.Error())
 		return

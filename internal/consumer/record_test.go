@@ -191,6 +191,10 @@ func TestAnAmbiguousSendNothingSettlesIsReviewedAfterMaxWait(t *testing.T) {
 	}
 	d := f.status(t)
 	letter := deadletter.Read(f.q.sent[len(f.q.sent)-1].MessageAttributes)
+	// A probe at each look but the last, whose report nothing would read.
+	if len(f.probes) != 2 {
+		t.Errorf("%d probes, want 2 (none at the look that ends the wait)", len(f.probes))
+	}
 	if len(f.got) != 1 || d.Status != ledger.StatusDead || d.LastErrorClass != failure.ClassAmbiguous ||
 		letter.Class != failure.ClassAmbiguous || !strings.Contains(letter.Reason, "did not settle it within 40m0s") {
 		t.Fatalf("sends %d, delivery %+v, letter %+v; want dead as ambiguous after 40 min", len(f.got), d, letter)

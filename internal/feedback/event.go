@@ -56,6 +56,9 @@ type Event struct {
 	// Accepted is when SES accepted the e-mail (mail.timestamp): the
 	// feedback mark's time (ledger.RecordFeedbackMark).
 	Accepted time.Time
+	// Probe is set for an event of a consumer's probe (the ses.TagProbe
+	// tag, which only ses.Sender.Probe sets): it names no delivery.
+	Probe bool
 }
 
 // ErrNotOurs is the reason an event is not one this function records: not
@@ -185,6 +188,7 @@ func Parse(body []byte) (Event, error) {
 		return Event{}, err
 	}
 	e.Key = key
+	e.Probe = len(r.Mail.Tags[ses.TagProbe]) == 1 && r.Mail.Tags[ses.TagProbe][0] == "1"
 	if e.Feedback, err = feedbackOf(r, e.Feedback); err != nil {
 		return Event{}, err
 	}

@@ -30,7 +30,7 @@ const (
 	// MetricUnmatched counts events of a delivery the ledger does not hold
 	// (purged, deleted by its TTL).
 	MetricUnmatched = "FeedbackUnmatched"
-	// MetricProbe counts events of the consumers' probes (ledger.IsProbe):
+	// MetricProbe counts events of the consumers' probes (Event.Probe):
 	// they move the feedback mark and touch no delivery.
 	MetricProbe = "FeedbackProbeReported"
 	// MetricIgnored counts events that are not this stage's sending events
@@ -186,7 +186,7 @@ func (f *Function) HandleRecord(ctx context.Context, rec events.SQSMessage) erro
 		return nil
 	}
 	log = log.With("providerMessageId", e.MessageID)
-	if ledger.IsProbe(e.Key) {
+	if e.Probe {
 		// A consumer's probe: its report moves the feedback mark, which
 		// is all it is for.
 		m.Add(MetricProbe, 1)

@@ -215,6 +215,7 @@ func TestAProbesReportMovesTheMarkAndTouchesNoDelivery(t *testing.T) {
 				}
 			}
 			mail["tags"].(map[string]any)[ses.TagReminder] = []any{ses.TagValue(key.ReminderID)}
+			mail["tags"].(map[string]any)[ses.TagProbe] = []any{"1"}
 		})
 		if failed := s.run(probe); len(failed) != 0 {
 			t.Fatalf("a probe's report left on the queue: %v", failed)
@@ -261,6 +262,41 @@ func TestOneProbePerWindow(t *testing.T) {
 		}
 		if got, err := l.FeedbackMark(ctx, "ses"); err != nil || !got.Equal(mark) {
 			t.Fatalf("mark %v, %v after the probes' claims, want %v", got, err, mark)
+		}
+	})
+}
+
+// TestAReminderNamedLikeAProbeIsADelivery: a caller may choose a reminder
+// id of a probe's form; without the probe's tag its events are recorded on
+// its delivery, as any other's.
+func TestAReminderNamedLikeAProbeIsADelivery(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, l store, clk *clock.Fake) {
+		ctx := context.Background()
+		fn, metrics := newFunction(t, l, clk)
+		s := &setup{t: t, fn: fn, metrics: metrics}
+		key := message.DeliveryKey{ReminderID: ledger.ProbePrefix + "42", Channel: "email", Provider: "ses"}
+		if err := l.Create(ctx, ledger.Delivery{ReminderID: key.ReminderID, Channel: "email", Provider: "ses", Address: recipient, RecipientRef: "r",
+			TemplateRef: "t", DueAt: t0, ExpiresAt: t0.Add(time.Hour), Status: ledger.StatusQueued}); err != nil {
+			t.Fatal(err)
+		}
+		event := edit(t, "delivery.json", func(_, _, mail map[string]any) {
+			for _, h := range mail["headers"].([]any) {
+				if h := h.(map[string]any); h["name"] == ses.HeaderDeliveryKey {
+					h["value"] = key.String()
+				}
+			}
+			mail["tags"].(map[string]any)[ses.TagReminder] = []any{ses.TagValue(key.ReminderID)}
+		})
+		if failed := s.run(event); len(failed) != 0 {
+			t.Fatalf("left on the queue: %v", failed)
+		}
+		d, err := l.Get(ctx, key)
+		if err != nil || d.Feedback.Kind != ledger.FeedbackDelivered {
+			t.Fatalf("the delivery's feedback %+v, %v; want its Delivery event recorded", d.Feedback, err)
+		}
+		if n := s.counts()[feedback.MetricProbe]; n != 0 {
+			t.Fatalf("counted as a probe (%v)", n)
 		}
 	})
 }

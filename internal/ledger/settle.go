@@ -277,7 +277,9 @@ func ProbeKey(provider, channel string, at time.Time) message.DeliveryKey {
 	return message.DeliveryKey{ReminderID: ProbePrefix + strconv.FormatInt(at.UnixMilli(), 10), Channel: channel, Provider: provider}
 }
 
-// IsProbe reports whether k is a probe's key (ProbeKey).
+// IsProbe reports whether k has a probe's key's form (ProbeKey). A caller
+// may choose such a reminder id too: the feedback function tells a probe
+// by the tag only a probe carries, never by this.
 func IsProbe(k message.DeliveryKey) bool { return strings.HasPrefix(k.ReminderID, ProbePrefix) }
 
 // ClaimProbe claims the sending of the provider's next probe at now, for

@@ -33,6 +33,11 @@ const (
 	TagAttempt  = "nudge_attempt"
 )
 
+// TagProbe marks a probe (Probe), value "1": the feedback function tells a
+// probe's events by it, never by its key, whose reminder id a caller could
+// also choose.
+const TagProbe = "nudge_probe"
+
 // TagValue encodes s for an SES tag value, reversibly: '_' becomes "__",
 // '.' "_d", ':' "_c"; letters, digits and '-' stay. A reminder id (at most
 // 128 of [A-Za-z0-9._-]) stays within SES's 256 characters.
@@ -219,16 +224,17 @@ func (s *Sender) Probe(ctx context.Context, key string) (provider.Receipt, error
 			Headers: []types.MessageHeader{{Name: aws.String(HeaderDeliveryKey), Value: aws.String(key)}},
 		}},
 	}
+	in.EmailTags = []types.MessageTag{{Name: aws.String(TagProbe), Value: aws.String("1")}}
 	return s.send(ctx, in, reminder, 1, "", "")
 }
 
 // send sends in with the tags of reminder's attempt, as the stage's
 // identity, in its configuration set, and classifies SES's answer.
 func (s *Sender) send(ctx context.Context, in *sesv2.SendEmailInput, reminder string, attempt int, address, template string) (provider.Receipt, error) {
-	in.EmailTags = []types.MessageTag{
-		{Name: aws.String(TagReminder), Value: aws.String(TagValue(reminder))},
-		{Name: aws.String(TagAttempt), Value: aws.String(strconv.Itoa(attempt))},
-	}
+	in.EmailTags = append(in.EmailTags,
+		types.MessageTag{Name: aws.String(TagReminder), Value: aws.String(TagValue(reminder))},
+		types.MessageTag{Name: aws.String(TagAttempt), Value: aws.String(strconv.Itoa(attempt))},
+	)
 	if s.cfg.FromIdentityARN != "" {
 		in.FromEmailAddressIdentityArn = aws.String(s.cfg.FromIdentityARN)
 	}
