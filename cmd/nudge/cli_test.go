@@ -18,7 +18,7 @@ func TestEveryCommandPrintsItsUsage(t *testing.T) {
 	t.Parallel()
 	commands := [][]string{
 		{}, {"schedule"}, {"import"}, {"cancel"}, {"reschedule"}, {"status"}, {"reminder"}, {"reminder", "show"}, {"reminder", "purge"},
-		{"dlq"}, {"dlq", "list"}, {"dlq", "redrive"}, {"ledger"}, {"ledger", "retain"}, {"ledger", "revive"},
+		{"dlq"}, {"dlq", "list"}, {"dlq", "redrive"}, {"ledger"}, {"ledger", "retain"}, {"ledger", "revive"}, {"console"},
 		{"local"}, {"local", "exec"}, {"local", "invoke"}, {"local", "demo"}, {"local", "chaos"}, {"local", "serve"},
 	}
 	flagLine := regexp.MustCompile(`^  -(-?)[a-z]`)

@@ -25,8 +25,10 @@ func dlqCommand(s streams) *cobra.Command {
 	return newGroup("dlq", "review the DLQ; redrive a bounded batch", dlqList(s), dlqRedrive(s))
 }
 
-func (o *operation) redriver(by string, rate float64) (*redrive.Redriver, error) {
-	return redrive.New(redrive.Config{Queue: o.sqs, DLQURL: o.dlqURL, TargetURL: o.workURL, Ledger: o.ledger, By: by, Rate: rate})
+// redriver is the DLQ's redriver on the connected resources, for by, at
+// most rate messages a second (0: the default).
+func (r *resources) redriver(by string, rate float64) (*redrive.Redriver, error) {
+	return redrive.New(redrive.Config{Queue: r.sqs, DLQURL: r.dlqURL, TargetURL: r.workURL, Ledger: r.ledger, By: by, Rate: rate})
 }
 
 func dlqList(s streams) *cobra.Command {

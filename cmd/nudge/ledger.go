@@ -61,6 +61,12 @@ budget restarted, who (--by) and why (--reason) in its history. Each write holds
 delivery is still dead as read. For deliveries whose DLQ copy aged out (the DLQ keeps 14 days);
 with a copy still there it is sent once all the same.`
 
+// reviver is the ledger's reviver on the connected resources, for by, with
+// the reason.
+func (r *resources) reviver(by, reason string) (*redrive.Reviver, error) {
+	return redrive.NewReviver(redrive.ReviveConfig{Ledger: r.ledger, By: by, Reason: reason})
+}
+
 func ledgerRevive(s streams) *cobra.Command {
 	c := newCommand("revive", "dead deliveries back to the calendar (reviewed, bounded)", reviveAbout, s)
 	fs := c.flags()
@@ -98,7 +104,7 @@ func ledgerRevive(s streams) *cobra.Command {
 		if err := o.connect(ctx, false); err != nil {
 			return o.fail(err)
 		}
-		r, err := redrive.NewReviver(redrive.ReviveConfig{Ledger: o.ledger, By: *by, Reason: *reason})
+		r, err := o.reviver(*by, *reason)
 		if err != nil {
 			return o.fail(err)
 		}

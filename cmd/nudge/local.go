@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -15,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local"
 	"github.com/nudgehq/nudge/internal/local/demo"
 	"github.com/nudgehq/nudge/internal/local/standin"
 	"github.com/nudgehq/nudge/internal/provider/registry"
@@ -61,10 +65,18 @@ func execWithStandins(ctx context.Context, s streams, args []string) int {
 		return 1
 	}
 	defer stack.Stop()
+	env := stack.Env()
+	// The browser tests' Chromium, installed like the stand-ins: when it
+	// cannot be, they say why (and fail where the stand-ins are required).
+	if chromium, err := standin.InstallChromium(ctx, s.errs); err == nil {
+		env = append(env, "NUDGE_CHROMIUM="+chromium)
+	} else {
+		fmt.Fprintln(s.errs, "nudge: the browser tests cannot run:", err)
+	}
 
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.in, s.out, s.errs
-	cmd.Env = append(os.Environ(), stack.Env()...)
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(s.errs, "nudge:", err)
 		return 1
@@ -136,7 +148,7 @@ runs cut by their budget; exits 1 if an invariant broke.`
 			cfg.Keep = func(ctx context.Context, sum *demo.Summary, local demo.Local) {
 				sum.Write(s.out)
 				printKept(s.out, local)
-				<-ctx.Done()
+				keepConsole(ctx, local, s)
 			}
 		}
 		sum, err := demo.Run(ctx, cfg)
@@ -269,6 +281,44 @@ func printKept(w io.Writer, local demo.Local) {
 	fmt.Fprint(w, "  build/nudge status\n  build/nudge dlq list\n  build/nudge reminder show rem-try-1\n\nCtrl-C stops everything.\n")
 }
 
+// keepConsole serves the console beside a kept local system, on a free
+// loopback port, with actions allowed (the stage is the developer's own),
+// until ctx ends. It prints the address to open, with the token; a console
+// that cannot start is said, and the system keeps running without it.
+func keepConsole(ctx context.Context, l demo.Local, s streams) {
+	err := func() error {
+		db, q, err := local.Clients(ctx, l.DynamoDBEndpoint, l.SQSEndpoint, nil)
+		if err != nil {
+			return err
+		}
+		led, err := ledger.New(db, ledger.Config{Table: l.Table, ShardsFromRegistry: true, ClockSkew: ledger.OperatorClockSkew})
+		if err != nil {
+			return err
+		}
+		r := &resources{stage: l.Stage, table: l.Table, workURL: l.WorkURL, dlqURL: l.DLQURL, db: db, sqs: q, ledger: led}
+		who := defaultOperator()
+		if who == "" {
+			who = "local"
+		}
+		cfg, err := r.consoleConfig(ctx, who)
+		if err != nil {
+			return err
+		}
+		cfg.AllowActions = true
+		cfg.Logger = slog.New(slog.NewTextHandler(s.errs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(s.out)
+		return serveConsole(ctx, ln, "127.0.0.1", cfg, s.out)
+	}()
+	if err != nil {
+		fmt.Fprintln(s.errs, "nudge: the console did not start:", err)
+		<-ctx.Done()
+	}
+}
+
 // localServe runs the whole system with nothing scheduled, for an operator
 // or an application to try, until Ctrl-C.
 func localServe(s streams) *cobra.Command {
@@ -281,7 +331,7 @@ intake API behind a local function URL, the schedule and the consumers (make ser
 		cfg.Out = s.out
 		cfg.Keep = func(ctx context.Context, _ *demo.Summary, local demo.Local) {
 			printKept(s.out, local)
-			<-ctx.Done()
+			keepConsole(ctx, local, s)
 		}
 		if _, err := demo.Run(ctx, cfg); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(s.errs, "nudge local serve:", err)

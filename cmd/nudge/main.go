@@ -9,6 +9,7 @@
 //	nudge dlq list|redrive                     review the DLQ; redrive a bounded batch
 //	nudge ledger retain                        give items written before 2026-11-30 their reminder's TTL
 //	nudge ledger revive                        dead deliveries back to the calendar (reviewed, bounded)
+//	nudge console [flags]                      the support console in the browser, on 127.0.0.1
 //	nudge local exec -- CMD [ARG...]           run CMD with DynamoDB Local and fauxqs started
 //	nudge local invoke --event FILE            run a function's bootstrap under the Lambda emulator
 //	nudge local demo [flags]                   run the whole system locally and check its invariants
@@ -85,14 +86,20 @@ const usage = `usage:
       to the calendar and why the others stay dead (expired, filtered), ask, then revive each:
       dead → pending, its attempt budget restarted, who and why in its history. For deliveries
       whose DLQ copy aged out; with a copy still there it is sent once all the same.
-  (status, reminder, dlq and ledger take --stage NAME for the resources nudge-NAME-…,
+  nudge console [--addr HOST:PORT] [--public] [--allow-actions] [--operator WHO]
+      Serve the support console for the stage on 127.0.0.1:8089 (port 0: a free
+      one) with your AWS credentials, until Ctrl-C; print the address to open,
+      with the session's token. Read-only unless --allow-actions; another
+      address than loopback only with --public.
+  (status, reminder, dlq, ledger and console take --stage NAME for the resources nudge-NAME-…,
    or --table, --queue-url, --dlq-url; when none of these is given,
    $NUDGE_STAGE, $NUDGE_TABLE, $NUDGE_QUEUE_URL, $NUDGE_DLQ_URL (never a
    mix of flags and variables). Exit codes: 0 done, 1 failed, 2 usage,
    3 not found, 4 refused or declined (nothing changed), 5 AWS access.)
   nudge local exec -- CMD [ARG...]
-      Install the local stand-ins if missing, start DynamoDB Local, fauxqs (SQS
-      and SNS) and aws-ses-v2-local on free ports, run CMD with
+      Install the local stand-ins (and Chromium, for the browser tests) if
+      missing, start DynamoDB Local, fauxqs (SQS and SNS) and aws-ses-v2-local
+      on free ports, run CMD with
       AWS_ENDPOINT_URL_DYNAMODB/_SQS/_SNS/_SESV2 pointing at them, then stop
       them (also on failure or Ctrl-C). Exits with CMD's status.
   nudge local invoke [--event FILE] [--function consumer|enqueue] [--bootstrap PATH] [--fault SPEC]
@@ -131,8 +138,17 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run runs the command args name and returns its exit code.
+// run runs the command args name until Ctrl-C or a TERM, and returns its
+// exit code.
 func run(args []string, in io.Reader, out, errs io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, in, out, errs)
+}
+
+// runContext runs the command args name until ctx is done, and returns its
+// exit code.
+func runContext(ctx context.Context, args []string, in io.Reader, out, errs io.Writer) int {
 	root := newRoot(streams{in, out, errs})
 	// A flag's mistake is one with the command's usage, unless help was
 	// asked for too: help first.
@@ -149,9 +165,6 @@ func run(args []string, in io.Reader, out, errs io.Writer) int {
 		args = doubleDash(cmd, args)
 	}
 	root.SetArgs(append([]string{}, args...))
-	// Every command's context: done on Ctrl-C or a TERM.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err = root.ExecuteContext(ctx)
 	var code exitCode
 	switch {
@@ -168,7 +181,7 @@ func run(args []string, in io.Reader, out, errs io.Writer) int {
 // completion command cobra adds.
 func newRoot(s streams) *cobra.Command {
 	root := newGroup("nudge", "Nudge's operator and local tooling CLI", append(calendarCommands(s),
-		statusCommand(s), reminderCommand(s), dlqCommand(s), ledgerCommand(s), localCommand(s))...)
+		statusCommand(s), reminderCommand(s), dlqCommand(s), ledgerCommand(s), consoleCommand(s), localCommand(s))...)
 	root.SilenceErrors, root.SilenceUsage = true, true
 	root.SetIn(s.in)
 	root.SetOut(s.out)

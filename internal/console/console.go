@@ -121,6 +121,12 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, pages: p}
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
+	// The icon a browser asks for by itself: without it, every page's
+	// console shows a failed request.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, staticFS(), "favicon.svg")
+	})
 	s.routes(mux)
 	s.handler = s.guard(mux)
 	return s, nil

@@ -328,6 +328,9 @@ func (r *run) catchUp(ctx context.Context, snap *snapshot) (bool, error) {
 // Local tells where a kept system runs, for the operator commands.
 type Local struct {
 	Stage, Table, WorkURL, DLQURL string
+	// DynamoDBEndpoint and SQSEndpoint are the stand-ins' (nudge local's
+	// console reads the stage there).
+	DynamoDBEndpoint, SQSEndpoint string
 	// Inbox is the SES stand-in's web inbox, where the e-mails sent show
 	// rendered.
 	Inbox string
@@ -345,7 +348,7 @@ func (r *run) local() Local {
 	env := append(standin.EndpointEnv(standin.Endpoints{DynamoDB: h.DynamoDBEndpoint, SQS: h.SQSEndpoint, SES: h.SESEndpoint}),
 		"NUDGE_STAGE="+h.Stage.Name, "NUDGE_SHARDS="+strconv.Itoa(h.Stage.Shards))
 	return Local{Stage: h.Stage.Name, Table: h.Resources.Table, WorkURL: h.Resources.WorkURL, DLQURL: h.Resources.DLQURL,
-		Inbox: h.SESEndpoint + "/", IntakeURL: h.Intake.URL(), Env: env}
+		DynamoDBEndpoint: h.DynamoDBEndpoint, SQSEndpoint: h.SQSEndpoint, Inbox: h.SESEndpoint + "/", IntakeURL: h.Intake.URL(), Env: env}
 }
 
 // create schedules reminders through the intake at the configured rate,
