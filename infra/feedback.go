@@ -183,6 +183,14 @@ func (n *NudgeStack) feedbackAlarms(s deployment.Stage, add alarmFunc) {
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"w": nudgeMetric("feedback", feedback.MetricMarkFailed, "Sum"), "r": markUnread},
 			Period:       awscdk.Duration_Minutes(num(1))}),
 		0, 5, 3, notBreaching)
+	// A probe goes out at most once a window (15 min by default): two
+	// failed in an hour is no passing fault.
+	probeFailed := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricProbe),
+		DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(ses.Name), "Outcome": str("failed")}, Statistic: str("Sum"),
+		Period: awscdk.Duration_Hours(num(1))})
+	add("feedback-probe-failed", "The consumer's probes to SES's mailbox simulator failed twice in an hour: on a quiet stage, "+
+		"e-mails whose send may have gone out are not sent again, and go to review after the longest wait ("+ses.SettingRecordMaxWait+").",
+		probeFailed, 1, 1, 1, notBreaching)
 	add("feedback-undecodable", "The feedback function acknowledged SES events it could not read: "+
 		"their feedback was not recorded and no retry will record it.",
 		nudgeMetric("feedback", feedback.MetricUndecodable, "Sum"), 0, 1, 0, notBreaching)

@@ -375,6 +375,14 @@ func TestTheFeedbackAlarms(t *testing.T) {
 	}
 	check("feedback-mark-failed", a, 5, 3)
 
+	// The consumer's probes (a quiet stage): two failed in an hour.
+	a = alarm("feedback-probe-failed")
+	if a["Namespace"] != "Nudge" || a["MetricName"] != consumer.MetricProbe || a["Statistic"] != "Sum" || num64(t, a["Period"]) != 3600 ||
+		num64(t, a["Threshold"]) != 1 || num64(t, a["EvaluationPeriods"]) != 1 || a["ComparisonOperator"] != "GreaterThanThreshold" ||
+		!strings.Contains(asJSON(a["Dimensions"]), `{"Name":"Outcome","Value":"failed"}`) || !strings.Contains(asJSON(a["Dimensions"]), `{"Name":"Provider","Value":"ses"}`) {
+		t.Errorf("alarm feedback-probe-failed: %s; want the consumer's FeedbackProbe of ses, Outcome failed, more than 1 in an hour", asJSON(a))
+	}
+
 	// The path stopped: one 30-minute window with e-mails sent (the
 	// consumer's Sent, Channel=email) and nothing recorded.
 	a = alarm("feedback-stopped")
