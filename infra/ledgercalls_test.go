@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -100,8 +101,14 @@ var _ ledger.API = (*spyDB)(nil)
 // table (tableID's ARN): an Allow of its action on the table whose
 // dynamodb:LeadingKeys condition, if any, admits its partition key.
 func allowed(tp template, role, tableID string, call ddbCall) bool {
+	return allowedBy(roleStatements(tp, role), tableID, call)
+}
+
+// allowedBy reports whether statements allow call on the table, as
+// allowed says.
+func allowedBy(statements []map[string]any, tableID string, call ddbCall) bool {
 	tableArn := `{"Fn::GetAtt":["` + tableID + `","Arn"]}`
-	for _, st := range roleStatements(tp, role) {
+	for _, st := range statements {
 		if st["Effect"] != "Allow" || !slices.Contains(statementActions(st), call.action) || !strings.Contains(asJSON(st["Resource"]), tableArn) {
 			continue
 		}
@@ -205,6 +212,69 @@ func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 		for _, call := range spy.calls {
 			if !allowed(tp, c.role, tableID, call) {
 				t.Errorf("%s calls %s on partition %s, which its role does not allow", c.who, call.action, call.pk)
+			}
+		}
+	}
+}
+
+// TestTheOperatorPolicyAllowsWhatTheConsoleCalls runs, against the
+// recording DynamoDB, the ledger's writes the console (and the CLI) make
+// as the operator — a reschedule's transaction (its condition checks on
+// the deliveries it keeps), a cancel, the reveal of an address — and
+// checks that the operator policy allows each, action and partition key.
+func TestTheOperatorPolicyAllowsWhatTheConsoleCalls(t *testing.T) {
+	n, tpl := synth(t, sesStage(deployment.Dev()))
+	tp := toJSON(t, tpl)
+	var tableID string
+	must(t, func() { tableID = *n.Stack.GetLogicalId(n.Table.Node().DefaultChild().(awscdk.CfnElement)) })
+	var statements []map[string]any
+	for _, p := range tp.resources("AWS::IAM::ManagedPolicy") {
+		if !strings.HasSuffix(fmt.Sprint(props(p)["ManagedPolicyName"]), "-operator") {
+			continue
+		}
+		for _, st := range props(p)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			statements = append(statements, st.(map[string]any))
+		}
+	}
+	if len(statements) == 0 {
+		t.Fatal("no operator policy in the template")
+	}
+	ctx := context.Background()
+	live, kept := delivery(ledger.StatusPending), delivery(ledger.StatusSent)
+	kept.Channel, kept.Provider = "sms", "sns"
+	img, err := ledger.Image(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		who string
+		run func(l *ledger.Ledger) error
+	}{
+		{"a reschedule", func(l *ledger.Ledger) error {
+			return l.MoveReminder(ctx, ledger.MovePlan{ID: live.ReminderID, Live: []ledger.Delivery{live}, Kept: []ledger.Delivery{kept},
+				To: ledger.Move{DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour), Note: "rescheduled by ana (console): ticket"}})
+		}},
+		{"a cancel", func(l *ledger.Ledger) error {
+			_, err := l.Cancel(ctx, live.Key(), "cancelled by ana (console): ticket")
+			return err
+		}},
+		{"a reveal", func(l *ledger.Ledger) error {
+			_, err := l.RecordReveal(ctx, live.Key(), ledger.Reveal{By: "ana", Reason: "ticket 4821"})
+			return err
+		}},
+	} {
+		spy := &spyDB{item: img}
+		l, err := ledger.New(spy, ledger.Config{Table: "T", ShardsFromRegistry: true, ClockSkew: ledger.OperatorClockSkew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.run(l)
+		if len(spy.calls) == 0 {
+			t.Errorf("%s made no DynamoDB call", c.who)
+		}
+		for _, call := range spy.calls {
+			if !allowedBy(statements, tableID, call) {
+				t.Errorf("%s calls %s on partition %s, which the operator policy does not allow", c.who, call.action, call.pk)
 			}
 		}
 	}

@@ -470,13 +470,16 @@ func retention(days int) awslogs.RetentionDays {
 // the enqueue's cursors or the shard registry.
 func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsiam.ManagedPolicy {
 	indexARN := n.indexARN(ledger.IndexName)
-	writes := reminderWrites([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, n.Table.TableArn())
+	// A reschedule's transaction checks the deliveries it keeps
+	// (ConditionCheckItem); the console lists an account's reminders from
+	// the account index.
+	writes := reminderWrites([]string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn())
 	return awsiam.NewManagedPolicy(stack, str("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		ManagedPolicyName: str("nudge-" + s.Name + "-operator"),
-		Description:       str("Nudge operator commands: schedule, import, cancel, status, reminder show/purge, dlq list/redrive, ledger retain"),
+		Description:       str("Nudge operator commands and console: schedule, import, cancel, reschedule, status, reminder show/purge, dlq list/redrive, ledger retain/revive"),
 		Statements: &[]awsiam.PolicyStatement{
 			allow([]string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()),
-			allow([]string{"dynamodb:Query"}, indexARN),
+			allow([]string{"dynamodb:Query"}, indexARN, n.indexARN(ledger.AccountIndexName)),
 			writes,
 			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 				"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"}, n.DLQ.QueueArn()),

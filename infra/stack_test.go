@@ -315,7 +315,7 @@ func TestInvariants(t *testing.T) {
 			op := props(tp.one(t, "AWS::IAM::ManagedPolicy", "ManagedPolicyName", "nudge-"+s.Name+"-operator"))
 			granted := strings.Join(actions(op), " ")
 			for _, a := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-				"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"} {
+				"dynamodb:ConditionCheckItem", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"} {
 				if !strings.Contains(granted, a) {
 					t.Errorf("the operator policy lacks %s, which the nudge CLI calls", a)
 				}
@@ -323,7 +323,7 @@ func TestInvariants(t *testing.T) {
 			// Exactly what the CLI calls, nothing more.
 			calls := map[string]bool{}
 			for _, a := range []string{"dynamodb:Scan", "dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-				"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"} {
+				"dynamodb:ConditionCheckItem", "sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"} {
 				calls[a] = true
 			}
 			for _, a := range actions(op) {
