@@ -228,6 +228,20 @@ func (b *Browser) Text(sel string) string {
 	return s
 }
 
+// Texts are the texts of every element sel matches (a CSS selector), in
+// the page's order, each trimmed: a table's cells, a list's entries.
+func (b *Browser) Texts(sel string) []string {
+	b.t.Helper()
+	q, _ := json.Marshal(sel)
+	ctx, cancel := b.step(1)
+	defer cancel()
+	texts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string]("Array.from(document.querySelectorAll("+string(q)+"), e => e.textContent.trim())"))
+	if err != nil {
+		b.t.Fatalf("browsertest: the texts of %q at %s: %v", sel, b.Location(), err)
+	}
+	return texts
+}
+
 // Focused reports whether the element with the focus matches sel (a CSS
 // selector).
 func (b *Browser) Focused(sel string) bool {
@@ -287,9 +301,22 @@ func ScreenshotDir() (string, error) {
 // and returns its path.
 func (b *Browser) Screenshot(name string) string {
 	b.t.Helper()
+	return b.screenshot(name, chromedp.FullScreenshot(100))
+}
+
+// ScreenshotWindow writes what the window shows (1280 by 900 pixels at
+// most: the top of a long page) as a PNG to .local/screenshots/name.png and
+// returns its path: a picture for a README.
+func (b *Browser) ScreenshotWindow(name string) string {
+	b.t.Helper()
+	return b.screenshot(name, chromedp.CaptureScreenshot())
+}
+
+func (b *Browser) screenshot(name string, capture chromedp.Action[[]byte]) string {
+	b.t.Helper()
 	ctx, cancel := b.step(1)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, capture)
 	if err != nil {
 		b.t.Fatalf("browsertest: screenshot %s: %v", name, err)
 	}

@@ -1,6 +1,7 @@
 package browsertest_test
 
 import (
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -75,6 +76,9 @@ func TestTheBrowserSeesWhatAPersonWould(t *testing.T) {
 	if u.Query().Get("q") != "rem-42" || b.Text("#found") != "found" {
 		t.Errorf("the form sent %s; want /find?q=rem-42", u)
 	}
+	if got := b.Texts("h1, p"); len(got) != 1 || got[0] != "found" {
+		t.Errorf("the texts of h1, p: %q; want the heading's alone", got)
+	}
 
 	for path, want := range map[string]string{"/inline": "Content Security Policy", "/throws": "boom from the page", "/logs": "bad news from the page"} {
 		b.Open(srv.URL + path)
@@ -87,7 +91,15 @@ func TestTheBrowserSeesWhatAPersonWould(t *testing.T) {
 	if path != filepath.Join(local, "screenshots", "selftest.png") {
 		t.Errorf("the screenshot went to %s", path)
 	}
-	if png, err := os.ReadFile(path); err != nil || len(png) < 1000 {
-		t.Errorf("the screenshot: %d bytes, %v", len(png), err)
+	if shot, err := os.ReadFile(path); err != nil || len(shot) < 1000 {
+		t.Errorf("the screenshot: %d bytes, %v", len(shot), err)
+	}
+	f, err := os.Open(b.ScreenshotWindow("selftest-window"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if c, err := png.DecodeConfig(f); err != nil || c.Width != 1280 || c.Height > 900 {
+		t.Errorf("the window's screenshot: %dx%d, %v; want 1280 wide, 900 high at most", c.Width, c.Height, err)
 	}
 }
