@@ -301,22 +301,9 @@ func ScreenshotDir() (string, error) {
 // and returns its path.
 func (b *Browser) Screenshot(name string) string {
 	b.t.Helper()
-	return b.screenshot(name, chromedp.FullScreenshot(100))
-}
-
-// ScreenshotWindow writes what the window shows (1280 by 900 pixels at
-// most: the top of a long page) as a PNG to .local/screenshots/name.png and
-// returns its path: a picture for a README.
-func (b *Browser) ScreenshotWindow(name string) string {
-	b.t.Helper()
-	return b.screenshot(name, chromedp.CaptureScreenshot())
-}
-
-func (b *Browser) screenshot(name string, capture chromedp.Action[[]byte]) string {
-	b.t.Helper()
 	ctx, cancel := b.step(1)
 	defer cancel()
-	png, err := chromedp.Run(ctx, capture)
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("browsertest: screenshot %s: %v", name, err)
 	}
