@@ -161,7 +161,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		// same-origin, not no-referrer: under no-referrer a browser sends
+		// "Origin: null" with every form, which the Origin check refuses.
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
 		if !slices.Contains(s.cfg.Hosts, r.Host) {
 			s.refuse(w, r, http.StatusMisdirectedRequest, "this console answers for "+strings.Join(s.cfg.Hosts, ", ")+

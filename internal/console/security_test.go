@@ -147,13 +147,15 @@ func TestRequestsThatDoNotBelongAreRefused(t *testing.T) {
 		{"a POST from another origin", "POST", "/", url.Values{"csrf": {"any"}}, true, func(r *http.Request) { r.Header.Set("Origin", "http://attacker.example") },
 			http.StatusForbidden},
 		{"a POST without an origin", "POST", "/", url.Values{"csrf": {"any"}}, true, func(r *http.Request) { r.Header.Del("Origin") }, http.StatusForbidden},
+		{"a POST from an opaque origin", "POST", "/", url.Values{"csrf": {"any"}}, true, func(r *http.Request) { r.Header.Set("Origin", "null") },
+			http.StatusForbidden},
 	}
 	for _, c := range cases {
 		code, body, h := f.do(t, c.method, c.path, c.form, c.cookie, c.edit)
 		if code != c.want {
 			t.Errorf("%s: %d, want %d (%s)", c.name, code, c.want, strings.TrimSpace(body))
 		}
-		if h.Get("Content-Security-Policy") == "" || h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "no-referrer" {
+		if h.Get("Content-Security-Policy") == "" || h.Get("X-Frame-Options") != "DENY" || h.Get("Referrer-Policy") != "same-origin" {
 			t.Errorf("%s: security headers missing: %v", c.name, h)
 		}
 		if strings.Contains(body, "nudge-test-ledger") {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/local"
+	"github.com/nudgehq/nudge/internal/local/sink"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 )
 
@@ -54,9 +55,15 @@ func startSystem(t testing.TB, prefix string) *local.System {
 // queue it made at the end of the test.
 func startStage(t testing.TB, prefix string, stage deployment.Stage) *local.System {
 	t.Helper()
+	return startStageWith(t, prefix, stage, nil)
+}
+
+// startStageWith is startStage with the provider's faults by plan.
+func startStageWith(t testing.TB, prefix string, stage deployment.Stage, plan sink.Plan) *local.System {
+	t.Helper()
 	stage.Name = strings.TrimPrefix(standintest.Name(prefix), prefix+"-")
 	ctx := context.Background()
-	sys, err := local.Start(ctx, local.Config{Stage: stage,
+	sys, err := local.Start(ctx, local.Config{Stage: stage, Plan: plan,
 		DynamoDBEndpoint: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), SQSEndpoint: os.Getenv("AWS_ENDPOINT_URL_SQS"), SESEndpoint: os.Getenv("AWS_ENDPOINT_URL_SESV2")})
 	if err != nil {
 		t.Fatal(err)

@@ -228,6 +228,20 @@ func (b *Browser) Text(sel string) string {
 	return s
 }
 
+// Texts are the texts of every element sel matches (a CSS selector), in
+// the page's order, each trimmed: a table's cells, a list's entries.
+func (b *Browser) Texts(sel string) []string {
+	b.t.Helper()
+	q, _ := json.Marshal(sel)
+	ctx, cancel := b.step(1)
+	defer cancel()
+	texts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string]("Array.from(document.querySelectorAll("+string(q)+"), e => e.textContent.trim())"))
+	if err != nil {
+		b.t.Fatalf("browsertest: the texts of %q at %s: %v", sel, b.Location(), err)
+	}
+	return texts
+}
+
 // Focused reports whether the element with the focus matches sel (a CSS
 // selector).
 func (b *Browser) Focused(sel string) bool {

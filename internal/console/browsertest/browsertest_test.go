@@ -75,6 +75,9 @@ func TestTheBrowserSeesWhatAPersonWould(t *testing.T) {
 	if u.Query().Get("q") != "rem-42" || b.Text("#found") != "found" {
 		t.Errorf("the form sent %s; want /find?q=rem-42", u)
 	}
+	if got := b.Texts("h1, p"); len(got) != 1 || got[0] != "found" {
+		t.Errorf("the texts of h1, p: %q; want the heading's alone", got)
+	}
 
 	for path, want := range map[string]string{"/inline": "Content Security Policy", "/throws": "boom from the page", "/logs": "bad news from the page"} {
 		b.Open(srv.URL + path)
@@ -87,7 +90,7 @@ func TestTheBrowserSeesWhatAPersonWould(t *testing.T) {
 	if path != filepath.Join(local, "screenshots", "selftest.png") {
 		t.Errorf("the screenshot went to %s", path)
 	}
-	if png, err := os.ReadFile(path); err != nil || len(png) < 1000 {
-		t.Errorf("the screenshot: %d bytes, %v", len(png), err)
+	if shot, err := os.ReadFile(path); err != nil || len(shot) < 1000 {
+		t.Errorf("the screenshot: %d bytes, %v", len(shot), err)
 	}
 }
