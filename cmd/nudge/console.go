@@ -204,6 +204,9 @@ func serveConsole(ctx context.Context, ln net.Listener, host string, cfg console
 	// operator waits for them
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	// A redrive in progress stops after its message; held selections go
+	// back to the DLQ.
+	srv.Close(stop)
 	if err := hs.Shutdown(stop); err != nil {
 		return fmt.Errorf("stop the console: %w", err)
 	}

@@ -25,6 +25,7 @@ func (s *Server) routesChange(mux *http.ServeMux) {
 		s.cfg.Selections = 4
 	}
 	d := &deadLetters{s: s, held: &holds{max: s.cfg.Selections}}
+	s.dead = d
 	mux.HandleFunc("GET /dlq", d.list)
 	mux.HandleFunc("POST /dlq/select", s.changing(d.choose))
 	mux.HandleFunc("GET /dlq/selections/{id}", s.changing(d.confirm))

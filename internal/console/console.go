@@ -10,9 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +92,24 @@ type Server struct {
 	cfg     Config
 	handler http.Handler
 	pages   *pages
+	// base lives as long as the console: work a request starts that must
+	// outlive the request (a confirmed redrive) runs under it; stop ends
+	// it (Close).
+	base context.Context
+	stop context.CancelFunc
+	// dead serves the DLQ's pages and holds their selections.
+	dead *deadLetters
+}
+
+// Close ends the console's work: a redrive in progress stops after its
+// current message (the rest are put back), and every selection held for
+// a confirmation is put back in the DLQ at once. Call it before the HTTP
+// server's Shutdown.
+func (s *Server) Close(ctx context.Context) {
+	s.stop()
+	if s.dead != nil {
+		s.dead.releaseAll(ctx)
+	}
 }
 
 // New checks cfg, applies its defaults and returns the console.
@@ -119,6 +140,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, pages: p}
+	s.base, s.stop = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
 	// The icon a browser asks for by itself: without it, every page's
@@ -144,8 +166,26 @@ func (s *Server) URL(base string) string {
 // ServeHTTP serves the console.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// CookieName is the cookie that carries the session's token.
+// CookieName begins the name of the cookie that carries the session's
+// token: "nudge_console_<port>", so that two consoles on one host (a
+// cookie does not tell ports apart) do not overwrite each other's.
 const CookieName = "nudge_console"
+
+// cookie is this console's cookie's name (CookieName).
+func (s *Server) cookie() string {
+	_, port, err := net.SplitHostPort(s.cfg.Hosts[0])
+	if err != nil || port == "" {
+		return CookieName
+	}
+	return CookieName + "_" + port
+}
+
+// Cookie is the name of this console's session cookie.
+func (s *Server) Cookie() string { return s.cookie() }
+
+// maxForm is the largest body a form may post: a reason, a time, a
+// selection's id.
+const maxForm = 64 << 10
 
 // contentSecurityPolicy allows the console's own styles, scripts and
 // images alone: no inline script, no frame, no form to another origin.
@@ -165,6 +205,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// "Origin: null" with every form, which the Origin check refuses.
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cache-Control", "no-store")
+		// A request a page of another site made (an image, a form; the
+		// loopback's other ports are the same site to a cookie, not to
+		// this): only the console's own pages and the address bar.
+		if f := r.Header.Get("Sec-Fetch-Site"); f != "" && f != "same-origin" && f != "none" {
+			s.refuse(w, r, http.StatusForbidden, "a request from another site ("+f+"): open the console's pages from its own address")
+			return
+		}
 		if !slices.Contains(s.cfg.Hosts, r.Host) {
 			s.refuse(w, r, http.StatusMisdirectedRequest, "this console answers for "+strings.Join(s.cfg.Hosts, ", ")+
 				" alone; open the address `nudge console` printed")
@@ -175,7 +222,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				s.refuse(w, r, http.StatusUnauthorized, "the token in the address is not this console's: open the address `nudge console` printed")
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: s.cookie(), Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q := r.URL.Query()
 			q.Del("token")
 			to := *r.URL
@@ -183,12 +230,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Redirect(w, r, to.RequestURI(), http.StatusSeeOther)
 			return
 		}
-		c, err := r.Cookie(CookieName)
+		c, err := r.Cookie(s.cookie())
 		if err != nil || !s.tokenIs(c.Value) {
 			s.refuse(w, r, http.StatusUnauthorized, "no session: open the address `nudge console` printed (it holds the token)")
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+			if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
+				s.refuse(w, r, http.StatusUnsupportedMediaType, "a change is a form (application/x-www-form-urlencoded), not "+shown(ct))
+				return
+			}
 			if o := r.Header.Get("Origin"); o != "http://"+r.Host {
 				s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("a change from origin %q, not this console's", o))
 				return
@@ -200,6 +252,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// shown is s for a message, or "nothing".
+func shown(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return strconv.Quote(s)
 }
 
 func (s *Server) tokenIs(t string) bool {

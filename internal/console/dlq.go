@@ -331,9 +331,10 @@ func (d *deadLetters) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cfg.Logger.Info("console: redrive", "by", s.by(), "selection", id, "letters", len(h.sel.Chosen))
-	// The batch confirmed runs to its end even if the page is closed: a
-	// redrive stopped halfway is safe, but not what was confirmed.
-	res, err := h.r.Move(context.WithoutCancel(r.Context()), h.sel, nil)
+	// The batch confirmed runs to its end even if the page is closed (a
+	// redrive stopped halfway is safe, but not what was confirmed); it
+	// stops, between two messages, when the console closes.
+	res, err := h.r.Move(s.base, h.sel, nil)
 	if res.Outcomes == nil {
 		res.Outcomes = []redrive.Outcome{}
 	}
@@ -404,11 +405,31 @@ type hold struct {
 }
 
 // expired reports whether too little of its hold is left at now to move
-// it: a tenth of the hold, at most 30 s, is kept as a margin, so that its
-// messages are still hidden while they move.
+// it: the time its move takes at the redriver's rate, and a tenth of the
+// hold (at most 30 s) besides, so that its messages are still hidden
+// until the last has moved.
 func (h *hold) expired(now time.Time) bool {
-	margin := min(30*time.Second, h.sel.Until.Sub(h.at)/10)
-	return !now.Before(h.sel.Until.Add(-margin))
+	return !now.Before(h.sel.Until.Add(-holdMargin(h.sel.Until.Sub(h.at), h.r.MoveTime(len(h.sel.Chosen)))))
+}
+
+// holdMargin is what must be left of a hold of length hold to move a
+// selection that takes move.
+func holdMargin(hold, move time.Duration) time.Duration {
+	return move + min(30*time.Second, hold/10)
+}
+
+// releaseAll puts every held selection back in the DLQ (Server.Close).
+func (d *deadLetters) releaseAll(ctx context.Context) {
+	d.held.mu.Lock()
+	all := d.held.by
+	d.held.by = nil
+	d.held.mu.Unlock()
+	for id, h := range all {
+		if err := h.r.Release(ctx, h.sel.Chosen); err != nil {
+			d.s.cfg.Logger.Warn("console: a held selection not put back; its messages come back when its hold ends", "selection", id,
+				"until", ledger.Format(h.sel.Until), "error", err.Error())
+		}
+	}
 }
 
 // holds are the selections held, by id, at most max at a time.

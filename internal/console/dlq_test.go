@@ -322,3 +322,26 @@ func TestACancelledSelectionIsPutBackAtOnce(t *testing.T) {
 		t.Fatalf("a cancelled selection sent %v", got)
 	}
 }
+
+// TestClosingTheConsolePutsItsSelectionsBack: a console that stops puts
+// the selections held for a confirmation back in the DLQ at once, and
+// they can no longer be confirmed.
+func TestClosingTheConsolePutsItsSelectionsBack(t *testing.T) {
+	f := newDLQFixture(t, time.Minute, nil)
+	f.seed(t)
+	token := csrf(t, f.page(t, "/dlq", http.StatusOK))
+	at, _ := f.choose(t, token, 2)
+	if _, inFlight := f.depth(t, f.q.DLQURL); inFlight != "2" {
+		t.Fatalf("while held the DLQ shows %s in flight, want 2", inFlight)
+	}
+	f.srv.Close(f.ctx)
+	if v, inFlight := f.depth(t, f.q.DLQURL); v != "6" || inFlight != "0" {
+		t.Fatalf("after Close the DLQ shows %s visible, %s in flight; want 6 and 0", v, inFlight)
+	}
+	if code, _, _ := f.post(t, "/dlq/redrive", token, url.Values{"selection": {strings.TrimPrefix(at, "/dlq/selections/")}}); code != http.StatusGone {
+		t.Fatalf("a selection confirmed after Close: %d, want 410", code)
+	}
+	if got := f.workQueue(t); len(got) != 0 {
+		t.Fatalf("sent after Close: %v", got)
+	}
+}

@@ -223,9 +223,9 @@ func TestARevealWithoutAReasonIsRefused(t *testing.T) {
 	t.Parallel()
 	f := newReadFixture(t, false, status.Report{}, 0)
 	f.remind(t, "renewal-4821", "acct-1")
-	for _, reason := range []string{"", "   ", "ab", " a\n ", strings.Repeat("x", 201)} {
+	for _, reason := range []string{"", "   ", "ab", " a\n ", strings.Repeat("x", 96), strings.Repeat("é", 48)} {
 		code, body, _ := f.reveal(t, "", "renewal-4821:email:ses", reason)
-		if code != http.StatusUnprocessableEntity || !strings.Contains(body, "Give a reason of 3 to 200 characters") ||
+		if code != http.StatusUnprocessableEntity || !strings.Contains(body, "Give a reason of 3 to 95 characters") ||
 			strings.Contains(body, "ana.lima@example.com") {
 			t.Errorf("reason %q: %d; want 422 with the reason's rule and the address masked\n%s", reason, code, body)
 		}
@@ -379,5 +379,20 @@ func TestARevealWaitsWhileTheDeliveryIsBeingSent(t *testing.T) {
 	}
 	if r := reveals(t, f); len(r) != 0 {
 		t.Fatalf("a refused reveal was recorded: %+v", r)
+	}
+}
+
+// TestARevealsReasonIsRecordedWhole: the longest reason the page takes
+// (the history's note less "address revealed to ana: ") is kept whole.
+func TestARevealsReasonIsRecordedWhole(t *testing.T) {
+	t.Parallel()
+	f := newReadFixture(t, false, status.Report{}, 0)
+	f.remind(t, "renewal-4821", "acct-1")
+	reason := strings.Repeat("y", 95)
+	if code, body, _ := f.reveal(t, "", "renewal-4821:email:ses", reason); code != http.StatusOK {
+		t.Fatalf("a 95-byte reason: %d\n%s", code, body)
+	}
+	if r := reveals(t, f); len(r) != 1 || r[0].Note != "address revealed to ana: "+reason {
+		t.Fatalf("reveals %+v; want the reason whole", r)
 	}
 }

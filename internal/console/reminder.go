@@ -14,11 +14,16 @@ import (
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
-// The bounds of a reveal's reason, in characters, once trimmed.
-const (
-	minReason = 3
-	maxReason = 200
-)
+// minReason is the shortest reason of a reveal, in characters, once
+// trimmed.
+const minReason = 3
+
+// maxReason is the longest reason of a reveal, in bytes once trimmed: what
+// the history's note ("address revealed to <operator>: <reason>",
+// ledger.MaxNote) holds whole, so that no reason is cut short.
+func (s *Server) maxReason() int {
+	return ledger.MaxNote - len(ledger.RevealPrefix(s.cfg.Operator))
+}
 
 // reminderView is what a reminder's page shows.
 type reminderView struct {
@@ -36,6 +41,8 @@ type reminderView struct {
 	// CancelURL, RescheduleURL and ReviveURL are the actions' pages (when
 	// the console allows actions).
 	CancelURL, RescheduleURL, ReviveURL string
+	// MaxReason is the longest reason a reveal takes, in bytes.
+	MaxReason int
 }
 
 // label is one of the reminder's metadata.
@@ -109,7 +116,7 @@ func (s *Server) document(ctx context.Context, id string) (schedule.Document, er
 }
 
 func (s *Server) reminderView(id string, doc schedule.Document) reminderView {
-	v := reminderView{ID: id, Doc: doc}
+	v := reminderView{ID: id, Doc: doc, MaxReason: s.maxReason()}
 	if doc.Reminder != nil {
 		v.AccountURL = accountURL(doc.Reminder.AccountRef)
 		v.DueAt, v.ExpiresAt = schedule.FormatTime(doc.Reminder.DueAt), schedule.FormatTime(doc.Reminder.ExpiresAt)
@@ -168,13 +175,13 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reason := strings.Join(strings.Fields(r.PostFormValue("reason")), " ")
-	if n := utf8.RuneCountInString(reason); n < minReason || n > maxReason {
+	if n := utf8.RuneCountInString(reason); n < minReason || len(reason) > s.maxReason() {
 		v, _, ok := s.readReminder(w, r, id)
 		if !ok {
 			return
 		}
 		why := fmt.Sprintf("Give a reason of %d to %d characters (this one has %d), such as the ticket you are answering: "+
-			"the delivery's history records it with your name.", minReason, maxReason, n)
+			"the delivery's history records it whole, with your name.", minReason, s.maxReason(), n)
 		for i := range v.Deliveries {
 			if v.Deliveries[i].Key == k.String() {
 				v.Deliveries[i].RevealError, v.Deliveries[i].Reason = why, reason

@@ -75,7 +75,7 @@ func (f *fixture) do(t *testing.T, method, path string, form url.Values, session
 		req.Header.Set("Origin", "http://"+f.host)
 	}
 	if session {
-		req.AddCookie(&http.Cookie{Name: console.CookieName, Value: "secret-token"})
+		req.AddCookie(&http.Cookie{Name: f.srv.Cookie(), Value: "secret-token"})
 	}
 	if edit != nil {
 		edit(req)
@@ -117,7 +117,7 @@ func TestTheTokenInTheAddressBecomesACookieAndLeavesTheAddress(t *testing.T) {
 		t.Fatalf("first visit: %d to %q; want 303 to the address without its token", code, h.Get("Location"))
 	}
 	c := h.Get("Set-Cookie")
-	if !strings.Contains(c, console.CookieName+"=secret-token") || !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Strict") {
+	if !strings.Contains(c, f.srv.Cookie()+"=secret-token") || !strings.HasPrefix(f.srv.Cookie(), console.CookieName+"_") || !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Strict") {
 		t.Fatalf("cookie %q; want the token, HttpOnly, SameSite=Strict", c)
 	}
 	if code, body, _ := f.do(t, "GET", "/", nil, true, nil); code != http.StatusOK || !strings.Contains(body, "<dd>3</dd>") {
@@ -139,7 +139,7 @@ func TestRequestsThatDoNotBelongAreRefused(t *testing.T) {
 	}{
 		{"no session", "GET", "/", nil, false, nil, http.StatusUnauthorized},
 		{"a wrong token in the address", "GET", "/?token=guess", nil, false, nil, http.StatusUnauthorized},
-		{"a wrong cookie", "GET", "/", nil, false, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: console.CookieName, Value: "guess"}) },
+		{"a wrong cookie", "GET", "/", nil, false, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: f.srv.Cookie(), Value: "guess"}) },
 			http.StatusUnauthorized},
 		{"another host (DNS rebinding)", "GET", "/", nil, true, func(r *http.Request) { r.Host = "attacker.example:80" }, http.StatusMisdirectedRequest},
 		{"a POST without the CSRF token", "POST", "/", url.Values{"x": {"1"}}, true, nil, http.StatusForbidden},
@@ -147,6 +147,11 @@ func TestRequestsThatDoNotBelongAreRefused(t *testing.T) {
 		{"a POST from another origin", "POST", "/", url.Values{"csrf": {"any"}}, true, func(r *http.Request) { r.Header.Set("Origin", "http://attacker.example") },
 			http.StatusForbidden},
 		{"a POST without an origin", "POST", "/", url.Values{"csrf": {"any"}}, true, func(r *http.Request) { r.Header.Del("Origin") }, http.StatusForbidden},
+		{"a page of another site (an image on another port of the loopback)", "GET", "/", nil, true,
+			func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-site") }, http.StatusForbidden},
+		{"a page of another origin", "GET", "/dlq", nil, true, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }, http.StatusForbidden},
+		{"a multipart POST", "POST", "/", url.Values{"csrf": {"any"}}, true,
+			func(r *http.Request) { r.Header.Set("Content-Type", "multipart/form-data; boundary=x") }, http.StatusUnsupportedMediaType},
 		{"a POST from an opaque origin", "POST", "/", url.Values{"csrf": {"any"}}, true, func(r *http.Request) { r.Header.Set("Origin", "null") },
 			http.StatusForbidden},
 	}
@@ -185,5 +190,27 @@ func TestTheOverviewHasItsJSONTwin(t *testing.T) {
 	code, body, h := f.do(t, "GET", "/?format=json", nil, true, nil)
 	if code != http.StatusOK || h.Get("Content-Type") != "application/json" || !strings.Contains(body, `"table": "nudge-test-ledger"`) {
 		t.Fatalf("%d %s\n%s", code, h.Get("Content-Type"), body)
+	}
+}
+
+// TestTheAddressBarAndTheConsolesOwnPagesGetIn: Sec-Fetch-Site none (the
+// address bar) and same-origin (a link of the console) are let in.
+func TestTheAddressBarAndTheConsolesOwnPagesGetIn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	for _, site := range []string{"none", "same-origin"} {
+		if code, _, _ := f.do(t, "GET", "/", nil, true, func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", site) }); code != http.StatusOK {
+			t.Errorf("Sec-Fetch-Site %s: %d", site, code)
+		}
+	}
+}
+
+// TestABodyTooLargeIsRefused: a form of more than 64 KiB is not read.
+func TestABodyTooLargeIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, true)
+	big := url.Values{"csrf": {"x"}, "reason": {strings.Repeat("a", 128<<10)}}
+	if code, _, _ := f.do(t, "POST", "/reminders/rem-1/cancel", big, true, nil); code == http.StatusOK || code == http.StatusSeeOther {
+		t.Fatalf("a 128 KiB form: %d", code)
 	}
 }

@@ -37,17 +37,27 @@ func (r Reveal) Note() (string, error) {
 	case reason == "":
 		return "", errors.New("ledger: a reveal says why (Reason)")
 	}
-	return text.Clip("address revealed to "+by+": "+reason, MaxNote), nil
+	return text.Clip(RevealPrefix(by)+reason, MaxNote), nil
 }
+
+// RevealPrefix is what a reveal's note says before its reason.
+func RevealPrefix(by string) string { return "address revealed to " + strings.TrimSpace(by) + ": " }
 
 // withReveal returns d with an entry of the reveal at now in its history:
 // the status unchanged, Reveal set, the note r's; the history bounded to
-// limit entries and the item to FeedbackItemBytes as withFeedback bounds
-// it. Shared by the DynamoDB ledger and Memory.
+// limit entries and the item to FeedbackItemBytes by dropping earlier
+// reveals first, then as withFeedback bounds it (so a run of reveals
+// costs the history one entry at most). Shared by the DynamoDB ledger and
+// Memory.
 func (d Delivery) withReveal(note string, now time.Time, limit int) Delivery {
 	d.History = append(slices.Clone(d.History), Entry{At: Format(now), Status: d.Status, Reveal: true, Note: note})
 	for len(d.History) > limit || itemBytes(d) > FeedbackItemBytes {
-		i := oldestDroppable(d.History)
+		// An earlier reveal goes first: reveals never push out the
+		// transitions and feedback that answer "why", however many.
+		i := slices.IndexFunc(d.History, func(e Entry) bool { return e.Reveal })
+		if i == len(d.History)-1 {
+			i = oldestDroppable(d.History)
+		}
 		if i < 0 {
 			break
 		}

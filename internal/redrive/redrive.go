@@ -509,7 +509,8 @@ type Result struct {
 
 // Move redrives the selection, one message at a time at the configured
 // rate: mark the ledger, send to the work queue, delete from the DLQ. It
-// stops when ctx ends, releasing what it did not reach. progress, if set,
+// stops when ctx ends, between two messages, releasing what it did not
+// reach. progress, if set,
 // is called after each message.
 func (r *Redriver) Move(ctx context.Context, sel *Selection, progress func(Outcome)) (Result, error) {
 	var res Result
@@ -525,7 +526,9 @@ func (r *Redriver) Move(ctx context.Context, sel *Selection, progress func(Outco
 			_ = r.Release(context.WithoutCancel(ctx), sel.Chosen[i:])
 			return res, fmt.Errorf("redrive: stopped after %d of %d messages; the rest stay in the DLQ: %w", i, len(sel.Chosen), ctx.Err())
 		}
-		o := r.moveOne(ctx, l)
+		// A message begun is finished (mark, send, delete), whatever ctx
+		// does: one stopped halfway would be marked and not sent.
+		o := r.moveOne(context.WithoutCancel(ctx), l)
 		switch {
 		case o.Moved:
 			res.Moved++
@@ -596,6 +599,11 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 
 // DLQ is the name of the queue the redriver reads.
 func (r *Redriver) DLQ() string { return queueName(r.cfg.DLQURL) }
+
+// MoveTime is how long Move takes for n messages at the redriver's rate.
+func (r *Redriver) MoveTime(n int) time.Duration {
+	return time.Duration(float64(n) / r.cfg.Rate * float64(time.Second))
+}
 
 // Target is the name of the queue a redrive sends to: the work queue.
 func (r *Redriver) Target() string { return queueName(r.cfg.TargetURL) }

@@ -135,6 +135,39 @@ func testRevealsKeepTheHistoryBounded(t *testing.T, b bundle) {
 	if len(got.History) > 6 || len(got.Transitions()) != len(c.History) || !strings.Contains(got.History[len(got.History)-1].Note, "look 11") {
 		t.Fatalf("history %+v; want at most 6 entries, the transitions and the last reveal kept", got.History)
 	}
+	// A full history: a run of reveals costs it one entry, not all.
+	full := b.createAddressed(t, "rem-reveal-4")
+	for i := range 3 {
+		b.clk.Advance(time.Minute)
+		cl, err := b.claim(fmt.Sprint("tok-", i), full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.l.Retry(ctx, cl, ledger.Failure{Class: "server", Message: "503", NextAttemptAt: b.clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := b.l.Get(ctx, full.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		b.clk.Advance(time.Second)
+		if got, err = b.l.RecordReveal(ctx, full.Key(), ledger.Reveal{By: "ana", Reason: fmt.Sprint("noise ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept := 0
+	for _, e := range before.History {
+		if slices.Contains(got.History, e) {
+			kept++
+		}
+	}
+	reveals := slices.DeleteFunc(slices.Clone(got.History), func(e ledger.Entry) bool { return !e.Reveal })
+	if kept < len(before.History)-1 || len(reveals) != 1 || reveals[0].Note != "address revealed to ana: noise 8" {
+		t.Fatalf("after 9 reveals the history kept %d of its %d entries, with reveals %+v; want all but one at most, and the last reveal",
+			kept, len(before.History), reveals)
+	}
 }
 
 // testReadRecentReadsWhatChangedSinceInBoundedPages: the deliveries whose

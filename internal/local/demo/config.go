@@ -204,8 +204,10 @@ const (
 	backoffCap      = 8 * time.Second
 	retryAfter      = time.Second
 	// expiredWindow is how long an "already expired" reminder lives: it
-	// expires before the first tick hands it off.
-	expiredWindow = time.Second
+	// expires before the first tick hands it off. Long enough for its
+	// create to reach the intake on a loaded machine (a make test run
+	// once met a 1 s window passed before the intake checked it).
+	expiredWindow = 3 * time.Second
 )
 
 func (c Config) withDefaults() (Config, error) {
