@@ -17,6 +17,20 @@ func (m *Memory) ReadDead(_ context.Context, q DeadQuery) (DeadPage, error) {
 	if err != nil {
 		return DeadPage{}, err
 	}
+	var page DeadPage
+	page.Scanned, page.Next = m.scanDeliveries(after, q.Read, func(d Delivery) {
+		if d.Status == StatusDead {
+			d.Address, d.TemplateData = "", nil // not projected
+			page.Deliveries = append(page.Deliveries, d)
+		}
+	})
+	return page, nil
+}
+
+// scanDeliveries walks the table's deliveries in key order after after,
+// as a scan reads them, at most read, handing keep a copy of each; next
+// is where a read goes on when the bound stopped it.
+func (m *Memory) scanDeliveries(after *deadToken, read int, keep func(Delivery)) (scanned int, next string) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	keyOf := func(k message.DeliveryKey) deadToken {
@@ -30,20 +44,14 @@ func (m *Memory) ReadDead(_ context.Context, q DeadQuery) (DeadPage, error) {
 		}
 	}
 	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return order(keyOf(a), keyOf(b)) })
-	var page DeadPage
 	for i, k := range keys {
-		if page.Scanned == q.Read {
-			page.Next = keyOf(keys[i-1]).encode()
-			break
+		if scanned == read {
+			return scanned, keyOf(keys[i-1]).encode()
 		}
-		page.Scanned++
-		if d := m.t.items[k]; d.Status == StatusDead {
-			d = copyOf(d)
-			d.Address, d.TemplateData = "", nil // not projected
-			page.Deliveries = append(page.Deliveries, d)
-		}
+		scanned++
+		keep(copyOf(m.t.items[k]))
 	}
-	return page, nil
+	return scanned, ""
 }
 
 // Revive is Ledger.Revive.

@@ -1,18 +1,14 @@
 package ledger
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/nudgehq/nudge/internal/message"
 )
 
 // The recent activity (the console's overview): the deliveries whose
@@ -98,34 +94,8 @@ func (l *Ledger) ReadRecent(ctx context.Context, q RecentQuery) (RecentPage, err
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: sv(after.PK), attrSK: sv(after.SK)}
 	}
 	var page RecentPage
-	for {
-		in.Limit = aws.Int32(int32(q.Read - page.Scanned))
-		out, err := l.api.Scan(ctx, in)
-		if err != nil {
-			return page, fmt.Errorf("ledger: read the recent deliveries of %s: %w", l.cfg.Table, err)
-		}
-		page.Scanned += int(out.ScannedCount)
-		for _, it := range out.Items {
-			d, err := fromItem(it)
-			if err != nil {
-				return page, err
-			}
-			page.Deliveries = append(page.Deliveries, d)
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return page, nil
-		}
-		if page.Scanned >= q.Read {
-			pk, _ := out.LastEvaluatedKey[attrPK].(*types.AttributeValueMemberS)
-			sk, _ := out.LastEvaluatedKey[attrSK].(*types.AttributeValueMemberS)
-			if pk == nil || sk == nil {
-				return page, fmt.Errorf("ledger: read the recent deliveries of %s: the scan stopped at a key without PK and SK", l.cfg.Table)
-			}
-			page.Next = deadToken{PK: pk.Value, SK: sk.Value}.encode()
-			return page, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	page.Deliveries, page.Scanned, page.Next, err = l.scanDeliveries(ctx, in, q.Read, "the recent deliveries")
+	return page, err
 }
 
 // ReadRecent is Ledger.ReadRecent: the table's delivery items in key
@@ -136,31 +106,13 @@ func (m *Memory) ReadRecent(_ context.Context, q RecentQuery) (RecentPage, error
 	if err != nil {
 		return RecentPage{}, err
 	}
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	keyOf := func(k message.DeliveryKey) deadToken {
-		return deadToken{PK: PartitionKey(k.ReminderID), SK: SortKey(k.Channel, k.Provider)}
-	}
-	order := func(a, b deadToken) int { return cmp.Or(cmp.Compare(a.PK, b.PK), cmp.Compare(a.SK, b.SK)) }
-	keys := make([]message.DeliveryKey, 0, len(m.t.items))
-	for k := range m.t.items {
-		if after == nil || order(keyOf(k), *after) > 0 {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b message.DeliveryKey) int { return order(keyOf(a), keyOf(b)) })
 	since := Format(q.Since)
 	var page RecentPage
-	for i, k := range keys {
-		if page.Scanned == q.Read {
-			page.Next = keyOf(keys[i-1]).encode()
-			break
+	page.Scanned, page.Next = m.scanDeliveries(after, q.Read, func(d Delivery) {
+		if formatOpt(d.UpdatedAt) >= since {
+			page.Deliveries = append(page.Deliveries, recentOf(d))
 		}
-		page.Scanned++
-		if d := m.t.items[k]; formatOpt(d.UpdatedAt) >= since {
-			page.Deliveries = append(page.Deliveries, recentOf(copyOf(d)))
-		}
-	}
+	})
 	return page, nil
 }
 

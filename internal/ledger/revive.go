@@ -116,31 +116,38 @@ func (l *Ledger) ReadDead(ctx context.Context, q DeadQuery) (DeadPage, error) {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: sv(after.PK), attrSK: sv(after.SK)}
 	}
 	var page DeadPage
+	page.Deliveries, page.Scanned, page.Next, err = l.scanDeliveries(ctx, in, q.Read, "the dead deliveries")
+	return page, err
+}
+
+// scanDeliveries runs in, a scan of the table's delivery items, until it
+// has read read items (next then says where a read goes on) or the end of
+// the table; what names the read in its errors.
+func (l *Ledger) scanDeliveries(ctx context.Context, in *dynamodb.ScanInput, read int, what string) (ds []Delivery, scanned int, next string, err error) {
 	for {
-		in.Limit = aws.Int32(int32(q.Read - page.Scanned))
+		in.Limit = aws.Int32(int32(read - scanned))
 		out, err := l.api.Scan(ctx, in)
 		if err != nil {
-			return page, fmt.Errorf("ledger: read the dead deliveries of %s: %w", l.cfg.Table, err)
+			return ds, scanned, "", fmt.Errorf("ledger: read %s of %s: %w", what, l.cfg.Table, err)
 		}
-		page.Scanned += int(out.ScannedCount)
+		scanned += int(out.ScannedCount)
 		for _, it := range out.Items {
 			d, err := fromItem(it)
 			if err != nil {
-				return page, err
+				return ds, scanned, "", err
 			}
-			page.Deliveries = append(page.Deliveries, d)
+			ds = append(ds, d)
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return page, nil
+			return ds, scanned, "", nil
 		}
-		if page.Scanned >= q.Read {
+		if scanned >= read {
 			pk, _ := out.LastEvaluatedKey[attrPK].(*types.AttributeValueMemberS)
 			sk, _ := out.LastEvaluatedKey[attrSK].(*types.AttributeValueMemberS)
 			if pk == nil || sk == nil {
-				return page, fmt.Errorf("ledger: read the dead deliveries of %s: the scan stopped at a key without PK and SK", l.cfg.Table)
+				return ds, scanned, "", fmt.Errorf("ledger: read %s of %s: the scan stopped at a key without PK and SK", what, l.cfg.Table)
 			}
-			page.Next = deadToken{PK: pk.Value, SK: sk.Value}.encode()
-			return page, nil
+			return ds, scanned, deadToken{PK: pk.Value, SK: sk.Value}.encode(), nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
