@@ -3,11 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
@@ -74,25 +71,8 @@ func (l *Ledger) ReadRecent(ctx context.Context, q RecentQuery) (RecentPage, err
 	if err != nil {
 		return RecentPage{}, err
 	}
-	names := map[string]string{}
-	var proj []string
-	for i, a := range recentProjection {
-		p := fmt.Sprintf("#a%d", i) // several are reserved words (status)
-		names[p] = a
-		proj = append(proj, p)
-	}
-	names["#sk"], names["#updated"] = attrSK, "updatedAt"
-	in := &dynamodb.ScanInput{
-		TableName:                 aws.String(l.cfg.Table),
-		ConsistentRead:            aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(#sk, :dlv) AND #updated >= :since"),
-		ProjectionExpression:      aws.String(strings.Join(proj, ", ")),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{":dlv": sv("DLV#"), ":since": sv(Format(q.Since))},
-	}
-	if after != nil {
-		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: sv(after.PK), attrSK: sv(after.SK)}
-	}
+	in := l.deliveryScan(recentProjection, "#updated >= :since", map[string]string{"#updated": "updatedAt"},
+		map[string]types.AttributeValue{":since": sv(Format(q.Since))}, after)
 	var page RecentPage
 	page.Deliveries, page.Scanned, page.Next, err = l.scanDeliveries(ctx, in, q.Read, "the recent deliveries")
 	return page, err

@@ -94,30 +94,37 @@ func (l *Ledger) ReadDead(ctx context.Context, q DeadQuery) (DeadPage, error) {
 	if err != nil {
 		return DeadPage{}, err
 	}
-	names := map[string]string{}
+	in := l.deliveryScan(deadProjection, "#status = :dead", map[string]string{"#status": "status"},
+		map[string]types.AttributeValue{":dead": sv(StatusDead)}, after)
+	var page DeadPage
+	page.Deliveries, page.Scanned, page.Next, err = l.scanDeliveries(ctx, in, q.Read, "the dead deliveries")
+	return page, err
+}
+
+// deliveryScan is a strongly consistent scan of the table's delivery items
+// that pass filter (with its names and values), projected to projection,
+// from after (nil: the start): for scanDeliveries.
+func (l *Ledger) deliveryScan(projection []string, filter string, names map[string]string, values map[string]types.AttributeValue,
+	after *deadToken) *dynamodb.ScanInput {
 	var proj []string
-	for i, a := range deadProjection {
+	for i, a := range projection {
 		p := fmt.Sprintf("#a%d", i) // several are reserved words (status, ttl)
 		names[p] = a
 		proj = append(proj, p)
 	}
-	names["#sk"], names["#status"] = attrSK, "status"
+	names["#sk"], values[":dlv"] = attrSK, sv("DLV#")
 	in := &dynamodb.ScanInput{
-		TableName:                aws.String(l.cfg.Table),
-		ConsistentRead:           aws.Bool(true),
-		FilterExpression:         aws.String("begins_with(#sk, :dlv) AND #status = :dead"),
-		ProjectionExpression:     aws.String(strings.Join(proj, ", ")),
-		ExpressionAttributeNames: names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":dlv": sv("DLV#"), ":dead": sv(StatusDead),
-		},
+		TableName:                 aws.String(l.cfg.Table),
+		ConsistentRead:            aws.Bool(true),
+		FilterExpression:          aws.String("begins_with(#sk, :dlv) AND " + filter),
+		ProjectionExpression:      aws.String(strings.Join(proj, ", ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	}
 	if after != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{attrPK: sv(after.PK), attrSK: sv(after.SK)}
 	}
-	var page DeadPage
-	page.Deliveries, page.Scanned, page.Next, err = l.scanDeliveries(ctx, in, q.Read, "the dead deliveries")
-	return page, err
+	return in
 }
 
 // scanDeliveries runs in, a scan of the table's delivery items, until it

@@ -201,8 +201,7 @@ func (b *Browser) Location() string {
 // link followed), then for the new page's body, and returns the address.
 func (b *Browser) WaitLocation(ok func(*url.URL) bool) *url.URL {
 	b.t.Helper()
-	// wall clock: the page navigates in Chromium, on it
-	deadline := time.Now().Add(StepTimeout)
+	deadline := time.Now().Add(StepTimeout) // wall clock: the page navigates in Chromium, on it
 	var last string
 	for time.Now().Before(deadline) { // wall clock: as above
 		last = b.Location()

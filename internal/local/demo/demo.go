@@ -411,8 +411,7 @@ func (r *run) createOne(ctx context.Context, rem *plannedReminder, lateCancels *
 	for attempt := 1; ; attempt++ {
 		// Its times from now at each attempt: an expired reminder's short
 		// life starts again with a retry.
-		// wall clock: the local runs time real processes (the emulator, the stand-ins), which run on it
-		in := r.plan.input(rem, time.Now(), rem.soon)
+		in := r.plan.input(rem, time.Now(), rem.soon) // wall clock: the local runs time real processes, which run on it
 		// Every call is idempotent: one that timed out, or met a busy
 		// intake (429) or DynamoDB Local (503), is sent again.
 		if created, err = r.api.Put(ctx, in); err == nil || !retryable(err) || attempt == 5 || ctx.Err() != nil {
