@@ -152,12 +152,13 @@ func allowedBy(statements []map[string]any, tableID string, call ddbCall) bool {
 func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 	n, tpl := synth(t, sesStage(deployment.Dev()))
 	tp := toJSON(t, tpl)
-	var consumerRole, feedbackRole, outcomesRole, tableID string
+	var consumerRole, feedbackRole, outcomesRole, intakeRole, tableID string
 	must(t, func() {
 		id := func(c awscdk.CfnElement) string { return *n.Stack.GetLogicalId(c) }
 		consumerRole = id(n.Consumer.Role().Node().DefaultChild().(awscdk.CfnElement))
 		feedbackRole = id(n.Feedback.Role().Node().DefaultChild().(awscdk.CfnElement))
 		outcomesRole = id(n.Outcomes.Role().Node().DefaultChild().(awscdk.CfnElement))
+		intakeRole = id(n.Intake.Role().Node().DefaultChild().(awscdk.CfnElement))
 		tableID = id(n.Table.Node().DefaultChild().(awscdk.CfnElement))
 	})
 	ctx := context.Background()
@@ -193,6 +194,15 @@ func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 		}},
 		{consumerRole, "the consumer reading the mark", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
 			_, err := l.FeedbackMark(ctx, "ses")
+			return err
+		}},
+		{intakeRole, "the intake writing a delivery it hands off", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+			d := delivery(ledger.StatusPending)
+			d.HandOff = true
+			return l.Create(ctx, d)
+		}},
+		{intakeRole, "the intake giving back a hand-off SQS refused", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+			_, err := l.Release(ctx, primary.Key(), primary.DueAt, "hand-off failed; the enqueue hands it off")
 			return err
 		}},
 		{consumerRole, "the consumer claiming a probe", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {

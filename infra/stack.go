@@ -390,6 +390,9 @@ func (n *NudgeStack) intake(s deployment.Stage, buildDir string, res deployment.
 	if len(indexes) > 0 {
 		n.Intake.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexes...))
 	}
+	// The short-notice hand-off: a delivery due within the lookahead is
+	// published to the work queue at once, after its write.
+	n.Intake.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn()))
 	// A caller may invoke the function through its URL, signed (AWS_IAM),
 	// and not otherwise: since October 2025 a new function URL needs both
 	// actions, lambda:InvokeFunction limited to calls through a URL.

@@ -11,8 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/enqueue"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider"
@@ -65,7 +69,32 @@ func (f calendarFlags) store(ctx context.Context) (*schedule.Store, error) {
 			return nil, err
 		}
 	}
+	sc.HandOff = f.handOff(ctx)
 	return schedule.New(sc)
+}
+
+// handOff is the short-notice hand-off to the stage's work queue, if it can
+// be found (--queue-url, $NUDGE_QUEUE_URL, or the stage's queue by name):
+// a reminder due within the lookahead is published at once, as the intake
+// does. Without it (no queue, or no right to look it up), the enqueue hands
+// it off at its next tick.
+func (f calendarFlags) handOff(ctx context.Context) schedule.HandOff {
+	url := f.workURL
+	if url == "" && f.stage != "" {
+		out, err := f.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(deployment.Stage{Name: f.stage}.WorkQueueName())})
+		if err != nil {
+			return nil
+		}
+		url = aws.ToString(out.QueueUrl)
+	}
+	if url == "" {
+		return nil
+	}
+	h, err := enqueue.NewHandOff(enqueue.HandOffConfig{Queue: f.sqs, QueueURL: url})
+	if err != nil {
+		return nil
+	}
+	return h
 }
 
 // metaFlag is --meta KEY=VALUE, repeatable.

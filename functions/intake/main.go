@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/enqueue"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/metrics"
 	"github.com/nudgehq/nudge/internal/provider/registry"
@@ -43,7 +44,7 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	// The shard count is the registry's, which the enqueue records: the
 	// intake may not write the registry (its role writes REM# partitions
 	// only), nor spread deliveries over a count the enqueue does not read.
-	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table, ShardsFromRegistry: true})
+	led, err := ledger.New(awsclient.DynamoDB(cfg), ledger.Config{Table: s.Table, ShardsFromRegistry: true, Lookahead: s.Lookahead})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,15 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := schedule.New(schedule.Config{Ledger: led, Providers: s.Providers, Doors: doors, Lateness: s.Lateness, MaxAhead: s.MaxAhead})
+	sc := schedule.Config{Ledger: led, Providers: s.Providers, Doors: doors, Lateness: s.Lateness, MaxAhead: s.MaxAhead, Logger: log}
+	if s.QueueURL != "" {
+		// Short notice: what is due within the lookahead is published at
+		// once, not at the enqueue's next tick.
+		if sc.HandOff, err = enqueue.NewHandOff(enqueue.HandOffConfig{Queue: awsclient.SQS(cfg), QueueURL: s.QueueURL, Logger: log}); err != nil {
+			return nil, err
+		}
+	}
+	store, err := schedule.New(sc)
 	if err != nil {
 		return nil, err
 	}

@@ -447,11 +447,14 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 // intake.Settings): the table, and what the stage runs, so that it refuses
 // at the door what the stage cannot send; with ses, the templates it
 // deploys, so that the intake knows them without asking SES (each driver's
-// Env). No shard count: the intake reads the table's registry.
+// Env); the work queue, where it hands off what is due within the
+// lookahead. No shard count: the intake reads the table's registry.
 func (s Stage) IntakeEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE":     r.Table,
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
+		// The short-notice hand-off's queue (schedule.Config.HandOff).
+		"NUDGE_QUEUE_URL": r.WorkQueueURL,
 	}
 	maps.Copy(env, s.providerEnv(provider.Intake, r))
 	if len(s.IntakeFullAccess) > 0 {

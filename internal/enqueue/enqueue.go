@@ -118,8 +118,8 @@ type Config struct {
 
 // Enqueuer hands due deliveries from the calendar to the queue.
 type Enqueuer struct {
-	cfg   Config
-	queue envelope.Kind
+	cfg Config
+	pub *publisher
 	// staged is set once the stage's facts are recorded.
 	staged atomic.Bool
 }
@@ -175,7 +175,8 @@ func New(cfg Config) (*Enqueuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Enqueuer{cfg: cfg, queue: envelope.KindOf(cfg.QueueURL)}, nil
+	pub := &publisher{queue: cfg.Queue, url: cfg.QueueURL, kind: envelope.KindOf(cfg.QueueURL), attempts: cfg.PublishAttempts, clock: cfg.Clock, logger: cfg.Logger}
+	return &Enqueuer{cfg: cfg, pub: pub}, nil
 }
 
 // Report is what one run did.
@@ -183,6 +184,10 @@ type Report struct {
 	Shards int `json:"shards"`
 	// Enqueued is deliveries handed off for the first time.
 	Enqueued int `json:"enqueued"`
+	// Passed is entries the cursors passed without publishing, because
+	// their writer had handed them off already (the intake's short-notice
+	// hand-off, ledger.IndexEntry.HandedOff).
+	Passed int `json:"passed"`
 	// Repaired is deliveries published again because their hand-off was
 	// lost (each may reach the consumer twice; it deduplicates).
 	Repaired int `json:"repaired"`
@@ -340,7 +345,7 @@ func (e *Enqueuer) emit(rep Report) {
 	m.Add(MetricOverduePending, float64(rep.OverduePending))
 	m.Observe(MetricOldestOverdue, rep.OldestOverdue.Seconds())
 	m.Observe(MetricLag, rep.Lag.Seconds())
-	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "repaired", rep.Repaired,
+	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "passed", rep.Passed, "repaired", rep.Repaired,
 		"expired", rep.Expired, "publishFailed", rep.PublishFailed, "publishCut", rep.PublishCut, "republished", rep.Republished, "contended", rep.Contended,
 		"overduePending", rep.OverduePending, "oldestOverdue", rep.OldestOverdue.Round(time.Second).String(),
 		"lag", rep.Lag.Round(time.Second).String(), "caughtUp", rep.Caught, "cut", rep.Cut, "interrupted", rep.Interrupted)
@@ -454,7 +459,12 @@ func (r *run) page(ctx context.Context, shard int) (bool, error) {
 // keeps refusing goes back to the calendar, ahead of the cursor.
 func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
 	var out []ledger.IndexEntry
+	passed := 0
 	for _, e := range entries {
+		if e.HandedOff && e.ExpiresAt.After(r.now) {
+			passed++ // its message is on the queue already
+			continue
+		}
 		if !e.ExpiresAt.After(r.now) {
 			r.expire(ctx, ledger.Delivery{ReminderID: e.Key.ReminderID, Channel: e.Key.Channel, Provider: e.Key.Provider, DueAt: e.DueAt, ExpiresAt: e.ExpiresAt})
 			continue
@@ -464,10 +474,11 @@ func (r *run) publishEntries(ctx context.Context, entries []ledger.IndexEntry) {
 			r.add(func(rep *Report) { rep.Lag = max(rep.Lag, lag) })
 		}
 	}
-	failed, republished := r.e.publish(ctx, out)
+	failed, republished := r.e.pub.publish(ctx, out)
 	cut := ctx.Err() != nil
 	r.add(func(rep *Report) {
 		rep.Enqueued += len(out) - len(failed)
+		rep.Passed += passed
 		rep.countFailed(len(failed), cut)
 		rep.Republished += republished
 	})

@@ -2,6 +2,7 @@ package enqueue
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -13,7 +14,19 @@ import (
 	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/clock"
 )
+
+// publisher publishes index entries to the work queue: the enqueue's
+// hand-off and repair, and a writer's short-notice hand-off (HandOff).
+type publisher struct {
+	queue    Publisher
+	url      string
+	kind     envelope.Kind
+	attempts int // PublishAttempts
+	clock    clock.Clock
+	logger   *slog.Logger
+}
 
 // publish sends one id-only message per entry with SendMessageBatch, ten
 // at a time, batches in parallel, each delayed from the moment its batch is
@@ -21,7 +34,7 @@ import (
 // backoff, up to PublishAttempts; those it still refuses are returned.
 // republished counts entries re-sent after a whole call failed, which SQS
 // may have accepted: possible duplicates.
-func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry) (failed []ledger.IndexEntry, republished int) {
+func (e *publisher) publish(ctx context.Context, entries []ledger.IndexEntry) (failed []ledger.IndexEntry, republished int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
@@ -31,7 +44,7 @@ func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry) (fa
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			f, rp := e.publishBatch(ctx, batch, e.cfg.Clock.Now())
+			f, rp := e.publishBatch(ctx, batch, e.clock.Now())
 			mu.Lock()
 			failed = append(failed, f...)
 			republished += rp
@@ -42,14 +55,14 @@ func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry) (fa
 	return failed, republished
 }
 
-func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, now time.Time) (failed []ledger.IndexEntry, republished int) {
+func (e *publisher) publishBatch(ctx context.Context, batch []ledger.IndexEntry, now time.Time) (failed []ledger.IndexEntry, republished int) {
 	pending := map[string]ledger.IndexEntry{}
 	var entries []types.SendMessageBatchRequestEntry
 	for i, en := range batch {
 		id := strconv.Itoa(i)
 		ent, err := e.entry(id, en, now)
 		if err != nil { // only a corrupt index entry gets here
-			e.cfg.Logger.Error("cannot encode a message", "deliveryKey", en.Key.String(), "error", err.Error())
+			e.logger.Error("cannot encode a message", "deliveryKey", en.Key.String(), "error", err.Error())
 			failed = append(failed, en)
 			continue
 		}
@@ -62,18 +75,18 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 		if callFailed {
 			republished += len(entries)
 		}
-		out, err := e.cfg.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(e.cfg.QueueURL), Entries: entries})
+		out, err := e.queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(e.url), Entries: entries})
 		callFailed = err != nil
 		var retry []types.SendMessageBatchRequestEntry
 		if err != nil {
 			retry = entries
-			e.cfg.Logger.Warn("SendMessageBatch failed", "entries", len(entries), "attempt", attempt, "error", err.Error())
+			e.logger.Warn("SendMessageBatch failed", "entries", len(entries), "attempt", attempt, "error", err.Error())
 		} else {
 			for _, ok := range out.Successful {
 				delete(pending, aws.ToString(ok.Id))
 			}
 			for _, f := range out.Failed {
-				e.cfg.Logger.Warn("SQS refused a message", "deliveryKey", pending[aws.ToString(f.Id)].Key.String(),
+				e.logger.Warn("SQS refused a message", "deliveryKey", pending[aws.ToString(f.Id)].Key.String(),
 					"code", aws.ToString(f.Code), "senderFault", f.SenderFault, "attempt", attempt)
 				for _, en := range entries {
 					if aws.ToString(en.Id) == aws.ToString(f.Id) {
@@ -82,7 +95,7 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 				}
 			}
 		}
-		if len(retry) == 0 || attempt >= e.cfg.PublishAttempts || ctx.Err() != nil {
+		if len(retry) == 0 || attempt >= e.attempts || ctx.Err() != nil {
 			break
 		}
 		entries = retry
@@ -103,11 +116,11 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 // entry is the message for one index entry: the contract of internal/message,
 // delayed until due on a standard queue; on a FIFO queue grouped by reminder
 // and deduplicated by delivery and publish time (envelope.ForHandOff).
-func (e *Enqueuer) entry(id string, en ledger.IndexEntry, now time.Time) (types.SendMessageBatchRequestEntry, error) {
+func (e *publisher) entry(id string, en ledger.IndexEntry, now time.Time) (types.SendMessageBatchRequestEntry, error) {
 	body, err := message.Encode(message.Message{V: message.Version, ReminderID: en.Key.ReminderID, Channel: en.Key.Channel, Provider: en.Key.Provider, DueAt: en.DueAt})
 	if err != nil {
 		return types.SendMessageBatchRequestEntry{}, err
 	}
-	env := envelope.Build(envelope.Spec{Kind: e.queue, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
+	env := envelope.Build(envelope.Spec{Kind: e.kind, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
 	return env.Entry(id), nil
 }

@@ -247,7 +247,7 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 			"dueAt", ledger.Format(d.DueAt), "attempts", d.Attempts, "repairs", d.Repairs+1)
 		republish = append(republish, en)
 	}
-	failed, republished := r.e.publish(r.finish, republish)
+	failed, republished := r.e.pub.publish(r.finish, republish)
 	cut := r.finish.Err() != nil
 	r.add(func(rep *Report) {
 		rep.Repaired += len(republish) - len(failed)

@@ -176,6 +176,14 @@ type Delivery struct {
 	// Index is where a live delivery stands in the due index; nil once it
 	// has ended.
 	Index *IndexPosition
+	// HandOff, given to Create, says that the writer hands the delivery to
+	// the queue itself, at once, after the write (the intake's short-notice
+	// hand-off): its due index entry is marked so that the enqueue's cursor
+	// passes it without publishing a second message. If the publish is
+	// lost, the enqueue's repair finds it as any entry its cursor passed;
+	// if it fails, the writer hands it back with Release. Not stored: read
+	// back as Index.HandedOff.
+	HandOff bool
 	// History is the last transitions, and the provider's feedback and
 	// the reveals of the address among them (Entry.Feedback, Entry.Reveal;
 	// Transitions leaves those out).
@@ -266,6 +274,9 @@ type IndexPosition struct {
 	Sort  string
 	// PublishAt is when the enqueue may hand it off.
 	PublishAt time.Time
+	// HandedOff is true if its writer handed it to the queue itself
+	// (IndexEntry.HandedOff).
+	HandedOff bool
 }
 
 // Entry is one transition in a delivery's history.

@@ -66,6 +66,20 @@ func IndexSort(publishAt time.Time, k message.DeliveryKey) string {
 	return Format(publishAt) + "#" + k.ReminderID + "#" + k.Channel + "#" + k.Provider
 }
 
+// handOffMark ends the sort key of an entry its writer handed to the
+// queue itself (Delivery.HandOff): the enqueue's cursor passes it without
+// publishing it. Names hold no '#', so the mark cannot be part of one.
+const handOffMark = "#i"
+
+// indexSort is the sort key of an entry published at publishAt, marked as
+// handed off by its writer if handedOff.
+func indexSort(publishAt time.Time, k message.DeliveryKey, handedOff bool) string {
+	if handedOff {
+		return IndexSort(publishAt, k) + handOffMark
+	}
+	return IndexSort(publishAt, k)
+}
+
 // sortBound is the smallest sort key after every entry published at or
 // before t.
 func sortBound(t time.Time) string { return Format(t) + "$" } // '$' sorts right after '#'
@@ -77,6 +91,11 @@ type IndexEntry struct {
 	PublishAt time.Time
 	DueAt     time.Time
 	ExpiresAt time.Time
+	// HandedOff is true for an entry its writer handed to the queue
+	// itself, at once (the intake's short-notice hand-off): the cursor
+	// passes it without publishing; the repair treats it as any entry the
+	// cursor has passed.
+	HandedOff bool
 }
 
 // parseIndexEntry reads an entry from a due index query.
@@ -90,7 +109,7 @@ func parseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
 	e := IndexEntry{Sort: str(attrDueSort)}
 	var publish string
 	var err error
-	if publish, e.Key, err = splitSort(e.Sort); err != nil {
+	if publish, e.Key, e.HandedOff, err = splitSort(e.Sort); err != nil {
 		return IndexEntry{}, err
 	}
 	for _, f := range []struct {
@@ -108,14 +127,15 @@ func parseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
 	return e, nil
 }
 
-// splitSort reads a due index sort key: the publish time, as stored, and
-// the delivery key.
-func splitSort(sort string) (publishAt string, key message.DeliveryKey, err error) {
-	parts := strings.SplitN(sort, "#", 4)
+// splitSort reads a due index sort key: the publish time, as stored, the
+// delivery key, and whether its writer handed it off.
+func splitSort(sort string) (publishAt string, key message.DeliveryKey, handedOff bool, err error) {
+	handedOff = strings.HasSuffix(sort, handOffMark)
+	parts := strings.Split(strings.TrimSuffix(sort, handOffMark), "#")
 	if len(parts) != 4 {
-		return "", key, fmt.Errorf("ledger: due index sort key %q is not publishAt#reminderId#channel#provider", sort)
+		return "", key, false, fmt.Errorf("ledger: due index sort key %q is not publishAt#reminderId#channel#provider[#i]", sort)
 	}
-	return parts[0], message.DeliveryKey{ReminderID: parts[1], Channel: parts[2], Provider: parts[3]}, nil
+	return parts[0], message.DeliveryKey{ReminderID: parts[1], Channel: parts[2], Provider: parts[3]}, handedOff, nil
 }
 
 // The shard registry: one item recording the largest shard count any
@@ -303,9 +323,10 @@ func cursorKey(shard int) map[string]types.AttributeValue {
 
 // HandOff says whether a live delivery has been handed to the queue.
 type HandOff struct {
-	// Done is true once the enqueue has handed it off: by its cursor (a
-	// pending delivery the cursor has passed: its message waits on the
-	// queue, delayed until due) or by a repair or a redrive (queued).
+	// Done is true once it has been handed off: by the enqueue's cursor
+	// (a pending delivery the cursor has passed: its message waits on the
+	// queue, delayed until due), by its writer (a short-notice hand-off),
+	// or by a repair or a redrive (queued).
 	Done bool
 	// PublishAt is when the enqueue may hand it off (for one not yet
 	// handed off).
@@ -318,7 +339,7 @@ func (l *Ledger) HandedOff(ctx context.Context, d Delivery) (HandOff, error) {
 	if d.Index == nil {
 		return HandOff{}, nil
 	}
-	if d.Status != StatusPending {
+	if d.Status != StatusPending || d.Index.HandedOff {
 		return HandOff{Done: true, PublishAt: d.Index.PublishAt}, nil
 	}
 	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(l.cfg.Table), Key: cursorKey(d.Index.Shard),

@@ -175,7 +175,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		if err != nil || !strings.HasPrefix(it.DueShard, "DUE#") {
 			return Delivery{}, fmt.Errorf("ledger: delivery %s has due index shard %q, not DUE#n", d.Key(), it.DueShard)
 		}
-		publish, _, err := splitSort(it.DueSort)
+		publish, _, handedOff, err := splitSort(it.DueSort)
 		if err != nil {
 			return Delivery{}, err
 		}
@@ -183,7 +183,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		if err != nil {
 			return Delivery{}, err
 		}
-		d.Index = &IndexPosition{Shard: shard, Sort: it.DueSort, PublishAt: at}
+		d.Index = &IndexPosition{Shard: shard, Sort: it.DueSort, PublishAt: at, HandedOff: handedOff}
 	}
 	for _, f := range []struct {
 		name string

@@ -240,7 +240,7 @@ func (l *Ledger) Create(ctx context.Context, d Delivery) error {
 	switch {
 	case d.Status == StatusHeld: // a fallback: in no index until taken
 	case !d.Status.Terminal():
-		shard, sort = ShardKey(ShardOf(d.ReminderID, shards)), IndexSort(l.publishAt(d.DueAt, now), d.Key())
+		shard, sort = ShardKey(ShardOf(d.ReminderID, shards)), indexSort(l.publishAt(d.DueAt, now), d.Key(), d.HandOff)
 	default:
 		d.TTL = Expiry(now, d.ExpiresAt, l.cfg.Retention)
 	}
@@ -581,7 +581,8 @@ func (l *Ledger) endUnsent(ctx context.Context, op string, key message.DeliveryK
 
 // Release hands a delivery that is not yet due back to the calendar: it
 // becomes pending again, and its due index entry moves to its new publish
-// time, max(dueAt − Lookahead, now), which is ahead of any enqueue cursor.
+// time, max(dueAt − Lookahead, now), which is ahead of any enqueue cursor,
+// unmarked (a writer whose hand-off failed releases it so).
 // dueAt must be the delivery's own. It refuses with ErrNotReleasable unless
 // the delivery is pending, queued or retrying with that dueAt.
 func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {

@@ -164,8 +164,9 @@ func (m *Memory) Create(_ context.Context, d Delivery) error {
 		d.TTL = Expiry(now, d.ExpiresAt, m.cfg.Retention)
 	default:
 		pub := m.publishAt(d.DueAt, now)
-		d.Index = &IndexPosition{Shard: ShardOf(d.ReminderID, shards), Sort: IndexSort(pub, d.Key()), PublishAt: pub}
+		d.Index = &IndexPosition{Shard: ShardOf(d.ReminderID, shards), Sort: indexSort(pub, d.Key(), d.HandOff), PublishAt: pub, HandedOff: d.HandOff}
 	}
+	d.HandOff = false // not stored
 	m.t.items[d.Key()] = copyOf(d)
 	return nil
 }
@@ -418,7 +419,7 @@ func (m *Memory) index(shard int, pos, bound string) []IndexEntry {
 		if d.Index == nil || d.Index.Shard != shard || d.Index.Sort <= pos || d.Index.Sort > bound {
 			continue
 		}
-		out = append(out, IndexEntry{Key: k, Sort: d.Index.Sort, PublishAt: d.Index.PublishAt, DueAt: d.DueAt, ExpiresAt: d.ExpiresAt})
+		out = append(out, IndexEntry{Key: k, Sort: d.Index.Sort, PublishAt: d.Index.PublishAt, DueAt: d.DueAt, ExpiresAt: d.ExpiresAt, HandedOff: d.Index.HandedOff})
 	}
 	slices.SortFunc(out, func(a, b IndexEntry) int { return cmp.Compare(a.Sort, b.Sort) })
 	return out
@@ -521,7 +522,7 @@ func (m *Memory) HandedOff(_ context.Context, d Delivery) (HandOff, error) {
 	if d.Index == nil {
 		return HandOff{}, nil
 	}
-	if d.Status != StatusPending {
+	if d.Status != StatusPending || d.Index.HandedOff {
 		return HandOff{Done: true, PublishAt: d.Index.PublishAt}, nil
 	}
 	m.t.mu.Lock()

@@ -71,7 +71,7 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 				shard = d.Index.Shard
 			}
 			pub := m.publishAt(p.To.DueAt, now)
-			d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, d.Key()), PublishAt: pub}
+			d.Index = &IndexPosition{Shard: shard, Sort: indexSort(pub, d.Key(), p.To.HandOff), PublishAt: pub, HandedOff: p.To.HandOff}
 		}
 		d.History = boundHistory(d.History, Entry{At: Format(now), Status: d.Status, Note: text.Clip(p.To.Note, 120)}, m.cfg.HistoryLimit)
 		d.UpdatedAt = now

@@ -21,6 +21,9 @@ type Move struct {
 	DueAt, ExpiresAt time.Time
 	// Note is kept in each moved delivery's history.
 	Note string
+	// HandOff says that the caller hands each moved delivery to the queue
+	// itself after the move (Delivery.HandOff): their entries are marked.
+	HandOff bool
 }
 
 // MovePlan is a reschedule of one reminder, from the items as its caller
@@ -133,7 +136,7 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 			u.set("#ttl", ":ttl", dt.Unix())
 		}
 		if to == StatusPending {
-			u.set(attrDueSort, ":sort", IndexSort(l.publishAt(p.To.DueAt, now), d.Key()))
+			u.set(attrDueSort, ":sort", indexSort(l.publishAt(p.To.DueAt, now), d.Key(), p.To.HandOff))
 			u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
 			u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
 		}

@@ -20,6 +20,13 @@ type Settings struct {
 	Providers []string      // NUDGE_PROVIDERS: the providers the stage runs; others are refused. Default all.
 	Lateness  time.Duration // NUDGE_LATENESS: the default expiresAt − dueAt. Default 24h.
 	MaxAhead  time.Duration // NUDGE_MAX_AHEAD: how far ahead dueAt and expiresAt may be. Default 5 years.
+	// QueueURL (NUDGE_QUEUE_URL) is the work queue: a delivery due within
+	// the lookahead (NUDGE_LOOKAHEAD, the enqueue's; default 15m) is
+	// published there at once, after its write (the short-notice hand-off,
+	// schedule.Config.HandOff). Default none: every delivery waits for the
+	// enqueue's next tick.
+	QueueURL  string
+	Lookahead time.Duration
 	// Each provider's own variables (its templates, say) are its driver's
 	// (provider.Driver.Env), checked here with its CheckEnv and read by its
 	// intake door (registry.Doors).
@@ -34,9 +41,11 @@ type Settings struct {
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "intake"}
 	s := Settings{
-		Table:    r.Required("NUDGE_TABLE"),
-		Lateness: r.Duration("NUDGE_LATENESS", 24*time.Hour),
-		MaxAhead: r.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead),
+		Table:     r.Required("NUDGE_TABLE"),
+		Lateness:  r.Duration("NUDGE_LATENESS", 24*time.Hour),
+		MaxAhead:  r.Duration("NUDGE_MAX_AHEAD", schedule.DefaultMaxAhead),
+		QueueURL:  getenv("NUDGE_QUEUE_URL"),
+		Lookahead: r.Duration("NUDGE_LOOKAHEAD", 15*time.Minute),
 	}
 	for _, p := range strings.Split(getenv("NUDGE_PROVIDERS"), ",") {
 		if p = strings.TrimSpace(p); p != "" {

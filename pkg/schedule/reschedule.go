@@ -166,7 +166,18 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			// included (its creator's PUT retry still matches them).
 			return out, nil
 		}
+		plan.To.HandOff = s.handsOff(due)
 		err = s.cfg.Ledger.MoveReminder(ctx, plan)
+		if err == nil && plan.To.HandOff {
+			var moved []ledger.Delivery
+			for _, d := range plan.Live {
+				if d.Status != ledger.StatusHeld {
+					d.DueAt, d.ExpiresAt = due, deliveryExpiry(plan, d)
+					moved = append(moved, d)
+				}
+			}
+			s.handOff(ctx, moved)
+		}
 		switch {
 		case errors.Is(err, ledger.ErrChanged) && attempt < 5:
 			// A claim, a cancel or another reschedule came between: read

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -28,6 +29,18 @@ type Ledger interface {
 	GetMany(ctx context.Context, keys []message.DeliveryKey) (map[message.DeliveryKey]ledger.Delivery, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 	Expiry(expiresAt time.Time) time.Time
+	Lookahead() time.Duration
+	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+}
+
+// HandOff publishes deliveries due within the lookahead as soon as they
+// are written (enqueue.HandOff): the short-notice path, so that a reminder
+// created or moved to within the lookahead goes out at its due time, not at
+// the enqueue's next tick.
+type HandOff interface {
+	// Publish sends each entry's message, delayed until due, and returns
+	// the entries it could not send.
+	Publish(ctx context.Context, entries []ledger.IndexEntry) (failed []ledger.IndexEntry)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
@@ -57,6 +70,20 @@ type Config struct {
 	// provider's door made from an empty environment, which checks no
 	// template.
 	Doors map[string]provider.Door
+	// HandOff, if set, publishes the deliveries a create or a reschedule
+	// writes due within the ledger's lookahead at once, after the write
+	// (their due index entries are marked, so the enqueue's cursor passes
+	// them). One it cannot publish is given back to the calendar (the
+	// cursor's next tick hands it off); one lost between the write and the
+	// publish is found by the enqueue's repair. Default none: every
+	// delivery waits for the enqueue's cursor.
+	HandOff HandOff
+	// HandOffTimeout bounds the publish and the give-back after a write:
+	// they run even if the caller has gone, since the write stands.
+	// Default 5s.
+	HandOffTimeout time.Duration
+	// Logger receives hand-offs that failed. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // Store creates and cancels reminders. It is safe for concurrent use.
@@ -78,6 +105,12 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
+	}
+	if cfg.HandOffTimeout <= 0 {
+		cfg.HandOffTimeout = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, MaxAhead: cfg.MaxAhead, Now: cfg.Clock.Now,
 		Providers: cfg.Providers, Doors: cfg.Doors}.withDefaults()
@@ -155,8 +188,15 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 		outcome = Unchanged
 	}
+	soon := s.handsOff(r.DueAt)
+	var written []ledger.Delivery
+	defer func() { s.handOff(ctx, written) }()
 	for _, it := range s.items(r) {
+		it.HandOff = soon && it.Status == "" // a primary, not a held fallback
 		err := s.cfg.Ledger.Create(ctx, it)
+		if err == nil && it.HandOff {
+			written = append(written, it)
+		}
 		var re *ledger.RefusedError
 		switch {
 		case errors.As(err, &re) && errors.Is(err, ledger.ErrExists):
@@ -176,6 +216,41 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 	}
 	return outcome, nil
+}
+
+// handsOff reports whether a delivery due at dueAt and written now is
+// handed off by its writer: if a hand-off is configured and dueAt is
+// within the lookahead. Decided before the write, on the store's clock:
+// the ledger's clock reads later, so the entry it writes is published now
+// either way.
+func (s *Store) handsOff(dueAt time.Time) bool {
+	return s.cfg.HandOff != nil && !dueAt.Add(-s.cfg.Ledger.Lookahead()).After(s.cfg.Clock.Now())
+}
+
+// handOff publishes the deliveries a write marked as handed off, and gives
+// those it cannot publish back to the calendar. Neither fails the write:
+// what is neither published nor given back is found by the enqueue's
+// repair.
+func (s *Store) handOff(ctx context.Context, written []ledger.Delivery) {
+	if len(written) == 0 {
+		return
+	}
+	// wall clock: a bound on the requests to SQS and DynamoDB, which run
+	// on even if the caller has gone (the write stands).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HandOffTimeout)
+	defer cancel()
+	now := s.cfg.Clock.Now()
+	entries := make([]ledger.IndexEntry, len(written))
+	for i, d := range written {
+		entries[i] = ledger.IndexEntry{Key: d.Key(), PublishAt: now, DueAt: d.DueAt, ExpiresAt: d.ExpiresAt, HandedOff: true}
+	}
+	for _, e := range s.cfg.HandOff.Publish(ctx, entries) {
+		_, err := s.cfg.Ledger.Release(ctx, e.Key, e.DueAt, "hand-off failed; the enqueue hands it off")
+		if err != nil && !errors.As(err, new(*ledger.RefusedError)) {
+			s.cfg.Logger.Warn("short-notice hand-off failed and the delivery could not be given back; the enqueue's repair will publish it",
+				"deliveryKey", e.Key.String(), "error", err.Error())
+		}
+	}
 }
 
 // items are the delivery items a create of r writes, in order: for each

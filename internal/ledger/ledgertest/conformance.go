@@ -111,6 +111,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AReviveTakesOnlyTheDeadLetteringItRecords", testAReviveTakesOnlyTheDeadLetteringItRecords},
 		{"IndexFollowsEveryTransition", testIndexFollowsEveryTransition},
 		{"HandedOffFollowsTheCursor", testHandedOffFollowsTheCursor},
+		{"AWriterHandOffIsMarkedInTheIndex", testAWriterHandOffIsMarkedInTheIndex},
 		{"RescheduleMovesOnlyWhatHasNotStartedSending", testRescheduleMovesOnlyWhatHasNotStartedSending},
 		{"AccountListsItsRemindersLatestDueFirst", testAccountListsItsRemindersLatestDueFirst},
 		{"CancelEndsADeadDeliveryToo", testCancelEndsADeadDeliveryToo},
@@ -1205,6 +1206,73 @@ func testHandedOffFollowsTheCursor(t *testing.T, b bundle) {
 	if h, _ := b.l.HandedOff(ctx, got); h != (ledger.HandOff{}) {
 		t.Fatalf("an ended delivery: %+v", h)
 	}
+}
+
+// testAWriterHandOffIsMarkedInTheIndex: a delivery created (or moved)
+// with HandOff has its due index entry marked, at its publish time, so the
+// enqueue's cursor knows to pass it; it counts as handed off before any
+// cursor; a Release (the writer's publish failed) unmarks it, for the
+// cursor to publish; a move without HandOff unmarks it too.
+func testAWriterHandOffIsMarkedInTheIndex(t *testing.T, b bundle) {
+	ctx := context.Background()
+	b.clk.Advance(time.Minute)
+	due := b.clk.Now().Add(10 * time.Second) // short notice: within the lookahead
+	r := ledger.ReminderItem{ID: "rem-soon", AccountRef: "acct-1", DueAt: due, ExpiresAt: due.Add(time.Hour),
+		Deliveries: []ledger.ReminderDelivery{{Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t"}}}
+	if _, _, err := b.l.CreateReminder(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	d := ledger.Delivery{ReminderID: r.ID, Channel: "email", Provider: "webhook", RecipientRef: "r", TemplateRef: "t",
+		DueAt: due, ExpiresAt: due.Add(time.Hour), HandOff: true}
+	if err := b.l.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	marked := func(want bool, when string) ledger.Delivery {
+		t.Helper()
+		e, ok := b.entry(t, d.Key())
+		if !ok || e.HandedOff != want {
+			t.Fatalf("%s: the index entry is %+v (present %v); want HandedOff %v", when, e, ok, want)
+		}
+		got, err := b.l.Get(ctx, d.Key())
+		if err != nil || got.Index == nil || got.Index.HandedOff != want || got.Index.Sort != e.Sort || !got.Index.PublishAt.Equal(e.PublishAt) {
+			t.Fatalf("%s: the delivery reads as %+v, %v; want its index position %+v", when, got.Index, err, e)
+		}
+		return got
+	}
+	got := marked(true, "created with HandOff")
+	if e, _ := b.entry(t, d.Key()); !e.PublishAt.Equal(b.clk.Now()) || e.DueAt.IsZero() {
+		t.Fatalf("entry %+v: want it published now (%v), with its due time", e, b.clk.Now())
+	}
+	if h, err := b.l.HandedOff(ctx, got); err != nil || !h.Done {
+		t.Fatalf("a delivery its writer handed off, before any cursor: %+v, %v; want Done", h, err)
+	}
+	if _, err := b.l.Release(ctx, d.Key(), due, "hand-off failed"); err != nil {
+		t.Fatal(err)
+	}
+	got = marked(false, "released")
+	if h, _ := b.l.HandedOff(ctx, got); h.Done {
+		t.Fatalf("a released delivery: %+v; want it not handed off until a cursor passes it", h)
+	}
+	read := func() ledger.MovePlan {
+		st, err := b.l.ReadReminder(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledger.MovePlan{ID: r.ID, Reminder: st.Reminder, Live: st.Deliveries}
+	}
+	p := read()
+	p.To = ledger.Move{DueAt: due.Add(5 * time.Second), ExpiresAt: due.Add(time.Hour), HandOff: true}
+	if err := b.l.MoveReminder(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	marked(true, "moved with HandOff")
+	b.clk.Advance(time.Second)
+	p = read()
+	p.To = ledger.Move{DueAt: due.Add(20 * time.Minute), ExpiresAt: due.Add(time.Hour)}
+	if err := b.l.MoveReminder(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	marked(false, "moved beyond the lookahead, without HandOff")
 }
 
 // testAWriterClockBehindPublishesAhead: a writer that allows for its clock
