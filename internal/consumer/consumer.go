@@ -60,6 +60,9 @@ const (
 	MetricLate         = "Late"
 	MetricUnstarted    = "Unstarted"
 	MetricDueToSent    = "DueToSentSeconds"
+	// MetricEarlyHeld observes how early, in seconds, a record arrived that
+	// the consumer held until its due time (Config.EarlyWait).
+	MetricEarlyHeld = "EarlyHeldSeconds"
 	// MetricAmbiguous counts sends that may have reached a provider without
 	// an answer, by provider: retried (a possible duplicate where the
 	// provider does not deduplicate) or dead-lettered for review.
@@ -103,9 +106,14 @@ type Config struct {
 	Backoff *retry.Backoff
 	// Classifier classifies provider and AWS errors. Default awsfailure.Default.
 	Classifier failure.Chain
-	// EarlyTolerance is how early a message may arrive and still be sent.
-	// Default 2s.
-	EarlyTolerance time.Duration
+	// EarlyWait is how early a record may arrive and be held in the
+	// consumer until its due time, then sent, instead of going back to the
+	// queue: a delay is whole seconds, rounded down
+	// (envelope.DelaySeconds), so a message is visible up to a second
+	// early, and clocks differ a little. A record is held only if the
+	// invocation has SendTime left after the wait; otherwise, or if it is
+	// earlier than this, it is deferred (re-published). Default 2s.
+	EarlyWait time.Duration
 	// LateAfter is how late a send may be before it counts as Late.
 	// Default 60s.
 	LateAfter time.Duration
@@ -180,8 +188,11 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.Classifier == nil {
 		cfg.Classifier = awsfailure.Default
 	}
-	if cfg.EarlyTolerance == 0 {
-		cfg.EarlyTolerance = 2 * time.Second
+	if cfg.EarlyWait == 0 {
+		cfg.EarlyWait = 2 * time.Second
+	}
+	if cfg.EarlyWait < 0 || cfg.EarlyWait > time.Minute {
+		return nil, fmt.Errorf("consumer: early wait %v is outside 0–1m; it is how long a record that arrives before its due time is held", cfg.EarlyWait)
 	}
 	if cfg.LateAfter == 0 {
 		cfg.LateAfter = time.Minute
@@ -274,8 +285,20 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	r.channel = msg.Channel
 	r.log = r.log.With("deliveryKey", key.String(), "dueAt", ledger.Format(msg.DueAt))
 	now := c.cfg.Clock.Now()
-	if msg.DueAt.After(now.Add(c.cfg.EarlyTolerance)) {
-		return c.deferUntil(ctx, r, msg, msg.DueAt)
+	if early := msg.DueAt.Sub(now); early > 0 {
+		if early > c.cfg.EarlyWait || !c.fits(ctx, early) {
+			return c.deferUntil(ctx, r, msg, msg.DueAt)
+		}
+		// A moment early (a delay rounded down, a batch gathered, a clock
+		// a little ahead): held here until due, so that it goes out on
+		// time and not a second or more late from the queue.
+		c.cfg.Metrics.Observe(MetricEarlyHeld, early.Seconds())
+		select {
+		case <-c.cfg.Clock.After(early):
+		case <-ctx.Done():
+			return Outcome{Err: failure.Retryable(ctx.Err(), 0)}
+		}
+		now = c.cfg.Clock.Now()
 	}
 	prov, ok := c.cfg.Providers[msg.Provider]
 	if !ok {
@@ -296,7 +319,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	}
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),
-		DueBy: now.Add(c.cfg.EarlyTolerance),
+		DueBy: now,
 		// Only a message back from the DLQ may revive a dead delivery, and
 		// only the dead-lettering its attributes record.
 		Revive:         r.rec.MessageAttributes[deadletter.AttrErrorClass].StringValue != nil,
@@ -350,6 +373,14 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		return c.complete(ctx, r, d, receipt)
 	}
 	return c.failed(ctx, r, d, sendErr)
+}
+
+// fits reports whether a record held for wait still has SendTime of its
+// invocation left after it.
+func (c *Consumer) fits(ctx context.Context, wait time.Duration) bool {
+	// wall clock: the deadline is the invocation's, on Lambda's clock
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl)-wait >= c.cfg.SendTime // wall clock: as above
 }
 
 // leaseUntil is when a claim made at now on the consumer's clock lapses:

@@ -1,6 +1,6 @@
 // Package envelope builds what Nudge sends to SQS around a message body: the
-// delay (whole seconds, rounded up so a message is never visible before it is
-// due, at most MaxDelaySeconds), the FIFO message group and deduplication id,
+// delay (whole seconds, rounded down: a message is visible up to a second before
+// it is due, and the consumer holds it until then; at most MaxDelaySeconds), the FIFO message group and deduplication id,
 // and the message attributes a copy keeps. Every producer builds its message
 // here: the enqueue's hand-off and repair, the consumer's deferral, pacing and
 // dead letter, and the redrive.

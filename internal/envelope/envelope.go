@@ -131,17 +131,20 @@ func Build(s Spec) Envelope {
 	return e
 }
 
-// DelaySeconds is d as SQS takes a delay: whole seconds, rounded up so that
-// a message is never visible before it is due, 0 for d ≤ 0 and
-// MaxDelaySeconds for anything longer.
+// DelaySeconds is d as SQS takes a delay: whole seconds, rounded down, 0
+// for d ≤ 0 and MaxDelaySeconds for anything longer. Rounded down, a
+// message is visible up to a second before it is due, never after: the
+// consumer holds a record that arrives that early until its due time
+// (consumer.Config.EarlyWait), so that its lateness never comes from the
+// rounding. Rounded up, every message would be up to a second late.
 func DelaySeconds(d time.Duration) int32 {
 	switch {
 	case d <= 0:
 		return 0
-	case d >= MaxDelaySeconds*time.Second: // and no overflow in the rounding for the largest Duration
+	case d >= MaxDelaySeconds*time.Second:
 		return MaxDelaySeconds
 	}
-	return int32((d + time.Second - 1) / time.Second)
+	return int32(d / time.Second)
 }
 
 // Send returns e as a SendMessage input to the queue at queueURL.

@@ -38,10 +38,10 @@ func TestBuild(t *testing.T) {
 		// The enqueue: delayed until due on a standard queue; on FIFO grouped by reminder, deduplicated by delivery and publish time.
 		{"hand-off due now", envelope.Spec{Body: "b", Delay: 0, Dedup: envelope.ForHandOff(key, publishAt)}, envelope.Envelope{Body: "b"}},
 		{"hand-off overdue", envelope.Spec{Body: "b", Delay: -time.Hour}, envelope.Envelope{Body: "b"}},
-		{"hand-off due in 1 ms", envelope.Spec{Body: "b", Delay: time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 1}},
-		{"hand-off due in 90.2 s", envelope.Spec{Body: "b", Delay: 90200 * time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 91}},
+		{"hand-off due in 1 ms", envelope.Spec{Body: "b", Delay: time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 0}},
+		{"hand-off due in 90.2 s", envelope.Spec{Body: "b", Delay: 90200 * time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 90}},
 		{"hand-off due in 10 min", envelope.Spec{Body: "b", Delay: now.Add(10 * time.Minute).Sub(now)}, envelope.Envelope{Body: "b", DelaySeconds: 600}},
-		{"hand-off due in 899.5 s", envelope.Spec{Body: "b", Delay: 899500 * time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 900}},
+		{"hand-off due in 899.5 s", envelope.Spec{Body: "b", Delay: 899500 * time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 899}},
 		{"hand-off due in 900 s", envelope.Spec{Body: "b", Delay: 900 * time.Second}, envelope.Envelope{Body: "b", DelaySeconds: 900}},
 		{"hand-off due in 900.001 s", envelope.Spec{Body: "b", Delay: 900*time.Second + time.Millisecond}, envelope.Envelope{Body: "b", DelaySeconds: 900}},
 		{"hand-off due in 2500", envelope.Spec{Body: "b", Delay: time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC).Sub(now)},
@@ -58,10 +58,10 @@ func TestBuild(t *testing.T) {
 
 		// The consumer's deferral of an early message: a new body, delayed, no attributes.
 		{"deferral in 90 s", envelope.Spec{Body: "b2", Delay: 90 * time.Second}, envelope.Envelope{Body: "b2", DelaySeconds: 90}},
-		{"deferral in 14m59.4s", envelope.Spec{Body: "b2", Delay: 14*time.Minute + 59400*time.Millisecond}, envelope.Envelope{Body: "b2", DelaySeconds: 900}},
+		{"deferral in 14m59.4s", envelope.Spec{Body: "b2", Delay: 14*time.Minute + 59400*time.Millisecond}, envelope.Envelope{Body: "b2", DelaySeconds: 899}},
 
 		// The consumer's pacing: the same body and attributes, delayed, capped at 900 s.
-		{"paced 2.5 s", envelope.Spec{Body: "b", Delay: 2500 * time.Millisecond, Attributes: kept}, envelope.Envelope{Body: "b", DelaySeconds: 3, Attributes: kept}},
+		{"paced 2.5 s", envelope.Spec{Body: "b", Delay: 2500 * time.Millisecond, Attributes: kept}, envelope.Envelope{Body: "b", DelaySeconds: 2, Attributes: kept}},
 		{"paced 20 min", envelope.Spec{Body: "b", Delay: 20 * time.Minute, Attributes: kept}, envelope.Envelope{Body: "b", DelaySeconds: 900, Attributes: kept}},
 
 		// The consumer's dead letter: the letter's attributes; on FIFO the record's group and its message id.
@@ -93,14 +93,13 @@ func TestDelaySeconds(t *testing.T) {
 	for _, tc := range []struct {
 		due  time.Duration
 		want int32
-	}{{-time.Hour, 0}, {0, 0}, {time.Nanosecond, 1}, {time.Millisecond, 1}, {time.Second, 1}, {time.Second + 1, 2}, {10 * time.Minute, 600},
-		{899500 * time.Millisecond, 900}, {900 * time.Second, 900}, {20 * time.Minute, 900}, {math.MinInt64, 0}} {
+	}{{-time.Hour, 0}, {0, 0}, {time.Nanosecond, 0}, {999 * time.Millisecond, 0}, {time.Second, 1}, {time.Second + 1, 1}, {1999 * time.Millisecond, 1},
+		{10 * time.Minute, 600}, {899500 * time.Millisecond, 899}, {900 * time.Second, 900}, {20 * time.Minute, 900}, {math.MinInt64, 0}} {
 		if got := envelope.DelaySeconds(tc.due); got != tc.want {
 			t.Errorf("due in %v: delay %d, want %d", tc.due, got, tc.want)
 		}
 	}
-	// Far ahead: the difference saturates at the largest Duration, which
-	// rounding up would overflow.
+	// Far ahead: the difference saturates at the largest Duration.
 	if got := envelope.DelaySeconds(time.Date(2500, 1, 1, 0, 0, 0, 0, time.UTC).Sub(now)); got != 900 {
 		t.Errorf("due in 2500: delay %d, want 900", got)
 	}

@@ -18,9 +18,9 @@ func ExampleBuild() {
 	in := env.Send(url)
 	fmt.Println(aws.ToString(in.MessageGroupId), aws.ToString(in.MessageDeduplicationId), in.DelaySeconds)
 
-	// The same body to a standard queue, due in 90.2 s: delayed 91 s.
+	// The same body to a standard queue, due in 90.2 s: delayed 90 s (rounded down: the consumer holds it the last 0.2 s).
 	fmt.Println(envelope.Build(envelope.Spec{Body: `{"v":1}`, Delay: 90200 * time.Millisecond}).Entry("0").DelaySeconds)
 	// Output:
 	// acct-1 m-9-redrive-2 0
-	// 91
+	// 90
 }
