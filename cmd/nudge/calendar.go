@@ -90,7 +90,9 @@ func (f calendarFlags) handOff(ctx context.Context) schedule.HandOff {
 	if url == "" {
 		return nil
 	}
-	h, err := enqueue.NewHandOff(enqueue.HandOffConfig{Queue: f.sqs, QueueURL: url})
+	// An operator's clock may be behind: published that much early, a
+	// message is deferred by the consumer rather than sent late.
+	h, err := enqueue.NewHandOff(enqueue.HandOffConfig{Queue: f.sqs, QueueURL: url, ClockSkew: ledger.OperatorClockSkew})
 	if err != nil {
 		return nil
 	}

@@ -260,6 +260,11 @@ type record struct {
 	channel  string
 	dueAt    time.Time // the claimed delivery's due time
 	late     bool
+	// started, claimed and accepted are when the handling began (after
+	// any hold, for an early record), when the claim returned, and when
+	// the provider accepted: with the queue's first receive, where a sent
+	// delivery's time went (logged with its transition).
+	started, claimed, accepted time.Time
 	log      *slog.Logger
 }
 
@@ -300,6 +305,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		}
 		now = c.cfg.Clock.Now()
 	}
+	r.started = now
 	prov, ok := c.cfg.Providers[msg.Provider]
 	if !ok {
 		return c.deadLetter(ctx, r, &ledger.Delivery{ReminderID: key.ReminderID, Channel: key.Channel, Provider: key.Provider},
@@ -328,7 +334,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	if err != nil {
 		return c.refusedClaim(ctx, r, msg, err)
 	}
-	r.attempts, r.used, r.dueAt = d.Attempts, d.BudgetUsed(), d.DueAt
+	r.attempts, r.used, r.dueAt, r.claimed = d.Attempts, d.BudgetUsed(), d.DueAt, c.cfg.Clock.Now()
 	r.log = r.log.With("attempt", r.attempts)
 	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
 		r.late = true
@@ -370,6 +376,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		Address: d.Address, TemplateData: d.TemplateData,
 	}, key.String())
 	if sendErr == nil {
+		r.accepted = c.cfg.Clock.Now()
 		return c.complete(ctx, r, d, receipt)
 	}
 	return c.failed(ctx, r, d, sendErr)

@@ -66,7 +66,7 @@ type Stage struct {
 	// event source mapping. The window is 0 in both stages: at low load a
 	// record would wait up to the window's length for others to join its
 	// batch, which is lateness; under load batches fill without it. The
-	// invocations it would save cost at most $0.40 per million reminders
+	// invocations it would save cost at most about $0.21 per million reminders
 	// (docs/performance.md, "On time to the second").
 	BatchSize      int
 	BatchingWindow time.Duration

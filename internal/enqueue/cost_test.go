@@ -73,13 +73,35 @@ func TestWriteUnitsFromCreationToSent(t *testing.T) {
 	}
 	claimTotal := b.dynamo.WriteUnits() - start
 
-	perCursor, perClaim := cursorTotal/n, claimTotal/n
+	// The short-notice path: handed off by the create itself (the mark
+	// rides on its put), passed by the cursor, claimed and completed.
+	b.withHandOff(t)
+	start = b.dynamo.WriteUnits()
+	var shortPath []message.DeliveryKey
+	for i := range n {
+		shortPath = append(shortPath, b.schedule(t, fmt.Sprintf("rem-s%02d", i), b.clk.Now().Add(5*time.Second)))
+	}
+	shortCreated := b.dynamo.WriteUnits() - start
+	b.clk.Advance(time.Minute)
+	if rep := b.run(t, e); rep.Passed != n {
+		t.Fatalf("short-notice run: %+v; want %d passed", rep, n)
+	}
+	for _, k := range shortPath {
+		deliver(t, b, k)
+	}
+	shortTotal := b.dynamo.WriteUnits() - start
+
+	perCursor, perClaim, perShort := cursorTotal/n, claimTotal/n, shortTotal/n
 	t.Logf("write units per delivery, creation to sent (delivery item + due index):")
 	t.Logf("  create %.2f, hand-off by cursor %.2f, claim + complete %.2f: total %.2f", created/n, handOff/n, (cursorTotal-created-handOff)/n, perCursor)
 	t.Logf("  with a conditional claim per delivery: total %.2f", perClaim)
+	t.Logf("  at short notice, handed off by the create: create %.2f, total %.2f", shortCreated/n, perShort)
 	t.Logf("  plus per reminder item %.2f; cursor moves %.2f in all for %d deliveries", reminderUnits/n, b.dynamo.Units().Cursors, 2*n)
 	if perCursor != 5 || handOff != 0 {
 		t.Errorf("cursor path costs %.2f units per delivery (%.2f at hand-off), want 5 (0)", perCursor, handOff/n)
+	}
+	if perShort != 5 || shortCreated/n != created/n {
+		t.Errorf("short-notice path costs %.2f units per delivery (%.2f at creation), want 5 (%.2f, as any create)", perShort, shortCreated/n, created/n)
 	}
 	if perClaim != 6 {
 		t.Errorf("claim path costs %.2f units per delivery, want 6", perClaim)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
@@ -22,6 +23,12 @@ type HandOffConfig struct {
 	PublishAttempts int
 	// Clock tells the time, for the messages' delays. Default clock.Real.
 	Clock clock.Clock
+	// ClockSkew is how far behind the true time Clock may be (an
+	// operator's machine: ledger.OperatorClockSkew): each message is
+	// published that much before its due time, so that a clock behind
+	// never makes it late; the consumer defers one that arrives early.
+	// Default 0 (Lambda's clock).
+	ClockSkew time.Duration
 	// Logger receives what SQS refused. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -40,8 +47,8 @@ func NewHandOff(cfg HandOffConfig) (*HandOff, error) {
 		return nil, errors.New("enqueue: hand-off: Queue (SQS client) is nil")
 	case cfg.QueueURL == "":
 		return nil, errors.New("enqueue: hand-off: work queue URL is empty; set NUDGE_QUEUE_URL")
-	case cfg.PublishAttempts < 0:
-		return nil, errors.New("enqueue: hand-off: PublishAttempts is negative")
+	case cfg.PublishAttempts < 0 || cfg.ClockSkew < 0:
+		return nil, errors.New("enqueue: hand-off: PublishAttempts and ClockSkew must not be negative")
 	}
 	if cfg.PublishAttempts == 0 {
 		cfg.PublishAttempts = 3
@@ -53,7 +60,7 @@ func NewHandOff(cfg HandOffConfig) (*HandOff, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &HandOff{pub: &publisher{queue: cfg.Queue, url: cfg.QueueURL, kind: envelope.KindOf(cfg.QueueURL),
-		attempts: cfg.PublishAttempts, clock: cfg.Clock, logger: cfg.Logger}}, nil
+		attempts: cfg.PublishAttempts, early: cfg.ClockSkew, clock: cfg.Clock, logger: cfg.Logger}}, nil
 }
 
 // Publish sends one message per entry, delayed until its due time, and

@@ -235,3 +235,52 @@ func TestARescheduleOfAnEarlyHandOff(t *testing.T) {
 		t.Fatalf("the new message's claim at its time: %v", err)
 	}
 }
+
+// TestARetriedCreatePublishesAHandOffItsWriterMayHaveLost: the caller's
+// retry of a create whose writer died after the write (the publish lost)
+// publishes it again, sooner than the repair; once a consumer has claimed
+// it, a retry publishes nothing.
+func TestARetriedCreatePublishesAHandOffItsWriterMayHaveLost(t *testing.T) {
+	b := setup(t, 2)
+	hand := b.withHandOff(t)
+	hand.drop = true // the first create's publish is lost
+	k := b.schedule(t, "rem-retry", t0.Add(20*time.Second))
+	hand.take()
+	hand.drop = false
+	b.clk.Advance(5 * time.Second)
+	b.schedule(t, "rem-retry", t0.Add(20*time.Second)) // the caller's retry
+	if got := hand.take(); len(got) != 1 || got[0].Key != k || got[0].Delay != 15 {
+		t.Fatalf("the retry published %+v; want the delivery again, delayed 15 s", got)
+	}
+	if _, err := b.ledger.Claim(b.ctx, ledger.Claim{Key: k, Token: "c", LeaseUntil: b.clk.Now().Add(time.Minute), DueBy: t0.Add(20 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	b.schedule(t, "rem-retry", t0.Add(20*time.Second))
+	if got := hand.take(); len(got) != 0 {
+		t.Fatalf("a retry after the claim published %+v", got)
+	}
+}
+
+// TestAnOperatorsHandOffAllowsForItsClock: a writer whose clock may be a
+// minute behind publishes a minute early (the consumer defers what comes
+// early), never late.
+func TestAnOperatorsHandOffAllowsForItsClock(t *testing.T) {
+	b := setup(t, 2)
+	rec := &recorder{clk: b.clk}
+	h, err := enqueue.NewHandOff(enqueue.HandOffConfig{Queue: rec, QueueURL: b.q.WorkURL, Clock: b.clk, ClockSkew: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.store, err = schedule.New(schedule.Config{Ledger: b.ledger, Clock: b.clk, HandOff: h}); err != nil {
+		t.Fatal(err)
+	}
+	b.schedule(t, "rem-op", t0.Add(3*time.Minute))
+	b.schedule(t, "rem-op-now", t0.Add(30*time.Second))
+	got := map[string]int32{}
+	for _, p := range rec.take() {
+		got[p.Key.ReminderID] = p.Delay
+	}
+	if got["rem-op"] != 120 || got["rem-op-now"] != 0 || len(got) != 2 {
+		t.Fatalf("delays %v; want 120 s and 0 s (a minute early, at most)", got)
+	}
+}

@@ -24,8 +24,11 @@ type publisher struct {
 	url      string
 	kind     envelope.Kind
 	attempts int // PublishAttempts
-	clock    clock.Clock
-	logger   *slog.Logger
+	// early shortens every delay: a writer whose clock may be behind
+	// publishes that much before due (HandOffConfig.ClockSkew).
+	early  time.Duration
+	clock  clock.Clock
+	logger *slog.Logger
 }
 
 // publish sends one id-only message per entry with SendMessageBatch, ten
@@ -121,6 +124,6 @@ func (e *publisher) entry(id string, en ledger.IndexEntry, now time.Time) (types
 	if err != nil {
 		return types.SendMessageBatchRequestEntry{}, err
 	}
-	env := envelope.Build(envelope.Spec{Kind: e.kind, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
+	env := envelope.Build(envelope.Spec{Kind: e.kind, Body: string(body), Delay: en.DueAt.Sub(now) - e.early, Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
 	return env.Entry(id), nil
 }

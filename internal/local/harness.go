@@ -52,6 +52,8 @@ type HarnessConfig struct {
 	// IntakeInstances is how many intake instances serve its function URL.
 	// Default none: no intake.
 	IntakeInstances int
+	// IntakeOverrides replace variables of the intake's environment.
+	IntakeOverrides []string
 	// PollWait is the event source mapping's long-poll wait. Default the
 	// mapping's (20 s).
 	PollWait time.Duration
@@ -77,7 +79,8 @@ type Harness struct {
 	Ledger *ledger.Ledger
 	// Proxies count each function's AWS requests (and DynamoDB's capacity
 	// units), by caller: "consumer DynamoDB", "consumer SQS", "enqueue
-	// DynamoDB", "enqueue SQS", and with an intake "intake DynamoDB".
+	// DynamoDB", "enqueue SQS", and with an intake "intake DynamoDB" and
+	// "intake SQS" (its short-notice hand-offs).
 	Proxies map[string]*standin.Proxy
 	// Consumers are the consumer instances, the mapping's invokers in
 	// order, named consumer-1, …. Each posts to its own path of the
@@ -150,7 +153,7 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	}
 	callers := []string{"consumer DynamoDB", "consumer SQS", "enqueue DynamoDB", "enqueue SQS"}
 	if cfg.IntakeInstances > 0 {
-		callers = append(callers, "intake DynamoDB")
+		callers = append(callers, "intake DynamoDB", "intake SQS")
 	}
 	if s.Resources.FeedbackURL != "" {
 		callers = append(callers, "feedback DynamoDB")
@@ -199,9 +202,10 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 		return h, err
 	}
 	if cfg.IntakeInstances > 0 {
-		// The intake's DynamoDB calls counted by a proxy.
+		// The intake's DynamoDB calls, and the SQS calls of its
+		// short-notice hand-off, counted by proxies.
 		if h.Intake, err = s.StartIntake(ctx, filepath.Join(cfg.Bootstraps, "intake", "bootstrap"), cfg.IntakeInstances,
-			Endpoints{DynamoDB: h.Proxies["intake DynamoDB"].Endpoint}, output("intake")); err != nil {
+			h.counted("intake"), output("intake"), cfg.IntakeOverrides...); err != nil {
 			return h, err
 		}
 		h.stop = append(h.stop, h.Intake.Close)

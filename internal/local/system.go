@@ -381,11 +381,11 @@ type Intake struct {
 // verified, payload format 2.0, at most instances requests at once). The
 // functions' output and the front's access lines go to log; nil: the
 // functions' to files in the stand-in folder's logs, the front's nowhere.
-func (s *System) StartIntake(ctx context.Context, bootstrap string, instances int, ep Endpoints, log io.Writer) (in *Intake, err error) {
+func (s *System) StartIntake(ctx context.Context, bootstrap string, instances int, ep Endpoints, log io.Writer, overrides ...string) (in *Intake, err error) {
 	if instances < 1 {
 		return nil, fmt.Errorf("local: %d intake instances; start at least 1 (one per request served at once)", instances)
 	}
-	env, err := s.Env("intake", ep, 0)
+	env, err := s.Env("intake", ep, 0, overrides...)
 	if err != nil {
 		return nil, err
 	}

@@ -209,6 +209,12 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 				}
 				return "", &ConflictError{ID: r.ID, Field: what, Stored: MaskAddress(re.Current.Address), Given: MaskAddress(it.Address)}
 			}
+			if it.HandOff && unclaimedHandOff(re.Current) {
+				// Its writer may have died before publishing: the
+				// caller's retry publishes it again (a second message is
+				// a duplicate the claim refuses), sooner than the repair.
+				written = append(written, it)
+			}
 		case err != nil:
 			return "", fmt.Errorf("schedule: reminder %q: %w; run the same create again to finish it", r.ID, err)
 		case exists:
@@ -216,6 +222,12 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 	}
 	return outcome, nil
+}
+
+// unclaimedHandOff reports whether d is a delivery its writer marked as
+// handed off and that no consumer has claimed yet.
+func unclaimedHandOff(d ledger.Delivery) bool {
+	return d.Status == ledger.StatusPending && d.Attempts == 0 && d.Index != nil && d.Index.HandedOff
 }
 
 // handsOff reports whether a delivery due at dueAt and written now is
