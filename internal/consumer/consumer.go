@@ -265,7 +265,7 @@ type record struct {
 	// the provider accepted: with the queue's first receive, where a sent
 	// delivery's time went (logged with its transition).
 	started, claimed, accepted time.Time
-	log      *slog.Logger
+	log                        *slog.Logger
 }
 
 // Handle processes one SQS record. It returns nil when the record may be

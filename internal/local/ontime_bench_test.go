@@ -127,7 +127,7 @@ func BenchmarkOnTime(b *testing.B) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var l struct {
-			Msg, Outcome, DeliveryKey                   string
+			Msg, Outcome, DeliveryKey                    string
 			ReceivedMs, StartedMs, ClaimedMs, AcceptedMs *float64
 		}
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "transition" || l.Outcome != "sent" || l.AcceptedMs == nil {
