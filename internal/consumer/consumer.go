@@ -613,8 +613,10 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 	// to be within SQS's limits.
 	wait := dueAt.Sub(c.cfg.Clock.Now())
 	if r.rec.Attributes["MessageGroupId"] != "" && wait <= retry.MaxDelay {
+		// Whole seconds, rounded down as a delay is: back up to a second
+		// early, and held until due (EarlyWait), never late.
 		return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "visibility",
-			Err: failure.Retryable(errors.New("not yet due"), time.Duration(ceilSeconds(wait))*time.Second)}
+			Err: failure.Retryable(errors.New("not yet due"), wait.Truncate(time.Second))}
 	}
 	if wait <= envelope.MaxDelaySeconds*time.Second {
 		msg.DueAt = dueAt
