@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/circuit"
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/metrics"
@@ -71,6 +72,7 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		Queue:    q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
 		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,
 		Backoff: backoff, Logger: log, Metrics: rec,
+		Circuit: circuit.Config{Failures: s.CircuitFailures, CoolDown: s.CircuitCoolDown, MaxCoolDown: s.CircuitMaxCoolDown},
 	})
 	if err != nil {
 		return nil, err
