@@ -208,7 +208,7 @@ func BenchmarkIntakeColdStart(b *testing.B) {
 
 var (
 	initReport  = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
-	firstReport = regexp.MustCompile(`REPORT RequestId: \S+\s+Duration: ([0-9.]+) ms`)
+	firstReport = regexp.MustCompile(`REPORT RequestId: [^\n]*?\tDuration: ([0-9.]+) ms`)
 )
 
 // usage is what the intake's log says it ran: REPORT lines, their billed

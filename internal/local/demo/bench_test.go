@@ -21,7 +21,7 @@ import (
 // warm-up's connections, and the first invocation) and their peak memory.
 func BenchmarkEndToEnd(b *testing.B) {
 	standintest.AWSConfig(b)
-	bins := standintest.Bootstraps(b, "consumer", "enqueue")
+	bins := standintest.Bootstraps(b, "consumer", "enqueue", "outcomes")
 	for _, batch := range []int{1, 10, 100} {
 		for _, latency := range []time.Duration{0, 20 * time.Millisecond} {
 			b.Run(fmt.Sprintf("batch=%d/latency=%v", batch, latency), func(b *testing.B) {

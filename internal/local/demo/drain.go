@@ -334,7 +334,7 @@ func (l *reportLog) Write(p []byte) (int, error) {
 
 var (
 	initReport  = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
-	firstReport = regexp.MustCompile(`REPORT RequestId: \S+\s+Duration: ([0-9.]+) ms`)
+	firstReport = regexp.MustCompile(`REPORT RequestId: [^\n]*?\tDuration: ([0-9.]+) ms`)
 )
 
 // firstReport returns the runtime's init duration and the first
