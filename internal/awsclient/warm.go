@@ -18,6 +18,7 @@ const WarmLimit = 2 * time.Second
 // (access denied, a failed condition) has opened its connection, TCP and
 // TLS, as well as one answered.
 func Warm(ctx context.Context, limit time.Duration, n int, calls ...func(context.Context) error) {
+	// wall clock: the bound is on the process's init, which Lambda times on it
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var wg sync.WaitGroup
