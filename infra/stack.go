@@ -615,6 +615,18 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 			p.alarms(n, s, add)
 		}
 	}
+	// A provider's circuit opens in each consumer instance that sees it
+	// unwell, and opens again at every failed probe, at least every 5
+	// minutes (the cool-down's bound): one opening in the last 10 minutes
+	// keeps the alarm on while it stays open, and it clears 10 minutes
+	// after the last.
+	for _, p := range s.Providers {
+		open := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: str("Nudge"), MetricName: str(consumer.MetricCircuit),
+			DimensionsMap: &map[string]*string{"Function": str("consumer"), "Provider": str(p), "State": str("open")},
+			Statistic:     str("Sum"), Period: awscdk.Duration_Minutes(num(1))})
+		add("provider-circuit-open-"+p, fmt.Sprintf("The consumer stopped sending to %s: its sends time out, fail to connect or answer 5xx, and its deliveries wait (unclaimed, not dead-lettered) while a probe every 30 s to 5 min checks it.", p),
+			open, 0, 10, 1, notBreaching)
+	}
 	add("ticks-lost", "Enqueue ticks are being lost (runs failing, ticks dropped after a minute, or Scheduler unable to invoke the enqueue): hand-offs wait. Their records are in the schedule DLQ.",
 		n.SchedulerDLQ.MetricNumberOfMessagesSent(sum), 0, 5, 3, notBreaching)
 	n.outcomeAlarms(add)

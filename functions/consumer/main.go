@@ -12,8 +12,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
+	"github.com/nudgehq/nudge/internal/circuit"
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/metrics"
@@ -47,6 +50,16 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Open the connections the first batch needs during init: one to
+	// DynamoDB per record in flight (the claims), one to SQS (deferrals,
+	// dead letters, the heartbeat). Its role allows UpdateItem on the table
+	// (a refused condition, nothing written) and GetQueueAttributes on the
+	// work queue (the event source mapping's grant).
+	awsclient.Warm(ctx, awsclient.WarmLimit, s.Concurrency, led.WarmWrite)
+	awsclient.Warm(ctx, awsclient.WarmLimit, 1, func(ctx context.Context) error {
+		_, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: &s.QueueURL, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		return err
+	})
 	// Each provider the stage runs, built by its driver from the variables
 	// the stack gave it (its secret read once, here).
 	providers, limits, err := consumer.BuildProviders(ctx, s, provider.Env{Getenv: os.Getenv, AWS: cfg,
@@ -71,6 +84,7 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		Queue:    q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
 		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,
 		Backoff: backoff, Logger: log, Metrics: rec,
+		Circuit: circuit.Config{Failures: s.CircuitFailures, CoolDown: s.CircuitCoolDown, MaxCoolDown: s.CircuitMaxCoolDown},
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
 	"github.com/nudgehq/nudge/internal/enqueue"
@@ -42,6 +44,14 @@ func build(ctx context.Context, log *slog.Logger) (*enqueue.Function, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Open the connections the first tick needs during init, one per shard
+	// worked at once, to DynamoDB (a GetItem of an item that never
+	// exists) and to SQS (an empty SendMessageBatch: allowed as
+	// SendMessage, refused as empty, nothing sent); its role allows both.
+	awsclient.Warm(ctx, awsclient.WarmLimit, s.Concurrency, led.WarmRead, func(ctx context.Context) error {
+		_, err := q.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &s.QueueURL, Entries: []sqstypes.SendMessageBatchRequestEntry{}})
+		return err
+	})
 	rec := metrics.New(map[string]string{"Function": "enqueue"})
 	e, err := enqueue.New(enqueue.Config{
 		Ledger: led, Queue: q, QueueURL: s.QueueURL, Shards: s.Shards,

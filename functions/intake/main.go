@@ -48,6 +48,10 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Open the connection the first request needs during init (two: a
+	// request reads and writes in turn, a spare for the SDK's retry): a
+	// GetItem of an item that never exists, which its role allows.
+	awsclient.Warm(ctx, awsclient.WarmLimit, 2, led.WarmRead)
 	// Each provider's checks of a delivery, from the variables the stack
 	// gave it (the templates it deployed, say: known without asking SES).
 	doors, err := registry.Doors(s.Providers, provider.Env{Getenv: os.Getenv, AWS: cfg})

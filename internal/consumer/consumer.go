@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/nudgehq/nudge/internal/circuit"
 	"github.com/nudgehq/nudge/internal/deadletter"
 	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
@@ -150,10 +151,19 @@ type Config struct {
 	// timeout and the ledger writes): a record whose context ends sooner
 	// is deferred rather than made to wait. Default 11s.
 	SendTime time.Duration
+	// Circuit configures each provider's circuit breaker (Failures,
+	// CoolDown, MaxCoolDown: circuit.Config's defaults, 5, 30s and 5m;
+	// ProbeTimeout defaults to SendTime; Name, Clock and OnChange are the
+	// consumer's). While a provider's circuit is open its records are
+	// deferred until the next probe, unclaimed (Consumer.admit).
+	Circuit circuit.Config
 }
 
 // Consumer handles delivery records. It implements batch.Handler.
-type Consumer struct{ cfg Config }
+type Consumer struct {
+	cfg      Config
+	circuits map[string]*circuit.Breaker // by provider
+}
 
 // New validates cfg, applies defaults and returns a Consumer.
 func New(cfg Config) (*Consumer, error) {
@@ -223,7 +233,11 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.SendTime == 0 {
 		cfg.SendTime = 10*time.Second + LedgerAllowance
 	}
-	return &Consumer{cfg: cfg}, nil
+	c := &Consumer{cfg: cfg}
+	if err := c.newCircuits(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func randomToken() string {
@@ -318,6 +332,13 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	if err := context.Cause(heartbeat.Watched(ctx)); err != nil && ctx.Err() == nil {
 		return Outcome{Err: failure.Retryable(err, 0)}
 	}
+	// A provider whose circuit is open is not sent to: the record waits,
+	// unclaimed, for the next probe.
+	ticket, o, ok := c.admit(ctx, r, msg)
+	if !ok {
+		return o
+	}
+	defer ticket.Release() // a record that never reaches the send says nothing
 	if lim := c.cfg.Limits[msg.Provider]; lim != nil {
 		if o, ok := c.pace(ctx, r, lim); !ok {
 			return o
@@ -375,6 +396,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, DueAt: d.DueAt, Attempt: r.attempts,
 		Address: d.Address, TemplateData: d.TemplateData,
 	}, key.String())
+	ticket.Record(c.verdict(ctx, sendErr))
 	if sendErr == nil {
 		r.accepted = c.cfg.Clock.Now()
 		return c.complete(ctx, r, d, receipt)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/nudgehq/nudge/internal/circuit"
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/deadletter"
 	"github.com/nudgehq/nudge/internal/ledger"
@@ -45,6 +46,9 @@ func newFast(t *testing.T, sendErr error) *fast {
 	f.c, err = consumer.New(consumer.Config{
 		Ledger: f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, Backoff: backoff, MaxAttempts: 3,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// These tests follow one delivery's attempts past the five failures
+		// in a row that would open the provider's circuit (circuit_test.go).
+		Circuit: circuit.Config{Failures: 100},
 		Providers: map[string]provider.Provider{"webhook": provider.Func(func(context.Context, provider.Request, string) (provider.Receipt, error) {
 			f.sends++
 			return provider.Receipt{ID: "r"}, sendErr

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/internal/envconfig"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/ratelimit"
 	"github.com/nudgehq/nudge/pkg/batch"
@@ -36,6 +37,13 @@ type Settings struct {
 	BackoffCap      time.Duration                       // NUDGE_BACKOFF_CAP: default 6h.
 	Shards          int                                 // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
 	Lookahead       time.Duration                       // NUDGE_LOOKAHEAD: hand-off lookahead (ledger.Config.Lookahead). Default 15m.
+	// Each provider's circuit (Config.Circuit): unwell sends in a row that
+	// open it, its first cool-down, and the bound of the cool-down, which
+	// doubles while probes fail (at most 15m, SQS's longest delay, which
+	// defers the records).
+	CircuitFailures    int           // NUDGE_CIRCUIT_FAILURES: default 5.
+	CircuitCoolDown    time.Duration // NUDGE_CIRCUIT_COOLDOWN: default 30s.
+	CircuitMaxCoolDown time.Duration // NUDGE_CIRCUIT_MAX_COOLDOWN: default 5m.
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -54,6 +62,10 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		Concurrency:     r.Int("NUDGE_CONCURRENCY", 10),
 		Shards:          r.Int("NUDGE_SHARDS", 8),
 		Lookahead:       r.Duration("NUDGE_LOOKAHEAD", 15*time.Minute),
+
+		CircuitFailures:    r.Int("NUDGE_CIRCUIT_FAILURES", 5),
+		CircuitCoolDown:    r.Duration("NUDGE_CIRCUIT_COOLDOWN", 30*time.Second),
+		CircuitMaxCoolDown: r.Duration("NUDGE_CIRCUIT_MAX_COOLDOWN", 5*time.Minute),
 	}
 	providers, err := ParseProviders(getenv("NUDGE_PROVIDERS"))
 	if err != nil {
@@ -101,6 +113,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if s.Visibility <= s.ProviderTimeout {
 		return s, fmt.Errorf("consumer: NUDGE_VISIBILITY_TIMEOUT %v must exceed NUDGE_PROVIDER_TIMEOUT %v (AWS recommends 6× the function timeout)", s.Visibility, s.ProviderTimeout)
+	}
+	if err := s.checkCircuit(); err != nil {
+		return s, err
 	}
 	if err := CheckReceiveMargin(s.MaxAttempts, s.MaxReceiveCount); err != nil {
 		return s, fmt.Errorf("consumer: NUDGE_MAX_RECEIVE_COUNT: %w", err)
@@ -188,6 +203,18 @@ func (s Settings) CheckTimeout(timeout time.Duration, batchSize int) error {
 	if batchSize > s.Concurrency*rounds {
 		return fmt.Errorf("consumer: a batch of %d records, %d at a time (NUDGE_CONCURRENCY), starts at most %d while every send takes the %v provider timeout (%d rounds in the %v before the cut-off); the rest would return unstarted on every receive: raise the concurrency to %d, or lower the batch size to %d",
 			batchSize, s.Concurrency, s.Concurrency*rounds, s.ProviderTimeout, rounds, window, (batchSize+rounds-1)/rounds, s.Concurrency*rounds)
+	}
+	return nil
+}
+
+// checkCircuit checks the circuit settings.
+func (s Settings) checkCircuit() error {
+	switch {
+	case s.CircuitCoolDown < time.Second:
+		return fmt.Errorf("consumer: NUDGE_CIRCUIT_COOLDOWN %v is below 1s; records wait at least a second (default 30s)", s.CircuitCoolDown)
+	case s.CircuitMaxCoolDown < s.CircuitCoolDown || s.CircuitMaxCoolDown > envelope.MaxDelaySeconds*time.Second:
+		return fmt.Errorf("consumer: NUDGE_CIRCUIT_MAX_COOLDOWN %v must be between NUDGE_CIRCUIT_COOLDOWN %v and SQS's longest delay, 15m (default 5m)",
+			s.CircuitMaxCoolDown, s.CircuitCoolDown)
 	}
 	return nil
 }

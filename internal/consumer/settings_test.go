@@ -26,6 +26,9 @@ func TestSettingsDefaults(t *testing.T) {
 	if s.MaxAttempts != 5 || s.MaxReceiveCount != 10 || s.Visibility != 180*time.Second || s.CutoffMargin != 12*time.Second || s.BackoffCap != 6*time.Hour {
 		t.Fatalf("defaults %+v", s)
 	}
+	if s.CircuitFailures != 5 || s.CircuitCoolDown != 30*time.Second || s.CircuitMaxCoolDown != 5*time.Minute {
+		t.Fatalf("circuit defaults %d, %v, %v; want 5, 30s, 5m", s.CircuitFailures, s.CircuitCoolDown, s.CircuitMaxCoolDown)
+	}
 }
 
 func TestSettingsErrorsNameTheVariable(t *testing.T) {
@@ -38,6 +41,10 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"NUDGE_MAX_ATTEMPTS": "0"}, "NUDGE_MAX_ATTEMPTS"},
 		{map[string]string{"NUDGE_BACKOFF_CAP": "forever"}, "NUDGE_BACKOFF_CAP"},
 		{map[string]string{"NUDGE_VISIBILITY_TIMEOUT": "5s"}, "must exceed"},
+		{map[string]string{"NUDGE_CIRCUIT_FAILURES": "0"}, `NUDGE_CIRCUIT_FAILURES="0" is not a positive whole number`},
+		{map[string]string{"NUDGE_CIRCUIT_COOLDOWN": "500ms"}, "NUDGE_CIRCUIT_COOLDOWN 500ms is below 1s"},
+		{map[string]string{"NUDGE_CIRCUIT_MAX_COOLDOWN": "20s"}, "NUDGE_CIRCUIT_MAX_COOLDOWN 20s must be between"},
+		{map[string]string{"NUDGE_CIRCUIT_MAX_COOLDOWN": "1h"}, "SQS's longest delay, 15m"},
 		{map[string]string{"NUDGE_WEBHOOK_SECRET": ""}, "exactly one of NUDGE_WEBHOOK_SECRET"},
 		{map[string]string{"NUDGE_WEBHOOK_SECRET_ID": "nudge/webhook"}, "exactly one of NUDGE_WEBHOOK_SECRET"},
 	} {

@@ -17,10 +17,11 @@ import (
 // and 20 ms; then sends each message again as a duplicate. It reports the
 // throughput, the AWS requests and write units per delivered message and
 // per duplicate, both functions' cold starts (process start to first
-// answered invocation) and their peak memory.
+// answered invocation, and its parts: the runtime's init, with the
+// warm-up's connections, and the first invocation) and their peak memory.
 func BenchmarkEndToEnd(b *testing.B) {
 	standintest.AWSConfig(b)
-	bins := standintest.Bootstraps(b, "consumer", "enqueue")
+	bins := standintest.Bootstraps(b, "consumer", "enqueue", "outcomes")
 	for _, batch := range []int{1, 10, 100} {
 		for _, latency := range []time.Duration{0, 20 * time.Millisecond} {
 			b.Run(fmt.Sprintf("batch=%d/latency=%v", batch, latency), func(b *testing.B) {
@@ -47,6 +48,11 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.ReportMetric(float64(r.ConsumerColdStart.Milliseconds()), "consumer-cold-ms")
 				b.ReportMetric(float64(r.EnqueueColdStart.Milliseconds()), "enqueue-cold-ms")
 				b.ReportMetric(float64(r.EmulatorStart.Milliseconds()), "emulator-start-ms")
+				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+				b.ReportMetric(ms(r.ConsumerInit), "consumer-init-ms")
+				b.ReportMetric(ms(r.ConsumerFirst), "consumer-first-batch-ms")
+				b.ReportMetric(ms(r.EnqueueInit), "enqueue-init-ms")
+				b.ReportMetric(ms(r.EnqueueFirst), "enqueue-first-tick-ms")
 				b.ReportMetric(float64(r.ConsumerPeakRSS)/(1<<20), "consumer-rss-MB")
 				b.ReportMetric(float64(r.EnqueuePeakRSS)/(1<<20), "enqueue-rss-MB")
 			})

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +78,12 @@ type drainResult struct {
 	// and the invocation): a one-record batch for the consumer, a schedule
 	// tick for the enqueue.
 	ConsumerColdStart, EnqueueColdStart time.Duration
+	// Init and First split a function's cold start after the emulator's
+	// start, as Lambda reports it: the runtime's init (the emulator's INIT
+	// REPORT: the Go runtime, the configuration, the clients, the
+	// warm-up's connections) and the first invocation (its REPORT's
+	// Duration: the consumer's one-record batch, the enqueue's tick).
+	ConsumerInit, ConsumerFirst, EnqueueInit, EnqueueFirst time.Duration
 	// EmulatorStart is the part of the consumer's cold start spent before
 	// the emulator accepted a connection (the runtime starts after that,
 	// on the first invocation).
@@ -117,7 +126,14 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 		return res, err
 	}
 	defer sys.Close()
-	h, err := sys.StartHarness(ctx, local.HarnessConfig{Bootstraps: cfg.Bootstraps, Consumers: cfg.Instances, PollWait: time.Second})
+	outputs := map[string]*reportLog{"consumer-1": {}, "enqueue": {}}
+	h, err := sys.StartHarness(ctx, local.HarnessConfig{Bootstraps: cfg.Bootstraps, Consumers: cfg.Instances, PollWait: time.Second,
+		Output: func(name string) io.Writer {
+			if l, ok := outputs[name]; ok {
+				return l
+			}
+			return nil
+		}})
 	if err != nil {
 		return res, err
 	}
@@ -149,6 +165,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 		return res, fmt.Errorf("demo: the cold invocation failed: %v %v: %s", err, ferr, out)
 	}
 	res.ConsumerColdStart = first.Startup + time.Since(invoked)
+	res.ConsumerInit, res.ConsumerFirst = outputs["consumer-1"].firstReport()
 	if err := sendBodies(ctx, h.SQS, h.Resources.WorkURL, bodies); err != nil {
 		return res, err
 	}
@@ -211,6 +228,7 @@ func drain(ctx context.Context, cfg drainConfig) (drainResult, error) {
 		return res, fmt.Errorf("demo: the enqueue's first tick failed: %v: %s", err, out)
 	}
 	res.EnqueueColdStart = h.Enqueue.Startup + time.Since(invoked)
+	res.EnqueueInit, res.EnqueueFirst = outputs["enqueue"].firstReport()
 	res.EnqueuePeakRSS, _ = h.Enqueue.PeakRSS()
 	return res, nil
 }
@@ -299,4 +317,38 @@ func waitFor(ctx context.Context, limit time.Duration, done func() bool) error {
 		}
 	}
 	return nil
+}
+
+// reportLog keeps a function instance's output, for its emulator's
+// INIT REPORT and REPORT lines.
+type reportLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *reportLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+var (
+	initReport  = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+	firstReport = regexp.MustCompile(`REPORT RequestId: [^\n]*?\tDuration: ([0-9.]+) ms`)
+)
+
+// firstReport returns the runtime's init duration and the first
+// invocation's, as the emulator reported them (0 where it did not).
+func (l *reportLog) firstReport() (init, first time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ms := func(re *regexp.Regexp) time.Duration {
+		m := re.FindStringSubmatch(l.b.String())
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return time.Duration(v * float64(time.Millisecond))
+	}
+	return ms(initReport), ms(firstReport)
 }
