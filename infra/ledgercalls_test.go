@@ -202,7 +202,7 @@ func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 			return l.Create(ctx, d)
 		}},
 		{intakeRole, "the intake giving back a hand-off SQS refused", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
-			_, err := l.Release(ctx, primary.Key(), primary.DueAt, "hand-off failed; the enqueue hands it off")
+			_, err := l.GiveBack(ctx, primary.Key(), primary.DueAt, "hand-off failed; the enqueue hands it off")
 			return err
 		}},
 		{consumerRole, "the consumer claiming a probe", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {

@@ -78,7 +78,7 @@ func (f calendarFlags) store(ctx context.Context) (*schedule.Store, error) {
 // a reminder due within the lookahead is published at once, as the intake
 // does. Without it (no queue, or no right to look it up), the enqueue hands
 // it off at its next tick.
-func (f calendarFlags) handOff(ctx context.Context) schedule.HandOff {
+func (f *resources) handOff(ctx context.Context) schedule.HandOff {
 	url := f.workURL
 	if url == "" && f.stage != "" {
 		out, err := f.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(deployment.Stage{Name: f.stage}.WorkQueueName())})

@@ -112,7 +112,8 @@ func isLoopback(host string) bool {
 // packages. The caller adds the hosts (serveConsole), whether actions are
 // allowed, and a logger.
 func (r *resources) consoleConfig(ctx context.Context, who string) (console.Config, error) {
-	sc := schedule.Config{Ledger: r.ledger}
+	// A reschedule into the lookahead is handed off at once, as the CLI's.
+	sc := schedule.Config{Ledger: r.ledger, HandOff: r.handOff(ctx)}
 	// The providers the stage runs, as its enqueue recorded them; a table
 	// without the record takes the built-in ones.
 	facts, ok, err := r.ledger.ReadStage(ctx)

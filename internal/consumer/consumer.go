@@ -201,8 +201,10 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.EarlyWait == 0 {
 		cfg.EarlyWait = 2 * time.Second
 	}
-	if cfg.EarlyWait < 0 || cfg.EarlyWait > time.Minute {
-		return nil, fmt.Errorf("consumer: early wait %v is outside 0–1m; it is how long a record that arrives before its due time is held", cfg.EarlyWait)
+	if cfg.EarlyWait < time.Second || cfg.EarlyWait > time.Minute {
+		// Below a second, a message delayed in whole seconds (rounded
+		// down) would come back early again and again until due.
+		return nil, fmt.Errorf("consumer: early wait %v is outside 1s–1m; it is how long a record that arrives before its due time is held, and delays are whole seconds", cfg.EarlyWait)
 	}
 	if cfg.LateAfter == 0 {
 		cfg.LateAfter = time.Minute
@@ -636,9 +638,10 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 	wait := dueAt.Sub(c.cfg.Clock.Now())
 	if r.rec.Attributes["MessageGroupId"] != "" && wait <= retry.MaxDelay {
 		// Whole seconds, rounded down as a delay is: back up to a second
-		// early, and held until due (EarlyWait), never late.
+		// early, and held until due (EarlyWait). At least a second: a
+		// visibility of 0 would leave the message's own (minutes).
 		return Outcome{Transition: Deferred, Next: wait.Round(time.Second), Via: "visibility",
-			Err: failure.Retryable(errors.New("not yet due"), wait.Truncate(time.Second))}
+			Err: failure.Retryable(errors.New("not yet due"), max(wait.Truncate(time.Second), time.Second))}
 	}
 	if wait <= envelope.MaxDelaySeconds*time.Second {
 		msg.DueAt = dueAt

@@ -10,6 +10,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,36 @@ func TestARecordNearTheCutOffIsDeferredNotHeld(t *testing.T) {
 	}
 	if len(h.f.q.sent) != 1 || len(h.sentAt) != 0 || h.f.clk.Waiters() != 0 {
 		t.Fatalf("re-published %d, sent %d, waiting %d; want it deferred at once", len(h.f.q.sent), len(h.sentAt), h.f.clk.Waiters())
+	}
+}
+
+// TestAFIFORecordJustBeforeItsTimeComesBackInASecond: a FIFO deferral of
+// under a second asks for a second's visibility, not none (which would
+// leave the queue's own, minutes).
+func TestAFIFORecordJustBeforeItsTimeComesBackInASecond(t *testing.T) {
+	f := newFast(t, nil)
+	due := f.clk.Now().Add(2400 * time.Millisecond) // beyond the 2 s hold
+	f.seed(t, "rem-fifo", due)
+	if got := after(f.handle("rem-fifo", "webhook", due, "1", map[string]string{"MessageGroupId": "acct-1"})); got != 2*time.Second {
+		t.Fatalf("deferred by %v; want 2s (rounded down)", got)
+	}
+}
+
+// TestAFIFORecordRescheduledUnderASecondLaterComesBackInASecond: its claim
+// is refused not due, 0.4 s ahead: a second's visibility, never none.
+func TestAFIFORecordRescheduledUnderASecondLaterComesBackInASecond(t *testing.T) {
+	f := newFast(t, nil)
+	f.seed(t, "rem-fifo", f.clk.Now().Add(400*time.Millisecond))
+	if got := after(f.handle("rem-fifo", "webhook", f.clk.Now(), "1", map[string]string{"MessageGroupId": "acct-1"})); got != time.Second {
+		t.Fatalf("deferred by %v; want 1s, never 0", got)
+	}
+}
+
+func TestAnEarlyWaitUnderASecondIsRefused(t *testing.T) {
+	t.Parallel()
+	_, err := consumer.New(consumer.Config{Ledger: mustMemory(clock.NewFake(time.Now())), Queue: &captureSQS{}, QueueURL: "w", DLQURL: "d",
+		EarlyWait: 500 * time.Millisecond, Providers: map[string]provider.Provider{"webhook": provider.Func(nil)}})
+	if err == nil || !strings.Contains(err.Error(), "early wait") {
+		t.Fatalf("error %v; want the early wait refused", err)
 	}
 }

@@ -57,20 +57,6 @@ var transitionValue = map[Transition]any{
 // Retried and DeadLettered by failure class. A channel Nudge does not know
 // counts as "other", a body that did not decode as "none", so that a
 // producer's bad data cannot mint metrics.
-// timing is where a sent delivery's time went, as log attributes: the
-// queue's first receive of its message (SQS's
-// ApproximateFirstReceiveTimestamp, on the first receive only), the start
-// of its handling, the claim's return and the provider's acceptance, each
-// in milliseconds from its due time (negative: before it).
-func (r *record) timing() []any {
-	since := func(t time.Time) int64 { return t.Sub(r.dueAt).Milliseconds() }
-	kv := []any{"startedMs", since(r.started), "claimedMs", since(r.claimed), "acceptedMs", since(r.accepted)}
-	if ms, err := strconv.ParseInt(r.rec.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64); err == nil && r.receives == 1 {
-		kv = append(kv, "receivedMs", since(time.UnixMilli(ms)))
-	}
-	return kv
-}
-
 func (c *Consumer) report(r *record, o Outcome) {
 	m := c.cfg.Metrics
 	switch o.Transition {
@@ -89,7 +75,9 @@ func (c *Consumer) report(r *record, o Outcome) {
 			m.Add(MetricLate, 1)
 		}
 		m.Observe(MetricDueToSent, c.cfg.Clock.Now().Sub(r.dueAt).Seconds())
-		r.log = r.log.With(r.timing()...)
+		if !r.accepted.IsZero() { // sent by this attempt, not settled by a provider's record
+			r.log = r.log.With(r.timing()...)
+		}
 	case Duplicate:
 		m.Add(MetricDuplicate, 1)
 	case Retry:
@@ -128,4 +116,18 @@ func (c *Consumer) report(r *record, o Outcome) {
 		kv = append(kv, "error", o.Error)
 	}
 	r.log.Info("transition", kv...)
+}
+
+// timing is where a sent delivery's time went, as log attributes: the
+// queue's first receive of its message (SQS's
+// ApproximateFirstReceiveTimestamp, on the first receive only), the start
+// of its handling, the claim's return and the provider's acceptance, each
+// in milliseconds from its due time (negative: before it).
+func (r *record) timing() []any {
+	since := func(t time.Time) int64 { return t.Sub(r.dueAt).Milliseconds() }
+	kv := []any{"startedMs", since(r.started), "claimedMs", since(r.claimed), "acceptedMs", since(r.accepted)}
+	if ms, err := strconv.ParseInt(r.rec.Attributes["ApproximateFirstReceiveTimestamp"], 10, 64); err == nil && r.receives == 1 {
+		kv = append(kv, "receivedMs", since(time.UnixMilli(ms)))
+	}
+	return kv
 }

@@ -284,3 +284,25 @@ func TestAnOperatorsHandOffAllowsForItsClock(t *testing.T) {
 		t.Fatalf("delays %v; want 120 s and 0 s (a minute early, at most)", got)
 	}
 }
+
+// TestARetriedRescheduleRepublishesAMoveItsWriterMayHaveLost: a reschedule
+// into the lookahead whose publish was lost (the writer died after the
+// move) is published by the caller's retry of the same reschedule.
+func TestARetriedRescheduleRepublishesAMoveItsWriterMayHaveLost(t *testing.T) {
+	b := setup(t, 2)
+	hand := b.withHandOff(t)
+	k := b.schedule(t, "rem-rs", t0.Add(time.Hour))
+	to := schedule.Times{DueAt: schedule.FormatTime(t0.Add(30 * time.Second))}
+	hand.drop = true
+	if out, err := b.store.Reschedule(b.ctx, "rem-rs", to, ""); err != nil || out.Refused() {
+		t.Fatal(out, err)
+	}
+	hand.take()
+	hand.drop = false
+	if out, err := b.store.Reschedule(b.ctx, "rem-rs", to, ""); err != nil || out.Refused() {
+		t.Fatal(out, err)
+	}
+	if got := hand.take(); len(got) != 1 || got[0].Key != k || got[0].Delay != 30 {
+		t.Fatalf("the retry published %+v; want the moved delivery, delayed 30 s", got)
+	}
+}

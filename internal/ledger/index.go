@@ -130,8 +130,12 @@ func parseIndexEntry(av map[string]types.AttributeValue) (IndexEntry, error) {
 // splitSort reads a due index sort key: the publish time, as stored, the
 // delivery key, and whether its writer handed it off.
 func splitSort(sort string) (publishAt string, key message.DeliveryKey, handedOff bool, err error) {
-	handedOff = strings.HasSuffix(sort, handOffMark)
-	parts := strings.Split(strings.TrimSuffix(sort, handOffMark), "#")
+	// Names hold no '#': four parts, or five whose last is the mark (a
+	// provider may itself be called "i").
+	parts := strings.Split(sort, "#")
+	if handedOff = len(parts) == 5 && "#"+parts[4] == handOffMark; handedOff {
+		parts = parts[:4]
+	}
 	if len(parts) != 4 {
 		return "", key, false, fmt.Errorf("ledger: due index sort key %q is not publishAt#reminderId#channel#provider[#i]", sort)
 	}

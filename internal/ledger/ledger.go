@@ -346,8 +346,8 @@ type Claim struct {
 	Token string
 	// LeaseUntil is when the claim lapses if this consumer dies.
 	LeaseUntil time.Time
-	// DueBy is the latest dueAt that may be claimed now (now plus the
-	// consumer's early tolerance).
+	// DueBy is the latest dueAt that may be claimed now: the consumer's
+	// now, once it has held a record that came a moment early until due.
 	DueBy time.Time
 	// Revive is set for a message that came back from the DLQ (it carries
 	// the consumer's dead-letter attributes: a console redrive). Only such
@@ -601,6 +601,28 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
 	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
 	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
+	return l.write(ctx, u, releaseRefusal)
+}
+
+// GiveBack is Release for a writer whose short-notice hand-off failed
+// (Delivery.HandOff): only a delivery still pending at dueAt and never
+// claimed goes back to the calendar, unmarked. One a consumer has claimed
+// meanwhile (the publish failed after SQS took the message) is left as it
+// is: refused with ErrNotReleasable.
+func (l *Ledger) GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	shards, err := l.shardCount(ctx)
+	if err != nil {
+		return Delivery{}, err
+	}
+	now := l.cfg.Clock.Now()
+	u := l.newUpdate("give back", key, now)
+	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(dueAt, now), key))
+	u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
+	u.values[":shard"] = sv(ShardKey(ShardOf(key.ReminderID, shards)))
+	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
+	u.values[":pending"], u.values[":dueAt"], u.values[":zero"] = sv(StatusPending), sv(Format(dueAt)), av(0)
+	u.names["#status"] = "status"
+	u.cond = "attribute_exists(PK) AND #status = :pending AND dueAt = :dueAt AND (attribute_not_exists(attempts) OR attempts = :zero)"
 	return l.write(ctx, u, releaseRefusal)
 }
 

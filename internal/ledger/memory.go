@@ -368,6 +368,27 @@ func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.
 	})
 }
 
+// GiveBack is Ledger.GiveBack.
+func (m *Memory) GiveBack(_ context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	m.t.mu.Lock()
+	shards, err := m.shardCount()
+	m.t.mu.Unlock()
+	if err != nil {
+		return Delivery{}, err
+	}
+	return m.transition("give back", key, func(d Delivery, _ time.Time) bool {
+		return d.Status == StatusPending && d.Attempts == 0 && d.DueAt.Equal(ms(dueAt))
+	}, byOld(releaseRefusal), func(d *Delivery, now time.Time) {
+		shard := ShardOf(key.ReminderID, shards)
+		if d.Index != nil {
+			shard = d.Index.Shard
+		}
+		pub := m.publishAt(dueAt, now)
+		d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, key), PublishAt: pub}
+		m.history(d, Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)}, now)
+	})
+}
+
 // Cancel is Ledger.Cancel.
 func (m *Memory) Cancel(_ context.Context, key message.DeliveryKey, note string) (Delivery, error) {
 	return m.endUnsent("cancel", key, StatusCancelled, note, cancelRefusal)

@@ -124,6 +124,7 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 				id, ErrIncomplete, len(gone), len(stored.Reminder.Keys()))
 		}
 		out := Rescheduled{DueAt: due, ExpiresAt: exp}
+		var again []ledger.Delivery
 		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + FormatTime(due) + note}}
 		for _, d := range stored.Deliveries {
 			res := MoveResult{Key: d.Key(), Status: statusOf(d.Status)}
@@ -146,6 +147,11 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 				res.Refused, res.At = ledger.ErrFinished, d.UpdatedAt
 			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(deliveryExpiry(plan, d)):
 				res.Unchanged = true
+				if unclaimedHandOff(d) {
+					// Moved and marked by an earlier attempt whose writer
+					// may have died before publishing: published again.
+					again = append(again, d)
+				}
 			case d.Status == ledger.StatusHeld:
 				// A fallback not taken moves with the reminder, and stays
 				// held.
@@ -169,7 +175,7 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		plan.To.HandOff = s.handsOff(due)
 		err = s.cfg.Ledger.MoveReminder(ctx, plan)
 		if err == nil && plan.To.HandOff {
-			var moved []ledger.Delivery
+			moved := again
 			for _, d := range plan.Live {
 				if d.Status != ledger.StatusHeld {
 					d.DueAt, d.ExpiresAt = due, deliveryExpiry(plan, d)

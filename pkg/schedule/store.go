@@ -30,7 +30,7 @@ type Ledger interface {
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 	Expiry(expiresAt time.Time) time.Time
 	Lookahead() time.Duration
-	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+	GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
 }
 
 // HandOff publishes deliveries due within the lookahead as soon as they
@@ -78,9 +78,9 @@ type Config struct {
 	// publish is found by the enqueue's repair. Default none: every
 	// delivery waits for the enqueue's cursor.
 	HandOff HandOff
-	// HandOffTimeout bounds the publish and the give-back after a write:
-	// they run even if the caller has gone, since the write stands.
-	// Default 5s.
+	// HandOffTimeout bounds the publish (three fifths) and the give-back
+	// (two fifths) after a write: they run even if the caller has gone,
+	// since the write stands. Default 5s.
 	HandOffTimeout time.Duration
 	// Logger receives hand-offs that failed. Default slog.Default().
 	Logger *slog.Logger
@@ -247,17 +247,26 @@ func (s *Store) handOff(ctx context.Context, written []ledger.Delivery) {
 	if len(written) == 0 {
 		return
 	}
-	// wall clock: a bound on the requests to SQS and DynamoDB, which run
-	// on even if the caller has gone (the write stands).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HandOffTimeout)
+	// wall clock: bounds on the requests to SQS, then DynamoDB, which run
+	// on even if the caller has gone (the write stands). The give-back has
+	// its own: it is needed most when SQS used up the publish's.
+	pubCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HandOffTimeout*3/5)
 	defer cancel()
 	now := s.cfg.Clock.Now()
 	entries := make([]ledger.IndexEntry, len(written))
 	for i, d := range written {
 		entries[i] = ledger.IndexEntry{Key: d.Key(), PublishAt: now, DueAt: d.DueAt, ExpiresAt: d.ExpiresAt, HandedOff: true}
 	}
-	for _, e := range s.cfg.HandOff.Publish(ctx, entries) {
-		_, err := s.cfg.Ledger.Release(ctx, e.Key, e.DueAt, "hand-off failed; the enqueue hands it off")
+	failed := s.cfg.HandOff.Publish(pubCtx, entries)
+	if len(failed) == 0 {
+		return
+	}
+	backCtx, cancelBack := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HandOffTimeout*2/5) // wall clock: as above
+	defer cancelBack()
+	for _, e := range failed {
+		// Only if still unclaimed: a publish that failed after SQS took
+		// the message may have been claimed already.
+		_, err := s.cfg.Ledger.GiveBack(backCtx, e.Key, e.DueAt, "hand-off failed; the enqueue hands it off")
 		if err != nil && !errors.As(err, new(*ledger.RefusedError)) {
 			s.cfg.Logger.Warn("short-notice hand-off failed and the delivery could not be given back; the enqueue's repair will publish it",
 				"deliveryKey", e.Key.String(), "error", err.Error())

@@ -42,6 +42,7 @@ type Store interface {
 	ReadReminder(ctx context.Context, id string) (ledger.Stored, error)
 	HandedOff(ctx context.Context, d ledger.Delivery) (ledger.HandOff, error)
 	MoveReminder(ctx context.Context, p ledger.MovePlan) error
+	GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
 	ListAccount(ctx context.Context, account string, limit int, next string) (ledger.AccountPage, error)
 	RecordFeedback(ctx context.Context, key message.DeliveryKey, f ledger.Feedback) (ledger.Delivery, error)
 	TakeFallback(ctx context.Context, primary ledger.Delivery, reason string) (ledger.Delivery, error)
@@ -1246,10 +1247,10 @@ func testAWriterHandOffIsMarkedInTheIndex(t *testing.T, b bundle) {
 	if h, err := b.l.HandedOff(ctx, got); err != nil || !h.Done {
 		t.Fatalf("a delivery its writer handed off, before any cursor: %+v, %v; want Done", h, err)
 	}
-	if _, err := b.l.Release(ctx, d.Key(), due, "hand-off failed"); err != nil {
+	if _, err := b.l.GiveBack(ctx, d.Key(), due, "hand-off failed"); err != nil {
 		t.Fatal(err)
 	}
-	got = marked(false, "released")
+	got = marked(false, "given back")
 	if h, _ := b.l.HandedOff(ctx, got); h.Done {
 		t.Fatalf("a released delivery: %+v; want it not handed off until a cursor passes it", h)
 	}
@@ -1273,6 +1274,41 @@ func testAWriterHandOffIsMarkedInTheIndex(t *testing.T, b bundle) {
 		t.Fatal(err)
 	}
 	marked(false, "moved beyond the lookahead, without HandOff")
+
+	// A give-back never takes a delivery a consumer has claimed (its
+	// message reached the queue after all).
+	c := ledger.Delivery{ReminderID: "rem-claimed", Channel: "email", Provider: "i", RecipientRef: "r", TemplateRef: "t",
+		DueAt: b.clk.Now(), ExpiresAt: b.clk.Now().Add(time.Hour), HandOff: true}
+	if err := b.l.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := b.entry(t, c.Key()); !ok || !e.HandedOff || e.Key != c.Key() {
+		t.Fatalf("a provider named i, marked: %+v, %v", e, ok)
+	}
+	if _, err := b.claim("tok", c); err != nil {
+		t.Fatal(err)
+	}
+	refusal(t, b.giveBack(c), ledger.ErrNotReleasable)
+	if got, _ := b.l.Get(ctx, c.Key()); got.Status != ledger.StatusSending {
+		t.Fatalf("a claimed delivery given back: %s; want it left sending", got.Status)
+	}
+	// Unmarked, a provider named "i" is not taken for the mark.
+	u := ledger.Delivery{ReminderID: "rem-i", Channel: "sms", Provider: "i", RecipientRef: "r", TemplateRef: "t",
+		DueAt: b.clk.Now().Add(time.Hour), ExpiresAt: b.clk.Now().Add(2 * time.Hour)}
+	if err := b.l.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := b.entry(t, u.Key()); !ok || e.HandedOff || e.Key != u.Key() {
+		t.Fatalf("a provider named i, unmarked: %+v, %v", e, ok)
+	}
+	if got, err := b.l.Get(ctx, u.Key()); err != nil || got.Index == nil || got.Index.HandedOff {
+		t.Fatalf("a provider named i reads as %+v, %v", got.Index, err)
+	}
+}
+
+func (b bundle) giveBack(d ledger.Delivery) error {
+	_, err := b.l.GiveBack(context.Background(), d.Key(), d.DueAt, "hand-off failed")
+	return err
 }
 
 // testAWriterClockBehindPublishesAhead: a writer that allows for its clock

@@ -192,7 +192,7 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 		sum.Usage.ReadUnits += reads
 		sum.Usage.WriteUnits += writes
 	}
-	sum.Usage.SQSRequests = sum.Requests["consumer SQS"] + sum.Requests["enqueue SQS"] + sum.Requests["event source mapping SQS"]
+	sum.Usage.SQSRequests = sum.Requests["consumer SQS"] + sum.Requests["enqueue SQS"] + sum.Requests["intake SQS"] + sum.Requests["event source mapping SQS"]
 	cBilled, cBytes := logs.consumer.usage()
 	eBilled, eBytes := logs.enqueue.usage()
 	iBilled, iBytes := logs.intake.usage()
