@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,17 +85,23 @@ func BenchmarkOnTime(b *testing.B) {
 	api := h.Intake.Client()
 	due := map[message.DeliveryKey]time.Duration{} // key → its lead time
 	start := time.Now()
+	var puts sync.WaitGroup
 	for i := range perLead {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Minute / time.Duration(perLead))))
 		for _, lead := range onTimeLeads {
 			id := fmt.Sprintf("ontime-%d-%d", lead/time.Second, i)
 			in := apiReminder(id, time.Now().Add(lead))
-			if _, err := api.Put(ctx, in); err != nil {
-				b.Fatal(err)
-			}
 			due[message.DeliveryKey{ReminderID: id, Channel: in.Deliveries[0].Channel, Provider: in.Deliveries[0].Provider}] = lead
+			puts.Add(1)
+			go func() { // the lead times at once, as independent callers
+				defer puts.Done()
+				if _, err := api.Put(ctx, in); err != nil {
+					b.Error(err)
+				}
+			}()
 		}
 	}
+	puts.Wait()
 	// Until every one is sent.
 	for {
 		sent := 0
