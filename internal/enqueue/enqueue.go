@@ -67,8 +67,11 @@ type Config struct {
 	Stage *ledger.StageFacts
 	// Queue publishes to the work queue. Required.
 	Queue Publisher
-	// QueueURL is the work queue. Required.
+	// QueueURL is the default work queue. Required.
 	QueueURL string
+	// Routes name each provider's work queue, where its deliveries are
+	// published. Default: every provider's is QueueURL.
+	Routes envelope.Routes
 	// Shards is the due index shard count; the enqueue reads the larger of
 	// this and the count the ledger recorded. Default 8.
 	Shards int
@@ -118,8 +121,7 @@ type Config struct {
 
 // Enqueuer hands due deliveries from the calendar to the queue.
 type Enqueuer struct {
-	cfg   Config
-	queue envelope.Kind
+	cfg Config
 	// staged is set once the stage's facts are recorded.
 	staged atomic.Bool
 }
@@ -175,7 +177,10 @@ func New(cfg Config) (*Enqueuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Enqueuer{cfg: cfg, queue: envelope.KindOf(cfg.QueueURL)}, nil
+	if cfg.Routes.Default == "" {
+		cfg.Routes = envelope.Routes{Default: cfg.QueueURL}
+	}
+	return &Enqueuer{cfg: cfg}, nil
 }
 
 // Report is what one run did.

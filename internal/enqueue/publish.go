@@ -16,7 +16,8 @@ import (
 )
 
 // publish sends one id-only message per entry with SendMessageBatch, ten
-// at a time, batches in parallel, each delayed from the moment its batch is
+// at a time, each to its provider's work queue (Config.Routes), batches in
+// parallel, each delayed from the moment its batch is
 // sent (not the start of the run) until due. Entries SQS refuses are sent again with
 // backoff, up to PublishAttempts; those it still refuses are returned.
 // republished counts entries re-sent after a whole call failed, which SQS
@@ -25,29 +26,41 @@ func (e *Enqueuer) publish(ctx context.Context, entries []ledger.IndexEntry) (fa
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for start := 0; start < len(entries); start += 10 {
-		batch := entries[start:min(start+10, len(entries))]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			f, rp := e.publishBatch(ctx, batch, e.cfg.Clock.Now())
-			mu.Lock()
-			failed = append(failed, f...)
-			republished += rp
-			mu.Unlock()
-		}()
+	byQueue := map[string][]ledger.IndexEntry{}
+	var urls []string // in the order of the entries' first of each queue
+	for _, en := range entries {
+		url := e.cfg.Routes.For(en.Key.Provider)
+		if _, ok := byQueue[url]; !ok {
+			urls = append(urls, url)
+		}
+		byQueue[url] = append(byQueue[url], en)
+	}
+	for _, url := range urls {
+		entries := byQueue[url]
+		for start := 0; start < len(entries); start += 10 {
+			batch := entries[start:min(start+10, len(entries))]
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				f, rp := e.publishBatch(ctx, url, batch, e.cfg.Clock.Now())
+				mu.Lock()
+				failed = append(failed, f...)
+				republished += rp
+				mu.Unlock()
+			}()
+		}
 	}
 	wg.Wait()
 	return failed, republished
 }
 
-func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, now time.Time) (failed []ledger.IndexEntry, republished int) {
+func (e *Enqueuer) publishBatch(ctx context.Context, url string, batch []ledger.IndexEntry, now time.Time) (failed []ledger.IndexEntry, republished int) {
 	pending := map[string]ledger.IndexEntry{}
 	var entries []types.SendMessageBatchRequestEntry
 	for i, en := range batch {
 		id := strconv.Itoa(i)
-		ent, err := e.entry(id, en, now)
+		ent, err := e.entry(id, envelope.KindOf(url), en, now)
 		if err != nil { // only a corrupt index entry gets here
 			e.cfg.Logger.Error("cannot encode a message", "deliveryKey", en.Key.String(), "error", err.Error())
 			failed = append(failed, en)
@@ -62,7 +75,7 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 		if callFailed {
 			republished += len(entries)
 		}
-		out, err := e.cfg.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(e.cfg.QueueURL), Entries: entries})
+		out, err := e.cfg.Queue.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 		callFailed = err != nil
 		var retry []types.SendMessageBatchRequestEntry
 		if err != nil {
@@ -103,11 +116,11 @@ func (e *Enqueuer) publishBatch(ctx context.Context, batch []ledger.IndexEntry, 
 // entry is the message for one index entry: the contract of internal/message,
 // delayed until due on a standard queue; on a FIFO queue grouped by reminder
 // and deduplicated by delivery and publish time (envelope.ForHandOff).
-func (e *Enqueuer) entry(id string, en ledger.IndexEntry, now time.Time) (types.SendMessageBatchRequestEntry, error) {
+func (e *Enqueuer) entry(id string, kind envelope.Kind, en ledger.IndexEntry, now time.Time) (types.SendMessageBatchRequestEntry, error) {
 	body, err := message.Encode(message.Message{V: message.Version, ReminderID: en.Key.ReminderID, Channel: en.Key.Channel, Provider: en.Key.Provider, DueAt: en.DueAt})
 	if err != nil {
 		return types.SendMessageBatchRequestEntry{}, err
 	}
-	env := envelope.Build(envelope.Spec{Kind: e.queue, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
+	env := envelope.Build(envelope.Spec{Kind: kind, Body: string(body), Delay: en.DueAt.Sub(now), Dedup: envelope.ForHandOff(en.Key, en.PublishAt)})
 	return env.Entry(id), nil
 }
