@@ -6,18 +6,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 // resourceFlags are the flags that name the stage's resources: given any of
@@ -159,8 +161,10 @@ func (r *resources) connect(ctx context.Context, needQueues bool) error {
 }
 
 // findRoutes finds the paced providers' work queues: with a stage, the
-// queues named nudge-NAME-work-PROVIDER (deployment.Stage.PacedQueueName);
-// from the variables, $NUDGE_PROVIDER_QUEUES.
+// queues named nudge-NAME-work-PROVIDER (deployment.Stage.PacedQueueName)
+// that exist, of the registry's providers (the operator policy allows
+// GetQueueUrl on each such name); from the variables,
+// $NUDGE_PROVIDER_QUEUES.
 func (r *resources) findRoutes(ctx context.Context) error {
 	if r.stage == "" {
 		routes, err := envelope.ParseRoutes(r.workURL, r.env.providerQueues)
@@ -171,18 +175,17 @@ func (r *resources) findRoutes(ctx context.Context) error {
 		return nil
 	}
 	r.routes = envelope.Routes{Default: r.workURL, ByProvider: map[string]string{}}
-	prefix := deployment.Stage{Name: r.stage}.PacedQueueName("")
-	p := sqs.NewListQueuesPaginator(r.sqs, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("list the paced providers' queues (%s…): %w", prefix, err)
+	st := deployment.Stage{Name: r.stage}
+	for _, p := range registry.Names() {
+		out, err := r.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(st.PacedQueueName(p))})
+		var api smithy.APIError
+		switch {
+		case errors.As(err, &api) && (api.ErrorCode() == "QueueDoesNotExist" || api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue"):
+			continue // not paced: its messages use the work queue
+		case err != nil:
+			return fmt.Errorf("find the queue %s: %w", st.PacedQueueName(p), err)
 		}
-		for _, url := range out.QueueUrls {
-			if name := envelope.QueueName(url); strings.HasPrefix(name, prefix) && url != r.workURL {
-				r.routes.ByProvider[strings.TrimPrefix(name, prefix)] = url
-			}
-		}
+		r.routes.ByProvider[p] = aws.ToString(out.QueueUrl)
 	}
 	return nil
 }
