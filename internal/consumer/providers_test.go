@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/deadletter"
@@ -313,14 +312,6 @@ func TestARecordWaitsInProcessForATurnItsInvocationHolds(t *testing.T) {
 	if err := <-done; err != nil || len(f.got) != 1 || len(f.q.sent) != 0 {
 		t.Fatalf("Handle = %v, %d sends, %d re-published; want one send after the wait", err, len(f.got), len(f.q.sent))
 	}
-}
-
-func delayOf(in []*sqs.SendMessageInput) []int32 {
-	var out []int32
-	for _, s := range in {
-		out = append(out, s.DelaySeconds)
-	}
-	return out
 }
 
 func newContractWithClock(t *testing.T, clk *clock.Fake, lim *ratelimit.Limiter) *contractFixture {
