@@ -309,10 +309,13 @@ func TestAPacedBacklogDrainsAtTheRateWithoutChurn(t *testing.T) {
 	if ratio := r.DrainRatio(); ratio < 0.9 || ratio > 1.3 {
 		t.Errorf("drained in %.2f × N/R; want about N/R", ratio)
 	}
-	// Never above the rate, over two seconds: the limiter spaces the
-	// claims, and a claim's latency moves a send a little either way.
-	if most := r.MaxIn(2 * time.Second); most > 2*int(rate)+r.Queue.MaxConcurrency+1 {
-		t.Errorf("%d sends in two seconds at %v/s (a burst of one per instance allowed)", most, rate)
+	// Not above the rate, over three seconds: the limiter spaces the
+	// records before their claims, so a claim's latency (up to half a
+	// second on a loaded machine, against DynamoDB Local) moves a send
+	// either way; a burst of one per instance is allowed. Pacing at twice
+	// the rate would send the whole backlog inside the window.
+	if most := r.MaxIn(3 * time.Second); float64(most) > 3.5*rate+float64(r.Queue.MaxConcurrency) {
+		t.Errorf("%d sends in three seconds at %v/s", most, rate)
 	}
 	// The order: within a batch per instance, plus what a standard queue
 	// reorders. The bound asked is "within the limit's resolution"; a
