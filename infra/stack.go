@@ -645,7 +645,8 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 	// its rate, so a message older than the threshold is a backlog larger
 	// than the rate can send in that time, or a consumer failing on it.
 	for _, q := range s.PacedQueues() {
-		add("oldest-message-age-"+q.Provider, fmt.Sprintf("A message of %s's work queue is older than %v: its backlog is more than %v/s can send in that time, or the consumer is failing on it.",
+		add("oldest-message-age-"+q.Provider, fmt.Sprintf(
+			"A message of %s's work queue is older than %v: its backlog is more than %v/s can send in that time, or the consumer is failing on it.",
 			q.Provider, s.OldestMessageAlarm, q.Rate),
 			n.PacedQueues[q.Provider].MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
 	}

@@ -32,8 +32,8 @@ the whole table, priced like a scan.`, s)
 		if err := o.connect(ctx, true); err != nil {
 			return o.fail(err)
 		}
-		rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: o.table, Queue: o.sqs, WorkURL: o.workURL, PacedURLs: o.routes.URLs()[1:], DLQURL: o.dlqURL,
-			OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
+		rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: o.table, Queue: o.sqs, WorkURL: o.workURL, PacedURLs: o.routes.URLs()[1:],
+			DLQURL: o.dlqURL, OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
 		if err != nil {
 			return o.fail(err)
 		}
@@ -64,7 +64,8 @@ the whole table, priced like a scan.`, s)
 		if len(rep.WorkQueues) > 1 {
 			what = fmt.Sprintf("work queues (%d)", len(rep.WorkQueues))
 		}
-		fmt.Fprintf(out, "%s: %d visible, %d in flight, %d delayed (approximate, SQS's counts)\n", what, rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
+		fmt.Fprintf(out, "%s: %d visible, %d in flight, %d delayed (approximate, SQS's counts)\n", what,
+			rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
 		for _, name := range slices.Sorted(maps.Keys(rep.WorkQueues)) {
 			d := rep.WorkQueues[name]
 			fmt.Fprintf(out, "  %s: %d visible, %d in flight, %d delayed\n", name, d.Visible, d.InFlight, d.Delayed)

@@ -19,25 +19,30 @@ import (
 // Each provider's own variables are its driver's (provider.Driver.Env),
 // checked here with its CheckEnv and read by its Build.
 type Settings struct {
-	Table            string                              // NUDGE_TABLE: the ledger table. Required.
-	QueueURL         string                              // NUDGE_QUEUE_URL: the work queue. Required.
-	DLQURL           string                              // NUDGE_DLQ_URL: the dead-letter queue. Required.
-	Providers        []string                            // NUDGE_PROVIDERS: the providers this stage runs, comma-separated, of the registry's. Default registry.Default().
-	Rates            map[string]float64                  // NUDGE_<PROVIDER>_RATE: the stage's sends per second to the provider, shared by the instances; 0 is no limit. Default: its contract's.
-	Ambiguous        map[string]provider.AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry, review or record (if it reports). Default: its contract's.
-	RecordWaits      map[string]provider.RecordWait      // each record provider's wait for its report: its driver's variables (provider.WaitFor).
-	PacedConcurrency int                                 // NUDGE_PACED_CONCURRENCY: each paced provider's mapping's maximum concurrency, which divides its rate. Default 2.
-	Routes           envelope.Routes                     // NUDGE_QUEUE_URL and NUDGE_PROVIDER_QUEUES: each provider's work queue (envelope.Routes).
-	ProviderTimeout  time.Duration                       // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
-	MaxAttempts      int                                 // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
-	MaxReceiveCount  int                                 // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
-	Visibility       time.Duration                       // NUDGE_VISIBILITY_TIMEOUT: the queue's visibility timeout. Default 180s.
-	Concurrency      int                                 // NUDGE_CONCURRENCY: records in flight per invocation. Default 10.
-	CutoffMargin     time.Duration                       // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s (LedgerAllowance and the 1 s reserve); no less than that.
-	BackoffBase      time.Duration                       // NUDGE_BACKOFF_BASE: default 15s.
-	BackoffCap       time.Duration                       // NUDGE_BACKOFF_CAP: default 6h.
-	Shards           int                                 // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
-	Lookahead        time.Duration                       // NUDGE_LOOKAHEAD: hand-off lookahead (ledger.Config.Lookahead). Default 15m.
+	Table           string                              // NUDGE_TABLE: the ledger table. Required.
+	QueueURL        string                              // NUDGE_QUEUE_URL: the work queue. Required.
+	DLQURL          string                              // NUDGE_DLQ_URL: the dead-letter queue. Required.
+	Providers       []string                            // NUDGE_PROVIDERS: the providers this stage runs, comma-separated, of the registry's. Default registry.Default().
+	Rates           map[string]float64                  // NUDGE_<PROVIDER>_RATE: the stage's sends per second to the provider, shared by the instances; 0 is no limit. Default: its contract's.
+	Ambiguous       map[string]provider.AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry, review or record (if it reports). Default: its contract's.
+	RecordWaits     map[string]provider.RecordWait      // each record provider's wait for its report: its driver's variables (provider.WaitFor).
+	ProviderTimeout time.Duration                       // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
+	MaxAttempts     int                                 // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
+	MaxReceiveCount int                                 // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
+	Visibility      time.Duration                       // NUDGE_VISIBILITY_TIMEOUT: the queue's visibility timeout. Default 180s.
+	Concurrency     int                                 // NUDGE_CONCURRENCY: records in flight per invocation. Default 10.
+	CutoffMargin    time.Duration                       // NUDGE_CUTOFF_MARGIN: stop starting records this long before the deadline. Default ProviderTimeout + 2s (LedgerAllowance and the 1 s reserve); no less than that.
+	BackoffBase     time.Duration                       // NUDGE_BACKOFF_BASE: default 15s.
+	BackoffCap      time.Duration                       // NUDGE_BACKOFF_CAP: default 6h.
+	Shards          int                                 // NUDGE_SHARDS: due index shards (ledger.Config.Shards). Default 8.
+	Lookahead       time.Duration                       // NUDGE_LOOKAHEAD: hand-off lookahead (ledger.Config.Lookahead). Default 15m.
+
+	// PacedConcurrency is NUDGE_PACED_CONCURRENCY: each paced provider's
+	// mapping's maximum concurrency, which divides its rate. Default 2.
+	PacedConcurrency int
+	// Routes are NUDGE_QUEUE_URL and NUDGE_PROVIDER_QUEUES: each
+	// provider's work queue (envelope.Routes).
+	Routes envelope.Routes
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).

@@ -85,7 +85,9 @@ func (s Stage) PacedQueue(p string) (PacedQueue, error) {
 	if fits < 1 {
 		minRate := float64(q.MaxConcurrency) / max(window.Seconds(), 1e-9)
 		minTimeout := (q.Interval() + s.ConsumerTimeout - window + time.Second - 1).Truncate(time.Second)
-		return q, fmt.Errorf("deployment: stage %q: provider %s's rate %v per second gives each of its queue's %d instances one send every %v, but an invocation has %v to wait for turns (the %v consumer timeout − %v to send − the %v cut-off margin): not one record fits a batch; raise the rate to %.3g or more (-c rates=%s=%.3g), raise the consumer timeout to %v or more (-c consumerTimeout=%d), or remove the limit (-c rates=%s=0)",
+		return q, fmt.Errorf("deployment: stage %q: provider %s's rate %v per second gives each of its queue's %d instances one send every %v, "+
+			"but an invocation has %v to wait for turns (the %v consumer timeout − %v to send − the %v cut-off margin): not one record fits a batch; "+
+			"raise the rate to %.3g or more (-c rates=%s=%.3g), raise the consumer timeout to %v or more (-c consumerTimeout=%d), or remove the limit (-c rates=%s=0)",
 			s.Name, p, rate, q.MaxConcurrency, q.Interval().Round(time.Millisecond), max(window, 0), s.ConsumerTimeout, s.sendTime(),
 			consumer.DefaultCutoffMargin(s.ProviderTimeout), math.Ceil(minRate*1000)/1000, p, math.Ceil(minRate*1000)/1000, minTimeout, int(minTimeout.Seconds()), p)
 	}

@@ -326,7 +326,8 @@ func (s Stage) Validate() error {
 	check(s.BatchSize <= 10 || s.BatchingWindow > 0, "a batch size above 10 needs a batching window")
 	check(s.BatchingWindow <= 5*time.Minute, "batching window %v above 5 minutes", s.BatchingWindow)
 	check(s.MaxConcurrency >= 2 && s.MaxConcurrency <= 1000, "maximum concurrency %d outside 2–1000 (Lambda's limits for SQS)", s.MaxConcurrency)
-	check(s.PacedConcurrency >= 2 && s.PacedConcurrency <= 1000, "paced concurrency %d outside 2–1000 (Lambda's limits for SQS; -c pacedConcurrency=2)", s.PacedConcurrency)
+	check(s.PacedConcurrency >= 2 && s.PacedConcurrency <= 1000, "paced concurrency %d outside 2–1000 (Lambda's limits for SQS; -c pacedConcurrency=2)",
+		s.PacedConcurrency)
 	if s.PacedConcurrency >= 2 {
 		for _, p := range s.Providers {
 			if _, err := s.PacedQueue(p); err != nil && !errors.Is(err, ErrUnpaced) {

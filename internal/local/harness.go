@@ -428,7 +428,8 @@ func (h *Harness) start(ctx context.Context, name, bootstrap string, env []strin
 
 // empty removes what an earlier run left in the queues and the table.
 func (h *Harness) empty(ctx context.Context) error {
-	urls := append(h.Resources.WorkURLs(), h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.Operators.QueueURL, h.Resources.OutcomesURL, h.Resources.FeedbackURL)
+	urls := append(h.Resources.WorkURLs(), h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.Operators.QueueURL,
+		h.Resources.OutcomesURL, h.Resources.FeedbackURL)
 	for _, url := range urls {
 		if url == "" {
 			continue // a stage without sns has no subscriber queue, one without ses no feedback queue

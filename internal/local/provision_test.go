@@ -74,7 +74,7 @@ func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 	if paced := attrs(ses.URL); paced["VisibilityTimeout"] != "180" || paced["RedrivePolicy"] != work["RedrivePolicy"] {
 		t.Errorf("the paced queue %v; want the work queue's visibility and redrive policy", paced)
 	}
-	if dlq["MessageRetentionPeriod"] != "1209600" || !strings.Contains(dlq["RedriveAllowPolicy"], p.WorkARN) || !strings.Contains(dlq["RedriveAllowPolicy"], ses.ARN) {
+	if allow := dlq["RedriveAllowPolicy"]; dlq["MessageRetentionPeriod"] != "1209600" || !strings.Contains(allow, p.WorkARN) || !strings.Contains(allow, ses.ARN) {
 		t.Errorf("DLQ %v", dlq)
 	}
 }
