@@ -98,7 +98,7 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 		"maxConcurrency": &s.MaxConcurrency, "maxAttempts": &s.MaxAttempts, "maxReceiveCount": &s.MaxReceiveCount, "shards": &s.Shards,
 		"recordConcurrency": &s.RecordConcurrency, "enqueueReservedConcurrency": &s.EnqueueReservedConcurrency,
 		"intakeMemory": &s.IntakeMemoryMB, "intakeReservedConcurrency": &s.IntakeReservedConcurrency, "outcomesMemory": &s.OutcomesMemoryMB,
-		"feedbackMemory": &s.FeedbackMemoryMB,
+		"feedbackMemory": &s.FeedbackMemoryMB, "pacedConcurrency": &s.PacedConcurrency,
 	}
 	for key, dst := range ints {
 		if v, ok := str(key); ok {

@@ -92,7 +92,7 @@ func TestTheProvidersResources(t *testing.T) {
 	consumer := props(tp.one(t, "AWS::Lambda::Function", "FunctionName", "nudge-"+s.Name+"-consumer"))
 	env := consumer["Environment"].(map[string]any)["Variables"].(map[string]any)
 	for k, v := range map[string]string{"NUDGE_PROVIDERS": "webhook,ses,sns", "NUDGE_SES_FROM": s.ProviderSettings[ses.SettingFrom], "NUDGE_SES_CONFIGURATION_SET": ses.ConfigurationSet(s.Name),
-		"NUDGE_SES_TEMPLATE_PREFIX": ses.TemplatePrefix(s.Name), "NUDGE_SES_RATE": "14", "NUDGE_MAX_CONCURRENCY": "5"} {
+		"NUDGE_SES_TEMPLATE_PREFIX": ses.TemplatePrefix(s.Name), "NUDGE_SES_RATE": "14", "NUDGE_PACED_CONCURRENCY": "2"} {
 		if env[k] != v {
 			t.Errorf("consumer %s = %v, want %s", k, env[k], v)
 		}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -69,8 +71,12 @@ func (p *NudgeStackProps) templatesDir() string {
 // NudgeStack is the whole of Nudge in one stack.
 type NudgeStack struct {
 	awscdk.Stack
-	Table             awsdynamodb.Table
-	WorkQueue, DLQ    awssqs.Queue
+	Table          awsdynamodb.Table
+	WorkQueue, DLQ awssqs.Queue
+	// PacedQueues are the paced providers' own work queues, by provider
+	// (deployment.Stage.PacedQueues), each with its own event source
+	// mapping on the consumer.
+	PacedQueues       map[string]awssqs.Queue
 	SchedulerDLQ      awssqs.Queue
 	Consumer, Enqueue awslambda.Function
 	// TableIndexes are the ledger table's global secondary indexes, by
@@ -163,18 +169,36 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		QueueName: str(s.DLQName()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: secs(deployment.DLQRetention.Seconds()), RemovalPolicy: removal,
 	})
-	workARN := stack.FormatArn(&awscdk.ArnComponents{Service: str("sqs"), Resource: str(s.WorkQueueName())})
+	// Every work queue may be redriven to: the default, and each paced
+	// provider's.
+	var workARNs []*string
+	for _, name := range s.WorkQueueNames() {
+		workARNs = append(workARNs, stack.FormatArn(&awscdk.ArnComponents{Service: str("sqs"), Resource: str(name)}))
+	}
 	n.DLQ.Node().DefaultChild().(awssqs.CfnQueue).SetRedriveAllowPolicy(map[string]any{
-		"redrivePermission": "byQueue", "sourceQueueArns": []*string{workARN},
+		"redrivePermission": "byQueue", "sourceQueueArns": workARNs,
 	})
-	n.WorkQueue = awssqs.NewQueue(stack, str("WorkQueue"), &awssqs.QueueProps{
-		QueueName: str(s.WorkQueueName()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
-		VisibilityTimeout: secs(s.Visibility().Seconds()), RetentionPeriod: secs(deployment.WorkRetention.Seconds()),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: n.DLQ, MaxReceiveCount: num(float64(s.MaxReceiveCount))},
-		RemovalPolicy:   removal,
-	})
+	workQueue := func(id, name string) awssqs.Queue {
+		return awssqs.NewQueue(stack, str(id), &awssqs.QueueProps{
+			QueueName: str(name), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+			VisibilityTimeout: secs(s.Visibility().Seconds()), RetentionPeriod: secs(deployment.WorkRetention.Seconds()),
+			DeadLetterQueue: &awssqs.DeadLetterQueue{Queue: n.DLQ, MaxReceiveCount: num(float64(s.MaxReceiveCount))},
+			RemovalPolicy:   removal,
+		})
+	}
+	// The default work queue keeps its id and name: a deploy that adds a
+	// paced queue must not replace the queue holding messages in flight.
+	n.WorkQueue = workQueue("WorkQueue", s.WorkQueueName())
+	n.PacedQueues = map[string]awssqs.Queue{}
+	for _, q := range s.PacedQueues() {
+		n.PacedQueues[q.Provider] = workQueue(pacedID("WorkQueue", q.Provider), q.Name)
+	}
 
-	res := deployment.Resources{Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl()}
+	res := deployment.Resources{Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl(),
+		ProviderQueueURLs: map[string]string{}}
+	for p, q := range n.PacedQueues {
+		res.ProviderQueueURLs[p] = *q.QueueUrl()
+	}
 	res.Providers = map[string]map[string]string{}
 	for i, p := range parts {
 		if p.resources != nil {
@@ -194,7 +218,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	// resources (docs/infrastructure.md lists them).
 	indexARN := n.indexARN(ledger.IndexName)
 	n.Consumer.AddToRolePolicy(allow([]string{"dynamodb:UpdateItem"}, n.Table.TableArn()))
-	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn(), n.DLQ.QueueArn()))
+	n.Consumer.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, append(n.WorkQueueArns(), n.DLQ.QueueArn())...))
 	for _, p := range parts {
 		if p.grants != nil {
 			p.grants(n, s)
@@ -202,7 +226,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	}
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
-	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn()))
+	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueueArns()...))
 	// The event source mapping receives, deletes and (with the processor's
 	// retry delays and the heartbeat) changes visibility; the grant adds
 	// exactly sqs:ReceiveMessage, ChangeMessageVisibility, GetQueueUrl,
@@ -211,6 +235,15 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		BatchSize: num(float64(s.BatchSize)), MaxBatchingWindow: secs(s.BatchingWindow.Seconds()),
 		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: num(float64(s.MaxConcurrency)),
 	}))
+	// Each paced provider's queue: a mapping whose instances share its
+	// rate, with a batch one instance sends in an invocation at its share
+	// (deployment.PacedQueue).
+	for _, q := range s.PacedQueues() {
+		n.Consumer.AddEventSource(awslambdaeventsources.NewSqsEventSource(n.PacedQueues[q.Provider], &awslambdaeventsources.SqsEventSourceProps{
+			BatchSize: num(float64(q.BatchSize)), MaxBatchingWindow: secs(s.BatchingWindow.Seconds()),
+			ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: num(float64(q.MaxConcurrency)),
+		}))
+	}
 
 	// The schedule: every minute. Scheduler invokes the enqueue
 	// asynchronously, so its retries and DLQ cover only a tick it could not
@@ -257,6 +290,18 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		"OutcomesFunction": n.Outcomes.FunctionName(), "OutcomeEventBusArn": n.EventBus.EventBusArn(), "OutcomesDeadLetterQueueUrl": n.OutcomesDLQ.QueueUrl(),
 	} {
 		awscdk.NewCfnOutput(stack, str(name), &awscdk.CfnOutputProps{Value: v})
+	}
+	// The paced providers' queues: each URL, and together as the CLI's
+	// NUDGE_PROVIDER_QUEUES.
+	var pairs []*string
+	for _, q := range s.PacedQueues() {
+		url := n.PacedQueues[q.Provider].QueueUrl()
+		awscdk.NewCfnOutput(stack, str(pacedID("WorkQueueUrl", q.Provider)), &awscdk.CfnOutputProps{Value: url})
+		pairs = append(pairs, awscdk.Fn_Join(str(""), &[]*string{str(q.Provider + "="), url}))
+	}
+	if len(pairs) > 0 {
+		awscdk.NewCfnOutput(stack, str("ProviderQueues"), &awscdk.CfnOutputProps{Value: awscdk.Fn_Join(str(","), &pairs),
+			Description: str("the paced providers' work queues, as NUDGE_PROVIDER_QUEUES")})
 	}
 	if props.Nag {
 		applyNag(n)
@@ -391,8 +436,8 @@ func (n *NudgeStack) intake(s deployment.Stage, buildDir string, res deployment.
 		n.Intake.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexes...))
 	}
 	// The short-notice hand-off: a delivery due within the lookahead is
-	// published to the work queue at once, after its write.
-	n.Intake.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueue.QueueArn()))
+	// published to its provider's work queue at once, after its write.
+	n.Intake.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueueArns()...))
 	// A caller may invoke the function through its URL, signed (AWS_IAM),
 	// and not otherwise: since October 2025 a new function URL needs both
 	// actions, lambda:InvokeFunction limited to calls through a URL.
@@ -486,9 +531,50 @@ func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsia
 			writes,
 			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 				"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks"}, n.DLQ.QueueArn()),
-			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"}, n.WorkQueue.QueueArn()),
+			allow([]string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes", "sqs:SendMessage"}, n.WorkQueueArns()...),
+			// The CLI finds a stage's paced queues by name, each registered
+			// provider's: a queue that does not exist answers so.
+			allow([]string{"sqs:GetQueueUrl"}, pacedNames(stack, s)...),
 		},
 	})
+}
+
+// pacedNames are the ARNs of every registered provider's paced queue name
+// in stage s, whether the stage paces it or not.
+func pacedNames(stack awscdk.Stack, s deployment.Stage) []*string {
+	var arns []*string
+	for _, p := range registry.Names() {
+		arns = append(arns, stack.FormatArn(&awscdk.ArnComponents{Service: str("sqs"), Resource: str(s.PacedQueueName(p))}))
+	}
+	return arns
+}
+
+// WorkQueueArns are every work queue's ARN: the default's, then each paced
+// provider's in the stage's order. The functions that publish a delivery's
+// message (the enqueue, the consumer, the intake's hand-off) may send to
+// each.
+func (n *NudgeStack) WorkQueueArns() []*string {
+	arns := []*string{n.WorkQueue.QueueArn()}
+	for _, p := range slices.Sorted(maps.Keys(n.PacedQueues)) {
+		arns = append(arns, n.PacedQueues[p].QueueArn())
+	}
+	return arns
+}
+
+// queueDepths are every work queue's visible and in-flight messages.
+func (n *NudgeStack) queueDepths(opts *awscloudwatch.MetricOptions) []awscloudwatch.IMetric {
+	out := []awscloudwatch.IMetric{n.WorkQueue.MetricApproximateNumberOfMessagesVisible(opts), n.WorkQueue.MetricApproximateNumberOfMessagesNotVisible(opts)}
+	for _, p := range slices.Sorted(maps.Keys(n.PacedQueues)) {
+		q := n.PacedQueues[p]
+		out = append(out, q.MetricApproximateNumberOfMessagesVisible(opts), q.MetricApproximateNumberOfMessagesNotVisible(opts))
+	}
+	return out
+}
+
+// pacedID is a paced provider's construct id: prefix and the provider,
+// capitalised ("WorkQueueSes").
+func pacedID(prefix, provider string) string {
+	return prefix + strings.ToUpper(provider[:1]) + provider[1:]
 }
 
 // reminderWrites allows actions on items of reminders' partitions only
@@ -558,6 +644,15 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 		0, 1, 0, notBreaching)
 	add("oldest-message-age", fmt.Sprintf("A work-queue message is older than %v: the consumer is not keeping up or is failing.", s.OldestMessageAlarm),
 		n.WorkQueue.MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
+	// Each paced provider's queue has the same alarm: its backlog drains at
+	// its rate, so a message older than the threshold is a backlog larger
+	// than the rate can send in that time, or a consumer failing on it.
+	for _, q := range s.PacedQueues() {
+		add("oldest-message-age-"+q.Provider, fmt.Sprintf(
+			"A message of %s's work queue is older than %v: its backlog is more than %v/s can send in that time, or the consumer is failing on it.",
+			q.Provider, s.OldestMessageAlarm, q.Rate),
+			n.PacedQueues[q.Provider].MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
+	}
 	add("overdue-pending", "Deliveries are overdue and not sent for three minutes: the quiet queue with a growing overdue set.",
 		nudgeMetric("enqueue", enqueue.MetricOverduePending, "Maximum"), 0, 3, 0, awscloudwatch.TreatMissingData_BREACHING)
 	// A renewal reminder that missed its window is an incident (escalation
@@ -649,8 +744,7 @@ func (n *NudgeStack) dashboard(s deployment.Stage) {
 	d.AddWidgets(
 		graph("Hand-off", nudge("enqueue", enqueue.MetricEnqueued, "Sum"), nudge("enqueue", enqueue.MetricRepaired, "Sum"),
 			nudge("enqueue", enqueue.MetricPublishFailed, "Sum"), nudge("enqueue", enqueue.MetricLag, "Maximum")),
-		graph("Queue depth", n.WorkQueue.MetricApproximateNumberOfMessagesVisible(minute), n.WorkQueue.MetricApproximateNumberOfMessagesNotVisible(minute),
-			n.DLQ.MetricApproximateNumberOfMessagesVisible(minute)),
+		graph("Queue depth", append(n.queueDepths(minute), n.DLQ.MetricApproximateNumberOfMessagesVisible(minute))...),
 		graph("Functions", n.Consumer.MetricErrors(minute), n.Consumer.MetricThrottles(minute), n.Enqueue.MetricErrors(minute), n.Enqueue.MetricDuration(minute)),
 	)
 	// By channel and by failure class: what to look at before changing the

@@ -79,20 +79,21 @@ func (f calendarFlags) store(ctx context.Context) (*schedule.Store, error) {
 // does. Without it (no queue, or no right to look it up), the enqueue hands
 // it off at its next tick.
 func (f *resources) handOff(ctx context.Context) schedule.HandOff {
-	url := f.workURL
-	if url == "" && f.stage != "" {
-		out, err := f.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(deployment.Stage{Name: f.stage}.WorkQueueName())})
-		if err != nil {
+	if f.routes.Default == "" {
+		if f.workURL == "" && f.stage != "" {
+			out, err := f.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(deployment.Stage{Name: f.stage}.WorkQueueName())})
+			if err != nil {
+				return nil
+			}
+			f.workURL = aws.ToString(out.QueueUrl)
+		}
+		if f.workURL == "" || f.findRoutes(ctx) != nil {
 			return nil
 		}
-		url = aws.ToString(out.QueueUrl)
-	}
-	if url == "" {
-		return nil
 	}
 	// An operator's clock may be behind: published that much early, a
 	// message is deferred by the consumer rather than sent late.
-	h, err := enqueue.NewHandOff(enqueue.HandOffConfig{Queue: f.sqs, QueueURL: url, ClockSkew: ledger.OperatorClockSkew})
+	h, err := enqueue.NewHandOff(enqueue.HandOffConfig{Queue: f.sqs, QueueURL: f.routes.Default, Routes: f.routes, ClockSkew: ledger.OperatorClockSkew})
 	if err != nil {
 		return nil
 	}

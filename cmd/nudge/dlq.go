@@ -28,7 +28,7 @@ func dlqCommand(s streams) *cobra.Command {
 // redriver is the DLQ's redriver on the connected resources, for by, at
 // most rate messages a second (0: the default).
 func (r *resources) redriver(by string, rate float64) (*redrive.Redriver, error) {
-	return redrive.New(redrive.Config{Queue: r.sqs, DLQURL: r.dlqURL, TargetURL: r.workURL, Ledger: r.ledger, By: by, Rate: rate})
+	return redrive.New(redrive.Config{Queue: r.sqs, DLQURL: r.dlqURL, TargetURL: r.workURL, Routes: r.routes, Ledger: r.ledger, By: by, Rate: rate})
 }
 
 func dlqList(s streams) *cobra.Command {

@@ -221,8 +221,12 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	if result.DLQ, err = status.QueueDepth(ctx, q, res.DLQURL); err != nil {
 		return result, err
 	}
-	if result.Work, err = status.QueueDepth(ctx, q, res.WorkURL); err != nil {
-		return result, err
+	for _, url := range res.WorkURLs() { // the work queue and the paced providers' own
+		d, err := status.QueueDepth(ctx, q, url)
+		if err != nil {
+			return result, err
+		}
+		result.Work.Visible, result.Work.InFlight, result.Work.Delayed = result.Work.Visible+d.Visible, result.Work.InFlight+d.InFlight, result.Work.Delayed+d.Delayed
 	}
 	if fn == "consumer" {
 		fmt.Fprintf(out, "== webhook sink: %d accepted, %d duplicates suppressed; DLQ: %d messages\n", result.Accepted, result.Duplicates, result.DLQ.Total())

@@ -295,7 +295,7 @@ func keepConsole(ctx context.Context, l demo.Local, s streams) {
 		if err != nil {
 			return err
 		}
-		r := &resources{stage: l.Stage, table: l.Table, workURL: l.WorkURL, dlqURL: l.DLQURL, db: db, sqs: q, ledger: led}
+		r := &resources{stage: l.Stage, table: l.Table, workURL: l.WorkURL, dlqURL: l.DLQURL, routes: l.Routes, db: db, sqs: q, ledger: led}
 		who := defaultOperator()
 		if who == "" {
 			who = "local"

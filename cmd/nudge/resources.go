@@ -6,16 +6,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/nudgehq/nudge/internal/awsclient"
 	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 // resourceFlags are the flags that name the stage's resources: given any of
@@ -32,7 +36,11 @@ type resources struct {
 	// resolved, what the command works on.
 	stage, table, workURL, dlqURL string
 	// env are the NUDGE_* variables naming the same resources.
-	env struct{ stage, table, workURL, dlqURL string }
+	env struct{ stage, table, workURL, dlqURL, providerQueues string }
+	// routes are the work queues, once connected: the work queue, and
+	// the paced providers' own (the stage's nudge-NAME-work-PROVIDER
+	// queues, or $NUDGE_PROVIDER_QUEUES with the variables).
+	routes envelope.Routes
 	// queues is whether the command takes the queue flags (the operator
 	// commands; the calendar's take the table alone).
 	queues bool
@@ -65,6 +73,7 @@ func addResources(c *command, queues bool) *resources {
 		fs.StringVar(&r.dlqURL, "dlq-url", "", "the DLQ's `URL`, instead of the stage's [$NUDGE_DLQ_URL]")
 		r.env.workURL = c.envString(resourceFlags, "NUDGE_QUEUE_URL", validURL)
 		r.env.dlqURL = c.envString(resourceFlags, "NUDGE_DLQ_URL", validURL)
+		r.env.providerQueues = os.Getenv(envelope.EnvProviderQueues)
 	}
 	return r
 }
@@ -137,6 +146,11 @@ func (r *resources) connect(ctx context.Context, needQueues bool) error {
 	if needQueues && (r.workURL == "" || r.dlqURL == "") {
 		return usageError("no queues: pass --stage NAME, or --queue-url and --dlq-url (the stack's outputs WorkQueueUrl and DeadLetterQueueUrl)")
 	}
+	if needQueues {
+		if err := r.findRoutes(ctx); err != nil {
+			return err
+		}
+	}
 	// An operator's clock may be a minute off: publish times and leases
 	// (cancel, reschedule, purge) are judged with that margin. (A redrive
 	// puts a delivery back at its dueAt, behind every cursor, so its publish
@@ -144,4 +158,34 @@ func (r *resources) connect(ctx context.Context, needQueues bool) error {
 	// recorded it in the table.
 	r.ledger, err = ledger.New(r.db, ledger.Config{Table: r.table, ShardsFromRegistry: true, ClockSkew: ledger.OperatorClockSkew})
 	return err
+}
+
+// findRoutes finds the paced providers' work queues: with a stage, the
+// queues named nudge-NAME-work-PROVIDER (deployment.Stage.PacedQueueName)
+// that exist, of the registry's providers (the operator policy allows
+// GetQueueUrl on each such name); from the variables,
+// $NUDGE_PROVIDER_QUEUES.
+func (r *resources) findRoutes(ctx context.Context) error {
+	if r.stage == "" {
+		routes, err := envelope.ParseRoutes(r.workURL, r.env.providerQueues)
+		if err != nil {
+			return usageError(err.Error())
+		}
+		r.routes = routes
+		return nil
+	}
+	r.routes = envelope.Routes{Default: r.workURL, ByProvider: map[string]string{}}
+	st := deployment.Stage{Name: r.stage}
+	for _, p := range registry.Names() {
+		out, err := r.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(st.PacedQueueName(p))})
+		var api smithy.APIError
+		switch {
+		case errors.As(err, &api) && (api.ErrorCode() == "QueueDoesNotExist" || api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue"):
+			continue // not paced: its messages use the work queue
+		case err != nil:
+			return fmt.Errorf("find the queue %s: %w", st.PacedQueueName(p), err)
+		}
+		r.routes.ByProvider[p] = aws.ToString(out.QueueUrl)
+	}
+	return nil
 }

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,8 +32,8 @@ the whole table, priced like a scan.`, s)
 		if err := o.connect(ctx, true); err != nil {
 			return o.fail(err)
 		}
-		rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: o.table, Queue: o.sqs, WorkURL: o.workURL, DLQURL: o.dlqURL,
-			OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
+		rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: o.table, Queue: o.sqs, WorkURL: o.workURL, PacedURLs: o.routes.URLs()[1:],
+			DLQURL: o.dlqURL, OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
 		if err != nil {
 			return o.fail(err)
 		}
@@ -58,7 +60,16 @@ the whole table, priced like a scan.`, s)
 				fmt.Fprintf(out, "  %s  due %s, expired %s, marked %s — see `nudge reminder show %s`\n", e.Key, ledger.Format(e.DueAt), ledger.Format(e.ExpiresAt), ledger.Format(e.At), strings.SplitN(e.Key, ":", 2)[0])
 			}
 		}
-		fmt.Fprintf(out, "work queue: %d visible, %d in flight, %d delayed (approximate, SQS's counts)\n", rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
+		what := "work queue"
+		if len(rep.WorkQueues) > 1 {
+			what = fmt.Sprintf("work queues (%d)", len(rep.WorkQueues))
+		}
+		fmt.Fprintf(out, "%s: %d visible, %d in flight, %d delayed (approximate, SQS's counts)\n", what,
+			rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed)
+		for _, name := range slices.Sorted(maps.Keys(rep.WorkQueues)) {
+			d := rep.WorkQueues[name]
+			fmt.Fprintf(out, "  %s: %d visible, %d in flight, %d delayed\n", name, d.Visible, d.InFlight, d.Delayed)
+		}
 		fmt.Fprintf(out, "DLQ: %d messages (approximate)", rep.DLQ.Visible+rep.DLQ.InFlight)
 		switch {
 		case rep.DLQSampled > 0:

@@ -81,7 +81,7 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	c, err := consumer.New(consumer.Config{
 		Ledger: led, Providers: providers, Ambiguous: s.Ambiguous, RecordWaits: s.RecordWaits, Limits: limits,
 		SendTime: s.ProviderTimeout + consumer.LedgerAllowance,
-		Queue:    q, QueueURL: s.QueueURL, DLQURL: s.DLQURL,
+		Queue:    q, QueueURL: s.QueueURL, Routes: s.Routes, DLQURL: s.DLQURL,
 		MaxAttempts: s.MaxAttempts, MaxReceiveCount: s.MaxReceiveCount,
 		Backoff: backoff, Logger: log, Metrics: rec,
 		Circuit: circuit.Config{Failures: s.CircuitFailures, CoolDown: s.CircuitCoolDown, MaxCoolDown: s.CircuitMaxCoolDown},
@@ -89,10 +89,18 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A record's visibility changes go to the work queue it came from:
+	// the default, or a paced provider's.
+	queueOf := func(arn string) string {
+		if url, ok := s.Routes.FromARN(arn); ok {
+			return url
+		}
+		return s.QueueURL
+	}
 	proc, err := batch.New(c, batch.Config{
 		Concurrency: s.Concurrency, CutoffMargin: s.CutoffMargin, Visibility: q, Logger: log,
-		QueueURL:   func(string) string { return s.QueueURL },
-		Middleware: []batch.Middleware{hb.Middleware(func(events.SQSMessage) string { return s.QueueURL })},
+		QueueURL:   queueOf,
+		Middleware: []batch.Middleware{hb.Middleware(func(rec events.SQSMessage) string { return queueOf(rec.EventSourceARN) })},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)

@@ -62,7 +62,7 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if s.QueueURL != "" {
 		// Short notice: what is due within the lookahead is published at
 		// once, not at the enqueue's next tick.
-		if sc.HandOff, err = enqueue.NewHandOff(enqueue.HandOffConfig{Queue: awsclient.SQS(cfg), QueueURL: s.QueueURL, Logger: log}); err != nil {
+		if sc.HandOff, err = enqueue.NewHandOff(enqueue.HandOffConfig{Queue: awsclient.SQS(cfg), QueueURL: s.QueueURL, Routes: s.Routes, Logger: log}); err != nil {
 			return nil, err
 		}
 	}

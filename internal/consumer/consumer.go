@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -71,9 +72,12 @@ const (
 	// MetricPaused counts sends refused because the provider paused the
 	// account's sending (SES); an alarm watches it.
 	MetricPaused = "ProviderPaused"
-	// MetricPaced counts records deferred because the provider's rate
-	// limit had no room for them.
+	// MetricPaced counts records returned to their queue because the
+	// provider's rate limit had no turn for them in the invocation.
 	MetricPaced = "Paced"
+	// MetricForwarded counts records forwarded to their provider's own
+	// work queue from another (envelope.Routes.Misrouted).
+	MetricForwarded = "Forwarded"
 )
 
 // Config configures a Consumer.
@@ -84,9 +88,12 @@ type Config struct {
 	Providers map[string]provider.Provider
 	// Queue sends dead letters and deferred messages. Required.
 	Queue SenderAPI
-	// QueueURL is the work queue, where deferred messages are re-published.
-	// Required.
+	// QueueURL is the default work queue. Required.
 	QueueURL string
+	// Routes name each provider's work queue, where its deferred messages
+	// are re-published and its records that arrive on another work queue
+	// are forwarded. Default: every provider's is QueueURL.
+	Routes envelope.Routes
 	// DLQURL is the dead-letter queue. Required.
 	DLQURL string
 	// MaxAttempts is the attempt budget, counted in provider attempts: the
@@ -140,16 +147,15 @@ type Config struct {
 	// Ledger, if it can; required under provider.AmbiguousRecord.
 	Records RecordLedger
 	// Limits paces each provider's sends, by name (this instance's share
-	// of the stage's rate; ratelimit.Share). A record waits up to PaceWait
-	// for its turn; one that would wait longer is re-published with a
-	// delay, unclaimed, spending no attempt. Default: no limits.
+	// of the stage's rate: ratelimit.Share of the rate among the paced
+	// queue's instances). A record waits in-process for its turn, up to
+	// what its invocation has left after SendTime; one whose turn comes
+	// later is returned to its queue with that wait as its visibility,
+	// unclaimed, spending no attempt. Default: no limits.
 	Limits map[string]*ratelimit.Limiter
-	// PaceWait is the longest a record waits for its provider's rate
-	// limit. Default 1s.
-	PaceWait time.Duration
 	// SendTime is what a record needs after its pacing wait (the provider
-	// timeout and the ledger writes): a record whose context ends sooner
-	// is deferred rather than made to wait. Default 11s.
+	// timeout and the ledger writes): a record waits for its turn only
+	// while its context leaves that much after it. Default 11s.
 	SendTime time.Duration
 	// Circuit configures each provider's circuit breaker (Failures,
 	// CoolDown, MaxCoolDown: circuit.Config's defaults, 5, 30s and 5m;
@@ -229,8 +235,8 @@ func New(cfg Config) (*Consumer, error) {
 	if err := checkRecordPolicies(&cfg); err != nil {
 		return nil, err
 	}
-	if cfg.PaceWait == 0 {
-		cfg.PaceWait = time.Second
+	if cfg.Routes.Default == "" {
+		cfg.Routes = envelope.Routes{Default: cfg.QueueURL}
 	}
 	if cfg.SendTime == 0 {
 		cfg.SendTime = 10*time.Second + LedgerAllowance
@@ -305,6 +311,9 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	key := msg.Key()
 	r.channel = msg.Channel
 	r.log = r.log.With("deliveryKey", key.String(), "dueAt", ledger.Format(msg.DueAt))
+	if to, ok := c.cfg.Routes.Misrouted(msg.Provider, r.rec.EventSourceARN); ok {
+		return c.forward(ctx, r, msg, to)
+	}
 	now := c.cfg.Clock.Now()
 	if early := msg.DueAt.Sub(now); early > 0 {
 		if early > c.cfg.EarlyWait || !c.fits(ctx, early) {
@@ -548,15 +557,19 @@ func (c *Consumer) policy(name string) provider.AmbiguousPolicy {
 	return provider.AmbiguousRetry
 }
 
-// pace waits for the provider's rate limit. When the wait is longer than
-// PaceWait, or than the context leaves after the send's own time, it puts
-// the message back with a delay instead (ok false): unclaimed, so no
-// attempt is spent, and re-published, so no receive is either.
+// pace waits in-process for the provider's rate limit, up to what the
+// invocation leaves after the send's own time (SendTime), or for as long as
+// it takes without a deadline. A record whose turn comes later is returned
+// to its queue with the wait, in whole seconds rounded up, as its
+// visibility (ok false): unclaimed, so no attempt is spent. That costs a
+// receive, which the paced queue's batch size makes rare: a batch is what
+// one instance sends at its share of the rate in an invocation
+// (deployment.PacedQueue). Nothing is re-published.
 func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) (Outcome, bool) {
-	maxWait := c.cfg.PaceWait
+	maxWait := time.Duration(math.MaxInt64)
 	// wall clock: the deadline is the invocation's, on Lambda's clock
 	if dl, ok := ctx.Deadline(); ok {
-		maxWait = min(maxWait, time.Until(dl)-c.cfg.SendTime) // wall clock: as above
+		maxWait = time.Until(dl) - c.cfg.SendTime // wall clock: as above
 	}
 	wait, ok := lim.Reserve(max(maxWait, 0))
 	if ok {
@@ -570,18 +583,25 @@ func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) 
 		return Outcome{}, true
 	}
 	c.cfg.Metrics.Add(MetricPaced, 1)
-	secs := ceilSeconds(wait)
-	if r.rec.Attributes["MessageGroupId"] != "" { // FIFO: no per-message delay
-		return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "visibility", Reason: "rate limit",
-			Err: failure.Retryable(errors.New("rate limit"), time.Duration(secs)*time.Second)}, false
+	delay := time.Duration(ceilSeconds(min(wait, retry.MaxDelay))) * time.Second
+	return Outcome{Transition: Deferred, Next: delay, Via: "visibility", Reason: "rate limit",
+		Err: failure.Retryable(errors.New("rate limit: no turn in this invocation"), delay)}, false
+}
+
+// forward sends a record that arrived on another work queue than its
+// provider's (in flight across the deploy that gave the provider its
+// queue, or redriven to the default work queue) to its provider's queue,
+// delayed until due and with its attributes, and acknowledges it. It is
+// never sent from the wrong queue: a paced provider's rate is shared by
+// its own queue's instances alone.
+func (c *Consumer) forward(ctx context.Context, r *record, msg message.Message, to string) Outcome {
+	env := envelope.Build(envelope.Spec{Kind: envelope.KindOf(to), Body: r.rec.Body, Delay: msg.DueAt.Sub(c.cfg.Clock.Now()),
+		Attributes: envelope.Kept(r.rec.MessageAttributes), Dedup: envelope.ForForward(r.rec.Attributes["MessageGroupId"], r.rec.MessageId)})
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(to)); err != nil {
+		return Outcome{Err: failure.Retryable(err, 0)}
 	}
-	// The copy keeps the message's attributes: a message back from the DLQ
-	// carries the dead letter's, which let its claim revive the delivery.
-	env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: r.rec.Body, Delay: wait, Attributes: envelope.Kept(r.rec.MessageAttributes)})
-	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
-		return Outcome{Err: failure.Retryable(err, 0)}, false
-	}
-	return Outcome{Transition: Deferred, Next: time.Duration(secs) * time.Second, Via: "republish", Reason: "rate limit"}, false
+	c.cfg.Metrics.Add(MetricForwarded, 1)
+	return Outcome{Transition: Deferred, Next: time.Duration(env.DelaySeconds) * time.Second, Via: "forward", Reason: "to " + envelope.QueueName(to)}
 }
 
 // reviveAttempts is the attempt count a dead letter recorded, 0 if it has
@@ -651,7 +671,7 @@ func (c *Consumer) deferUntil(ctx context.Context, r *record, msg message.Messag
 		}
 		// Standard: a FIFO message waits by its visibility (above) up to 12 h.
 		env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: string(body), Delay: wait})
-		if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
+		if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.Routes.For(msg.Provider))); err != nil {
 			return Outcome{Err: failure.Retryable(err, 0)}
 		}
 		return Outcome{Transition: Deferred, Next: time.Duration(env.DelaySeconds) * time.Second, Via: "republish"}

@@ -21,7 +21,7 @@ const (
 	Duplicate Transition = "duplicate" // the delivery had already ended; nothing was sent
 	Retry     Transition = "retry"     // transient or ambiguous: back on the queue after Next
 	Leased    Transition = "leased"    // another consumer holds the delivery
-	Deferred  Transition = "deferred"  // early: put back until due, by Via
+	Deferred  Transition = "deferred"  // early, paced or on another queue than its provider's: put back, by Via
 	Expired   Transition = "expired"   // past expiresAt; never sent
 	Dead      Transition = "dead"      // dead-lettered with Class and Reason
 )
@@ -37,7 +37,7 @@ type Outcome struct {
 	Class      failure.Class // retry, dead
 	Status     ledger.Status // duplicate: the status that ended it
 	Next       time.Duration // retry, leased, deferred: when it comes back
-	Via        string        // deferred: visibility, republish or calendar
+	Via        string        // deferred: visibility, republish, forward or calendar
 	ExpiresAt  time.Time     // expired
 	Reason     string        // duplicate, dead
 	Error      string        // retry: the failure

@@ -15,10 +15,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/deadletter"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/metrics"
@@ -249,7 +249,10 @@ func TestAPausedAccountRetriesAfterItsLongBackoffAndIsCounted(t *testing.T) {
 	}
 }
 
-func TestTheRateLimitDefersWhatItCannotFitWithoutClaiming(t *testing.T) {
+// TestTheRateLimitReturnsWhatItCannotFitWithoutClaiming: a record whose
+// turn comes after its invocation leaves time to send goes back to its
+// queue with that wait as its visibility: unclaimed, nothing re-published.
+func TestTheRateLimitReturnsWhatItCannotFitWithoutClaiming(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	lim, err := ratelimit.New(ratelimit.Config{PerSecond: 0.1, Clock: clk}) // one send every 10 s
 	if err != nil {
@@ -260,31 +263,55 @@ func TestTheRateLimitDefersWhatItCannotFitWithoutClaiming(t *testing.T) {
 	if err := f2.handle("1"); err != nil || len(f2.got) != 1 {
 		t.Fatalf("first send: %v, %d sends", err, len(f2.got))
 	}
-	// A second delivery now: its turn is 10 s away, past the 1 s wait.
+	// A second delivery now: its turn is 10 s away, and the invocation
+	// leaves 15 s, of which the send needs 11 s.
 	now := clk.Now()
 	if err := f2.l.Create(context.Background(), ledger.Delivery{ReminderID: "rem-2", Channel: "email", Provider: "ses", RecipientRef: "c", TemplateRef: "t",
 		Address: secretAddress, DueAt: now, ExpiresAt: now.Add(time.Hour), Status: ledger.StatusQueued}); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
 	body, _ := message.Encode(message.Message{ReminderID: "rem-2", Channel: "email", Provider: "ses", DueAt: now})
-	if err := f2.c.Handle(context.Background(), events.SQSMessage{MessageId: "m-2", Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}}); err != nil {
-		t.Fatalf("Handle = %v; want the record acknowledged and re-published", err)
-	}
-	if len(f2.got) != 1 || len(f2.q.sent) != 1 || f2.q.sent[0].DelaySeconds != 10 || aws.ToString(f2.q.sent[0].MessageBody) != string(body) {
-		t.Fatalf("%d sends, re-published %d (delay %v); want 1 send and the same body re-published with 10 s", len(f2.got), len(f2.q.sent), delayOf(f2.q.sent))
+	err = f2.c.Handle(ctx, events.SQSMessage{MessageId: "m-2", Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	if after(err) != 10*time.Second || len(f2.got) != 1 || len(f2.q.sent) != 0 {
+		t.Fatalf("Handle = %v (after %v), %d sends, %d re-published; want the record returned for 10 s, nothing re-published", err, after(err), len(f2.got), len(f2.q.sent))
 	}
 	d, _ := f2.l.Get(context.Background(), message.DeliveryKey{ReminderID: "rem-2", Channel: "email", Provider: "ses"})
 	if d.Attempts != 0 || d.Status != ledger.StatusQueued {
 		t.Fatalf("the paced delivery has %d attempts, status %s; want unclaimed", d.Attempts, d.Status)
 	}
+	if !strings.Contains(f2.logs.String(), `"next":"10s","via":"visibility","reason":"rate limit"`) {
+		t.Fatalf("no paced transition in %s", f2.logs.String())
+	}
 }
 
-func delayOf(in []*sqs.SendMessageInput) []int32 {
-	var out []int32
-	for _, s := range in {
-		out = append(out, s.DelaySeconds)
+// TestARecordWaitsInProcessForATurnItsInvocationHolds: a turn 10 s away in
+// an invocation that leaves a minute is waited for, then sent; no PaceWait
+// of a second sends it back.
+func TestARecordWaitsInProcessForATurnItsInvocationHolds(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	lim, _ := ratelimit.New(ratelimit.Config{PerSecond: 0.1, Clock: clk})
+	f := newContractWithClock(t, clk, lim)
+	f.seed(t)
+	lim.Reserve(time.Hour) // the bucket is spent: the next turn is 10 s away
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		body, _ := message.Encode(message.Message{ReminderID: "rem-1", Channel: "email", Provider: "ses", DueAt: clk.Now()})
+		done <- f.c.Handle(ctx, events.SQSMessage{MessageId: "m-1", Body: string(body), Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}()
+	if !clk.WaitForWaiters(1, 5*time.Second) {
+		t.Fatal("the record did not wait for its turn")
 	}
-	return out
+	if len(f.got) != 0 {
+		t.Fatal("sent before its turn")
+	}
+	clk.Advance(10 * time.Second)
+	if err := <-done; err != nil || len(f.got) != 1 || len(f.q.sent) != 0 {
+		t.Fatalf("Handle = %v, %d sends, %d re-published; want one send after the wait", err, len(f.got), len(f.q.sent))
+	}
 }
 
 func newContractWithClock(t *testing.T, clk *clock.Fake, lim *ratelimit.Limiter) *contractFixture {
@@ -317,21 +344,57 @@ func TestAnUnknownAmbiguousPolicyIsRefused(t *testing.T) {
 	}
 }
 
-func TestAPacedRedriveKeepsItsDeadLetterAttributes(t *testing.T) {
+// TestARecordOnAnotherProvidersQueueIsForwardedNotSent: a paced
+// provider's record that arrives on the default work queue (redriven there,
+// or in flight across the deploy that added its queue) goes to its own
+// queue, due when it was, with the dead letter's attributes its claim needs
+// to revive the delivery; it is acknowledged and nothing is sent or
+// claimed from the default queue.
+func TestARecordOnAnotherProvidersQueueIsForwardedNotSent(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	lim, _ := ratelimit.New(ratelimit.Config{PerSecond: 0.1, Clock: clk})
 	f := newContractWithClock(t, clk, lim)
-	lim.Reserve(time.Hour) // the bucket is spent: the next send waits 10 s
-	body, _ := message.Encode(message.Message{ReminderID: "rem-1", Channel: "email", Provider: "ses", DueAt: clk.Now()})
+	f.seed(t)
+	sends := 0
+	routes, err := envelope.ParseRoutes("https://sqs/nudge-dev-work", "ses=https://sqs/nudge-dev-work-ses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := consumer.New(consumer.Config{Ledger: f.l, Queue: f.q, QueueURL: routes.Default, Routes: routes, DLQURL: "dlq", Clock: clk, Metrics: f.m,
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Limits: map[string]*ratelimit.Limiter{"ses": lim},
+		Providers: map[string]provider.Provider{"ses": provider.Func(func(context.Context, provider.Request, string) (provider.Receipt, error) {
+			sends++
+			return provider.Receipt{}, nil
+		})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := message.Encode(message.Message{ReminderID: "rem-1", Channel: "email", Provider: "ses", DueAt: clk.Now().Add(30 * time.Second)})
 	class := "ambiguous"
-	err := f.c.Handle(context.Background(), events.SQSMessage{MessageId: "m-1", Body: string(body),
+	err = c.Handle(context.Background(), events.SQSMessage{MessageId: "m-1", Body: string(body), EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:nudge-dev-work",
 		MessageAttributes: map[string]events.SQSMessageAttribute{deadletter.AttrErrorClass: {StringValue: &class, DataType: "String"}},
 		Attributes:        map[string]string{"ApproximateReceiveCount": "1"}})
-	if err != nil || len(f.q.sent) != 1 {
-		t.Fatalf("Handle = %v, %d re-published", err, len(f.q.sent))
+	if err != nil || len(f.q.sent) != 1 || sends != 0 {
+		t.Fatalf("Handle = %v, %d forwarded, %d sent from the default queue", err, len(f.q.sent), sends)
 	}
-	if got := f.q.sent[0].MessageAttributes[deadletter.AttrErrorClass]; aws.ToString(got.StringValue) != class {
-		t.Fatalf("the paced copy lost the dead letter's attributes (%v): its claim could not revive the delivery", f.q.sent[0].MessageAttributes)
+	sent := f.q.sent[0]
+	if aws.ToString(sent.QueueUrl) != "https://sqs/nudge-dev-work-ses" || sent.DelaySeconds != 30 || aws.ToString(sent.MessageBody) != string(body) {
+		t.Fatalf("forwarded to %s with delay %d", aws.ToString(sent.QueueUrl), sent.DelaySeconds)
+	}
+	if got := sent.MessageAttributes[deadletter.AttrErrorClass]; aws.ToString(got.StringValue) != class {
+		t.Fatalf("the forwarded copy lost the dead letter's attributes (%v): its claim could not revive the delivery", sent.MessageAttributes)
+	}
+	if d := f.status(t); d.Attempts != 0 || d.Status != ledger.StatusQueued {
+		t.Fatalf("forwarding claimed the delivery: %d attempts, %s", d.Attempts, d.Status)
+	}
+	if !strings.Contains(f.logs.String(), `"via":"forward","reason":"to nudge-dev-work-ses"`) {
+		t.Fatalf("no forward transition in %s", f.logs.String())
+	}
+	// On its own queue it is sent.
+	clk.Advance(30 * time.Second)
+	if err := c.Handle(context.Background(), events.SQSMessage{MessageId: "m-2", Body: string(body), EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:nudge-dev-work-ses",
+		Attributes: map[string]string{"ApproximateReceiveCount": "1"}}); err != nil || sends != 1 || len(f.q.sent) != 1 {
+		t.Fatalf("on its own queue: %v, %d sends, %d messages", err, sends, len(f.q.sent))
 	}
 }
 

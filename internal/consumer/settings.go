@@ -26,7 +26,6 @@ type Settings struct {
 	Rates           map[string]float64                  // NUDGE_<PROVIDER>_RATE: the stage's sends per second to the provider, shared by the instances; 0 is no limit. Default: its contract's.
 	Ambiguous       map[string]provider.AmbiguousPolicy // NUDGE_<PROVIDER>_AMBIGUOUS: retry, review or record (if it reports). Default: its contract's.
 	RecordWaits     map[string]provider.RecordWait      // each record provider's wait for its report: its driver's variables (provider.WaitFor).
-	MaxConcurrency  int                                 // NUDGE_MAX_CONCURRENCY: the event source mapping's maximum concurrency, which divides the rates. Default 1.
 	ProviderTimeout time.Duration                       // NUDGE_PROVIDER_TIMEOUT: one send's limit. Default 10s.
 	MaxAttempts     int                                 // NUDGE_MAX_ATTEMPTS: the attempt budget. Default 5.
 	MaxReceiveCount int                                 // NUDGE_MAX_RECEIVE_COUNT: the queue's redrive maxReceiveCount. Default 10.
@@ -44,6 +43,13 @@ type Settings struct {
 	CircuitFailures    int           // NUDGE_CIRCUIT_FAILURES: default 5.
 	CircuitCoolDown    time.Duration // NUDGE_CIRCUIT_COOLDOWN: default 30s.
 	CircuitMaxCoolDown time.Duration // NUDGE_CIRCUIT_MAX_COOLDOWN: default 5m.
+
+	// PacedConcurrency is NUDGE_PACED_CONCURRENCY: each paced provider's
+	// mapping's maximum concurrency, which divides its rate. Default 2.
+	PacedConcurrency int
+	// Routes are NUDGE_QUEUE_URL and NUDGE_PROVIDER_QUEUES: each
+	// provider's work queue (envelope.Routes).
+	Routes envelope.Routes
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -51,17 +57,17 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	r := &envconfig.Reader{Getenv: getenv, Who: "consumer"}
 	s := Settings{
 		Table: r.Required("NUDGE_TABLE"), QueueURL: r.Required("NUDGE_QUEUE_URL"), DLQURL: r.Required("NUDGE_DLQ_URL"),
-		MaxConcurrency:  r.Int("NUDGE_MAX_CONCURRENCY", 1),
-		ProviderTimeout: r.Duration("NUDGE_PROVIDER_TIMEOUT", 10*time.Second),
-		Visibility:      r.Duration("NUDGE_VISIBILITY_TIMEOUT", 180*time.Second),
-		BackoffBase:     r.Duration("NUDGE_BACKOFF_BASE", 15*time.Second),
-		BackoffCap:      r.Duration("NUDGE_BACKOFF_CAP", 6*time.Hour),
-		CutoffMargin:    r.Duration("NUDGE_CUTOFF_MARGIN", 0),
-		MaxAttempts:     r.Int("NUDGE_MAX_ATTEMPTS", 5),
-		MaxReceiveCount: r.Int("NUDGE_MAX_RECEIVE_COUNT", 10),
-		Concurrency:     r.Int("NUDGE_CONCURRENCY", 10),
-		Shards:          r.Int("NUDGE_SHARDS", 8),
-		Lookahead:       r.Duration("NUDGE_LOOKAHEAD", 15*time.Minute),
+		PacedConcurrency: r.Int("NUDGE_PACED_CONCURRENCY", 2),
+		ProviderTimeout:  r.Duration("NUDGE_PROVIDER_TIMEOUT", 10*time.Second),
+		Visibility:       r.Duration("NUDGE_VISIBILITY_TIMEOUT", 180*time.Second),
+		BackoffBase:      r.Duration("NUDGE_BACKOFF_BASE", 15*time.Second),
+		BackoffCap:       r.Duration("NUDGE_BACKOFF_CAP", 6*time.Hour),
+		CutoffMargin:     r.Duration("NUDGE_CUTOFF_MARGIN", 0),
+		MaxAttempts:      r.Int("NUDGE_MAX_ATTEMPTS", 5),
+		MaxReceiveCount:  r.Int("NUDGE_MAX_RECEIVE_COUNT", 10),
+		Concurrency:      r.Int("NUDGE_CONCURRENCY", 10),
+		Shards:           r.Int("NUDGE_SHARDS", 8),
+		Lookahead:        r.Duration("NUDGE_LOOKAHEAD", 15*time.Minute),
 
 		CircuitFailures:    r.Int("NUDGE_CIRCUIT_FAILURES", 5),
 		CircuitCoolDown:    r.Duration("NUDGE_CIRCUIT_COOLDOWN", 30*time.Second),
@@ -70,6 +76,11 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	providers, err := ParseProviders(getenv("NUDGE_PROVIDERS"))
 	if err != nil {
 		return s, err
+	}
+	if s.QueueURL != "" {
+		if s.Routes, err = envelope.ParseRoutes(s.QueueURL, getenv(envelope.EnvProviderQueues)); err != nil {
+			return s, fmt.Errorf("consumer: %w", err)
+		}
 	}
 	s.Providers = providers
 	s.Rates, s.Ambiguous, s.RecordWaits = map[string]float64{}, map[string]provider.AmbiguousPolicy{}, map[string]provider.RecordWait{}
@@ -109,7 +120,7 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		}
 	}
 	if s.CutoffMargin == 0 {
-		s.CutoffMargin = s.ProviderTimeout + LedgerAllowance + time.Second // the reserve: 1 s at this margin
+		s.CutoffMargin = DefaultCutoffMargin(s.ProviderTimeout)
 	}
 	if s.Visibility <= s.ProviderTimeout {
 		return s, fmt.Errorf("consumer: NUDGE_VISIBILITY_TIMEOUT %v must exceed NUDGE_PROVIDER_TIMEOUT %v (AWS recommends 6× the function timeout)", s.Visibility, s.ProviderTimeout)
@@ -161,13 +172,20 @@ func BuildProviders(ctx context.Context, s Settings, env provider.Env) (map[stri
 	}
 	limits := map[string]*ratelimit.Limiter{}
 	for name, rate := range s.Rates {
-		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.MaxConcurrency)})
+		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.PacedConcurrency)})
 		if err != nil {
 			return nil, nil, fmt.Errorf("consumer: %s: %w", provider.EnvName(name, "RATE"), err)
 		}
 		limits[name] = l
 	}
 	return providers, limits, nil
+}
+
+// DefaultCutoffMargin is NUDGE_CUTOFF_MARGIN's default for a provider
+// timeout: the timeout, LedgerAllowance and the batch processor's 1 s
+// reserve at this margin.
+func DefaultCutoffMargin(providerTimeout time.Duration) time.Duration {
+	return providerTimeout + LedgerAllowance + time.Second
 }
 
 // LedgerAllowance is the time a record needs besides its send: the claim

@@ -57,11 +57,12 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 func TestSettingsProviders(t *testing.T) {
 	t.Parallel()
 	s, err := consumer.SettingsFromEnv(env(map[string]string{"NUDGE_PROVIDERS": "webhook, ses,sns", "NUDGE_SES_FROM": "reminders@example.com",
-		"NUDGE_SNS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:nudge", "NUDGE_SNS_RATE": "50", "NUDGE_SES_AMBIGUOUS": "retry", "NUDGE_MAX_CONCURRENCY": "5"}))
+		"NUDGE_SNS_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:nudge", "NUDGE_SNS_RATE": "50", "NUDGE_SES_AMBIGUOUS": "retry", "NUDGE_PACED_CONCURRENCY": "5",
+		"NUDGE_PROVIDER_QUEUES": "ses=https://sqs/work-ses"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.Providers, ",") != "webhook,ses,sns" || s.MaxConcurrency != 5 {
+	if strings.Join(s.Providers, ",") != "webhook,ses,sns" || s.PacedConcurrency != 5 || s.Routes.For("ses") != "https://sqs/work-ses" || s.Routes.For("sns") != s.QueueURL {
 		t.Fatalf("settings %+v", s)
 	}
 	if s.Rates["ses"] != 14 || s.Rates["sns"] != 50 || s.Rates["webhook"] != 0 {
@@ -108,7 +109,8 @@ func TestSettingsProviderErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"NUDGE_PROVIDERS": "sns"}, "NUDGE_SNS_TOPIC_ARN is not set"},
 		{map[string]string{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_RATE": "-1"}, "NUDGE_SNS_RATE"},
 		{map[string]string{"NUDGE_PROVIDERS": "sns", "NUDGE_SNS_TOPIC_ARN": "arn:x", "NUDGE_SNS_AMBIGUOUS": "sometimes"}, "NUDGE_SNS_AMBIGUOUS"},
-		{map[string]string{"NUDGE_MAX_CONCURRENCY": "0"}, "NUDGE_MAX_CONCURRENCY"},
+		{map[string]string{"NUDGE_PACED_CONCURRENCY": "0"}, "NUDGE_PACED_CONCURRENCY"},
+		{map[string]string{"NUDGE_PROVIDER_QUEUES": "ses"}, "NUDGE_PROVIDER_QUEUES: \"ses\" is not provider=queueURL"},
 	} {
 		_, err := consumer.SettingsFromEnv(env(tc.kv))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

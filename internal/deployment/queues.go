@@ -1,8 +1,12 @@
 package deployment
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
-// WorkQueueAttributes are the work queue's SQS attributes, given the DLQ's
+// WorkQueueAttributes are the work queue's SQS attributes, and each paced
+// provider's queue's, given the DLQ's
 // ARN; the local stand-ins are created with them.
 func (s Stage) WorkQueueAttributes(dlqARN string) map[string]string {
 	return map[string]string{
@@ -12,11 +16,12 @@ func (s Stage) WorkQueueAttributes(dlqARN string) map[string]string {
 	}
 }
 
-// DLQAttributes are the DLQ's SQS attributes, given the work queue's ARN
-// (console redrive needs the RedriveAllowPolicy).
-func (s Stage) DLQAttributes(workARN string) map[string]string {
+// DLQAttributes are the DLQ's SQS attributes, given every work queue's ARN
+// (the default's and each paced provider's: console redrive needs the
+// RedriveAllowPolicy to name each source queue).
+func (s Stage) DLQAttributes(workARNs ...string) map[string]string {
 	return map[string]string{
 		"MessageRetentionPeriod": strconv.Itoa(int(DLQRetention.Seconds())),
-		"RedriveAllowPolicy":     `{"redrivePermission":"byQueue","sourceQueueArns":["` + workARN + `"]}`,
+		"RedriveAllowPolicy":     `{"redrivePermission":"byQueue","sourceQueueArns":["` + strings.Join(workARNs, `","`) + `"]}`,
 	}
 }

@@ -71,6 +71,11 @@ type Stage struct {
 	BatchSize      int
 	BatchingWindow time.Duration
 	MaxConcurrency int
+	// PacedConcurrency is the maximum concurrency of each paced provider's
+	// event source mapping (PacedQueues): the instances that share its
+	// rate. 2 to 1000; default 2, Lambda's least for SQS, so that each
+	// instance's share of the rate is as large as it can be.
+	PacedConcurrency int
 	// RecordConcurrency is how many records of a batch one invocation runs
 	// at once (NUDGE_CONCURRENCY).
 	RecordConcurrency int
@@ -136,7 +141,7 @@ func Dev() Stage {
 		IntakeMemoryMB: 256, IntakeTimeout: 10 * time.Second,
 		OutcomesMemoryMB: 128, OutcomesTimeout: 30 * time.Second,
 		FeedbackMemoryMB: 128, FeedbackTimeout: 30 * time.Second,
-		BatchSize: 10, BatchingWindow: 0, MaxConcurrency: 5, RecordConcurrency: 10,
+		BatchSize: 10, BatchingWindow: 0, MaxConcurrency: 5, PacedConcurrency: 2, RecordConcurrency: 10,
 		ProviderTimeout: 10 * time.Second, MaxAttempts: 5, MaxReceiveCount: 10, Shards: 8,
 		LogRetentionDays: 14, OldestMessageAlarm: 12 * time.Hour,
 		Providers: []string{registry.Default()},
@@ -276,7 +281,11 @@ func (s Stage) Validate() error {
 	// at each function's start.
 	names := registry.Names()
 	check(len(s.Providers) > 0, "runs no provider; set providers to one or more of %s (-c providers=%s)", strings.Join(names, ", "), strings.Join(names[:min(2, len(names))], ","))
-	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", Providers: map[string]map[string]string{}}
+	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", Providers: map[string]map[string]string{},
+		ProviderQueueURLs: map[string]string{}}
+	for _, q := range s.PacedQueues() {
+		placeholders.ProviderQueueURLs[q.Provider] = "https://sqs/" + q.Name
+	}
 	for i, p := range s.Providers {
 		d, ok := registry.Lookup(p)
 		check(ok, "provider %q is unknown; the providers are %s", p, strings.Join(names, ", "))
@@ -321,6 +330,15 @@ func (s Stage) Validate() error {
 	check(s.BatchSize <= 10 || s.BatchingWindow > 0, "a batch size above 10 needs a batching window")
 	check(s.BatchingWindow <= 5*time.Minute, "batching window %v above 5 minutes", s.BatchingWindow)
 	check(s.MaxConcurrency >= 2 && s.MaxConcurrency <= 1000, "maximum concurrency %d outside 2–1000 (Lambda's limits for SQS)", s.MaxConcurrency)
+	check(s.PacedConcurrency >= 2 && s.PacedConcurrency <= 1000, "paced concurrency %d outside 2–1000 (Lambda's limits for SQS; -c pacedConcurrency=2)",
+		s.PacedConcurrency)
+	if s.PacedConcurrency >= 2 {
+		for _, p := range s.Providers {
+			if _, err := s.PacedQueue(p); err != nil && !errors.Is(err, ErrUnpaced) {
+				check(false, "%v", err)
+			}
+		}
+	}
 	check(s.Shards >= 1 && s.Shards <= 1000, "%d shards; use 1 to 1000", s.Shards)
 	check(!s.RequireAlarmTarget || s.AlarmEmail != "" || s.AlarmTopicArn != "",
 		"its alarms would notify nobody: set an e-mail (-c alarmEmail=oncall@example.com) or an existing SNS topic (-c alarmTopicArn=arn:aws:sns:REGION:ACCOUNT:TOPIC)")
@@ -351,6 +369,9 @@ func (s Stage) Validate() error {
 // Resources are the names and addresses a function needs.
 type Resources struct {
 	Table, WorkQueueURL, DLQURL string
+	// ProviderQueueURLs are the paced providers' work queues, by provider
+	// (PacedQueues): the functions' NUDGE_PROVIDER_QUEUES.
+	ProviderQueueURLs map[string]string
 	// Providers are what the stack (or the local system) made for each
 	// provider the stage runs, by provider, as its driver's Env reads them
 	// (provider.Deployment.Resources): an endpoint and its secret's name, a
@@ -424,7 +445,7 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE": r.Table, "NUDGE_QUEUE_URL": r.WorkQueueURL, "NUDGE_DLQ_URL": r.DLQURL,
 		"NUDGE_PROVIDERS":          strings.Join(s.Providers, ","),
-		"NUDGE_MAX_CONCURRENCY":    strconv.Itoa(s.MaxConcurrency),
+		"NUDGE_PACED_CONCURRENCY":  strconv.Itoa(s.PacedConcurrency),
 		"NUDGE_PROVIDER_TIMEOUT":   s.ProviderTimeout.String(),
 		"NUDGE_CONCURRENCY":        strconv.Itoa(s.RecordConcurrency),
 		"NUDGE_MAX_ATTEMPTS":       strconv.Itoa(s.MaxAttempts),
@@ -433,6 +454,7 @@ func (s Stage) ConsumerEnv(r Resources) map[string]string {
 		"NUDGE_SHARDS":             strconv.Itoa(s.Shards),
 	}
 	maps.Copy(env, s.providerEnv(provider.Consumer, r))
+	s.routeEnv(env, r)
 	return env
 }
 
@@ -444,6 +466,7 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
 	}
 	maps.Copy(env, s.providerEnv(provider.Enqueue, r))
+	s.routeEnv(env, r)
 	return env
 }
 
@@ -457,10 +480,11 @@ func (s Stage) IntakeEnv(r Resources) map[string]string {
 	env := map[string]string{
 		"NUDGE_TABLE":     r.Table,
 		"NUDGE_PROVIDERS": strings.Join(s.Providers, ","),
-		// The short-notice hand-off's queue (schedule.Config.HandOff).
+		// The short-notice hand-off's queues (schedule.Config.HandOff).
 		"NUDGE_QUEUE_URL": r.WorkQueueURL,
 	}
 	maps.Copy(env, s.providerEnv(provider.Intake, r))
+	s.routeEnv(env, r)
 	if len(s.IntakeFullAccess) > 0 {
 		env[intake.FullAccessSetting] = strings.Join(s.IntakeFullAccess, ",")
 	}

@@ -67,8 +67,11 @@ type Config struct {
 	Stage *ledger.StageFacts
 	// Queue publishes to the work queue. Required.
 	Queue Publisher
-	// QueueURL is the work queue. Required.
+	// QueueURL is the default work queue. Required.
 	QueueURL string
+	// Routes name each provider's work queue, where its deliveries are
+	// published. Default: every provider's is QueueURL.
+	Routes envelope.Routes
 	// Shards is the due index shard count; the enqueue reads the larger of
 	// this and the count the ledger recorded. Default 8.
 	Shards int
@@ -175,7 +178,10 @@ func New(cfg Config) (*Enqueuer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	pub := &publisher{queue: cfg.Queue, url: cfg.QueueURL, kind: envelope.KindOf(cfg.QueueURL), attempts: cfg.PublishAttempts, clock: cfg.Clock, logger: cfg.Logger}
+	if cfg.Routes.Default == "" {
+		cfg.Routes = envelope.Routes{Default: cfg.QueueURL}
+	}
+	pub := &publisher{queue: cfg.Queue, routes: cfg.Routes, attempts: cfg.PublishAttempts, clock: cfg.Clock, logger: cfg.Logger}
 	return &Enqueuer{cfg: cfg, pub: pub}, nil
 }
 

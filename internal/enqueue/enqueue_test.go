@@ -58,6 +58,8 @@ type recorder struct {
 
 	mu   sync.Mutex
 	sent []published
+	// queues are the queues each delivery was published to, in order.
+	queues map[message.DeliveryKey][]string
 }
 
 func (r *recorder) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -78,6 +80,10 @@ func (r *recorder) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 		r.mu.Lock()
 		r.sent = append(r.sent, published{Key: m.Key(), Delay: e.DelaySeconds, At: r.clk.Now(),
 			Group: aws.ToString(e.MessageGroupId), DedupID: aws.ToString(e.MessageDeduplicationId)})
+		if r.queues == nil {
+			r.queues = map[message.DeliveryKey][]string{}
+		}
+		r.queues[m.Key()] = append(r.queues[m.Key()], aws.ToString(in.QueueUrl))
 		r.mu.Unlock()
 		pass = append(pass, e)
 		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
@@ -274,6 +280,37 @@ func TestFIFOHandOffIsGroupedAndDeduplicatedNotDelayed(t *testing.T) {
 	want := published{Key: k, At: b.clk.Now(), Group: "rem-fifo", DedupID: "69ba9f58ddef98726437b91724dfeeb14d53145979911112e4bd6fa6c75a9a42"}
 	if got := b.pub.take(); len(got) != 1 || got[0] != want {
 		t.Fatalf("published %+v, want %+v", got, want)
+	}
+}
+
+// TestEachDeliveryGoesToItsProvidersQueue: a paced provider's deliveries
+// are handed off to its own work queue, the others' to the default, in
+// batches of one queue each; the repair publishes to the same queues.
+func TestEachDeliveryGoesToItsProvidersQueue(t *testing.T) {
+	b := setup(t, 1)
+	routes, err := envelope.ParseRoutes(b.q.WorkURL, "ses="+b.q.WorkURL+"-ses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := b.enqueuer(t, func(c *enqueue.Config) { c.Routes = routes })
+	var want = map[message.DeliveryKey]string{}
+	for i := range 12 {
+		p := []string{"webhook", "ses"}[i%2]
+		r := schedule.Reminder{ID: fmt.Sprintf("rem-%d", i), AccountRef: "acct-1", DueAt: t0.Add(time.Minute), ExpiresAt: t0.Add(time.Hour),
+			Deliveries: []schedule.Delivery{{Channel: "email", Provider: p, RecipientRef: "acct-1/contact-1", TemplateRef: "t-1"}}}
+		if _, err := b.store.Create(b.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		want[r.Key(r.Deliveries[0])] = routes.For(p)
+	}
+	b.clk.Advance(time.Minute)
+	if rep := b.run(t, e); rep.Enqueued != 12 {
+		t.Fatalf("enqueued %d, want 12", rep.Enqueued)
+	}
+	for k, q := range want {
+		if got := b.pub.queues[k]; len(got) != 1 || got[0] != q {
+			t.Errorf("%s published to %v, want %s", k, got, q)
+		}
 	}
 }
 

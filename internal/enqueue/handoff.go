@@ -17,6 +17,10 @@ type HandOffConfig struct {
 	Queue Publisher
 	// QueueURL is the work queue. Required.
 	QueueURL string
+	// Routes are the paced providers' own work queues (envelope.Routes,
+	// NUDGE_PROVIDER_QUEUES): a delivery goes to its provider's. Default:
+	// every delivery to QueueURL.
+	Routes envelope.Routes
 	// PublishAttempts is how often an entry SQS refuses is sent before it
 	// is given back to the caller. Default 3: the caller is answering a
 	// request, and a delivery it gives back goes to the calendar.
@@ -59,7 +63,10 @@ func NewHandOff(cfg HandOffConfig) (*HandOff, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &HandOff{pub: &publisher{queue: cfg.Queue, url: cfg.QueueURL, kind: envelope.KindOf(cfg.QueueURL),
+	if cfg.Routes.Default == "" {
+		cfg.Routes.Default = cfg.QueueURL
+	}
+	return &HandOff{pub: &publisher{queue: cfg.Queue, routes: cfg.Routes,
 		attempts: cfg.PublishAttempts, early: cfg.ClockSkew, clock: cfg.Clock, logger: cfg.Logger}}, nil
 }
 

@@ -6,13 +6,17 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/internal/envconfig"
+	"github.com/nudgehq/nudge/internal/envelope"
 )
 
 // Settings are the enqueue function's deployment settings, read from its
 // environment. The CDK stack and the local runner set the same variables.
 type Settings struct {
-	Table        string        // NUDGE_TABLE: the ledger table. Required.
-	QueueURL     string        // NUDGE_QUEUE_URL: the work queue. Required.
+	Table    string // NUDGE_TABLE: the ledger table. Required.
+	QueueURL string // NUDGE_QUEUE_URL: the default work queue. Required.
+	// Routes are each provider's work queue: NUDGE_QUEUE_URL and
+	// NUDGE_PROVIDER_QUEUES (envelope.Routes).
+	Routes       envelope.Routes
 	Shards       int           // NUDGE_SHARDS: due index shards. Default 8.
 	Lookahead    time.Duration // NUDGE_LOOKAHEAD: hand-off lookahead. Default 15m.
 	Settle       time.Duration // NUDGE_SETTLE: how far behind now the cursors stay. Default 15s.
@@ -64,7 +68,15 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			s.ProviderEnv[k] = getenv(k)
 		}
 	}
-	return s, r.Err()
+	if err := r.Err(); err != nil {
+		return s, err
+	}
+	routes, err := envelope.ParseRoutes(s.QueueURL, getenv(envelope.EnvProviderQueues))
+	if err != nil {
+		return s, fmt.Errorf("enqueue: %w", err)
+	}
+	s.Routes = routes
+	return s, nil
 }
 
 // MinBudget is the least time a run must have before its cut-off margin:

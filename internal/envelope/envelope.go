@@ -82,6 +82,17 @@ func ForRedrive(group, messageID string, redrive int) Dedup {
 	return Dedup{Group: group, ID: messageID + "-redrive-" + strconv.Itoa(redrive)}
 }
 
+// ForForward is the consumer's rule for a message it forwards to its
+// provider's work queue (it arrived on another): the record's group
+// ("nudge-forward" if it had none), deduplicated as "<messageId>-forward",
+// so that a record forwarded twice is one message.
+func ForForward(group, messageID string) Dedup {
+	if group == "" {
+		group = "nudge-forward"
+	}
+	return Dedup{Group: group, ID: messageID + "-forward"}
+}
+
 // Spec is what a producer decided to send.
 type Spec struct {
 	// Kind is the kind of queue it goes to (KindOf its URL, or what the

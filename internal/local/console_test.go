@@ -68,7 +68,7 @@ func TestConsoleAnswersATicketInTheBrowser(t *testing.T) {
 	}
 	defer h.Close()
 	mapped := make(chan struct{})
-	go func() { defer close(mapped); h.Mapping.Run(ctx) }()
+	go func() { defer close(mapped); h.RunMappings(ctx) }()
 	defer func() { cancel(); <-mapped }()
 
 	led, err := ledger.New(sys.DB, ledger.Config{Table: sys.Resources.Table, Shards: sys.Stage.Shards})

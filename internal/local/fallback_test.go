@@ -65,7 +65,7 @@ func TestABouncedEmailTakesItsSMSFallbackOnce(t *testing.T) {
 	}
 
 	// The schedule ticks and the mapping runs until both have ended.
-	go h.Mapping.Run(ctx)
+	go h.RunMappings(ctx)
 	var e, s ledger.Delivery
 	for {
 		if _, err := h.Enqueue.Invoke(ctx, fmt.Appendf(nil, `{"source":"aws.scheduler","scheduledTime":%q}`, time.Now().UTC().Format(time.RFC3339))); err != nil {
@@ -135,7 +135,7 @@ func TestABouncedEmailTakesItsSMSFallbackOnce(t *testing.T) {
 	if ev := has(sms, outcome.Sent); ev == nil || ev.FallbackOf != email.String() {
 		t.Errorf("the SMS's sent event: %+v; want one naming the e-mail it stands in for", ev)
 	}
-	if st := h.Mapping.Stats(); st.BatchFailures != 0 {
+	if st := h.MappingStats(); st.BatchFailures != 0 {
 		t.Errorf("the mapping: %+v", st)
 	}
 }

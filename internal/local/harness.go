@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,7 +86,8 @@ type Harness struct {
 	// "intake SQS" (its short-notice hand-offs).
 	Proxies map[string]*standin.Proxy
 	// Consumers are the consumer instances, the mapping's invokers in
-	// order, named consumer-1, …. Each posts to its own path of the
+	// order, named consumer-1, …, then each paced queue's mapping's,
+	// named consumer-PROVIDER-1, …. Each posts to its own path of the
 	// webhook (WebhookURL/consumer-1, …), so that the provider's record
 	// tells which instance an answer went to.
 	Consumers []*Function
@@ -94,6 +98,11 @@ type Harness struct {
 	Intake *Intake
 	// Mapping feeds the work queue to the consumers while it runs.
 	Mapping *esm.Mapping
+	// PacedMappings feed each paced provider's own work queue to its
+	// consumers, by provider: the queue's batch size and maximum
+	// concurrency (deployment.PacedQueue). RunMappings runs them with
+	// Mapping.
+	PacedMappings map[string]*esm.Mapping
 	// Outcomes is the outcomes function, and OutcomeStream the stream
 	// mapping that feeds it the ledger's changes from StartHarness to
 	// Close: the outcome events reach the outcomes queue through the local
@@ -214,7 +223,85 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	h.Mapping, err = esm.New(esm.Config{Queue: s.SQS, QueueURL: s.Resources.WorkURL, QueueARN: s.Resources.WorkARN,
 		BatchSize: s.Stage.BatchSize, BatchingWindow: s.Stage.BatchingWindow, Invokers: invokers, PollWait: cfg.PollWait,
 		FunctionTimeout: s.Stage.ConsumerTimeout, Logger: slog.New(slog.NewTextHandler(mappingLog, nil))})
-	return h, err
+	if err != nil {
+		return h, err
+	}
+	// Each paced provider's queue: its own mapping, on as many instances
+	// as its maximum concurrency (the emulator takes one invocation at a
+	// time), as the stack's mapping on the same function.
+	h.PacedMappings = map[string]*esm.Mapping{}
+	for _, q := range s.Resources.pacedInOrder() {
+		var paced []esm.Invoker
+		for i := range q.MaxConcurrency {
+			name := fmt.Sprintf("consumer-%s-%d", q.Provider, i+1)
+			env, err := s.Env("consumer", ep, 0, append(s.sinkPath(name), cfg.ConsumerOverrides...)...)
+			if err != nil {
+				return h, err
+			}
+			fn, err := h.start(ctx, name, filepath.Join(cfg.Bootstraps, "consumer", "bootstrap"), env, output(name))
+			if err != nil {
+				return h, err
+			}
+			h.Consumers = append(h.Consumers, fn)
+			paced = append(paced, fn)
+		}
+		if h.PacedMappings[q.Provider], err = esm.New(esm.Config{Queue: s.SQS, QueueURL: q.URL, QueueARN: q.ARN,
+			BatchSize: q.BatchSize, BatchingWindow: s.Stage.BatchingWindow, Invokers: paced, PollWait: cfg.PollWait,
+			FunctionTimeout: s.Stage.ConsumerTimeout, Logger: slog.New(slog.NewTextHandler(mappingLog, nil)).With("queue", q.Name)}); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// WorkDepth is every work queue's messages, summed.
+func (h *Harness) WorkDepth(ctx context.Context) (status.Depth, error) {
+	var sum status.Depth
+	for _, url := range h.Resources.WorkURLs() {
+		d, err := status.QueueDepth(ctx, h.SQS, url)
+		if err != nil {
+			return sum, err
+		}
+		sum.Visible, sum.InFlight, sum.Delayed = sum.Visible+d.Visible, sum.InFlight+d.InFlight, sum.Delayed+d.Delayed
+	}
+	return sum, nil
+}
+
+// Mappings are the work queues' mappings: Mapping, then each paced
+// provider's in the order of their names.
+func (h *Harness) Mappings() []*esm.Mapping {
+	out := []*esm.Mapping{h.Mapping}
+	for _, name := range slices.Sorted(maps.Keys(h.PacedMappings)) {
+		out = append(out, h.PacedMappings[name])
+	}
+	return out
+}
+
+// RunMappings runs every work queue's mapping until ctx ends.
+func (h *Harness) RunMappings(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, m := range h.Mappings() {
+		wg.Go(func() { m.Run(ctx) })
+	}
+	wg.Wait()
+}
+
+// MappingStats are the work queues' mappings' Stats, summed.
+func (h *Harness) MappingStats() esm.Stats {
+	var sum esm.Stats
+	for _, m := range h.Mappings() {
+		st := m.Stats()
+		sum.Invocations += st.Invocations
+		sum.Records += st.Records
+		sum.Deleted += st.Deleted
+		sum.Returned += st.Returned
+		sum.BatchFailures += st.BatchFailures
+		sum.Timeouts += st.Timeouts
+		sum.UnseenReceives += st.UnseenReceives
+		sum.ReceiveRequests += st.ReceiveRequests
+		sum.DeleteRequests += st.DeleteRequests
+	}
+	return sum
 }
 
 // startOutcomes starts the outcomes function and the stream mapping that
@@ -345,7 +432,9 @@ func (h *Harness) start(ctx context.Context, name, bootstrap string, env []strin
 
 // empty removes what an earlier run left in the queues and the table.
 func (h *Harness) empty(ctx context.Context) error {
-	for _, url := range []string{h.Resources.WorkURL, h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.Operators.QueueURL, h.Resources.OutcomesURL, h.Resources.FeedbackURL} {
+	urls := append(h.Resources.WorkURLs(), h.Resources.DLQURL, h.Resources.Topic.QueueURL, h.Resources.Operators.QueueURL,
+		h.Resources.OutcomesURL, h.Resources.FeedbackURL)
+	for _, url := range urls {
 		if url == "" {
 			continue // a stage without sns has no subscriber queue, one without ses no feedback queue
 		}

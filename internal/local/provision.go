@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/provider/ses"
@@ -31,6 +33,9 @@ type Provisioned struct {
 	Table            string
 	WorkURL, WorkARN string
 	DLQURL, DLQARN   string
+	// Paced are the paced providers' own work queues, by provider
+	// (deployment.Stage.PacedQueues), with their mappings' settings.
+	Paced map[string]PacedQueue
 	// OutcomesURL and OutcomesARN are the queue the local bus's rule
 	// delivers the outcome events to (the stack's outcomeQueue example).
 	OutcomesURL, OutcomesARN string
@@ -46,11 +51,49 @@ type Provisioned struct {
 	Operators Topic
 }
 
+// PacedQueue is a paced provider's own work queue as provisioned.
+type PacedQueue struct {
+	deployment.PacedQueue
+	URL, ARN string
+}
+
+// WorkURLs are every work queue: the default's, then the paced
+// providers', in the stage's order of providers.
+func (p Provisioned) WorkURLs() []string {
+	urls := []string{p.WorkURL}
+	for _, q := range p.pacedInOrder() {
+		urls = append(urls, q.URL)
+	}
+	return urls
+}
+
+// Routes are the work queues as the producers route to them.
+func (p Provisioned) Routes() envelope.Routes {
+	r := envelope.Routes{Default: p.WorkURL, ByProvider: map[string]string{}}
+	for name, q := range p.Paced {
+		r.ByProvider[name] = q.URL
+	}
+	return r
+}
+
+// pacedInOrder are the paced queues in the order of their providers' names.
+func (p Provisioned) pacedInOrder() []PacedQueue {
+	var out []PacedQueue
+	for _, name := range slices.Sorted(maps.Keys(p.Paced)) {
+		out = append(out, p.Paced[name])
+	}
+	return out
+}
+
 // Resources returns the function resources of stage s for p, with each
 // provider's from what its stand-in made (l, whose TopicARN is p's topic's).
 func (p Provisioned) Resources(s deployment.Stage, l provider.Local) deployment.Resources {
 	l.TopicARN = p.Topic.ARN
-	res := deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, Providers: map[string]map[string]string{}}
+	res := deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, Providers: map[string]map[string]string{},
+		ProviderQueueURLs: map[string]string{}}
+	for name, q := range p.Paced {
+		res.ProviderQueueURLs[name] = q.URL
+	}
 	for _, name := range s.Providers {
 		if d, ok := registry.Lookup(name); ok && d.StandIn.Resources != nil {
 			res.Providers[name] = d.StandIn.Resources(l)
@@ -74,8 +117,8 @@ func StandInStage(s deployment.Stage) deployment.Stage {
 	return s
 }
 
-// Provision creates the stage's ledger table, work queue and DLQ as the
-// stack defines them (the same table input, queue attributes and redrive
+// Provision creates the stage's ledger table, work queue, the paced
+// providers' work queues and the DLQ as the stack defines them (the same table input, queue attributes and redrive
 // policies), the outcomes queue, and, when the stage runs ses, the feedback
 // queue (FeedbackQueueName), for the local stand-ins. It is idempotent:
 // what exists is kept.
@@ -110,7 +153,21 @@ func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q qu
 	if p.WorkARN, err = queueARN(p.WorkURL); err != nil {
 		return p, err
 	}
-	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(p.WorkARN)}); err != nil {
+	workARNs := []string{p.WorkARN}
+	p.Paced = map[string]PacedQueue{}
+	for _, pq := range s.PacedQueues() {
+		out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(pq.Name), Attributes: s.WorkQueueAttributes(p.DLQARN)})
+		if err != nil {
+			return p, fmt.Errorf("local: create %s: %w", pq.Name, err)
+		}
+		paced := PacedQueue{PacedQueue: pq, URL: aws.ToString(out.QueueUrl)}
+		if paced.ARN, err = queueARN(paced.URL); err != nil {
+			return p, err
+		}
+		p.Paced[pq.Provider] = paced
+		workARNs = append(workARNs, paced.ARN)
+	}
+	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(workARNs...)}); err != nil {
 		return p, fmt.Errorf("local: set the DLQ's retention and redrive-allow policy: %w", err)
 	}
 	out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(OutcomesQueueName(s))})

@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,13 +19,16 @@ import (
 )
 
 // TestProvisionMakesWhatTheStackDefines: the table with its due index, the
-// work queue with the stage's visibility and redrive policy, the DLQ with
-// its retention and redrive-allow policy; twice is harmless.
+// work queue and the paced provider's own with the stage's visibility and
+// redrive policy, the DLQ with its retention and a redrive-allow policy
+// naming both; twice is harmless.
 func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 	t.Parallel()
 	db, q := standintest.DynamoDB(t), standintest.SQS(t)
 	stage := deployment.Dev()
 	stage.Name = strings.TrimPrefix(standintest.Name("p"), "p-")
+	stage.Providers = []string{"webhook", "ses"}
+	stage.ProviderSettings = map[string]string{"sesFrom": "reminders@example.com"}
 	ctx := context.Background()
 	p, err := local.Provision(ctx, stage, db, q)
 	if err != nil {
@@ -32,11 +36,13 @@ func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(p.Table)})
-		_, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(p.WorkURL)})
+		for _, url := range p.WorkURLs() {
+			_, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		}
 		_, _ = q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(p.DLQURL)})
 	})
 	again, err := local.Provision(ctx, stage, db, q)
-	if err != nil || again != p {
+	if err != nil || !reflect.DeepEqual(again, p) {
 		t.Fatalf("a second Provision: %+v, %v; want %+v", again, err, p)
 	}
 	table, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(p.Table)})
@@ -61,7 +67,14 @@ func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 	if work["VisibilityTimeout"] != "180" || !strings.Contains(work["RedrivePolicy"], p.DLQARN) || !strings.Contains(work["RedrivePolicy"], `"maxReceiveCount":10`) {
 		t.Errorf("work queue %v", work)
 	}
-	if dlq["MessageRetentionPeriod"] != "1209600" || !strings.Contains(dlq["RedriveAllowPolicy"], p.WorkARN) {
+	ses := p.Paced["ses"]
+	if len(p.Paced) != 1 || ses.Name != stage.WorkQueueName()+"-ses" || ses.BatchSize != 10 || ses.MaxConcurrency != 2 || !strings.HasSuffix(ses.URL, ses.Name) {
+		t.Fatalf("paced queues %+v", p.Paced)
+	}
+	if paced := attrs(ses.URL); paced["VisibilityTimeout"] != "180" || paced["RedrivePolicy"] != work["RedrivePolicy"] {
+		t.Errorf("the paced queue %v; want the work queue's visibility and redrive policy", paced)
+	}
+	if allow := dlq["RedriveAllowPolicy"]; dlq["MessageRetentionPeriod"] != "1209600" || !strings.Contains(allow, p.WorkARN) || !strings.Contains(allow, ses.ARN) {
 		t.Errorf("DLQ %v", dlq)
 	}
 }

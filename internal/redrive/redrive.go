@@ -50,8 +50,12 @@ type Config struct {
 	Queue queueAPI
 	// DLQURL is the dead-letter queue. Required.
 	DLQURL string
-	// TargetURL is where a redrive sends messages: the work queue. Required.
+	// TargetURL is where a redrive sends messages: the default work queue.
+	// Required.
 	TargetURL string
+	// Routes send each delivery's message to its provider's work queue (a
+	// paced provider's own). Default: every message to TargetURL.
+	Routes envelope.Routes
 	// Ledger joins each message to its delivery and records redrives.
 	// Without it, letters show no ledger state, every delivery message is
 	// redrivable, and nothing is marked (the consumer then claims the dead
@@ -84,6 +88,9 @@ func New(cfg Config) (*Redriver, error) {
 	}
 	if cfg.DLQURL == cfg.TargetURL {
 		return nil, fmt.Errorf("redrive: the target %s is the DLQ itself; give the work queue", cfg.TargetURL)
+	}
+	if cfg.Routes.Default == "" {
+		cfg.Routes = envelope.Routes{Default: cfg.TargetURL}
 	}
 	if cfg.By == "" {
 		cfg.By = "unknown"
@@ -133,8 +140,11 @@ type Letter struct {
 	AgeSeconds     int64     `json:"ageSeconds"`
 	// Ledger is the delivery's status in the ledger, when known.
 	Ledger ledger.Status `json:"ledgerStatus,omitempty"`
-	// Destination is where a redrive would send it.
+	// Destination is the queue a redrive would send it to: its provider's
+	// work queue.
 	Destination string `json:"destination"`
+	// target is that queue's URL.
+	target string
 	// Redrivable says whether a redrive can help, and Why not.
 	Redrivable bool   `json:"redrivable"`
 	Why        string `json:"why,omitempty"`
@@ -378,7 +388,7 @@ func byDelivery(letters []Letter) []Letter {
 func (r *Redriver) letter(m types.Message) Letter {
 	dl := deadletter.Read(m.MessageAttributes)
 	l := Letter{MessageID: aws.ToString(m.MessageId), receipt: aws.ToString(m.ReceiptHandle), body: aws.ToString(m.Body),
-		attrs: m.MessageAttributes, group: m.Attributes["MessageGroupId"], Destination: queueName(r.cfg.TargetURL),
+		attrs: m.MessageAttributes, group: m.Attributes["MessageGroupId"], target: r.cfg.TargetURL,
 		ErrorClass: dl.Class, Reason: dl.Reason, Attempts: dl.Attempts, Redrives: dl.Redrives}
 	if dl.SourceMessageID != "" {
 		l.source = dl.SourceMessageID
@@ -402,9 +412,11 @@ func (r *Redriver) letter(m types.Message) Letter {
 	if k, err := message.ParseDeliveryKey(key); err == nil {
 		l.DeliveryKey = k.String()
 		l.Redrivable = true
+		l.target = r.cfg.Routes.For(k.Provider)
 	} else {
 		l.Why = "the body is not a delivery (" + string(l.ErrorClass) + "); a redrive would fail the same way: fix the producer, then delete it"
 	}
+	l.Destination = queueName(l.target)
 	return l
 }
 
@@ -574,9 +586,9 @@ func (r *Redriver) moveOne(ctx context.Context, l Letter) Outcome {
 			return o
 		}
 	}
-	env := envelope.Build(envelope.Spec{Kind: envelope.KindOf(r.cfg.TargetURL), Body: l.body, Attributes: deadletter.Redriven(l.attrs, r.cfg.By),
+	env := envelope.Build(envelope.Spec{Kind: envelope.KindOf(l.target), Body: l.body, Attributes: deadletter.Redriven(l.attrs, r.cfg.By),
 		Dedup: envelope.ForRedrive(l.group, l.MessageID, l.Redrives+1)})
-	out, err := r.cfg.Queue.SendMessage(ctx, env.Send(r.cfg.TargetURL))
+	out, err := r.cfg.Queue.SendMessage(ctx, env.Send(l.target))
 	if err != nil {
 		o.Problem = "could not send to " + l.Destination + ": " + err.Error() + "; the message stays in the DLQ"
 		if o.Marked {
@@ -605,7 +617,9 @@ func (r *Redriver) MoveTime(n int) time.Duration {
 	return time.Duration(float64(n) / r.cfg.Rate * float64(time.Second))
 }
 
-// Target is the name of the queue a redrive sends to: the work queue.
+// Target is the name of the default work queue, where a redrive sends the
+// messages of providers without a queue of their own (Letter.Destination
+// names each message's).
 func (r *Redriver) Target() string { return queueName(r.cfg.TargetURL) }
 
 // queueName returns the queue name at the end of a queue URL.

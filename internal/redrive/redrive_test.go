@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/internal/deadletter"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/internal/message"
@@ -545,5 +546,39 @@ func TestSelectByReasonKeepsOneGroup(t *testing.T) {
 	}
 	if !strings.HasSuffix(f.q.DLQURL, "/"+r.DLQ()) || !strings.HasSuffix(f.q.WorkURL, "/"+r.Target()) {
 		t.Errorf("queues %q and %q; want the names of %s and %s", r.DLQ(), r.Target(), f.q.DLQURL, f.q.WorkURL)
+	}
+}
+
+// TestARedriveSendsEachMessageToItsProvidersQueue: a paced provider's
+// dead letter goes back to its own work queue, named as its destination
+// in the review; nothing reaches the default work queue.
+func TestARedriveSendsEachMessageToItsProvidersQueue(t *testing.T) {
+	f := setup(t)
+	own, err := f.sqs.CreateQueue(f.ctx, &sqs.CreateQueueInput{QueueName: aws.String(standintest.Name("paced") + "-webhook")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := envelope.ParseRoutes(f.q.WorkURL, "webhook="+aws.ToString(own.QueueUrl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := f.dead("rem-1", "rejected", "provider answered 400")
+	r := f.redriver(nil, func(c *redrive.Config) { c.Routes = routes })
+	sel, err := r.Select(f.ctx, redrive.Filter{Max: 10})
+	if err != nil || len(sel.Chosen) != 1 {
+		t.Fatalf("chose %d: %v", len(sel.Chosen), err)
+	}
+	if got, want := sel.Chosen[0].Destination, envelope.QueueName(aws.ToString(own.QueueUrl)); got != want {
+		t.Fatalf("destination %s, want the provider's queue %s", got, want)
+	}
+	if res, err := r.Move(f.ctx, sel, nil); err != nil || res.Moved != 1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if v, _ := f.depth(f.q.WorkURL); v != "0" {
+		t.Fatalf("the default work queue holds %s", v)
+	}
+	out, err := f.sqs.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: own.QueueUrl, MaxNumberOfMessages: 10})
+	if err != nil || len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != f.body(k.ReminderID) {
+		t.Fatalf("the provider's queue: %v, %v", out, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/clock"
 )
@@ -49,6 +50,9 @@ type Config struct {
 	Queue queueAPI
 	// WorkURL and DLQURL are the queues. Required.
 	WorkURL, DLQURL string
+	// PacedURLs are the paced providers' own work queues, counted with
+	// the work queue. Default none.
+	PacedURLs []string
 	// OverdueAfter is how far past due a live delivery counts as overdue:
 	// the enqueue's NUDGE_OVERDUE_AFTER. Default 5 min.
 	OverdueAfter time.Duration
@@ -94,9 +98,13 @@ type Report struct {
 	Deliveries int                   `json:"deliveries,omitempty"`
 	ByStatus   map[ledger.Status]int `json:"byStatus,omitempty"`
 	// Expired lists the deliveries that expired within ExpiredSince.
-	Expired   []Expired `json:"expired,omitempty"`
-	WorkQueue Depth     `json:"workQueue"`
-	DLQ       Depth     `json:"dlq"`
+	Expired []Expired `json:"expired,omitempty"`
+	// WorkQueue counts every work queue's messages: the default's and the
+	// paced providers'. WorkQueues has each, by name, when there are paced
+	// queues.
+	WorkQueue  Depth            `json:"workQueue"`
+	WorkQueues map[string]Depth `json:"workQueues,omitempty"`
+	DLQ        Depth            `json:"dlq"`
 	// DLQOldestAgeSeconds is the age of the oldest DLQ message of the
 	// DLQSampled read.
 	DLQOldestAgeSeconds int64 `json:"dlqOldestAgeSeconds"`
@@ -162,6 +170,18 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if rep.WorkQueue, err = QueueDepth(ctx, cfg.Queue, cfg.WorkURL); err != nil {
 		return rep, err
+	}
+	if len(cfg.PacedURLs) > 0 {
+		rep.WorkQueues = map[string]Depth{envelope.QueueName(cfg.WorkURL): rep.WorkQueue}
+		for _, url := range cfg.PacedURLs {
+			d, err := QueueDepth(ctx, cfg.Queue, url)
+			if err != nil {
+				return rep, err
+			}
+			rep.WorkQueues[envelope.QueueName(url)] = d
+			rep.WorkQueue.Visible, rep.WorkQueue.InFlight, rep.WorkQueue.Delayed = rep.WorkQueue.Visible+d.Visible, rep.WorkQueue.InFlight+d.InFlight,
+				rep.WorkQueue.Delayed+d.Delayed
+		}
 	}
 	if rep.DLQ, err = QueueDepth(ctx, cfg.Queue, cfg.DLQURL); err != nil {
 		return rep, err

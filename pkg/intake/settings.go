@@ -1,10 +1,12 @@
 package intake
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/nudgehq/nudge/internal/envconfig"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
@@ -27,6 +29,10 @@ type Settings struct {
 	// enqueue's next tick.
 	QueueURL  string
 	Lookahead time.Duration
+	// Routes are the work queues by provider (NUDGE_QUEUE_URL and
+	// NUDGE_PROVIDER_QUEUES: a paced provider's own), where a hand-off
+	// goes; empty without QueueURL.
+	Routes envelope.Routes
 	// Each provider's own variables (its templates, say) are its driver's
 	// (provider.Driver.Env), checked here with its CheckEnv and read by its
 	// intake door (registry.Doors).
@@ -60,6 +66,11 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	s.FullAccessPrincipals = fa
+	if s.QueueURL != "" {
+		if s.Routes, err = envelope.ParseRoutes(s.QueueURL, getenv("NUDGE_PROVIDER_QUEUES")); err != nil {
+			return s, fmt.Errorf("intake: %w", err)
+		}
+	}
 	if err := registry.Check("intake: NUDGE_PROVIDERS", s.Providers); err != nil {
 		return s, err
 	}

@@ -17,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local"
 	"github.com/nudgehq/nudge/internal/local/bus"
@@ -172,7 +173,7 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 	}
 	wg.Add(6)
 	go func() { defer wg.Done(); r.tick(workers) }()
-	go func() { defer wg.Done(); r.h.Mapping.Run(workers) }()
+	go func() { defer wg.Done(); r.h.RunMappings(workers) }()
 	go func() { defer wg.Done(); r.killer(workers) }()
 	go func() { defer wg.Done(); r.enqueueKiller(workers) }()
 	go func() { defer wg.Done(); r.outcomesKiller(workers) }()
@@ -294,7 +295,7 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 	defer stopKeep()
 	wg.Add(2)
 	go func() { defer wg.Done(); r.tick(keep) }()
-	go func() { defer wg.Done(); r.h.Mapping.Run(keep) }()
+	go func() { defer wg.Done(); r.h.RunMappings(keep) }()
 	// The operator has fixed what the provider rejected (the receiver,
 	// the template): a redrive of the rejected deliveries is accepted now.
 	r.plan.fix("400")
@@ -328,6 +329,8 @@ func (r *run) catchUp(ctx context.Context, snap *snapshot) (bool, error) {
 // Local tells where a kept system runs, for the operator commands.
 type Local struct {
 	Stage, Table, WorkURL, DLQURL string
+	// Routes are the work queues: WorkURL, and the paced providers' own.
+	Routes envelope.Routes
 	// DynamoDBEndpoint and SQSEndpoint are the stand-ins' (nudge local's
 	// console reads the stage there).
 	DynamoDBEndpoint, SQSEndpoint string
@@ -347,7 +350,7 @@ func (r *run) local() Local {
 	h := r.h
 	env := append(standin.EndpointEnv(standin.Endpoints{DynamoDB: h.DynamoDBEndpoint, SQS: h.SQSEndpoint, SES: h.SESEndpoint}),
 		"NUDGE_STAGE="+h.Stage.Name, "NUDGE_SHARDS="+strconv.Itoa(h.Stage.Shards))
-	return Local{Stage: h.Stage.Name, Table: h.Resources.Table, WorkURL: h.Resources.WorkURL, DLQURL: h.Resources.DLQURL,
+	return Local{Stage: h.Stage.Name, Table: h.Resources.Table, WorkURL: h.Resources.WorkURL, DLQURL: h.Resources.DLQURL, Routes: h.Resources.Routes(),
 		DynamoDBEndpoint: h.DynamoDBEndpoint, SQSEndpoint: h.SQSEndpoint, Inbox: h.SESEndpoint + "/", IntakeURL: h.Intake.URL(), Env: env}
 }
 

@@ -65,10 +65,12 @@ func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 		return ev, err
 	}
 	ev.EventsRead = true
-	if ev.QueueLeft, err = r.depth(ctx, r.h.Resources.WorkURL); err != nil {
+	if work, err := r.h.WorkDepth(ctx); err != nil {
 		ev.QueueLeft = -1
+	} else {
+		ev.QueueLeft = work.Total()
 	}
-	ev.BatchFailures = r.h.Mapping.Stats().BatchFailures
+	ev.BatchFailures = r.h.MappingStats().BatchFailures
 	ev.ErrorLines = append(r.logs.mappingErrors.Lines(), r.logs.consumer.errorLines()...)
 	ev.LedgerFailed = r.logs.consumer.ledgerFailed()
 	ev.PublishFailed = r.logs.enqueue.metric(enqueue.MetricPublishFailed)
@@ -99,7 +101,7 @@ func readDLQ(ctx context.Context, q *sqs.Client, res local.Provisioned, minHold 
 			return nil, fmt.Errorf("demo: read the DLQ: %w", err)
 		}
 		hold := max(minHold, time.Duration(depth.Total()/100)*time.Second)
-		r, err := redrive.New(redrive.Config{Queue: q, DLQURL: res.DLQURL, TargetURL: res.WorkURL, ReviewHold: hold})
+		r, err := redrive.New(redrive.Config{Queue: q, DLQURL: res.DLQURL, TargetURL: res.WorkURL, Routes: res.Routes(), ReviewHold: hold})
 		if err != nil {
 			return nil, err
 		}

@@ -42,7 +42,7 @@ func (r *run) scan(ctx context.Context, snap *snapshot) error {
 // queues reads the queues' depths into snap.
 func (r *run) queues(ctx context.Context, snap *snapshot) error {
 	var err error
-	if snap.work, err = status.QueueDepth(ctx, r.h.SQS, r.h.Resources.WorkURL); err != nil {
+	if snap.work, err = r.h.WorkDepth(ctx); err != nil { // every work queue's
 		return fmt.Errorf("demo: %w", err)
 	}
 	snap.queue = snap.work.Total()

@@ -16,7 +16,7 @@ func (r *run) serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); r.tick(keep) }()
-	go func() { defer wg.Done(); r.h.Mapping.Run(keep) }()
+	go func() { defer wg.Done(); r.h.RunMappings(keep) }()
 	go func() { defer wg.Done(); r.ch.drain(keep) }()
 	r.cfg.Keep(keep, nil, r.local())
 	stop()

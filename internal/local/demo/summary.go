@@ -174,7 +174,7 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	for name, p := range h.Proxies {
 		sum.Requests[name] = p.Total()
 	}
-	st := h.Mapping.Stats()
+	st := h.MappingStats()
 	sum.Requests["event source mapping SQS"] = st.ReceiveRequests + st.DeleteRequests
 	var total int64
 	for _, n := range sum.Requests {
