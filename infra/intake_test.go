@@ -95,6 +95,12 @@ func TestTheIntake(t *testing.T) {
 					}
 					continue
 				}
+				if k == "NUDGE_QUEUE_URL" { // the short-notice hand-off's
+					if !strings.Contains(asJSON(got), `{"Ref":"WorkQueue`) {
+						t.Errorf("NUDGE_QUEUE_URL = %v, want the work queue", got)
+					}
+					continue
+				}
 				if got != v {
 					t.Errorf("intake %s = %v, want %s", k, got, v)
 				}
@@ -178,7 +184,8 @@ func TestTheIntake(t *testing.T) {
 			}
 
 			// The role: reads and conditional writes on the table, Query on
-			// its indexes, its log group; no scan, no delete, no SES here.
+			// its indexes, its log group, sends to the work queues (the
+			// short-notice hand-off); no scan, no delete, no SES here.
 			granted := map[string]bool{}
 			for _, st := range roleStatements(tp, roleID) {
 				res := asJSON(st["Resource"])
@@ -188,6 +195,9 @@ func TestTheIntake(t *testing.T) {
 					case strings.HasPrefix(a, "dynamodb:") && a != "dynamodb:Query" && !strings.Contains(res, tableID) || strings.Contains(res, "/index/") && a != "dynamodb:Query":
 						t.Errorf("the intake's %s is on %s", a, res)
 					case strings.HasPrefix(a, "logs:") && !strings.Contains(res, "IntakeLogs"):
+						t.Errorf("the intake's %s is on %s", a, res)
+					case a == "sqs:SendMessage" && (!strings.Contains(res, "WorkQueue") || strings.Contains(res, "DLQ")):
+						// The short-notice hand-off: the work queues alone.
 						t.Errorf("the intake's %s is on %s", a, res)
 					}
 				}
@@ -201,7 +211,7 @@ func TestTheIntake(t *testing.T) {
 			}
 			slices.Sort(got)
 			wantActions := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem",
-				"logs:CreateLogStream", "logs:PutLogEvents"}
+				"logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage"}
 			if !slices.Equal(got, wantActions) {
 				t.Errorf("the intake's role allows %v, want exactly %v", got, wantActions)
 			}
