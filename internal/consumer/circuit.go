@@ -90,7 +90,7 @@ func (c *Consumer) admit(ctx context.Context, r *record, msg message.Message) (*
 	// back from the DLQ keeps the dead letter's, which let its claim
 	// revive the delivery.
 	env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: r.rec.Body, Delay: wait, Attributes: envelope.Kept(r.rec.MessageAttributes)})
-	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.Routes.For(msg.Provider))); err != nil {
 		return nil, Outcome{Err: failure.Retryable(err, 0)}, false
 	}
 	return nil, Outcome{Transition: Deferred, Next: wait, Via: "republish", Reason: reason}, false

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nudgehq/nudge/internal/consumer"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/metrics"
@@ -76,6 +77,9 @@ func newTripped(t *testing.T) *tripped {
 	var err error
 	f.c, err = consumer.New(consumer.Config{
 		Ledger: f.l, Queue: f.q, QueueURL: "work", DLQURL: "dlq", Clock: f.clk, Backoff: backoff, MaxAttempts: 3, Metrics: f.m,
+		// The webhook on a queue of its own, as a paced provider's: its
+		// deferrals go there, not to the default queue.
+		Routes: envelope.Routes{Default: "work", ByProvider: map[string]string{"webhook": "work-webhook"}},
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Providers: map[string]provider.Provider{
 			"webhook": provider.Func(func(context.Context, provider.Request, string) (provider.Receipt, error) {
@@ -143,7 +147,8 @@ func (f *tripped) trip(t *testing.T) {
 // TestAnOpenCircuitDefersItsProvidersRecordsUnclaimed: after five
 // timeouts in a row the webhook's records are re-published, unchanged,
 // to the queue they came from with the cool-down's delay; unclaimed (no
-// attempt spent) and never dead-lettered, however often they come back.
+// attempt spent) and never dead-lettered, however often they come back;
+// to their provider's own work queue where it has one.
 // The other providers' records are sent as before.
 func TestAnOpenCircuitDefersItsProvidersRecordsUnclaimed(t *testing.T) {
 	f := newTripped(t)
@@ -157,7 +162,7 @@ func TestAnOpenCircuitDefersItsProvidersRecordsUnclaimed(t *testing.T) {
 		}
 	}
 	d := f.delivery("rem-wait", "webhook")
-	copies := f.q.to("work")
+	copies := f.q.to("work-webhook")
 	if f.webhook.Load() != 5 || d.Status != ledger.StatusQueued || d.Attempts != 0 || len(f.q.to("dlq")) != 0 || len(copies) != 12 {
 		t.Fatalf("webhook sends %d, delivery %s with %d attempts, DLQ %d, copies %d; want 5 sends, queued, 0 attempts, nothing dead, 12 copies",
 			f.webhook.Load(), d.Status, d.Attempts, len(f.q.to("dlq")), len(copies))
@@ -191,7 +196,7 @@ func TestTheProbeClosesTheCircuitOrDoublesTheCoolDown(t *testing.T) {
 		t.Fatalf("probe: %v after %d sends; want the sixth send, retried", err, f.webhook.Load())
 	}
 	_ = f.c.Handle(context.Background(), f.record(t, "rem-1", "webhook", nil))
-	if c := f.q.to("work"); len(c) != 1 || c[0].DelaySeconds != 60 {
+	if c := f.q.to("work-webhook"); len(c) != 1 || c[0].DelaySeconds != 60 {
 		t.Fatalf("after a failed probe: copies %+v; want one, delayed 60s", c)
 	}
 	f.heal()
@@ -232,12 +237,12 @@ func TestManyRecordsAtTheProbeTimeSendOneProbe(t *testing.T) {
 		go func() { defer wg.Done(); _ = f.c.Handle(context.Background(), rec) }()
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(f.q.to("work")) < 19 && time.Now().Before(deadline) {
+	for len(f.q.to("work-webhook")) < 19 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	close(f.block)
 	wg.Wait()
-	copies := f.q.to("work")
+	copies := f.q.to("work-webhook")
 	if f.webhook.Load() != 6 || len(copies) != 19 {
 		t.Fatalf("%d sends after the 5 that tripped it, %d deferred; want 1 probe and 19 deferred", f.webhook.Load()-5, len(copies))
 	}
@@ -255,8 +260,8 @@ func TestAFIFORecordWaitsByItsVisibility(t *testing.T) {
 	f := newTripped(t)
 	f.trip(t)
 	err := f.c.Handle(context.Background(), f.record(t, "rem-fifo", "webhook", map[string]string{"MessageGroupId": "acct-1"}))
-	if after(err) != 30*time.Second || len(f.q.to("work")) != 0 || f.delivery("rem-fifo", "webhook").Attempts != 0 {
-		t.Fatalf("FIFO record: %v, %d copies; want a 30s visibility delay, unclaimed", err, len(f.q.to("work")))
+	if after(err) != 30*time.Second || len(f.q.to("work-webhook")) != 0 || f.delivery("rem-fifo", "webhook").Attempts != 0 {
+		t.Fatalf("FIFO record: %v, %d copies; want a 30s visibility delay, unclaimed", err, len(f.q.to("work-webhook")))
 	}
 }
 
@@ -275,7 +280,7 @@ func TestRefusalsOfOneDeliveryDoNotOpenTheCircuit(t *testing.T) {
 	if err := f.c.Handle(context.Background(), f.record(t, "rem-ok", "webhook", nil)); err != nil || f.webhook.Load() != 21 {
 		t.Fatalf("after 10 refusals and 10 throttles: %v, %d sends; want the 21st sent", err, f.webhook.Load())
 	}
-	if len(f.q.to("work")) != 0 || f.m.Count(consumer.MetricCircuit) != 0 {
+	if len(f.q.to("work-webhook")) != 0 || f.m.Count(consumer.MetricCircuit) != 0 {
 		t.Fatal("the circuit opened")
 	}
 }

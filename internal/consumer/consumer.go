@@ -354,6 +354,7 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 		if o, ok := c.pace(ctx, r, lim); !ok {
 			return o
 		}
+		now = c.cfg.Clock.Now() // after the wait for its turn: the lease and the lateness count from here
 	}
 	d, err := c.cfg.Ledger.Claim(ctx, ledger.Claim{
 		Key: key, Token: c.cfg.NewToken(), LeaseUntil: c.leaseUntil(ctx, now),

@@ -213,7 +213,7 @@ func (c *Consumer) awaitRecord(ctx context.Context, r *record, d ledger.Delivery
 		return o
 	}
 	env := envelope.Build(envelope.Spec{Kind: envelope.Standard, Body: r.rec.Body, Delay: wait, Attributes: envelope.Kept(r.rec.MessageAttributes)})
-	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.QueueURL)); err != nil {
+	if _, err := c.cfg.Queue.SendMessage(ctx, env.Send(c.cfg.Routes.For(d.Provider))); err != nil {
 		o.Err = failure.Retryable(err, wait) // back by visibility instead
 	}
 	return o

@@ -172,7 +172,10 @@ func BuildProviders(ctx context.Context, s Settings, env provider.Env) (map[stri
 	}
 	limits := map[string]*ratelimit.Limiter{}
 	for name, rate := range s.Rates {
-		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.PacedConcurrency)})
+		// Cold: a paced mapping's slot may land on any execution
+		// environment, and one idle since its last batch must not add a
+		// free send to the slot's rate.
+		l, err := ratelimit.New(ratelimit.Config{PerSecond: ratelimit.Share(rate, s.PacedConcurrency), Cold: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("consumer: %s: %w", provider.EnvName(name, "RATE"), err)
 		}

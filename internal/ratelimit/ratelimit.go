@@ -20,6 +20,12 @@ type Config struct {
 	Burst int
 	// Clock tells the time. Default clock.Real.
 	Clock clock.Clock
+	// Cold makes an idle limiter empty rather than full: its next token
+	// comes one interval after the first Reserve. One of several limiters
+	// that take turns at one share of a rate (a Lambda execution
+	// environment among those an event source mapping's slot lands on)
+	// then never adds a free send to what the last one sent.
+	Cold bool
 }
 
 // Limiter is a token bucket. It is safe for concurrent use.
@@ -60,6 +66,9 @@ func (l *Limiter) Reserve(maxWait time.Duration) (wait time.Duration, ok bool) {
 	burst := time.Duration(l.cfg.Burst) * l.interval
 	if l.next.Before(now) {
 		l.next = now // idle: the bucket is full
+		if l.cfg.Cold {
+			l.next = now.Add(burst) // idle: empty, and filling from now
+		}
 	}
 	start := l.next.Add(-burst + l.interval) // the earliest this send's token exists
 	wait = max(start.Sub(now), 0)

@@ -104,3 +104,24 @@ func TestShareDividesAmongInstances(t *testing.T) {
 		t.Fatalf("Share(1, 1000) = %v: a thousand instances would exceed the rate", got)
 	}
 }
+
+// TestAColdLimiterGivesNoFreeSendAfterIdling: a cold limiter, idle, waits
+// one interval for its first token (a full one sends at once), so that
+// limiters taking turns at one share never exceed it.
+func TestAColdLimiterGivesNoFreeSendAfterIdling(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
+	for _, cold := range []bool{false, true} {
+		l, err := New(Config{PerSecond: 4, Clock: clk, Cold: cold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute) // idle
+		want := map[bool]time.Duration{false: 0, true: 250 * time.Millisecond}[cold]
+		if wait, ok := l.Reserve(time.Second); !ok || wait != want {
+			t.Errorf("cold %v: first wait %v, %v; want %v", cold, wait, ok, want)
+		}
+		if wait, _ := l.Reserve(time.Second); wait != want+250*time.Millisecond {
+			t.Errorf("cold %v: second wait %v; want %v", cold, wait, want+250*time.Millisecond)
+		}
+	}
+}
