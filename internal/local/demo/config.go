@@ -332,12 +332,15 @@ func tenfold() map[string]float64 {
 // ChaosDefaults returns the chaos run's configuration: 10,000 reminders,
 // ChaosFaults, 1,000 consumer kills mid-batch, 10 in the enqueue and 10 in
 // the outcomes function, 2% of the outcome events failed by the bus, enqueue
-// runs cut by a 500 ms budget, 4 consumer instances, and a 6 s consumer
-// timeout so that a killed batch's records return within 36 s.
+// runs cut by a 500 ms budget, 4 consumer instances, and an 8 s consumer
+// timeout so that a killed batch's records return within 48 s: the
+// shortest that leaves a paced provider's records (SES's own queue) a
+// second to wait for their turns after the 2 s provider timeout's send
+// time and cut-off margin (deployment.Stage.PaceWindow).
 func ChaosDefaults() Config {
 	c, _ := Config{
 		Reminders: 10_000, Rate: 500, Rates: tenfold(), Spread: time.Minute, MaxConcurrency: 4, Faults: &ChaosFaults,
-		Kills: 1000, EnqueueKills: 10, OutcomeKills: 10, EventFaults: 0.02, ConsumerTimeout: 6 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
+		Kills: 1000, EnqueueKills: 10, OutcomeKills: 10, EventFaults: 0.02, ConsumerTimeout: 8 * time.Second, EnqueueBudget: 500 * time.Millisecond, Stage: "chaos",
 	}.withDefaults()
 	f := *c.Faults
 	c.Faults = &f
