@@ -286,7 +286,7 @@ func drainPaced(t testing.TB, n int, rate float64) pacedRun {
 }
 
 // TestAPacedBacklogDrainsAtTheRateWithoutChurn: the pacing design's bound.
-// A backlog of e-mails due at once drains through ses's own queue in
+// A backlog of e-mails due at once drains through ses's own queue,
 // each e-mail sent once, with at most 1.2 SQS receives each and
 // nothing re-published, never above the rate, in due order within the
 // limit's resolution (a batch per instance).
