@@ -227,6 +227,15 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
 	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueueArns()...))
+	// The depth of each provider's own queue, before its repairs
+	// (enqueue.Config.Depths): a delivery behind a backlog is not lost.
+	if len(n.PacedQueues) > 0 {
+		var own []*string
+		for _, p := range slices.Sorted(maps.Keys(n.PacedQueues)) {
+			own = append(own, n.PacedQueues[p].QueueArn())
+		}
+		n.Enqueue.AddToRolePolicy(allow([]string{"sqs:GetQueueAttributes"}, own...))
+	}
 	// The event source mapping receives, deletes and (with the processor's
 	// retry delays and the heartbeat) changes visibility; the grant adds
 	// exactly sqs:ReceiveMessage, ChangeMessageVisibility, GetQueueUrl,

@@ -54,7 +54,7 @@ func build(ctx context.Context, log *slog.Logger) (*enqueue.Function, error) {
 	})
 	rec := metrics.New(map[string]string{"Function": "enqueue"})
 	e, err := enqueue.New(enqueue.Config{
-		Ledger: led, Queue: q, QueueURL: s.QueueURL, Routes: s.Routes, Shards: s.Shards,
+		Ledger: led, Queue: q, QueueURL: s.QueueURL, Routes: s.Routes, Depths: q, Shards: s.Shards,
 		Settle: s.Settle, OverdueAfter: s.OverdueAfter, RepairAfter: s.RepairAfter, RepairLimit: s.RepairLimit,
 		Concurrency: s.Concurrency, PageSize: s.PageSize, CutoffMargin: s.CutoffMargin,
 		Logger: log, Metrics: rec, Stage: stageFacts(s),

@@ -37,6 +37,11 @@ type Ledger interface {
 
 var _ Ledger = (*ledger.Ledger)(nil)
 
+// QueueDepths reads a queue's attributes (the SQS client): its depth.
+type QueueDepths interface {
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
 // Publisher is the part of the SQS client the enqueue uses.
 type Publisher interface {
 	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
@@ -72,6 +77,17 @@ type Config struct {
 	// Routes name each provider's work queue, where its deliveries are
 	// published. Default: every provider's is QueueURL.
 	Routes envelope.Routes
+	// Depths, if set, reads the depth of each provider's own work queue
+	// (Routes.ByProvider) before the overdue scan: while more than Backlog
+	// messages wait visible on one, its deliveries are not repaired. A
+	// delivery behind a backlog is waiting, not lost; a copy would lengthen
+	// the backlog and, on a paced provider's queue, spend a turn of its
+	// rate only to be refused as a duplicate. One lost meanwhile is
+	// repaired at the first run after the backlog drains. Default: no reads.
+	Depths QueueDepths
+	// Backlog is the visible depth above which a provider's own queue
+	// counts as backlogged. Default 100.
+	Backlog int
 	// Shards is the due index shard count; the enqueue reads the larger of
 	// this and the count the ledger recorded. Default 8.
 	Shards int
@@ -155,6 +171,7 @@ func New(cfg Config) (*Enqueuer, error) {
 	defInt(&cfg.Concurrency, 4)
 	defInt(&cfg.PageSize, 100)
 	defInt(&cfg.PublishAttempts, 4)
+	defInt(&cfg.Backlog, 100)
 	def(&cfg.CutoffMargin, 3*time.Second)
 	def(&cfg.MaxRun, 50*time.Second)
 	def(&cfg.Reserve, min(time.Second, cfg.CutoffMargin/4))
@@ -211,6 +228,9 @@ type Report struct {
 	// Republished is entries sent again after SQS failed a whole batch
 	// call, which it may have accepted: possible duplicate messages.
 	Republished int `json:"republished"`
+	// RepairsDeferred is overdue deliveries not examined for repair
+	// because their provider's own queue was backlogged (Config.Depths).
+	RepairsDeferred int `json:"repairsDeferred"`
 	// Contended is cursor steps lost to a concurrent run.
 	Contended int `json:"contended"`
 	// OverduePending is live deliveries more than OverdueAfter past dueAt.
@@ -257,6 +277,10 @@ type run struct {
 	// move or a publish that has started runs under it. Both are derived
 	// from Run's context and cancelled when Run returns.
 	work, finish context.Context
+
+	// backlogged are the providers whose own queue is backlogged: their
+	// deliveries are not repaired this run.
+	backlogged map[string]bool
 
 	mu     sync.Mutex
 	report Report
@@ -321,6 +345,7 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	// A shard that fails (throttling, say) does not stop the others; the
 	// run reports what it did and then fails, so that the error is seen.
 	caught, handOffErr := r.handOff(work, shards)
+	r.backlogged = r.backlogs(work)
 	scanned, scanErr := r.scanOverdue(work, shards)
 	r.report.Caught = caught && handOffErr == nil
 	r.report.Cut = !caught || !scanned
@@ -351,7 +376,7 @@ func (e *Enqueuer) emit(rep Report) {
 	m.Add(MetricOverduePending, float64(rep.OverduePending))
 	m.Observe(MetricOldestOverdue, rep.OldestOverdue.Seconds())
 	m.Observe(MetricLag, rep.Lag.Seconds())
-	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "passed", rep.Passed, "repaired", rep.Repaired,
+	e.cfg.Logger.Info("enqueue run", "shards", rep.Shards, "enqueued", rep.Enqueued, "passed", rep.Passed, "repaired", rep.Repaired, "repairsDeferred", rep.RepairsDeferred,
 		"expired", rep.Expired, "publishFailed", rep.PublishFailed, "publishCut", rep.PublishCut, "republished", rep.Republished, "contended", rep.Contended,
 		"overduePending", rep.OverduePending, "oldestOverdue", rep.OldestOverdue.Round(time.Second).String(),
 		"lag", rep.Lag.Round(time.Second).String(), "caughtUp", rep.Caught, "cut", rep.Cut, "interrupted", rep.Interrupted)

@@ -8,11 +8,17 @@ package enqueue_test
 // time, and the cursor still publishes nothing for it.
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
@@ -304,5 +310,47 @@ func TestARetriedRescheduleRepublishesAMoveItsWriterMayHaveLost(t *testing.T) {
 	}
 	if got := hand.take(); len(got) != 1 || got[0].Key != k || got[0].Delay != 30 {
 		t.Fatalf("the retry published %+v; want the moved delivery, delayed 30 s", got)
+	}
+}
+
+// depths answers a queue's depth by URL.
+type depths map[string]int
+
+func (d depths) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"ApproximateNumberOfMessages": fmt.Sprint(d[aws.ToString(in.QueueUrl)])}}, nil
+}
+
+// TestNoRepairBehindAProvidersBacklog: a delivery of a provider whose own
+// queue holds a backlog is waiting, not lost: past RepairAfter it is not
+// republished while the backlog lasts (a copy would lengthen it and spend
+// a turn of a paced provider's rate), and is once the queue drains. A
+// delivery of a provider without its own queue is repaired as before.
+func TestNoRepairBehindAProvidersBacklog(t *testing.T) {
+	b := setup(t, 2)
+	q := depths{"https://sqs/work-ses": 5000}
+	e := b.enqueuer(t, func(c *enqueue.Config) {
+		c.Routes = envelope.Routes{Default: b.q.WorkURL, ByProvider: map[string]string{"ses": "https://sqs/work-ses"}}
+		c.Depths = q
+	})
+	r := schedule.Reminder{ID: "rem-ses", AccountRef: "acct-1", DueAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
+		Deliveries: []schedule.Delivery{{Channel: "email", Provider: "ses", RecipientRef: "r", TemplateRef: "t", Address: "a@example.com"}}}
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	web := b.schedule(t, "rem-web", t0)
+	b.clk.Advance(time.Minute)
+	b.run(t, e) // both handed off
+	b.pub.take()
+	b.clk.Advance(11 * time.Minute)
+	rep := b.run(t, e)
+	got := keysOf(b.pub.take())
+	if rep.Repaired != 1 || got[web] != 1 || rep.RepairsDeferred != 1 {
+		t.Fatalf("behind the backlog: %+v, published %v; want the webhook's repaired and the e-mail deferred", rep, got)
+	}
+	q["https://sqs/work-ses"] = 3
+	b.clk.Advance(time.Minute)
+	rep = b.run(t, e)
+	if got := b.pub.take(); rep.Repaired != 1 || len(got) != 1 || got[0].Key.ReminderID != "rem-ses" {
+		t.Fatalf("after the backlog: %+v, published %+v; want the e-mail repaired", rep, got)
 	}
 }

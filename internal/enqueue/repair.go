@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
@@ -61,7 +66,7 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	// cursor was handed off since, and its message is fresh however long
 	// past due it is.
 	settled := handedOffBy(cur, repairBefore)
-	var overdue int
+	var overdue, deferred int
 	var oldest time.Duration
 	var candidates []ledger.IndexEntry
 	inBudget := func() bool { return c.Clock.Now().Before(r.stopBy) && ctx.Err() == nil }
@@ -75,7 +80,12 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 				oldest = max(oldest, r.now.Sub(en.DueAt))
 			}
 			expired := !en.ExpiresAt.After(r.now)
-			if en.Sort <= cur.Pos && expired || en.Sort <= settled && en.DueAt.Before(repairBefore) {
+			switch {
+			case en.Sort <= cur.Pos && expired:
+				candidates = append(candidates, en)
+			case en.Sort <= settled && en.DueAt.Before(repairBefore) && r.backlogged[en.Key.Provider]:
+				deferred++ // behind its queue's backlog: waiting, not lost
+			case en.Sort <= settled && en.DueAt.Before(repairBefore):
 				candidates = append(candidates, en)
 			}
 		}
@@ -87,6 +97,7 @@ func (r *run) scanShard(ctx context.Context, shard, limit int) (bool, error) {
 	r.add(func(rep *Report) {
 		rep.OverduePending += overdue
 		rep.OldestOverdue = max(rep.OldestOverdue, oldest)
+		rep.RepairsDeferred += deferred
 	})
 	// Examine at most limit candidates, starting at an offset that rotates
 	// each minute, so that many deliveries legitimately waiting for a retry
@@ -258,4 +269,27 @@ func (r *run) repair(ctx context.Context, candidates []ledger.IndexEntry) error 
 	// for a repair that the count just made longer.
 	r.handBack(r.finish, failed)
 	return nil
+}
+
+// backlogs reads the depth of each provider's own work queue and returns
+// the providers whose queue holds more than Backlog visible messages. A
+// queue it cannot read counts as not backlogged: its deliveries are
+// repaired as before.
+func (r *run) backlogs(ctx context.Context) map[string]bool {
+	c := r.e.cfg
+	if c.Depths == nil || len(c.Routes.ByProvider) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for p, url := range c.Routes.ByProvider {
+		got, err := c.Depths.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages}})
+		if err != nil {
+			c.Logger.Warn("cannot read a provider's queue depth; its deliveries are repaired as usual", "provider", p, "error", err.Error())
+			continue
+		}
+		n, err := strconv.Atoi(got.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+		out[p] = err == nil && n > c.Backlog
+	}
+	return out
 }
