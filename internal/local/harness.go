@@ -226,20 +226,13 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if err != nil {
 		return h, err
 	}
-	// Each provider's own queue (a paced one's, or an unpaced one's but
-	// the first): its own mapping, on as many instances as its maximum
-	// concurrency (the emulator takes one invocation at a time), as the
-	// stack's mapping on the same function.
+	// Each paced provider's queue: its own mapping, on as many instances
+	// as its maximum concurrency (the emulator takes one invocation at a
+	// time), as the stack's mapping on the same function.
 	h.PacedMappings = map[string]*esm.Mapping{}
 	for _, q := range s.Resources.pacedInOrder() {
 		var paced []esm.Invoker
-		instances := q.MaxConcurrency
-		if q.Rate <= 0 {
-			// An unpaced provider's own queue: as many instances as the
-			// default queue's (its mapping's concurrency is the stage's).
-			instances = min(instances, len(invokers))
-		}
-		for i := range instances {
+		for i := range q.MaxConcurrency {
 			name := fmt.Sprintf("consumer-%s-%d", q.Provider, i+1)
 			env, err := s.Env("consumer", ep, 0, append(s.sinkPath(name), cfg.ConsumerOverrides...)...)
 			if err != nil {
