@@ -311,6 +311,18 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 		deadline = time.Now().Add(c.MaxRun) // wall clock: a context deadline
 	}
 	budget := time.Until(deadline) - c.CutoffMargin // wall clock: the deadline's
+	if budget <= 0 && ok {
+		// The invocation began with less than the margin left (its start
+		// was late, or, in the local emulator, the runtime's init counted
+		// against it; a timeout shorter than the margin is refused at
+		// init, enqueue.Settings). Nothing is started: the run answers cut,
+		// and the next tick resumes from the cursors.
+		c.Logger.Warn("enqueue run began too close to its deadline; nothing done, the next run resumes",
+			"left", (budget + c.CutoffMargin).Round(time.Millisecond).String(), "cutoffMargin", c.CutoffMargin.String())
+		rep := Report{Cut: true}
+		e.emit(rep)
+		return rep, nil
+	}
 	if budget <= 0 {
 		return Report{}, fmt.Errorf("enqueue: no time left to run (budget %v after the %v cut-off margin); make NUDGE_CUTOFF_MARGIN shorter than the function timeout", budget+c.CutoffMargin, c.CutoffMargin)
 	}

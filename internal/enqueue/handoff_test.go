@@ -354,3 +354,24 @@ func TestNoRepairBehindAProvidersBacklog(t *testing.T) {
 		t.Fatalf("after the backlog: %+v, published %+v; want the e-mail repaired", rep, got)
 	}
 }
+
+// TestARunBegunTooCloseToItsDeadlineAnswersCut: an invocation that begins
+// with less time left than the cut-off margin (a late start; locally, the
+// runtime's init counted against it) does nothing and answers cut, not a
+// failure: the next tick resumes from the cursors.
+func TestARunBegunTooCloseToItsDeadlineAnswersCut(t *testing.T) {
+	b := setup(t, 2)
+	e := b.enqueuer(t, nil) // cut-off margin 3 s
+	k := b.schedule(t, "rem-late-start", t0.Add(20*time.Minute))
+	b.clk.Advance(10 * time.Minute)
+	// wall clock: the invocation's deadline is Lambda's
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rep, err := e.Run(ctx)
+	if err != nil || !rep.Cut || len(b.pub.take()) != 0 {
+		t.Fatalf("report %+v, %v; want cut, nothing published, no error", rep, err)
+	}
+	if rep := b.run(t, e); rep.Enqueued != 1 {
+		t.Fatalf("the next run: %+v; want the delivery handed off (%s)", rep, k)
+	}
+}
