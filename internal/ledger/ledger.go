@@ -586,22 +586,7 @@ func (l *Ledger) endUnsent(ctx context.Context, op string, key message.DeliveryK
 // dueAt must be the delivery's own. It refuses with ErrNotReleasable unless
 // the delivery is pending, queued or retrying with that dueAt.
 func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
-	shards, err := l.shardCount(ctx)
-	if err != nil {
-		return Delivery{}, err
-	}
-	now := l.cfg.Clock.Now()
-	u := l.newUpdate("release", key, now)
-	u.set("#status", ":pending", StatusPending)
-	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(dueAt, now), key))
-	// Its shard stays; a delivery a revive took out of the index gets one
-	// again, so that it is back in the index whole.
-	u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
-	u.values[":shard"] = sv(ShardKey(ShardOf(key.ReminderID, shards)))
-	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
-	u.values[":queued"], u.values[":retrying"], u.values[":dueAt"] = sv(StatusQueued), sv(StatusRetrying), sv(Format(dueAt))
-	u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
-	return l.write(ctx, u, releaseRefusal)
+	return l.release(ctx, "release", key, dueAt, note, false)
 }
 
 // GiveBack is Release for a writer whose short-notice hand-off failed
@@ -610,19 +595,34 @@ func (l *Ledger) Release(ctx context.Context, key message.DeliveryKey, dueAt tim
 // meanwhile (the publish failed after SQS took the message) is left as it
 // is: refused with ErrNotReleasable.
 func (l *Ledger) GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	return l.release(ctx, "give back", key, dueAt, note, true)
+}
+
+// release puts a delivery back in the due index at its publish time,
+// unmarked, pending: from pending, queued or retrying, or, unclaimed, from
+// pending never claimed.
+func (l *Ledger) release(ctx context.Context, op string, key message.DeliveryKey, dueAt time.Time, note string, unclaimed bool) (Delivery, error) {
 	shards, err := l.shardCount(ctx)
 	if err != nil {
 		return Delivery{}, err
 	}
 	now := l.cfg.Clock.Now()
-	u := l.newUpdate("give back", key, now)
+	u := l.newUpdate(op, key, now)
+	u.set("#status", ":pending", StatusPending)
 	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(dueAt, now), key))
+	// Its shard stays; a delivery a revive took out of the index gets one
+	// again, so that it is back in the index whole.
 	u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
 	u.values[":shard"] = sv(ShardKey(ShardOf(key.ReminderID, shards)))
 	u.history(Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)})
-	u.values[":pending"], u.values[":dueAt"], u.values[":zero"] = sv(StatusPending), sv(Format(dueAt)), av(0)
-	u.names["#status"] = "status"
-	u.cond = "attribute_exists(PK) AND #status = :pending AND dueAt = :dueAt AND (attribute_not_exists(attempts) OR attempts = :zero)"
+	u.values[":dueAt"] = sv(Format(dueAt))
+	if unclaimed {
+		u.values[":zero"] = av(0)
+		u.cond = "attribute_exists(PK) AND #status = :pending AND dueAt = :dueAt AND (attribute_not_exists(attempts) OR attempts = :zero)"
+	} else {
+		u.values[":queued"], u.values[":retrying"] = sv(StatusQueued), sv(StatusRetrying)
+		u.cond = "attribute_exists(PK) AND #status IN (:pending, :queued, :retrying) AND dueAt = :dueAt"
+	}
 	return l.write(ctx, u, releaseRefusal)
 }
 

@@ -346,39 +346,32 @@ func (m *Memory) endUnsent(op string, key message.DeliveryKey, to Status, note s
 
 // Release is Ledger.Release.
 func (m *Memory) Release(_ context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
-	m.t.mu.Lock()
-	shards, err := m.shardCount()
-	m.t.mu.Unlock()
-	if err != nil {
-		return Delivery{}, err
-	}
-	return m.transition("release", key, func(d Delivery, _ time.Time) bool {
-		return (d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying) && d.DueAt.Equal(ms(dueAt))
-	}, byOld(releaseRefusal), func(d *Delivery, now time.Time) {
-		d.Status = StatusPending
-		// Back in the index at its new publish time (and in its shard again,
-		// for one a revive took out of it).
-		shard := ShardOf(key.ReminderID, shards)
-		if d.Index != nil {
-			shard = d.Index.Shard
-		}
-		pub := m.publishAt(dueAt, now)
-		d.Index = &IndexPosition{Shard: shard, Sort: IndexSort(pub, key), PublishAt: pub}
-		m.history(d, Delivery{}, Entry{Status: StatusPending, Note: text.Clip(note, 120)}, now)
+	return m.release("release", key, dueAt, note, func(d Delivery) bool {
+		return d.Status == StatusPending || d.Status == StatusQueued || d.Status == StatusRetrying
 	})
 }
 
 // GiveBack is Ledger.GiveBack.
 func (m *Memory) GiveBack(_ context.Context, key message.DeliveryKey, dueAt time.Time, note string) (Delivery, error) {
+	return m.release("give back", key, dueAt, note, func(d Delivery) bool {
+		return d.Status == StatusPending && d.Attempts == 0
+	})
+}
+
+// release is Release and GiveBack: from a state allowed takes, at dueAt.
+func (m *Memory) release(op string, key message.DeliveryKey, dueAt time.Time, note string, allowed func(Delivery) bool) (Delivery, error) {
 	m.t.mu.Lock()
 	shards, err := m.shardCount()
 	m.t.mu.Unlock()
 	if err != nil {
 		return Delivery{}, err
 	}
-	return m.transition("give back", key, func(d Delivery, _ time.Time) bool {
-		return d.Status == StatusPending && d.Attempts == 0 && d.DueAt.Equal(ms(dueAt))
+	return m.transition(op, key, func(d Delivery, _ time.Time) bool {
+		return allowed(d) && d.DueAt.Equal(ms(dueAt))
 	}, byOld(releaseRefusal), func(d *Delivery, now time.Time) {
+		d.Status = StatusPending
+		// Back in the index at its new publish time (and in its shard again,
+		// for one a revive took out of it).
 		shard := ShardOf(key.ReminderID, shards)
 		if d.Index != nil {
 			shard = d.Index.Shard
