@@ -11,8 +11,9 @@ import (
 	"github.com/nudgehq/nudge/internal/envelope"
 )
 
-// PacedQueue is a paced provider's own work queue and the event source
-// mapping that feeds it to the consumer. A provider is paced when the stage
+// PacedQueue is a provider's own work queue and the event source mapping
+// that feeds it to the consumer: a paced provider's, or an unpaced one's
+// but the stage's first (Stage.PacedQueue). A provider is paced when the stage
 // gives it a sending rate (Stage.Rates, or its contract's
 // provider.Contract.Rate): its records are not mixed with the others', and
 // its mapping runs only as many instances as share its rate, each sending
@@ -22,7 +23,8 @@ import (
 type PacedQueue struct {
 	// Provider is the provider the queue carries.
 	Provider string
-	// Rate is the stage's sending rate to it, per second.
+	// Rate is the stage's sending rate to it, per second; 0 for an
+	// unpaced provider's queue.
 	Rate float64
 	// Name is the queue's name: the work queue's + "-" + Provider. It has
 	// the work queue's attributes, DLQ and redrive policy.
@@ -37,9 +39,24 @@ type PacedQueue struct {
 }
 
 // Interval is the time between two sends of one instance of the queue's
-// mapping: MaxConcurrency ÷ Rate.
+// mapping: MaxConcurrency ÷ Rate; 0 for an unpaced provider's queue.
 func (q PacedQueue) Interval() time.Duration {
+	if q.Rate <= 0 {
+		return 0
+	}
 	return time.Duration(float64(q.MaxConcurrency) / q.Rate * float64(time.Second))
+}
+
+// DefaultProvider is the provider whose records use the default work
+// queue: the stage's first provider without a rate; "" if every one has a
+// rate (the default queue then carries only what is forwarded).
+func (s Stage) DefaultProvider() string {
+	for _, p := range s.Providers {
+		if s.Rate(p) <= 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // ErrUnpaced is PacedQueue's error for a provider without a rate: its
@@ -69,10 +86,20 @@ func (s Stage) PacedQueueName(p string) string { return s.WorkQueueName() + "-" 
 // stage gives p no rate, or an error naming the rate, the timeout and the
 // fix when not one record fits an invocation at an instance's share of the
 // rate.
+//
+// An unpaced provider has a queue of its own too, unless it is the stage's
+// first unpaced one (DefaultProvider), which keeps the default work queue:
+// so that a provider that hangs or fails holds only its own mapping's
+// instances, never another provider's (isolation), and so that a deploy
+// never replaces the queue holding messages in flight. Its mapping is the
+// default's: the stage's batch size and maximum concurrency, no rate.
 func (s Stage) PacedQueue(p string) (PacedQueue, error) {
 	rate := s.Rate(p)
 	if rate <= 0 {
-		return PacedQueue{}, ErrUnpaced
+		if p == s.DefaultProvider() {
+			return PacedQueue{}, ErrUnpaced
+		}
+		return PacedQueue{Provider: p, Name: s.PacedQueueName(p), MaxConcurrency: s.MaxConcurrency, BatchSize: s.BatchSize}, nil
 	}
 	q := PacedQueue{Provider: p, Rate: rate, Name: s.PacedQueueName(p), MaxConcurrency: s.PacedConcurrency}
 	if q.MaxConcurrency < 1 {

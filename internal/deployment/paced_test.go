@@ -118,3 +118,32 @@ func TestProducersAreToldThePacedQueues(t *testing.T) {
 		t.Fatalf("RedriveAllowPolicy %s", attrs["RedriveAllowPolicy"])
 	}
 }
+
+// TestEveryProviderButTheFirstUnpacedHasItsOwnQueue: isolation. With the
+// webhook first and no rate for SNS, the webhook keeps the default work
+// queue and SNS gets a queue of its own with the default's mapping (batch,
+// concurrency, no rate); SES its paced one. A provider that hangs holds
+// only its own mapping's instances.
+func TestEveryProviderButTheFirstUnpacedHasItsOwnQueue(t *testing.T) {
+	t.Parallel()
+	s := deployment.Prod()
+	s.Providers = []string{"webhook", "ses", "sns"}
+	if s.DefaultProvider() != "webhook" {
+		t.Fatalf("default provider %q, want webhook", s.DefaultProvider())
+	}
+	if _, err := s.PacedQueue("webhook"); !errors.Is(err, deployment.ErrUnpaced) {
+		t.Fatalf("the webhook: %v; want the default queue", err)
+	}
+	q, err := s.PacedQueue("sns")
+	want := deployment.PacedQueue{Provider: "sns", Name: "nudge-prod-work-sns", MaxConcurrency: s.MaxConcurrency, BatchSize: s.BatchSize}
+	if err != nil || q != want || q.Interval() != 0 {
+		t.Fatalf("sns: %+v, %v; want %+v", q, err, want)
+	}
+	s.Providers = []string{"ses", "sns", "webhook"}
+	if s.DefaultProvider() != "sns" {
+		t.Fatalf("default provider %q, want sns (the first without a rate)", s.DefaultProvider())
+	}
+	if got := s.WorkQueueNames(); !reflect.DeepEqual(got, []string{"nudge-prod-work", "nudge-prod-work-ses", "nudge-prod-work-webhook"}) {
+		t.Fatalf("work queues %v", got)
+	}
+}

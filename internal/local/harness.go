@@ -226,13 +226,20 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if err != nil {
 		return h, err
 	}
-	// Each paced provider's queue: its own mapping, on as many instances
-	// as its maximum concurrency (the emulator takes one invocation at a
-	// time), as the stack's mapping on the same function.
+	// Each provider's own queue (a paced one's, or an unpaced one's but
+	// the first): its own mapping, on as many instances as its maximum
+	// concurrency (the emulator takes one invocation at a time), as the
+	// stack's mapping on the same function.
 	h.PacedMappings = map[string]*esm.Mapping{}
 	for _, q := range s.Resources.pacedInOrder() {
 		var paced []esm.Invoker
-		for i := range q.MaxConcurrency {
+		instances := q.MaxConcurrency
+		if q.Rate <= 0 {
+			// An unpaced provider's own queue: as many instances as the
+			// default queue's (its mapping's concurrency is the stage's).
+			instances = min(instances, len(invokers))
+		}
+		for i := range instances {
 			name := fmt.Sprintf("consumer-%s-%d", q.Provider, i+1)
 			env, err := s.Env("consumer", ep, 0, append(s.sinkPath(name), cfg.ConsumerOverrides...)...)
 			if err != nil {
