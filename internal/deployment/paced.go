@@ -9,6 +9,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/consumer"
 	"github.com/nudgehq/nudge/internal/envelope"
+	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
 // PacedQueue is a provider's own work queue and the event source mapping
@@ -48,11 +49,14 @@ func (q PacedQueue) Interval() time.Duration {
 }
 
 // DefaultProvider is the provider whose records use the default work
-// queue: the stage's first provider without a rate; "" if every one has a
-// rate (the default queue then carries only what is forwarded).
+// queue: the first provider, in the registry's order, that the stage runs
+// without a rate; "" if every one has a rate (the default queue then
+// carries only what is forwarded). The registry's order, not the stage's
+// list: listing the same providers in another order must not move the
+// default queue, which would remove a queue that holds messages.
 func (s Stage) DefaultProvider() string {
-	for _, p := range s.Providers {
-		if s.Rate(p) <= 0 {
+	for _, p := range registry.Names() {
+		if s.Runs(p) && s.Rate(p) <= 0 {
 			return p
 		}
 	}

@@ -119,8 +119,8 @@ func TestProducersAreToldThePacedQueues(t *testing.T) {
 	}
 }
 
-// TestEveryProviderButTheFirstUnpacedHasItsOwnQueue: isolation. With the
-// webhook first and no rate for SNS, the webhook keeps the default work
+// TestEveryProviderButTheFirstUnpacedHasItsOwnQueue: isolation. With no
+// rate for SNS, the webhook keeps the default work
 // queue and SNS gets a queue of its own with the default's mapping (batch,
 // concurrency, no rate); SES its paced one. A provider that hangs holds
 // only its own mapping's instances.
@@ -139,9 +139,19 @@ func TestEveryProviderButTheFirstUnpacedHasItsOwnQueue(t *testing.T) {
 	if err != nil || q != want || q.Interval() != 0 {
 		t.Fatalf("sns: %+v, %v; want %+v", q, err, want)
 	}
+	// The order the stage lists them in does not move the default queue.
 	s.Providers = []string{"ses", "sns", "webhook"}
+	if s.DefaultProvider() != "webhook" {
+		t.Fatalf("default provider %q, want webhook whatever the stage's order", s.DefaultProvider())
+	}
+	if got := s.WorkQueueNames(); !reflect.DeepEqual(got, []string{"nudge-prod-work", "nudge-prod-work-ses", "nudge-prod-work-sns"}) {
+		t.Fatalf("work queues %v", got)
+	}
+	// Without the webhook, or with a rate for it, the next in the
+	// registry's order without a rate keeps the default queue.
+	s.Rates = map[string]float64{"webhook": 50}
 	if s.DefaultProvider() != "sns" {
-		t.Fatalf("default provider %q, want sns (the first without a rate)", s.DefaultProvider())
+		t.Fatalf("default provider %q with the webhook paced, want sns", s.DefaultProvider())
 	}
 	if got := s.WorkQueueNames(); !reflect.DeepEqual(got, []string{"nudge-prod-work", "nudge-prod-work-ses", "nudge-prod-work-webhook"}) {
 		t.Fatalf("work queues %v", got)
