@@ -31,12 +31,14 @@ type runLogs struct {
 	mappingErrors                                 *errorKinds
 	mappingFile                                   *os.File
 	files                                         []*os.File
+	dir, stage                                    string
+	mu                                            sync.Mutex // output's, for the logs it adds
 }
 
 // openLogs creates the log files of a run of the stage with the given
 // consumer instances, in dir's logs.
 func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
-	l = &runLogs{byName: map[string]*functionLog{}, mappingErrors: newErrorKinds(10)}
+	l = &runLogs{byName: map[string]*functionLog{}, mappingErrors: newErrorKinds(10), dir: dir, stage: stage}
 	defer func() {
 		if err != nil {
 			l.close()
@@ -83,11 +85,26 @@ func openLogs(dir, stage string, consumers int) (l *runLogs, err error) {
 }
 
 // output is where a function instance's output goes (local.HarnessConfig).
+// A consumer instance openLogs did not name (a provider's own queue's,
+// consumer-ses-1, …) gets its log when it starts, and counts with the
+// others.
 func (l *runLogs) output(name string) io.Writer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if fl, ok := l.byName[name]; ok {
 		return fl
 	}
-	return nil
+	if !strings.HasPrefix(name, "consumer-") {
+		return nil
+	}
+	fl := newFunctionLog(nil)
+	if f, err := os.Create(LogPath(l.dir, l.stage, name+".log")); err == nil {
+		l.files = append(l.files, f)
+		fl.file = f
+	} // else its lines are still read and counted, only not kept in a file
+	l.byName[name] = fl
+	l.consumer = append(l.consumer, fl)
+	return fl
 }
 
 // mapping is where the mapping's lines go.

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 )
@@ -29,5 +30,42 @@ func TestErrorKindsCountLinesThatDifferOnlyInDigits(t *testing.T) {
 	}
 	if (*errorKinds)(nil).Lines() != nil {
 		t.Error("a run without a mapping has lines")
+	}
+}
+
+// TestAProviderQueuesConsumersCountWithTheOthers: a consumer instance of a
+// provider's own queue (consumer-sns-1), which openLogs did not name, gets
+// a log of its own, and its invocations and error lines count in the
+// run's.
+func TestAProviderQueuesConsumersCountWithTheOthers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l, err := openLogs(dir, "demo", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	for _, name := range []string{"consumer-1", "consumer-sns-1"} {
+		w := l.output(name)
+		if w == nil {
+			t.Fatalf("no output for %s", name)
+		}
+		fmt.Fprintf(w, "REPORT RequestId: 1 Duration: 10 ms Billed Duration: 10 ms\n")
+	}
+	fmt.Fprintln(l.output("consumer-sns-1"), `{"level":"ERROR","msg":"boom"}`)
+	if l.output("consumer-sns-1") != l.output("consumer-sns-1") {
+		t.Fatal("a second call made a second log")
+	}
+	if got := l.consumer.invocations(); got != 2 {
+		t.Fatalf("%d consumer invocations counted, want 2 (both instances)", got)
+	}
+	if got := l.consumer.errorLines(); len(got) != 1 {
+		t.Fatalf("error lines %v, want the sns instance's", got)
+	}
+	if _, err := os.Stat(LogPath(dir, "demo", "consumer-sns-1.log")); err != nil {
+		t.Fatalf("no file for the sns instance: %v", err)
+	}
+	if l.output("ghost") != nil {
+		t.Fatal("a name that is no consumer's got a log")
 	}
 }
