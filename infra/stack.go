@@ -169,8 +169,8 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		QueueName: str(s.DLQName()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: secs(deployment.DLQRetention.Seconds()), RemovalPolicy: removal,
 	})
-	// Every work queue may be redriven to: the default, and each paced
-	// provider's.
+	// Every work queue may be redriven to: the default, and each
+	// provider's own.
 	var workARNs []*string
 	for _, name := range s.WorkQueueNames() {
 		workARNs = append(workARNs, stack.FormatArn(&awscdk.ArnComponents{Service: str("sqs"), Resource: str(name)}))
@@ -244,8 +244,9 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 		BatchSize: num(float64(s.BatchSize)), MaxBatchingWindow: secs(s.BatchingWindow.Seconds()),
 		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: num(float64(s.MaxConcurrency)),
 	}))
-	// Each paced provider's queue: a mapping whose instances share its
-	// rate, with a batch one instance sends in an invocation at its share
+	// Each provider's own queue: a paced one's mapping has instances that
+	// share its rate, with a batch one instance sends in an invocation at
+	// its share; an unpaced one's has the default's batch and concurrency
 	// (deployment.PacedQueue).
 	for _, q := range s.PacedQueues() {
 		n.Consumer.AddEventSource(awslambdaeventsources.NewSqsEventSource(n.PacedQueues[q.Provider], &awslambdaeventsources.SqsEventSourceProps{
@@ -310,7 +311,7 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	}
 	if len(pairs) > 0 {
 		awscdk.NewCfnOutput(stack, str("ProviderQueues"), &awscdk.CfnOutputProps{Value: awscdk.Fn_Join(str(","), &pairs),
-			Description: str("the paced providers' work queues, as NUDGE_PROVIDER_QUEUES")})
+			Description: str("the providers' own work queues, as NUDGE_PROVIDER_QUEUES")})
 	}
 	if props.Nag {
 		applyNag(n)
@@ -653,13 +654,16 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 		0, 1, 0, notBreaching)
 	add("oldest-message-age", fmt.Sprintf("A work-queue message is older than %v: the consumer is not keeping up or is failing.", s.OldestMessageAlarm),
 		n.WorkQueue.MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
-	// Each paced provider's queue has the same alarm: its backlog drains at
-	// its rate, so a message older than the threshold is a backlog larger
-	// than the rate can send in that time, or a consumer failing on it.
+	// Each provider's own queue has the same alarm: a paced one's backlog
+	// drains at its rate, so a message older than the threshold is a
+	// backlog larger than the rate can send in that time, or a consumer
+	// failing on it.
 	for _, q := range s.PacedQueues() {
-		add("oldest-message-age-"+q.Provider, fmt.Sprintf(
-			"A message of %s's work queue is older than %v: its backlog is more than %v/s can send in that time, or the consumer is failing on it.",
-			q.Provider, s.OldestMessageAlarm, q.Rate),
+		why := fmt.Sprintf("its backlog is more than %v/s can send in that time, or the consumer is failing on it", q.Rate)
+		if q.Rate <= 0 {
+			why = "the consumer is not keeping up with it or is failing on it (its circuit may be open: see the provider-circuit-open alarm)"
+		}
+		add("oldest-message-age-"+q.Provider, fmt.Sprintf("A message of %s's work queue is older than %v: %s.", q.Provider, s.OldestMessageAlarm, why),
 			n.PacedQueues[q.Provider].MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
 	}
 	add("overdue-pending", "Deliveries are overdue and not sent for three minutes: the quiet queue with a growing overdue set.",

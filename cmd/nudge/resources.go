@@ -181,7 +181,7 @@ func (r *resources) findRoutes(ctx context.Context) error {
 		var api smithy.APIError
 		switch {
 		case errors.As(err, &api) && (api.ErrorCode() == "QueueDoesNotExist" || api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue"):
-			continue // not paced: its messages use the work queue
+			continue // the default provider (or a stage before its own queue): its messages use the work queue
 		case err != nil:
 			return fmt.Errorf("find the queue %s: %w", st.PacedQueueName(p), err)
 		}

@@ -13,8 +13,9 @@ import (
 )
 
 // PacedQueue is a provider's own work queue and the event source mapping
-// that feeds it to the consumer: a paced provider's, or an unpaced one's
-// but the stage's first (Stage.PacedQueue). A provider is paced when the stage
+// that feeds it to the consumer: every provider's but the stage's default
+// one (Stage.DefaultProvider), paced or not; the name is the pacing's,
+// which came first. A provider is paced when the stage
 // gives it a sending rate (Stage.Rates, or its contract's
 // provider.Contract.Rate): its records are not mixed with the others', and
 // its mapping runs only as many instances as share its rate, each sending
@@ -31,11 +32,12 @@ type PacedQueue struct {
 	// the work queue's attributes, DLQ and redrive policy.
 	Name string
 	// MaxConcurrency is its mapping's maximum concurrency: the stage's
-	// PacedConcurrency.
+	// PacedConcurrency if paced, else its MaxConcurrency.
 	MaxConcurrency int
-	// BatchSize is its mapping's batch size: the records one instance
-	// sends at its share of the rate in the time an invocation has to wait
-	// for turns (Stage.PaceWindow), at most 10.
+	// BatchSize is its mapping's batch size: if paced, the records one
+	// instance sends at its share of the rate in the time an invocation
+	// has to wait for turns (Stage.PaceWindow), at most 10; else the
+	// stage's BatchSize.
 	BatchSize int
 }
 
@@ -49,23 +51,26 @@ func (q PacedQueue) Interval() time.Duration {
 }
 
 // DefaultProvider is the provider whose records use the default work
-// queue: the first provider, in the registry's order, that the stage runs
-// without a rate; "" if every one has a rate (the default queue then
-// carries only what is forwarded). The registry's order, not the stage's
-// list: listing the same providers in another order must not move the
-// default queue, which would remove a queue that holds messages.
+// queue: the registry's default provider (registry.Default, the webhook)
+// when the stage runs it without a rate; else "", and every provider the
+// stage runs has a queue of its own (the default queue then carries only
+// what is forwarded). Never another provider: which one keeps the default
+// queue must not follow the stage's list, since a provider that moved
+// there would have its own queue, holding messages, removed by the
+// deploy. So listing the providers in another order, removing the
+// webhook, or giving it a rate removes no queue; taking a provider's rate
+// away (the webhook's) or no longer running it does (see the
+// architecture document: drain it first).
 func (s Stage) DefaultProvider() string {
-	for _, p := range registry.Names() {
-		if s.Runs(p) && s.Rate(p) <= 0 {
-			return p
-		}
+	if d := registry.Default(); s.Runs(d) && s.Rate(d) <= 0 {
+		return d
 	}
 	return ""
 }
 
-// ErrUnpaced is PacedQueue's error for a provider without a rate: its
-// records go to the default work queue.
-var ErrUnpaced = errors.New("deployment: the provider has no sending rate; it uses the default work queue")
+// ErrUnpaced is PacedQueue's error for the default provider
+// (DefaultProvider): its records go to the default work queue.
+var ErrUnpaced = errors.New("deployment: the provider is the stage's default one, without a sending rate; it uses the default work queue")
 
 // MaxPacedBatch is the largest batch of a paced queue's mapping: ten, the
 // most one receive returns, so that the mapping needs no batching window
@@ -86,17 +91,16 @@ func (s Stage) sendTime() time.Duration { return s.ProviderTimeout + consumer.Le
 // PacedQueueName is the name of provider p's own work queue.
 func (s Stage) PacedQueueName(p string) string { return s.WorkQueueName() + "-" + p }
 
-// PacedQueue returns provider p's queue and mapping, ErrUnpaced if the
-// stage gives p no rate, or an error naming the rate, the timeout and the
-// fix when not one record fits an invocation at an instance's share of the
-// rate.
+// PacedQueue returns provider p's own queue and mapping, ErrUnpaced if p
+// is the stage's default provider (DefaultProvider), or an error naming
+// the rate, the timeout and the fix when not one record fits an invocation
+// at an instance's share of p's rate.
 //
-// An unpaced provider has a queue of its own too, unless it is the stage's
-// first unpaced one (DefaultProvider), which keeps the default work queue:
+// Every provider but the default one has a queue of its own, paced or not:
 // so that a provider that hangs or fails holds only its own mapping's
-// instances, never another provider's (isolation), and so that a deploy
-// never replaces the queue holding messages in flight. Its mapping is the
-// default's: the stage's batch size and maximum concurrency, no rate.
+// instances, never another provider's (isolation). An unpaced provider's
+// mapping is the default's: the stage's batch size and maximum
+// concurrency, no rate.
 func (s Stage) PacedQueue(p string) (PacedQueue, error) {
 	rate := s.Rate(p)
 	if rate <= 0 {
@@ -126,8 +130,8 @@ func (s Stage) PacedQueue(p string) (PacedQueue, error) {
 	return q, nil
 }
 
-// PacedQueues are the queues of the paced providers the stage runs, in
-// the order of Providers. A provider whose queue cannot be sized
+// PacedQueues are the own queues of the providers the stage runs (every
+// one but the default provider's), in the order of Providers. A provider whose queue cannot be sized
 // (PacedQueue's error; Validate refuses the stage) has batch size 0.
 func (s Stage) PacedQueues() []PacedQueue {
 	var out []PacedQueue

@@ -3,6 +3,7 @@ package deployment_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,12 +120,14 @@ func TestProducersAreToldThePacedQueues(t *testing.T) {
 	}
 }
 
-// TestEveryProviderButTheFirstUnpacedHasItsOwnQueue: isolation. With no
-// rate for SNS, the webhook keeps the default work
-// queue and SNS gets a queue of its own with the default's mapping (batch,
+// TestEveryProviderButTheDefaultHasItsOwnQueue: isolation. The webhook
+// (the registry's default) keeps the default work queue; SNS, with no
+// rate, gets a queue of its own with the default's mapping (batch,
 // concurrency, no rate); SES its paced one. A provider that hangs holds
-// only its own mapping's instances.
-func TestEveryProviderButTheFirstUnpacedHasItsOwnQueue(t *testing.T) {
+// only its own mapping's instances. No change of the stage's list but
+// taking a provider's rate away, or no longer running it, removes a
+// queue.
+func TestEveryProviderButTheDefaultHasItsOwnQueue(t *testing.T) {
 	t.Parallel()
 	s := deployment.Prod()
 	s.Providers = []string{"webhook", "ses", "sns"}
@@ -139,21 +142,40 @@ func TestEveryProviderButTheFirstUnpacedHasItsOwnQueue(t *testing.T) {
 	if err != nil || q != want || q.Interval() != 0 {
 		t.Fatalf("sns: %+v, %v; want %+v", q, err, want)
 	}
-	// The order the stage lists them in does not move the default queue.
-	s.Providers = []string{"ses", "sns", "webhook"}
-	if s.DefaultProvider() != "webhook" {
-		t.Fatalf("default provider %q, want webhook whatever the stage's order", s.DefaultProvider())
+	queues := func(s deployment.Stage) []string { return s.WorkQueueNames() }
+	all := []string{"nudge-prod-work", "nudge-prod-work-ses", "nudge-prod-work-sns"}
+	if got := queues(s); !reflect.DeepEqual(got, all) {
+		t.Fatalf("work queues %v, want %v", got, all)
 	}
-	if got := s.WorkQueueNames(); !reflect.DeepEqual(got, []string{"nudge-prod-work", "nudge-prod-work-ses", "nudge-prod-work-sns"}) {
-		t.Fatalf("work queues %v", got)
-	}
-	// Without the webhook, or with a rate for it, the next in the
-	// registry's order without a rate keeps the default queue.
-	s.Rates = map[string]float64{"webhook": 50}
-	if s.DefaultProvider() != "sns" {
-		t.Fatalf("default provider %q with the webhook paced, want sns", s.DefaultProvider())
-	}
-	if got := s.WorkQueueNames(); !reflect.DeepEqual(got, []string{"nudge-prod-work", "nudge-prod-work-ses", "nudge-prod-work-webhook"}) {
-		t.Fatalf("work queues %v", got)
+	for _, c := range []struct {
+		name      string
+		providers []string
+		rates     map[string]float64
+		def       string
+		want      []string
+	}{
+		{"another order", []string{"sns", "ses", "webhook"}, nil, "webhook", []string{"nudge-prod-work", "nudge-prod-work-sns", "nudge-prod-work-ses"}},
+		{"without the webhook", []string{"ses", "sns"}, nil, "", all},
+		{"the webhook paced", []string{"webhook", "ses", "sns"}, map[string]float64{"webhook": 50}, "", append(all[:3:3], "nudge-prod-work-webhook")},
+		{"every provider paced", []string{"webhook", "ses", "sns"}, map[string]float64{"webhook": 50, "sns": 30}, "", append(all[:3:3], "nudge-prod-work-webhook")},
+	} {
+		s := deployment.Prod()
+		s.Providers, s.Rates = c.providers, c.rates
+		if got := s.DefaultProvider(); got != c.def {
+			t.Errorf("%s: default provider %q, want %q", c.name, got, c.def)
+		}
+		got := queues(s)
+		slices.Sort(got)
+		w := slices.Clone(c.want)
+		slices.Sort(w)
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("%s: work queues %v, want %v", c.name, got, w)
+		}
+		// Every queue the stage started with is still there (none removed).
+		for _, q := range all {
+			if !slices.Contains(got, q) {
+				t.Errorf("%s: the deploy would remove %s", c.name, q)
+			}
+		}
 	}
 }

@@ -63,7 +63,9 @@ type Stage struct {
 	OperatorsTopicArn string
 
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
-	// event source mapping. The window is 0 in both stages: at low load a
+	// event source mappings: the default work queue's, and each unpaced
+	// provider's own (PacedQueues), so the consumer may run up to
+	// MaxConcurrency instances per such queue at once. The window is 0 in both stages: at low load a
 	// record would wait up to the window's length for others to join its
 	// batch, which is lateness; under load batches fill without it. The
 	// invocations it would save cost at most about $0.21 per million reminders

@@ -7,23 +7,23 @@ import (
 	"strings"
 )
 
-// EnvProviderQueues is the variable that names the paced providers' work
+// EnvProviderQueues is the variable that names the providers' own work
 // queues: "provider=queueURL" pairs, comma-separated
 // ("ses=https://sqs.eu-west-1.amazonaws.com/123456789012/nudge-prod-work-ses").
 // NUDGE_QUEUE_URL stays the default work queue.
 const EnvProviderQueues = "NUDGE_PROVIDER_QUEUES"
 
 // Routes says which work queue a delivery's message goes to: its
-// provider's own queue when the provider is paced (it has a sending rate,
-// and a queue and event source mapping sized for it), else the default
-// work queue. Every producer of a delivery's message routes by it: the
+// provider's own queue when it has one (every provider but the stage's
+// default one: deployment.Stage.PacedQueues), else the default work
+// queue. Every producer of a delivery's message routes by it: the
 // enqueue's hand-off and repair, the consumer's deferrals and forwards,
 // the redrive.
 type Routes struct {
 	// Default is the work queue of the providers that have no queue of
 	// their own. Required.
 	Default string
-	// ByProvider are the paced providers' queues, by provider.
+	// ByProvider are the providers' own queues, by provider.
 	ByProvider map[string]string
 }
 
@@ -48,7 +48,7 @@ func ParseRoutes(defaultURL, providerQueues string) (Routes, error) {
 		case r.ByProvider[name] != "":
 			return r, fmt.Errorf("envelope: %s names provider %q twice; give each provider one queue", EnvProviderQueues, name)
 		case url == defaultURL:
-			return r, fmt.Errorf("envelope: %s gives provider %q the default work queue %s; a paced provider's queue is its own (leave it out to use the default)",
+			return r, fmt.Errorf("envelope: %s gives provider %q the default work queue %s; a provider's own queue is not the default one (leave the provider out to use the default)",
 				EnvProviderQueues, name, url)
 		case KindOf(url) != KindOf(defaultURL):
 			return r, fmt.Errorf("envelope: %s: provider %q's queue %s is not of the default work queue's kind (FIFO or standard); make them the same",

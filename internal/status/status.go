@@ -50,8 +50,8 @@ type Config struct {
 	Queue queueAPI
 	// WorkURL and DLQURL are the queues. Required.
 	WorkURL, DLQURL string
-	// PacedURLs are the paced providers' own work queues, counted with
-	// the work queue. Default none.
+	// PacedURLs are the providers' own work queues, counted with the
+	// work queue. Default none.
 	PacedURLs []string
 	// OverdueAfter is how far past due a live delivery counts as overdue:
 	// the enqueue's NUDGE_OVERDUE_AFTER. Default 5 min.
