@@ -24,7 +24,7 @@ func TestEachPacedProviderHasItsQueueAndMapping(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) {
 			_, tpl := synth(t, s)
 			tp := toJSON(t, tpl)
-			q, err := s.PacedQueue("ses")
+			q, err := s.ProviderQueue("ses")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -73,10 +73,10 @@ type NudgeStack struct {
 	awscdk.Stack
 	Table          awsdynamodb.Table
 	WorkQueue, DLQ awssqs.Queue
-	// PacedQueues are the paced providers' own work queues, by provider
-	// (deployment.Stage.PacedQueues), each with its own event source
+	// ProviderQueues are the providers' own work queues, by provider
+	// (deployment.Stage.ProviderQueues), each with its own event source
 	// mapping on the consumer.
-	PacedQueues       map[string]awssqs.Queue
+	ProviderQueues    map[string]awssqs.Queue
 	SchedulerDLQ      awssqs.Queue
 	Consumer, Enqueue awslambda.Function
 	// TableIndexes are the ledger table's global secondary indexes, by
@@ -189,14 +189,14 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	// The default work queue keeps its id and name: a deploy that adds a
 	// paced queue must not replace the queue holding messages in flight.
 	n.WorkQueue = workQueue("WorkQueue", s.WorkQueueName())
-	n.PacedQueues = map[string]awssqs.Queue{}
-	for _, q := range s.PacedQueues() {
-		n.PacedQueues[q.Provider] = workQueue(pacedID("WorkQueue", q.Provider), q.Name)
+	n.ProviderQueues = map[string]awssqs.Queue{}
+	for _, q := range s.ProviderQueues() {
+		n.ProviderQueues[q.Provider] = workQueue(pacedID("WorkQueue", q.Provider), q.Name)
 	}
 
 	res := deployment.Resources{Table: *n.Table.TableName(), WorkQueueURL: *n.WorkQueue.QueueUrl(), DLQURL: *n.DLQ.QueueUrl(),
 		ProviderQueueURLs: map[string]string{}}
-	for p, q := range n.PacedQueues {
+	for p, q := range n.ProviderQueues {
 		res.ProviderQueueURLs[p] = *q.QueueUrl()
 	}
 	res.Providers = map[string]map[string]string{}
@@ -229,10 +229,10 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueueArns()...))
 	// The depth of each provider's own queue, before its repairs
 	// (enqueue.Config.Depths): a delivery behind a backlog is not lost.
-	if len(n.PacedQueues) > 0 {
+	if len(n.ProviderQueues) > 0 {
 		var own []*string
-		for _, p := range slices.Sorted(maps.Keys(n.PacedQueues)) {
-			own = append(own, n.PacedQueues[p].QueueArn())
+		for _, p := range slices.Sorted(maps.Keys(n.ProviderQueues)) {
+			own = append(own, n.ProviderQueues[p].QueueArn())
 		}
 		n.Enqueue.AddToRolePolicy(allow([]string{"sqs:GetQueueAttributes"}, own...))
 	}
@@ -247,9 +247,9 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	// Each provider's own queue: a paced one's mapping has instances that
 	// share its rate, with a batch one instance sends in an invocation at
 	// its share; an unpaced one's has the default's batch and concurrency
-	// (deployment.PacedQueue).
-	for _, q := range s.PacedQueues() {
-		n.Consumer.AddEventSource(awslambdaeventsources.NewSqsEventSource(n.PacedQueues[q.Provider], &awslambdaeventsources.SqsEventSourceProps{
+	// (deployment.ProviderQueue).
+	for _, q := range s.ProviderQueues() {
+		n.Consumer.AddEventSource(awslambdaeventsources.NewSqsEventSource(n.ProviderQueues[q.Provider], &awslambdaeventsources.SqsEventSourceProps{
 			BatchSize: num(float64(q.BatchSize)), MaxBatchingWindow: secs(s.BatchingWindow.Seconds()),
 			ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: num(float64(q.MaxConcurrency)),
 		}))
@@ -301,11 +301,11 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	} {
 		awscdk.NewCfnOutput(stack, str(name), &awscdk.CfnOutputProps{Value: v})
 	}
-	// The paced providers' queues: each URL, and together as the CLI's
+	// The providers' own queues: each URL, and together as the CLI's
 	// NUDGE_PROVIDER_QUEUES.
 	var pairs []*string
-	for _, q := range s.PacedQueues() {
-		url := n.PacedQueues[q.Provider].QueueUrl()
+	for _, q := range s.ProviderQueues() {
+		url := n.ProviderQueues[q.Provider].QueueUrl()
 		awscdk.NewCfnOutput(stack, str(pacedID("WorkQueueUrl", q.Provider)), &awscdk.CfnOutputProps{Value: url})
 		pairs = append(pairs, awscdk.Fn_Join(str(""), &[]*string{str(q.Provider + "="), url}))
 	}
@@ -554,7 +554,7 @@ func operatorPolicy(stack awscdk.Stack, n *NudgeStack, s deployment.Stage) awsia
 func pacedNames(stack awscdk.Stack, s deployment.Stage) []*string {
 	var arns []*string
 	for _, p := range registry.Names() {
-		arns = append(arns, stack.FormatArn(&awscdk.ArnComponents{Service: str("sqs"), Resource: str(s.PacedQueueName(p))}))
+		arns = append(arns, stack.FormatArn(&awscdk.ArnComponents{Service: str("sqs"), Resource: str(s.ProviderQueueName(p))}))
 	}
 	return arns
 }
@@ -565,8 +565,8 @@ func pacedNames(stack awscdk.Stack, s deployment.Stage) []*string {
 // each.
 func (n *NudgeStack) WorkQueueArns() []*string {
 	arns := []*string{n.WorkQueue.QueueArn()}
-	for _, p := range slices.Sorted(maps.Keys(n.PacedQueues)) {
-		arns = append(arns, n.PacedQueues[p].QueueArn())
+	for _, p := range slices.Sorted(maps.Keys(n.ProviderQueues)) {
+		arns = append(arns, n.ProviderQueues[p].QueueArn())
 	}
 	return arns
 }
@@ -574,14 +574,14 @@ func (n *NudgeStack) WorkQueueArns() []*string {
 // queueDepths are every work queue's visible and in-flight messages.
 func (n *NudgeStack) queueDepths(opts *awscloudwatch.MetricOptions) []awscloudwatch.IMetric {
 	out := []awscloudwatch.IMetric{n.WorkQueue.MetricApproximateNumberOfMessagesVisible(opts), n.WorkQueue.MetricApproximateNumberOfMessagesNotVisible(opts)}
-	for _, p := range slices.Sorted(maps.Keys(n.PacedQueues)) {
-		q := n.PacedQueues[p]
+	for _, p := range slices.Sorted(maps.Keys(n.ProviderQueues)) {
+		q := n.ProviderQueues[p]
 		out = append(out, q.MetricApproximateNumberOfMessagesVisible(opts), q.MetricApproximateNumberOfMessagesNotVisible(opts))
 	}
 	return out
 }
 
-// pacedID is a paced provider's construct id: prefix and the provider,
+// pacedID is a provider's own queue's construct id: prefix and the provider,
 // capitalised ("WorkQueueSes").
 func pacedID(prefix, provider string) string {
 	return prefix + strings.ToUpper(provider[:1]) + provider[1:]
@@ -658,13 +658,13 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 	// drains at its rate, so a message older than the threshold is a
 	// backlog larger than the rate can send in that time, or a consumer
 	// failing on it.
-	for _, q := range s.PacedQueues() {
+	for _, q := range s.ProviderQueues() {
 		why := fmt.Sprintf("its backlog is more than %v/s can send in that time, or the consumer is failing on it", q.Rate)
 		if q.Rate <= 0 {
 			why = "the consumer is not keeping up with it or is failing on it (its circuit may be open: see the provider-circuit-open alarm)"
 		}
 		add("oldest-message-age-"+q.Provider, fmt.Sprintf("A message of %s's work queue is older than %v: %s.", q.Provider, s.OldestMessageAlarm, why),
-			n.PacedQueues[q.Provider].MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
+			n.ProviderQueues[q.Provider].MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)
 	}
 	add("overdue-pending", "Deliveries are overdue and not sent for three minutes: the quiet queue with a growing overdue set.",
 		nudgeMetric("enqueue", enqueue.MetricOverduePending, "Maximum"), 0, 3, 0, awscloudwatch.TreatMissingData_BREACHING)

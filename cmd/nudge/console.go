@@ -137,7 +137,7 @@ func (r *resources) consoleConfig(ctx context.Context, who string) (console.Conf
 		Reminders: store,
 		Ledger:    r.ledger,
 		Status: func(ctx context.Context) (status.Report, error) {
-			return status.Read(ctx, status.Config{Ledger: r.ledger, Table: r.table, Queue: r.sqs, WorkURL: r.workURL, PacedURLs: r.routes.URLs()[1:], DLQURL: r.dlqURL})
+			return status.Read(ctx, status.Config{Ledger: r.ledger, Table: r.table, Queue: r.sqs, WorkURL: r.workURL, ProviderURLs: r.routes.URLs()[1:], DLQURL: r.dlqURL})
 		},
 		Redriver: func(by string) (*redrive.Redriver, error) { return r.redriver(by, 0) },
 		Reviver:  r.reviver,

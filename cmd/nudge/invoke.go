@@ -221,7 +221,7 @@ func invoke(ctx context.Context, out io.Writer, o invokeOptions) (*invokeResult,
 	if result.DLQ, err = status.QueueDepth(ctx, q, res.DLQURL); err != nil {
 		return result, err
 	}
-	for _, url := range res.WorkURLs() { // the work queue and the paced providers' own
+	for _, url := range res.WorkURLs() { // the work queue and the providers' own
 		d, err := status.QueueDepth(ctx, q, url)
 		if err != nil {
 			return result, err

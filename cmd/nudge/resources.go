@@ -38,7 +38,7 @@ type resources struct {
 	// env are the NUDGE_* variables naming the same resources.
 	env struct{ stage, table, workURL, dlqURL, providerQueues string }
 	// routes are the work queues, once connected: the work queue, and
-	// the paced providers' own (the stage's nudge-NAME-work-PROVIDER
+	// the providers' own (the stage's nudge-NAME-work-PROVIDER
 	// queues, or $NUDGE_PROVIDER_QUEUES with the variables).
 	routes envelope.Routes
 	// queues is whether the command takes the queue flags (the operator
@@ -160,8 +160,8 @@ func (r *resources) connect(ctx context.Context, needQueues bool) error {
 	return err
 }
 
-// findRoutes finds the paced providers' work queues: with a stage, the
-// queues named nudge-NAME-work-PROVIDER (deployment.Stage.PacedQueueName)
+// findRoutes finds the providers' own work queues: with a stage, the
+// queues named nudge-NAME-work-PROVIDER (deployment.Stage.ProviderQueueName)
 // that exist, of the registry's providers (the operator policy allows
 // GetQueueUrl on each such name); from the variables,
 // $NUDGE_PROVIDER_QUEUES.
@@ -177,13 +177,13 @@ func (r *resources) findRoutes(ctx context.Context) error {
 	r.routes = envelope.Routes{Default: r.workURL, ByProvider: map[string]string{}}
 	st := deployment.Stage{Name: r.stage}
 	for _, p := range registry.Names() {
-		out, err := r.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(st.PacedQueueName(p))})
+		out, err := r.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(st.ProviderQueueName(p))})
 		var api smithy.APIError
 		switch {
 		case errors.As(err, &api) && (api.ErrorCode() == "QueueDoesNotExist" || api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue"):
 			continue // the default provider (or a stage before its own queue): its messages use the work queue
 		case err != nil:
-			return fmt.Errorf("find the queue %s: %w", st.PacedQueueName(p), err)
+			return fmt.Errorf("find the queue %s: %w", st.ProviderQueueName(p), err)
 		}
 		r.routes.ByProvider[p] = aws.ToString(out.QueueUrl)
 	}

@@ -32,7 +32,7 @@ the whole table, priced like a scan.`, s)
 		if err := o.connect(ctx, true); err != nil {
 			return o.fail(err)
 		}
-		rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: o.table, Queue: o.sqs, WorkURL: o.workURL, PacedURLs: o.routes.URLs()[1:],
+		rep, err := status.Read(ctx, status.Config{Ledger: o.ledger, Table: o.table, Queue: o.sqs, WorkURL: o.workURL, ProviderURLs: o.routes.URLs()[1:],
 			DLQURL: o.dlqURL, OverdueAfter: *overdueAfter, Scan: *scan, ExpiredSince: *expired})
 		if err != nil {
 			return o.fail(err)

@@ -90,7 +90,7 @@ func build(ctx context.Context, log *slog.Logger) (*consumer.Function, error) {
 		return nil, err
 	}
 	// A record's visibility changes go to the work queue it came from:
-	// the default, or a paced provider's.
+	// the default, or a provider's own.
 	queueOf := func(arn string) string {
 		if url, ok := s.Routes.FromARN(arn); ok {
 			return url

@@ -565,7 +565,7 @@ func (c *Consumer) policy(name string) provider.AmbiguousPolicy {
 // visibility (ok false): unclaimed, so no attempt is spent. That costs a
 // receive, which the paced queue's batch size makes rare: a batch is what
 // one instance sends at its share of the rate in an invocation
-// (deployment.PacedQueue). Nothing is re-published.
+// (deployment.ProviderQueue). Nothing is re-published.
 func (c *Consumer) pace(ctx context.Context, r *record, lim *ratelimit.Limiter) (Outcome, bool) {
 	maxWait := time.Duration(math.MaxInt64)
 	// wall clock: the deadline is the invocation's, on Lambda's clock

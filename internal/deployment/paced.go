@@ -12,17 +12,16 @@ import (
 	"github.com/nudgehq/nudge/internal/provider/registry"
 )
 
-// PacedQueue is a provider's own work queue and the event source mapping
+// ProviderQueue is a provider's own work queue and the event source mapping
 // that feeds it to the consumer: every provider's but the stage's default
-// one (Stage.DefaultProvider), paced or not; the name is the pacing's,
-// which came first. A provider is paced when the stage
+// one (Stage.DefaultProvider), paced or not. A provider is paced when the stage
 // gives it a sending rate (Stage.Rates, or its contract's
 // provider.Contract.Rate): its records are not mixed with the others', and
 // its mapping runs only as many instances as share its rate, each sending
 // at rate ÷ PacedConcurrency and waiting in-process for its turn, so that a
 // batch fits one invocation and no record goes back to the queue for want
 // of a turn.
-type PacedQueue struct {
+type ProviderQueue struct {
 	// Provider is the provider the queue carries.
 	Provider string
 	// Rate is the stage's sending rate to it, per second; 0 for an
@@ -43,7 +42,7 @@ type PacedQueue struct {
 
 // Interval is the time between two sends of one instance of the queue's
 // mapping: MaxConcurrency ÷ Rate; 0 for an unpaced provider's queue.
-func (q PacedQueue) Interval() time.Duration {
+func (q ProviderQueue) Interval() time.Duration {
 	if q.Rate <= 0 {
 		return 0
 	}
@@ -68,9 +67,9 @@ func (s Stage) DefaultProvider() string {
 	return ""
 }
 
-// ErrUnpaced is PacedQueue's error for the default provider
+// ErrDefaultQueue is ProviderQueue's error for the default provider
 // (DefaultProvider): its records go to the default work queue.
-var ErrUnpaced = errors.New("deployment: the provider is the stage's default one, without a sending rate; it uses the default work queue")
+var ErrDefaultQueue = errors.New("deployment: the provider is the stage's default one, without a sending rate; it uses the default work queue")
 
 // MaxPacedBatch is the largest batch of a paced queue's mapping: ten, the
 // most one receive returns, so that the mapping needs no batching window
@@ -88,10 +87,10 @@ func (s Stage) PaceWindow() time.Duration {
 // sendTime is what a record needs after its turn: the consumer's SendTime.
 func (s Stage) sendTime() time.Duration { return s.ProviderTimeout + consumer.LedgerAllowance }
 
-// PacedQueueName is the name of provider p's own work queue.
-func (s Stage) PacedQueueName(p string) string { return s.WorkQueueName() + "-" + p }
+// ProviderQueueName is the name of provider p's own work queue.
+func (s Stage) ProviderQueueName(p string) string { return s.WorkQueueName() + "-" + p }
 
-// PacedQueue returns provider p's own queue and mapping, ErrUnpaced if p
+// ProviderQueue returns provider p's own queue and mapping, ErrDefaultQueue if p
 // is the stage's default provider (DefaultProvider), or an error naming
 // the rate, the timeout and the fix when not one record fits an invocation
 // at an instance's share of p's rate.
@@ -101,15 +100,15 @@ func (s Stage) PacedQueueName(p string) string { return s.WorkQueueName() + "-" 
 // instances, never another provider's (isolation). An unpaced provider's
 // mapping is the default's: the stage's batch size and maximum
 // concurrency, no rate.
-func (s Stage) PacedQueue(p string) (PacedQueue, error) {
+func (s Stage) ProviderQueue(p string) (ProviderQueue, error) {
 	rate := s.Rate(p)
 	if rate <= 0 {
 		if p == s.DefaultProvider() {
-			return PacedQueue{}, ErrUnpaced
+			return ProviderQueue{}, ErrDefaultQueue
 		}
-		return PacedQueue{Provider: p, Name: s.PacedQueueName(p), MaxConcurrency: s.MaxConcurrency, BatchSize: s.BatchSize}, nil
+		return ProviderQueue{Provider: p, Name: s.ProviderQueueName(p), MaxConcurrency: s.MaxConcurrency, BatchSize: s.BatchSize}, nil
 	}
-	q := PacedQueue{Provider: p, Rate: rate, Name: s.PacedQueueName(p), MaxConcurrency: s.PacedConcurrency}
+	q := ProviderQueue{Provider: p, Rate: rate, Name: s.ProviderQueueName(p), MaxConcurrency: s.PacedConcurrency}
 	if q.MaxConcurrency < 1 {
 		return q, fmt.Errorf("deployment: stage %q: paced concurrency %d; use 2 to 1000", s.Name, q.MaxConcurrency)
 	}
@@ -130,14 +129,14 @@ func (s Stage) PacedQueue(p string) (PacedQueue, error) {
 	return q, nil
 }
 
-// PacedQueues are the own queues of the providers the stage runs (every
+// ProviderQueues are the own queues of the providers the stage runs (every
 // one but the default provider's), in the order of Providers. A provider whose queue cannot be sized
-// (PacedQueue's error; Validate refuses the stage) has batch size 0.
-func (s Stage) PacedQueues() []PacedQueue {
-	var out []PacedQueue
+// (ProviderQueue's error; Validate refuses the stage) has batch size 0.
+func (s Stage) ProviderQueues() []ProviderQueue {
+	var out []ProviderQueue
 	for _, p := range s.Providers {
-		q, err := s.PacedQueue(p)
-		if errors.Is(err, ErrUnpaced) {
+		q, err := s.ProviderQueue(p)
+		if errors.Is(err, ErrDefaultQueue) {
 			continue
 		}
 		out = append(out, q)
@@ -149,7 +148,7 @@ func (s Stage) PacedQueues() []PacedQueue {
 // paced provider's.
 func (s Stage) WorkQueueNames() []string {
 	names := []string{s.WorkQueueName()}
-	for _, q := range s.PacedQueues() {
+	for _, q := range s.ProviderQueues() {
 		names = append(names, q.Name)
 	}
 	return names
@@ -158,7 +157,7 @@ func (s Stage) WorkQueueNames() []string {
 // routeEnv adds the paced providers' queues to a producer's environment.
 func (s Stage) routeEnv(env map[string]string, r Resources) {
 	var pairs []string
-	for _, q := range s.PacedQueues() {
+	for _, q := range s.ProviderQueues() {
 		if url := r.ProviderQueueURLs[q.Provider]; url != "" {
 			pairs = append(pairs, q.Provider+"="+url)
 		}

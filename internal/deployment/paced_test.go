@@ -34,21 +34,21 @@ func TestPacedQueuesAreSizedForTheirRate(t *testing.T) {
 		{2.0 / 7, 1, 7 * time.Second},         // one in exactly 7 s (a product whole on paper)
 	} {
 		s.Rates = map[string]float64{"ses": tc.rate}
-		q, err := s.PacedQueue("ses")
+		q, err := s.ProviderQueue("ses")
 		if err != nil {
 			t.Fatalf("rate %v: %v", tc.rate, err)
 		}
-		want := deployment.PacedQueue{Provider: "ses", Rate: tc.rate, Name: "nudge-prod-work-ses", MaxConcurrency: 2, BatchSize: tc.batch}
+		want := deployment.ProviderQueue{Provider: "ses", Rate: tc.rate, Name: "nudge-prod-work-ses", MaxConcurrency: 2, BatchSize: tc.batch}
 		if q != want || q.Interval() != tc.interval {
 			t.Errorf("rate %v: %+v every %v; want %+v every %v", tc.rate, q, q.Interval(), want, tc.interval)
 		}
 	}
 	s.Rates = map[string]float64{"sns": 50}
-	if _, err := s.PacedQueue("webhook"); !errors.Is(err, deployment.ErrUnpaced) {
+	if _, err := s.ProviderQueue("webhook"); !errors.Is(err, deployment.ErrDefaultQueue) {
 		t.Fatalf("the webhook, which has no rate: %v", err)
 	}
 	var names []string
-	for _, q := range s.PacedQueues() {
+	for _, q := range s.ProviderQueues() {
 		names = append(names, q.Name)
 	}
 	if !reflect.DeepEqual(names, []string{"nudge-prod-work-ses", "nudge-prod-work-sns"}) {
@@ -134,11 +134,11 @@ func TestEveryProviderButTheDefaultHasItsOwnQueue(t *testing.T) {
 	if s.DefaultProvider() != "webhook" {
 		t.Fatalf("default provider %q, want webhook", s.DefaultProvider())
 	}
-	if _, err := s.PacedQueue("webhook"); !errors.Is(err, deployment.ErrUnpaced) {
+	if _, err := s.ProviderQueue("webhook"); !errors.Is(err, deployment.ErrDefaultQueue) {
 		t.Fatalf("the webhook: %v; want the default queue", err)
 	}
-	q, err := s.PacedQueue("sns")
-	want := deployment.PacedQueue{Provider: "sns", Name: "nudge-prod-work-sns", MaxConcurrency: s.MaxConcurrency, BatchSize: s.BatchSize}
+	q, err := s.ProviderQueue("sns")
+	want := deployment.ProviderQueue{Provider: "sns", Name: "nudge-prod-work-sns", MaxConcurrency: s.MaxConcurrency, BatchSize: s.BatchSize}
 	if err != nil || q != want || q.Interval() != 0 {
 		t.Fatalf("sns: %+v, %v; want %+v", q, err, want)
 	}

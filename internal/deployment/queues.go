@@ -17,7 +17,7 @@ func (s Stage) WorkQueueAttributes(dlqARN string) map[string]string {
 }
 
 // DLQAttributes are the DLQ's SQS attributes, given every work queue's ARN
-// (the default's and each paced provider's: console redrive needs the
+// (the default's and each provider's own: console redrive needs the
 // RedriveAllowPolicy to name each source queue).
 func (s Stage) DLQAttributes(workARNs ...string) map[string]string {
 	return map[string]string{

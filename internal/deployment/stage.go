@@ -64,7 +64,7 @@ type Stage struct {
 
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
 	// event source mappings: the default work queue's, and each unpaced
-	// provider's own (PacedQueues), so the consumer may run up to
+	// provider's own (ProviderQueues), so the consumer may run up to
 	// MaxConcurrency instances per such queue at once. The window is 0 in both stages: at low load a
 	// record would wait up to the window's length for others to join its
 	// batch, which is lateness; under load batches fill without it. The
@@ -74,7 +74,7 @@ type Stage struct {
 	BatchingWindow time.Duration
 	MaxConcurrency int
 	// PacedConcurrency is the maximum concurrency of each paced provider's
-	// event source mapping (PacedQueues): the instances that share its
+	// event source mapping (ProviderQueues): the instances that share its
 	// rate. 2 to 1000; default 2, Lambda's least for SQS, so that each
 	// instance's share of the rate is as large as it can be.
 	PacedConcurrency int
@@ -285,7 +285,7 @@ func (s Stage) Validate() error {
 	check(len(s.Providers) > 0, "runs no provider; set providers to one or more of %s (-c providers=%s)", strings.Join(names, ", "), strings.Join(names[:min(2, len(names))], ","))
 	placeholders := Resources{Table: "t", WorkQueueURL: "https://sqs/w", DLQURL: "https://sqs/d", Providers: map[string]map[string]string{},
 		ProviderQueueURLs: map[string]string{}}
-	for _, q := range s.PacedQueues() {
+	for _, q := range s.ProviderQueues() {
 		placeholders.ProviderQueueURLs[q.Provider] = "https://sqs/" + q.Name
 	}
 	for i, p := range s.Providers {
@@ -336,7 +336,7 @@ func (s Stage) Validate() error {
 		s.PacedConcurrency)
 	if s.PacedConcurrency >= 2 {
 		for _, p := range s.Providers {
-			if _, err := s.PacedQueue(p); err != nil && !errors.Is(err, ErrUnpaced) {
+			if _, err := s.ProviderQueue(p); err != nil && !errors.Is(err, ErrDefaultQueue) {
 				check(false, "%v", err)
 			}
 		}
@@ -371,8 +371,8 @@ func (s Stage) Validate() error {
 // Resources are the names and addresses a function needs.
 type Resources struct {
 	Table, WorkQueueURL, DLQURL string
-	// ProviderQueueURLs are the paced providers' work queues, by provider
-	// (PacedQueues): the functions' NUDGE_PROVIDER_QUEUES.
+	// ProviderQueueURLs are the providers' own work queues, by provider
+	// (ProviderQueues): the functions' NUDGE_PROVIDER_QUEUES.
 	ProviderQueueURLs map[string]string
 	// Providers are what the stack (or the local system) made for each
 	// provider the stage runs, by provider, as its driver's Env reads them

@@ -17,7 +17,7 @@ type HandOffConfig struct {
 	Queue Publisher
 	// QueueURL is the work queue. Required.
 	QueueURL string
-	// Routes are the paced providers' own work queues (envelope.Routes,
+	// Routes are the providers' own work queues (envelope.Routes,
 	// NUDGE_PROVIDER_QUEUES): a delivery goes to its provider's. Default:
 	// every delivery to QueueURL.
 	Routes envelope.Routes

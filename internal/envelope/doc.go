@@ -1,5 +1,5 @@
 // Package envelope builds what Nudge sends to SQS around a message body, and
-// says which work queue it goes to (Routes: a paced provider's own, else the
+// says which work queue it goes to (Routes: a provider's own, else the
 // default). What it builds: the
 // delay (whole seconds, rounded down: a message is visible up to a second before
 // it is due, and the consumer holds it until then; at most MaxDelaySeconds), the FIFO message group and deduplication id,

@@ -15,7 +15,7 @@ const EnvProviderQueues = "NUDGE_PROVIDER_QUEUES"
 
 // Routes says which work queue a delivery's message goes to: its
 // provider's own queue when it has one (every provider but the stage's
-// default one: deployment.Stage.PacedQueues), else the default work
+// default one: deployment.Stage.ProviderQueues), else the default work
 // queue. Every producer of a delivery's message routes by it: the
 // enqueue's hand-off and repair, the consumer's deferrals and forwards,
 // the redrive.

@@ -98,11 +98,11 @@ type Harness struct {
 	Intake *Intake
 	// Mapping feeds the work queue to the consumers while it runs.
 	Mapping *esm.Mapping
-	// PacedMappings feed each paced provider's own work queue to its
+	// ProviderMappings feed each paced provider's own work queue to its
 	// consumers, by provider: the queue's batch size and maximum
-	// concurrency (deployment.PacedQueue). RunMappings runs them with
+	// concurrency (deployment.ProviderQueue). RunMappings runs them with
 	// Mapping.
-	PacedMappings map[string]*esm.Mapping
+	ProviderMappings map[string]*esm.Mapping
 	// Outcomes is the outcomes function, and OutcomeStream the stream
 	// mapping that feeds it the ledger's changes from StartHarness to
 	// Close: the outcome events reach the outcomes queue through the local
@@ -230,8 +230,8 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	// the first): its own mapping, on as many instances as its maximum
 	// concurrency (the emulator takes one invocation at a time), as the
 	// stack's mapping on the same function.
-	h.PacedMappings = map[string]*esm.Mapping{}
-	for _, q := range s.Resources.pacedInOrder() {
+	h.ProviderMappings = map[string]*esm.Mapping{}
+	for _, q := range s.Resources.ownInOrder() {
 		var paced []esm.Invoker
 		instances := q.MaxConcurrency
 		if q.Rate <= 0 {
@@ -252,7 +252,7 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 			h.Consumers = append(h.Consumers, fn)
 			paced = append(paced, fn)
 		}
-		if h.PacedMappings[q.Provider], err = esm.New(esm.Config{Queue: s.SQS, QueueURL: q.URL, QueueARN: q.ARN,
+		if h.ProviderMappings[q.Provider], err = esm.New(esm.Config{Queue: s.SQS, QueueURL: q.URL, QueueARN: q.ARN,
 			BatchSize: q.BatchSize, BatchingWindow: s.Stage.BatchingWindow, Invokers: paced, PollWait: cfg.PollWait,
 			FunctionTimeout: s.Stage.ConsumerTimeout, Logger: slog.New(slog.NewTextHandler(mappingLog, nil)).With("queue", q.Name)}); err != nil {
 			return h, err
@@ -278,8 +278,8 @@ func (h *Harness) WorkDepth(ctx context.Context) (status.Depth, error) {
 // provider's in the order of their names.
 func (h *Harness) Mappings() []*esm.Mapping {
 	out := []*esm.Mapping{h.Mapping}
-	for _, name := range slices.Sorted(maps.Keys(h.PacedMappings)) {
-		out = append(out, h.PacedMappings[name])
+	for _, name := range slices.Sorted(maps.Keys(h.ProviderMappings)) {
+		out = append(out, h.ProviderMappings[name])
 	}
 	return out
 }

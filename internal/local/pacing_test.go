@@ -39,7 +39,7 @@ import (
 type pacedRun struct {
 	N     int
 	Rate  float64
-	Queue deployment.PacedQueue
+	Queue deployment.ProviderQueue
 	// Elapsed is from the first receive's chance (the mapping's start) to
 	// the last send.
 	Elapsed time.Duration
@@ -143,8 +143,8 @@ func drainPaced(t testing.TB, n int, rate float64) pacedRun {
 			_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 		}
 	})
-	paced := p.Paced["ses"]
-	run := pacedRun{N: n, Rate: rate, Queue: paced.PacedQueue}
+	paced := p.Own["ses"]
+	run := pacedRun{N: n, Rate: rate, Queue: paced.ProviderQueue}
 	led, err := ledger.New(db, ledger.Config{Table: p.Table, Shards: stage.Shards})
 	if err != nil {
 		t.Fatal(err)

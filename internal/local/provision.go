@@ -33,9 +33,9 @@ type Provisioned struct {
 	Table            string
 	WorkURL, WorkARN string
 	DLQURL, DLQARN   string
-	// Paced are the paced providers' own work queues, by provider
-	// (deployment.Stage.PacedQueues), with their mappings' settings.
-	Paced map[string]PacedQueue
+	// Own are the providers' own work queues, by provider
+	// (deployment.Stage.ProviderQueues), with their mappings' settings.
+	Own map[string]ProviderQueue
 	// OutcomesURL and OutcomesARN are the queue the local bus's rule
 	// delivers the outcome events to (the stack's outcomeQueue example).
 	OutcomesURL, OutcomesARN string
@@ -51,17 +51,17 @@ type Provisioned struct {
 	Operators Topic
 }
 
-// PacedQueue is a paced provider's own work queue as provisioned.
-type PacedQueue struct {
-	deployment.PacedQueue
+// ProviderQueue is a provider's own work queue as provisioned.
+type ProviderQueue struct {
+	deployment.ProviderQueue
 	URL, ARN string
 }
 
-// WorkURLs are every work queue: the default's, then the paced
-// providers', in the stage's order of providers.
+// WorkURLs are every work queue: the default's, then the providers'
+// own, in the stage's order of providers.
 func (p Provisioned) WorkURLs() []string {
 	urls := []string{p.WorkURL}
-	for _, q := range p.pacedInOrder() {
+	for _, q := range p.ownInOrder() {
 		urls = append(urls, q.URL)
 	}
 	return urls
@@ -70,17 +70,17 @@ func (p Provisioned) WorkURLs() []string {
 // Routes are the work queues as the producers route to them.
 func (p Provisioned) Routes() envelope.Routes {
 	r := envelope.Routes{Default: p.WorkURL, ByProvider: map[string]string{}}
-	for name, q := range p.Paced {
+	for name, q := range p.Own {
 		r.ByProvider[name] = q.URL
 	}
 	return r
 }
 
-// pacedInOrder are the paced queues in the order of their providers' names.
-func (p Provisioned) pacedInOrder() []PacedQueue {
-	var out []PacedQueue
-	for _, name := range slices.Sorted(maps.Keys(p.Paced)) {
-		out = append(out, p.Paced[name])
+// ownInOrder are the paced queues in the order of their providers' names.
+func (p Provisioned) ownInOrder() []ProviderQueue {
+	var out []ProviderQueue
+	for _, name := range slices.Sorted(maps.Keys(p.Own)) {
+		out = append(out, p.Own[name])
 	}
 	return out
 }
@@ -91,7 +91,7 @@ func (p Provisioned) Resources(s deployment.Stage, l provider.Local) deployment.
 	l.TopicARN = p.Topic.ARN
 	res := deployment.Resources{Table: p.Table, WorkQueueURL: p.WorkURL, DLQURL: p.DLQURL, Providers: map[string]map[string]string{},
 		ProviderQueueURLs: map[string]string{}}
-	for name, q := range p.Paced {
+	for name, q := range p.Own {
 		res.ProviderQueueURLs[name] = q.URL
 	}
 	for _, name := range s.Providers {
@@ -154,17 +154,17 @@ func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q qu
 		return p, err
 	}
 	workARNs := []string{p.WorkARN}
-	p.Paced = map[string]PacedQueue{}
-	for _, pq := range s.PacedQueues() {
+	p.Own = map[string]ProviderQueue{}
+	for _, pq := range s.ProviderQueues() {
 		out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(pq.Name), Attributes: s.WorkQueueAttributes(p.DLQARN)})
 		if err != nil {
 			return p, fmt.Errorf("local: create %s: %w", pq.Name, err)
 		}
-		paced := PacedQueue{PacedQueue: pq, URL: aws.ToString(out.QueueUrl)}
+		paced := ProviderQueue{ProviderQueue: pq, URL: aws.ToString(out.QueueUrl)}
 		if paced.ARN, err = queueARN(paced.URL); err != nil {
 			return p, err
 		}
-		p.Paced[pq.Provider] = paced
+		p.Own[pq.Provider] = paced
 		workARNs = append(workARNs, paced.ARN)
 	}
 	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(workARNs...)}); err != nil {

@@ -67,9 +67,9 @@ func TestProvisionMakesWhatTheStackDefines(t *testing.T) {
 	if work["VisibilityTimeout"] != "180" || !strings.Contains(work["RedrivePolicy"], p.DLQARN) || !strings.Contains(work["RedrivePolicy"], `"maxReceiveCount":10`) {
 		t.Errorf("work queue %v", work)
 	}
-	ses := p.Paced["ses"]
-	if len(p.Paced) != 1 || ses.Name != stage.WorkQueueName()+"-ses" || ses.BatchSize != 10 || ses.MaxConcurrency != 2 || !strings.HasSuffix(ses.URL, ses.Name) {
-		t.Fatalf("paced queues %+v", p.Paced)
+	ses := p.Own["ses"]
+	if len(p.Own) != 1 || ses.Name != stage.WorkQueueName()+"-ses" || ses.BatchSize != 10 || ses.MaxConcurrency != 2 || !strings.HasSuffix(ses.URL, ses.Name) {
+		t.Fatalf("paced queues %+v", p.Own)
 	}
 	if paced := attrs(ses.URL); paced["VisibilityTimeout"] != "180" || paced["RedrivePolicy"] != work["RedrivePolicy"] {
 		t.Errorf("the paced queue %v; want the work queue's visibility and redrive policy", paced)

@@ -53,8 +53,8 @@ type Config struct {
 	// TargetURL is where a redrive sends messages: the default work queue.
 	// Required.
 	TargetURL string
-	// Routes send each delivery's message to its provider's work queue (a
-	// paced provider's own). Default: every message to TargetURL.
+	// Routes send each delivery's message to its provider's work queue
+	// (its own, or the default). Default: every message to TargetURL.
 	Routes envelope.Routes
 	// Ledger joins each message to its delivery and records redrives.
 	// Without it, letters show no ledger state, every delivery message is

@@ -50,9 +50,9 @@ type Config struct {
 	Queue queueAPI
 	// WorkURL and DLQURL are the queues. Required.
 	WorkURL, DLQURL string
-	// PacedURLs are the providers' own work queues, counted with the
+	// ProviderURLs are the providers' own work queues, counted with the
 	// work queue. Default none.
-	PacedURLs []string
+	ProviderURLs []string
 	// OverdueAfter is how far past due a live delivery counts as overdue:
 	// the enqueue's NUDGE_OVERDUE_AFTER. Default 5 min.
 	OverdueAfter time.Duration
@@ -171,9 +171,9 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 	if rep.WorkQueue, err = QueueDepth(ctx, cfg.Queue, cfg.WorkURL); err != nil {
 		return rep, err
 	}
-	if len(cfg.PacedURLs) > 0 {
+	if len(cfg.ProviderURLs) > 0 {
 		rep.WorkQueues = map[string]Depth{envelope.QueueName(cfg.WorkURL): rep.WorkQueue}
-		for _, url := range cfg.PacedURLs {
+		for _, url := range cfg.ProviderURLs {
 			d, err := QueueDepth(ctx, cfg.Queue, url)
 			if err != nil {
 				return rep, err

@@ -233,7 +233,7 @@ func (r *isoRig) feed(ctx context.Context, ds []isoDelivery) error {
 		byQueue := map[string][]sqstypes.SendMessageBatchRequestEntry{}
 		for i, d := range ds[:n] {
 			url := r.h.Resources.WorkURL
-			if q, ok := r.h.Resources.Paced[d.key.Provider]; ok {
+			if q, ok := r.h.Resources.Own[d.key.Provider]; ok {
 				url = q.URL
 			}
 			byQueue[url] = append(byQueue[url], sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(d.body)})
