@@ -307,17 +307,23 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 // the outcomes function has read the ledger's stream (taking the
 // fallbacks of the deliveries that failed), then reads the ledger again,
 // and reports whether live work is due.
+//
+// A drain the run's own deadline (ctx) cuts short is no finding: the
+// evidence drains again after the run, each with its whole wait. (A make
+// test run failed so: a receive of the feedback queue the local mapping
+// lost hid three SES events for the queue's 3-minute visibility, and the
+// run's deadline came first.)
 func (r *run) catchUp(ctx context.Context, snap *snapshot) (bool, error) {
 	drain, cancel := context.WithTimeout(ctx, deployment.VisibilityFactor*r.h.Stage.FeedbackTimeout+time.Minute)
 	err := r.h.DrainFeedback(drain)
 	cancel()
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		r.problems.add("the feedback function did not record SES's events: %v", err)
 	}
 	drain, cancel = context.WithTimeout(ctx, 2*time.Minute)
 	err = r.h.DrainOutcomes(drain)
 	cancel()
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		r.problems.add("the outcomes function did not catch up with the ledger's stream: %v", err)
 	}
 	if err := r.scan(ctx, snap); err != nil {
