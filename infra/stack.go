@@ -661,7 +661,7 @@ func (n *NudgeStack) alarms(s deployment.Stage, parts []*providerParts) {
 	for _, q := range s.ProviderQueues() {
 		why := fmt.Sprintf("its backlog is more than %v/s can send in that time, or the consumer is failing on it", q.Rate)
 		if q.Rate <= 0 {
-			why = "the consumer is not keeping up with it or is failing on it (its circuit may be open: see the provider-circuit-open alarm)"
+			why = "the consumer is not keeping up with it or is failing on it (its circuit may be open: see the alarm provider-circuit-open-" + q.Provider + ")"
 		}
 		add("oldest-message-age-"+q.Provider, fmt.Sprintf("A message of %s's work queue is older than %v: %s.", q.Provider, s.OldestMessageAlarm, why),
 			n.ProviderQueues[q.Provider].MetricApproximateAgeOfOldestMessage(minute), s.OldestMessageAlarm.Seconds(), 5, 0, notBreaching)

@@ -154,7 +154,7 @@ func (s Stage) WorkQueueNames() []string {
 	return names
 }
 
-// routeEnv adds the paced providers' queues to a producer's environment.
+// routeEnv adds the providers' own queues to a producer's environment.
 func (s Stage) routeEnv(env map[string]string, r Resources) {
 	var pairs []string
 	for _, q := range s.ProviderQueues() {

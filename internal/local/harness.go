@@ -98,7 +98,7 @@ type Harness struct {
 	Intake *Intake
 	// Mapping feeds the work queue to the consumers while it runs.
 	Mapping *esm.Mapping
-	// ProviderMappings feed each paced provider's own work queue to its
+	// ProviderMappings feed each provider's own work queue to its
 	// consumers, by provider: the queue's batch size and maximum
 	// concurrency (deployment.ProviderQueue). RunMappings runs them with
 	// Mapping.
@@ -226,8 +226,8 @@ func (s *System) StartHarness(ctx context.Context, cfg HarnessConfig) (h *Harnes
 	if err != nil {
 		return h, err
 	}
-	// Each provider's own queue (a paced one's, or an unpaced one's but
-	// the first): its own mapping, on as many instances as its maximum
+	// Each provider's own queue (every provider's but the default one's,
+	// paced or not): its own mapping, on as many instances as its maximum
 	// concurrency (the emulator takes one invocation at a time), as the
 	// stack's mapping on the same function.
 	h.ProviderMappings = map[string]*esm.Mapping{}

@@ -76,7 +76,7 @@ func (p Provisioned) Routes() envelope.Routes {
 	return r
 }
 
-// ownInOrder are the paced queues in the order of their providers' names.
+// ownInOrder are the providers' own queues in the order of their providers' names.
 func (p Provisioned) ownInOrder() []ProviderQueue {
 	var out []ProviderQueue
 	for _, name := range slices.Sorted(maps.Keys(p.Own)) {

@@ -100,8 +100,8 @@ type Report struct {
 	// Expired lists the deliveries that expired within ExpiredSince.
 	Expired []Expired `json:"expired,omitempty"`
 	// WorkQueue counts every work queue's messages: the default's and the
-	// paced providers'. WorkQueues has each, by name, when there are paced
-	// queues.
+	// providers' own. WorkQueues has each, by name, when there are
+	// providers' own queues.
 	WorkQueue  Depth            `json:"workQueue"`
 	WorkQueues map[string]Depth `json:"workQueues,omitempty"`
 	DLQ        Depth            `json:"dlq"`

@@ -317,13 +317,13 @@ func (r *run) catchUp(ctx context.Context, snap *snapshot) (bool, error) {
 	drain, cancel := context.WithTimeout(ctx, deployment.VisibilityFactor*r.h.Stage.FeedbackTimeout+time.Minute)
 	err := r.h.DrainFeedback(drain)
 	cancel()
-	if err != nil && ctx.Err() == nil {
+	if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil) {
 		r.problems.add("the feedback function did not record SES's events: %v", err)
 	}
 	drain, cancel = context.WithTimeout(ctx, 2*time.Minute)
 	err = r.h.DrainOutcomes(drain)
 	cancel()
-	if err != nil && ctx.Err() == nil {
+	if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil) {
 		r.problems.add("the outcomes function did not catch up with the ledger's stream: %v", err)
 	}
 	if err := r.scan(ctx, snap); err != nil {
@@ -335,7 +335,7 @@ func (r *run) catchUp(ctx context.Context, snap *snapshot) (bool, error) {
 // Local tells where a kept system runs, for the operator commands.
 type Local struct {
 	Stage, Table, WorkURL, DLQURL string
-	// Routes are the work queues: WorkURL, and the paced providers' own.
+	// Routes are the work queues: WorkURL, and the providers' own.
 	Routes envelope.Routes
 	// DynamoDBEndpoint and SQSEndpoint are the stand-ins' (nudge local's
 	// console reads the stage there).
