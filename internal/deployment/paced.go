@@ -129,9 +129,10 @@ func (s Stage) ProviderQueue(p string) (ProviderQueue, error) {
 	return q, nil
 }
 
-// ProviderQueues are the own queues of the providers the stage runs (every
-// one but the default provider's), in the order of Providers. A provider whose queue cannot be sized
-// (ProviderQueue's error; Validate refuses the stage) has batch size 0.
+// ProviderQueues are the own queues of the providers the stage runs
+// (every one but the default provider's), in the order of Providers. A
+// provider whose queue cannot be sized (ProviderQueue's error; Validate
+// refuses the stage) has batch size 0.
 func (s Stage) ProviderQueues() []ProviderQueue {
 	var out []ProviderQueue
 	for _, p := range s.Providers {
@@ -145,7 +146,7 @@ func (s Stage) ProviderQueues() []ProviderQueue {
 }
 
 // WorkQueueNames are every work queue's name: the default's, then each
-// paced provider's.
+// provider's own.
 func (s Stage) WorkQueueNames() []string {
 	names := []string{s.WorkQueueName()}
 	for _, q := range s.ProviderQueues() {
