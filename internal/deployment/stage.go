@@ -65,11 +65,12 @@ type Stage struct {
 	// BatchSize, BatchingWindow and MaxConcurrency configure the consumer's
 	// event source mappings: the default work queue's, and each unpaced
 	// provider's own (ProviderQueues), so the consumer may run up to
-	// MaxConcurrency instances per such queue at once. The window is 0 in both stages: at low load a
-	// record would wait up to the window's length for others to join its
-	// batch, which is lateness; under load batches fill without it. The
-	// invocations it would save cost at most about $0.21 per million reminders
-	// (docs/performance.md, "On time to the second").
+	// MaxConcurrency instances per such queue at once. The window is 0 in
+	// both stages: at low load a record would wait up to the window's
+	// length for others to join its batch, which is lateness; under load
+	// batches fill without it. The invocations it would save cost at most
+	// about $0.21 per million reminders (docs/performance.md, "On time to
+	// the second").
 	BatchSize      int
 	BatchingWindow time.Duration
 	MaxConcurrency int

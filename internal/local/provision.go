@@ -76,7 +76,7 @@ func (p Provisioned) Routes() envelope.Routes {
 	return r
 }
 
-// ownInOrder are the providers' own queues in the order of their providers' names.
+// ownInOrder are the providers' own queues, by provider name.
 func (p Provisioned) ownInOrder() []ProviderQueue {
 	var out []ProviderQueue
 	for _, name := range slices.Sorted(maps.Keys(p.Own)) {
@@ -160,12 +160,12 @@ func Provision(ctx context.Context, s deployment.Stage, db ledger.TableAPI, q qu
 		if err != nil {
 			return p, fmt.Errorf("local: create %s: %w", pq.Name, err)
 		}
-		paced := ProviderQueue{ProviderQueue: pq, URL: aws.ToString(out.QueueUrl)}
-		if paced.ARN, err = queueARN(paced.URL); err != nil {
+		own := ProviderQueue{ProviderQueue: pq, URL: aws.ToString(out.QueueUrl)}
+		if own.ARN, err = queueARN(own.URL); err != nil {
 			return p, err
 		}
-		p.Own[pq.Provider] = paced
-		workARNs = append(workARNs, paced.ARN)
+		p.Own[pq.Provider] = own
+		workARNs = append(workARNs, own.ARN)
 	}
 	if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(p.DLQURL), Attributes: s.DLQAttributes(workARNs...)}); err != nil {
 		return p, fmt.Errorf("local: set the DLQ's retention and redrive-allow policy: %w", err)
