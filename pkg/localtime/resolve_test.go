@@ -1,0 +1,60 @@
+package localtime_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/pkg/localtime"
+)
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := localtime.LoadZone(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func mustWall(t *testing.T, s string) localtime.Wall {
+	t.Helper()
+	w, err := localtime.ParseWall(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// The daylight-saving changes in both directions, in zones with whole-hour,
+// half-hour (Lord Howe's change is 30 minutes) and 45-minute offsets.
+func TestResolveFollowsRFC5545AtEveryKindOfChange(t *testing.T) {
+	for _, c := range []struct {
+		zone, wall, want string
+		how              localtime.Resolution
+	}{
+		{"Europe/Berlin", "2027-03-28T02:30", "2027-03-28T01:30:00Z", localtime.Skipped}, // 02:30 CET = 03:30 CEST
+		{"Europe/Berlin", "2027-03-28T03:00", "2027-03-28T01:00:00Z", localtime.Exact},
+		{"Europe/Berlin", "2027-03-28T01:59:59", "2027-03-28T00:59:59Z", localtime.Exact},
+		{"Europe/Berlin", "2027-10-31T02:30", "2027-10-31T00:30:00Z", localtime.Repeated}, // the CEST one
+		{"Europe/Berlin", "2027-10-31T03:00", "2027-10-31T02:00:00Z", localtime.Exact},
+		{"America/New_York", "2027-03-14T02:15", "2027-03-14T07:15:00Z", localtime.Skipped},
+		{"America/New_York", "2027-11-07T01:30", "2027-11-07T05:30:00Z", localtime.Repeated}, // EDT
+		{"Australia/Lord_Howe", "2027-10-03T02:15", "2027-10-02T15:45:00Z", localtime.Skipped}, // +10:30 → +11 at 02:00, a 30-minute gap: 02:45
+		{"Australia/Lord_Howe", "2027-04-04T01:45", "2027-04-03T14:45:00Z", localtime.Repeated},
+		{"Pacific/Chatham", "2027-09-26T03:00", "2027-09-25T14:15:00Z", localtime.Skipped}, // +12:45 → +13:45 at 02:45
+		{"Pacific/Chatham", "2027-04-04T03:00", "2027-04-03T13:15:00Z", localtime.Repeated},
+		{"Asia/Kathmandu", "2027-06-01T09:00", "2027-06-01T03:15:00Z", localtime.Exact},
+		{"America/St_Johns", "2027-03-14T02:30", "2027-03-14T06:00:00Z", localtime.Skipped}, // −3:30 → −2:30 at 02:00: 03:30
+		{"America/St_Johns", "2027-11-07T01:30", "2027-11-07T04:00:00Z", localtime.Repeated},
+		{"America/Santiago", "2027-09-05T00:30", "2027-09-05T04:30:00Z", localtime.Skipped}, // midnight is skipped
+		{"America/Santiago", "2027-04-03T23:30", "2027-04-04T02:30:00Z", localtime.Repeated},
+		{"UTC", "2027-01-01T00:00", "2027-01-01T00:00:00Z", localtime.Exact},
+	} {
+		t.Run(c.zone+" "+c.wall, func(t *testing.T) {
+			got, how := localtime.Resolve(mustWall(t, c.wall), mustZone(t, c.zone))
+			if got.Format(time.RFC3339) != c.want || how != c.how {
+				t.Errorf("Resolve = %s (%v), want %s (%v)", got.Format(time.RFC3339), how, c.want, c.how)
+			}
+		})
+	}
+}
