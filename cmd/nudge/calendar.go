@@ -131,6 +131,9 @@ with different content it is refused as a conflict naming the field.`, s)
 	account := fs.String("account", "", "the account reference `REF`")
 	due := fs.String("due", "", "the due `TIME`, RFC 3339 (2026-12-01T09:00:00Z)")
 	expires := fs.String("expires", "", "the expiry `TIME`, RFC 3339 (default: due + lateness)")
+	dueLocal := fs.String("due-local", "", "the due time on the recipient's wall clock (`LOCAL`, 2027-03-28T09:30), in --tz")
+	expiresLocal := fs.String("expires-local", "", "the expiry on the recipient's wall clock (`LOCAL`), in --tz")
+	tz := fs.String("tz", "", "the recipient's IANA time `ZONE` (Europe/Berlin), for --due-local and --expires-local")
 	channel := fs.String("channel", "email", "the `CHANNEL`")
 	prov := fs.String("provider", registry.Default(), "the `PROVIDER`")
 	recipient := fs.String("recipient", "", "the recipient reference `REF` the provider resolves")
@@ -156,7 +159,7 @@ with different content it is refused as a conflict naming the field.`, s)
 				r, err = st.Validator().ParseJSON(data)
 			}
 		} else {
-			in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires,
+			in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires, DueLocal: *dueLocal, ExpiresLocal: *expiresLocal, TimeZone: *tz,
 				Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template, Address: *address}}}
 			if len(meta) > 0 {
 				in.Metadata = meta
@@ -173,6 +176,9 @@ with different content it is refused as a conflict naming the field.`, s)
 			return 1
 		}
 		fmt.Fprintf(stdout, "%s %s: %d deliveries due %s, expiring %s\n", outcome, r.ID, len(r.Deliveries), ledger.Format(r.DueAt), ledger.Format(r.ExpiresAt))
+		if r.TimeZone != "" {
+			fmt.Fprintf(stdout, "  local: due %s\n", schedule.LocalView(r.DueAt, r.TimeZone, r.DueLocal))
+		}
 		return 0
 	}
 	return c.cmd
@@ -330,18 +336,21 @@ before the new time. The reminder keeps its window (expiresAt − dueAt) unless 
 	cal := addCalendarFlags(c)
 	due := fs.String("due", "", "the new due time, RFC 3339 (`TIME`), like 2026-12-08T09:00:00Z")
 	expires := fs.String("expires", "", "the new expiry, RFC 3339 (`TIME`) (default: the new due time plus the reminder's window)")
+	dueLocal := fs.String("due-local", "", "the new due time on the recipient's wall clock (`LOCAL`, 2027-03-28T09:30), in the reminder's zone or --tz")
+	expiresLocal := fs.String("expires-local", "", "the new expiry on the recipient's wall clock (`LOCAL`)")
+	tz := fs.String("tz", "", "the IANA time `ZONE` of --due-local and --expires-local (default: the reminder's)")
 	note := fs.String("note", "by operator", "why, for the delivery history (`TEXT`)")
 	c.run = func(ctx context.Context, args []string) int {
 		stdout, stderr := c.out, c.errs
-		if len(args) != 1 || *due == "" {
-			fmt.Fprintln(stderr, "nudge reschedule: give one reminder ID and --due TIME")
+		if len(args) != 1 || *due == "" && *dueLocal == "" {
+			fmt.Fprintln(stderr, "nudge reschedule: give one reminder ID and --due TIME (or --due-local LOCAL)")
 			return 2
 		}
 		st, err := cal.store(ctx)
 		if err != nil {
 			return c.fail(cal.resources, err)
 		}
-		res, err := st.Reschedule(ctx, args[0], schedule.Times{DueAt: *due, ExpiresAt: *expires}, *note)
+		res, err := st.Reschedule(ctx, args[0], schedule.Times{DueAt: *due, ExpiresAt: *expires, DueLocal: *dueLocal, ExpiresLocal: *expiresLocal, TimeZone: *tz}, *note)
 		if err != nil {
 			fmt.Fprintln(stderr, "nudge reschedule:", strings.TrimPrefix(err.Error(), "schedule: "))
 			return 1

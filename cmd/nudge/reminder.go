@@ -67,6 +67,10 @@ off, and the transition history in time order.`, s)
 				fmt.Fprintf(out, "  %s=%s", k, r.Metadata[k])
 			}
 			fmt.Fprintln(out)
+			if r.TimeZone != "" {
+				fmt.Fprintf(out, "  local: due %s  expires %s\n", schedule.LocalView(r.DueAt, r.TimeZone, r.DueLocal),
+					schedule.LocalView(r.ExpiresAt, r.TimeZone, r.ExpiresLocal))
+			}
 		} else {
 			fmt.Fprintf(out, "reminder %s  (no reminder item: its deliveries were written directly)\n", args[0])
 		}

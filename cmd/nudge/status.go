@@ -78,6 +78,7 @@ the whole table, priced like a scan.`, s)
 			fmt.Fprintf(out, "; the oldest's age is %s", rep.Sources["dlqOldestAge"])
 		}
 		fmt.Fprintln(out)
+		fmt.Fprintf(out, "time zones: IANA database %s, embedded in the binaries\n", rep.TimeZones)
 		return exitOK
 	}
 	return c.cmd

@@ -42,7 +42,7 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 	now := m.now()
 	ttl := moveTTL(p.Reminder, m.Expiry(p.To.ExpiresAt))
 	if r, ok := m.t.reminders[p.ID]; ok && p.Reminder != nil {
-		r.DueAt, r.ExpiresAt = ms(p.To.DueAt), ms(p.To.ExpiresAt)
+		r.DueAt, r.ExpiresAt, r.Local = ms(p.To.DueAt), ms(p.To.ExpiresAt), p.To.Local
 		if !ttl.IsZero() {
 			r.TTL = ttl
 		}
@@ -106,7 +106,7 @@ func (m *Memory) ListAccount(_ context.Context, account string, limit int, next 
 	for id, r := range m.t.reminders {
 		if r.AccountRef == account {
 			r = copyReminder(r)
-			r.Metadata, r.CreatedBy, r.Late = nil, "", LateRule{} // not projected
+			r.Metadata, r.CreatedBy, r.Late, r.Local = nil, "", LateRule{}, Local{} // not projected
 			all = append(all, Listed{ReminderItem: r, CreatedAt: m.t.created[id]})
 		}
 	}

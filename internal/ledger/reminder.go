@@ -31,6 +31,11 @@ type ReminderItem struct {
 	// expire. Stored as attributes "late" and "lateWithin" (seconds),
 	// absent for the default (reminderRecord). Not in the account index.
 	Late LateRule `dynamodbav:"-"`
+	// Local is the reminder's zone and local times as its caller gave
+	// them; zero for a reminder given in absolute times only. Stored as
+	// attributes "timeZone", "dueLocal" and "expiresLocal", each absent
+	// where empty. Not in the account index.
+	Local Local `dynamodbav:"-"`
 	// CreatedBy is the principal that created the reminder through the
 	// API (the intake's caller: an IAM role or user), which alone may act
 	// on it there, besides the stage's full-access principals. Empty for a
@@ -42,6 +47,20 @@ type ReminderItem struct {
 	// never, or not read).
 	TTL time.Time `dynamodbav:"-"`
 }
+
+// Local is a reminder's local times: the recipient's IANA zone
+// ("Europe/Berlin") and the wall-clock due and expiry times the caller gave
+// in it ("2027-03-28T02:30", pkg/localtime's form), each empty where the
+// caller gave an absolute time. DueAt and ExpiresAt are always the
+// instants, computed from these where given.
+type Local struct {
+	TimeZone     string
+	DueLocal     string
+	ExpiresLocal string
+}
+
+// IsZero reports whether l holds nothing.
+func (l Local) IsZero() bool { return l == Local{} }
 
 // ReminderDelivery is one delivery a ReminderItem lists. It has no
 // address: a recipient's address (SES) is kept on the delivery item alone
@@ -133,6 +152,10 @@ type reminderRecord struct {
 	// Late and LateWithin are ReminderItem.Late, absent for the default.
 	Late       LatePolicy `dynamodbav:"late,omitempty"`
 	LateWithin int64      `dynamodbav:"lateWithin,omitempty"`
+	// TimeZone, DueLocal and ExpiresLocal are ReminderItem.Local.
+	TimeZone     string `dynamodbav:"timeZone,omitempty"`
+	DueLocal     string `dynamodbav:"dueLocal,omitempty"`
+	ExpiresLocal string `dynamodbav:"expiresLocal,omitempty"`
 	// TTL is when DynamoDB may delete the item: the retention after
 	// expiresAt, as for its deliveries.
 	TTL int64 `dynamodbav:"ttl"`
@@ -149,6 +172,7 @@ func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored Rem
 		PK: PartitionKey(r.ID), SK: reminderSK, ReminderItem: r,
 		DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),
 		TTL: l.Expiry(r.ExpiresAt).Unix(), Late: r.Late.Policy, LateWithin: int64(r.Late.Within / time.Second),
+		TimeZone: r.Local.TimeZone, DueLocal: r.Local.DueLocal, ExpiresLocal: r.Local.ExpiresLocal,
 	})
 	if err != nil {
 		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
@@ -178,6 +202,7 @@ func fromReminderItem(av map[string]types.AttributeValue) (ReminderItem, error) 
 	}
 	r := it.ReminderItem
 	r.Late = LateRule{Policy: it.Late, Within: time.Duration(it.LateWithin) * time.Second}
+	r.Local = Local{TimeZone: it.TimeZone, DueLocal: it.DueLocal, ExpiresLocal: it.ExpiresLocal}
 	var err error
 	if r.DueAt, err = time.Parse(time.RFC3339Nano, it.DueAt); err != nil {
 		return ReminderItem{}, fmt.Errorf("ledger: stored reminder %q has dueAt %q: %w", r.ID, it.DueAt, err)

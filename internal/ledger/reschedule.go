@@ -19,6 +19,9 @@ import (
 // times.
 type Move struct {
 	DueAt, ExpiresAt time.Time
+	// Local is the reminder's zone and local times after the move (the
+	// reminder item's Local, replaced whole).
+	Local Local
 	// Note is kept in each moved delivery's history.
 	Note string
 	// HandOff says that the caller hands each moved delivery to the queue
@@ -105,6 +108,20 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 		if !ttl.IsZero() {
 			set += ", #ttl = :ttl"
 			values[":ttl"], names = av(ttl.Unix()), map[string]string{"#ttl": attrTTL}
+		}
+		var remove []string
+		for _, f := range []struct{ attr, value string }{
+			{"timeZone", p.To.Local.TimeZone}, {"dueLocal", p.To.Local.DueLocal}, {"expiresLocal", p.To.Local.ExpiresLocal},
+		} {
+			if f.value == "" {
+				remove = append(remove, f.attr)
+				continue
+			}
+			set += ", " + f.attr + " = :" + f.attr
+			values[":"+f.attr] = sv(f.value)
+		}
+		if len(remove) > 0 {
+			set += " REMOVE " + strings.Join(remove, ", ")
 		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 aws.String(l.cfg.Table),
@@ -253,7 +270,8 @@ func (p MovePlan) nothingToWrite(ttl time.Time) bool {
 	if len(p.Live) > 0 {
 		return false
 	}
-	if r := p.Reminder; r != nil && (!r.DueAt.Equal(p.To.DueAt) || !r.ExpiresAt.Equal(p.To.ExpiresAt) || !ttl.IsZero() && r.TTL.Before(ttl)) {
+	if r := p.Reminder; r != nil && (!r.DueAt.Equal(p.To.DueAt) || !r.ExpiresAt.Equal(p.To.ExpiresAt) || r.Local != p.To.Local ||
+		!ttl.IsZero() && r.TTL.Before(ttl)) {
 		return false
 	}
 	for _, d := range p.Kept {

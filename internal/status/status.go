@@ -15,6 +15,7 @@ import (
 	"github.com/nudgehq/nudge/internal/envelope"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
 // depthAPI is what QueueDepth needs of SQS.
@@ -109,6 +110,11 @@ type Report struct {
 	// DLQSampled read.
 	DLQOldestAgeSeconds int64 `json:"dlqOldestAgeSeconds"`
 	DLQSampled          int   `json:"dlqSampled"`
+	// TimeZones is the release of the IANA time zone database the
+	// binaries embed (pkg/localtime.Version), by which every local time
+	// and send window is read: "2025c". The functions and the CLI are
+	// built from one tree, so it is the stage's as well as this binary's.
+	TimeZones string `json:"timeZones"`
 	// Sources says where each figure comes from, and how exact it is.
 	Sources map[string]string `json:"sources"`
 }
@@ -130,7 +136,7 @@ func Read(ctx context.Context, cfg Config) (Report, error) {
 		cfg.Clock = clock.Real{}
 	}
 	now := cfg.Clock.Now()
-	rep := Report{Table: cfg.Table, Sources: map[string]string{
+	rep := Report{Table: cfg.Table, TimeZones: localtime.Version, Sources: map[string]string{
 		"live":         "exact: the due index",
 		"overdue":      "exact: the due index",
 		"queues":       "approximate: SQS's counts",

@@ -30,8 +30,10 @@ type DeliveryResult struct {
 type Changed struct {
 	ID string `json:"id"`
 	// DueAt and ExpiresAt are a reschedule's new times.
-	DueAt      string           `json:"dueAt,omitempty"`
-	ExpiresAt  string           `json:"expiresAt,omitempty"`
+	DueAt     string `json:"dueAt,omitempty"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Local is the reminder's zone and local times after a reschedule.
+	schedule.Local
 	Deliveries []DeliveryResult `json:"deliveries"`
 }
 

@@ -74,5 +74,5 @@ func ExampleClient() {
 	// get: rem-184 due 2026-12-01T09:00:00.000Z expires 2026-12-02T09:00:00.000Z
 	//      rem-184:sms:webhook pending attempts 0
 	// refused: 400 urn:nudge:problem:invalid-request dueAt
-	//     fix: write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z
+	//     fix: write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z, or a local time and its zone (dueLocal, timeZone)
 }

@@ -176,10 +176,11 @@ func TestOpenAPIDocumentIsTrue(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				target := strings.ReplaceAll(path, "{id}", "rem-example")
+				target := strings.ReplaceAll(path, "{id}", "rem-example-"+name) // one reminder per example: two would conflict
 				status := map[string]int{http.MethodPut: 201, http.MethodPost: 200}[method]
 				if strings.HasSuffix(path, "/reschedule") {
-					check(exchange{name: "create for the reschedule example", method: "PUT", path: "/v1/reminders/rem-example", contentType: "application/json", body: mk(""), status: 201})
+					check(exchange{name: "create for the reschedule example", method: "PUT", path: "/v1/reminders/rem-example-" + name, contentType: "application/json",
+						body: mk(""), status: 201})
 				}
 				if method == http.MethodPut {
 					target = "/v1/reminders/rem-example-put-" + name // one reminder per example: two would conflict

@@ -28,7 +28,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	out := Changed{ID: id, DueAt: schedule.FormatTime(res.DueAt), ExpiresAt: schedule.FormatTime(res.ExpiresAt)}
+	out := Changed{ID: id, DueAt: schedule.FormatTime(res.DueAt), ExpiresAt: schedule.FormatTime(res.ExpiresAt), Local: res.Local}
 	var refused []string
 	conflict, stands := false, false
 	for _, m := range res.Deliveries {

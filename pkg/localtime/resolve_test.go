@@ -38,7 +38,7 @@ func TestResolveFollowsRFC5545AtEveryKindOfChange(t *testing.T) {
 		{"Europe/Berlin", "2027-10-31T02:30", "2027-10-31T00:30:00Z", localtime.Repeated}, // the CEST one
 		{"Europe/Berlin", "2027-10-31T03:00", "2027-10-31T02:00:00Z", localtime.Exact},
 		{"America/New_York", "2027-03-14T02:15", "2027-03-14T07:15:00Z", localtime.Skipped},
-		{"America/New_York", "2027-11-07T01:30", "2027-11-07T05:30:00Z", localtime.Repeated}, // EDT
+		{"America/New_York", "2027-11-07T01:30", "2027-11-07T05:30:00Z", localtime.Repeated},   // EDT
 		{"Australia/Lord_Howe", "2027-10-03T02:15", "2027-10-02T15:45:00Z", localtime.Skipped}, // +10:30 → +11 at 02:00, a 30-minute gap: 02:45
 		{"Australia/Lord_Howe", "2027-04-04T01:45", "2027-04-03T14:45:00Z", localtime.Repeated},
 		{"Pacific/Chatham", "2027-09-26T03:00", "2027-09-25T14:15:00Z", localtime.Skipped}, // +12:45 → +13:45 at 02:45

@@ -23,9 +23,10 @@ type Format string
 const (
 	// JSONLines is one reminder JSON object (see Input) per line.
 	JSONLines Format = "jsonl"
-	// CSV has a header row naming the columns id, accountRef, dueAt,
-	// expiresAt (optional), channel, provider, recipientRef, templateRef,
-	// address (optional: for SES),
+	// CSV has a header row naming the columns id, accountRef, dueAt (or
+	// dueLocal and timeZone), expiresAt or expiresLocal (optional),
+	// channel, provider, recipientRef, templateRef, address (optional: for
+	// SES),
 	// and metadata.<key> (optional). Each row is one delivery; consecutive
 	// rows with the same id are one reminder with several deliveries.
 	CSV Format = "csv"
@@ -115,7 +116,8 @@ func readLine(br *bufio.Reader) (text []byte, size int, err error) {
 	}
 }
 
-var csvColumns = []string{"id", "accountRef", "dueAt", "expiresAt", "channel", "provider", "recipientRef", "templateRef", "address"}
+var csvColumns = []string{"id", "accountRef", "dueAt", "expiresAt", "timeZone", "dueLocal", "expiresLocal", "channel", "provider", "recipientRef",
+	"templateRef", "address"}
 
 func readCSV(r io.Reader, v Validator) ([]Row, error) {
 	cr := csv.NewReader(r)
@@ -132,7 +134,12 @@ func readCSV(r io.Reader, v Validator) ([]Row, error) {
 		}
 		col[name] = i
 	}
-	for _, need := range []string{"id", "dueAt", "channel", "provider", "recipientRef", "templateRef", "accountRef"} {
+	if _, ok := col["dueLocal"]; !ok {
+		if _, ok := col["dueAt"]; !ok {
+			return nil, fmt.Errorf("import: CSV header lacks the column \"dueAt\" (or \"dueLocal\" with \"timeZone\"); it needs %s", strings.Join(csvColumns, ", "))
+		}
+	}
+	for _, need := range []string{"id", "channel", "provider", "recipientRef", "templateRef", "accountRef"} {
 		if _, ok := col[need]; !ok {
 			return nil, fmt.Errorf("import: CSV header lacks the column %q; it needs %s", need, strings.Join(csvColumns, ", "))
 		}
@@ -178,6 +185,7 @@ func readCSV(r io.Reader, v Validator) ([]Row, error) {
 			return ""
 		}
 		in := Input{ID: get("id"), AccountRef: get("accountRef"), DueAt: get("dueAt"), ExpiresAt: get("expiresAt"),
+			TimeZone: get("timeZone"), DueLocal: get("dueLocal"), ExpiresLocal: get("expiresLocal"),
 			Deliveries: []DeliveryInput{{Channel: get("channel"), Provider: get("provider"), RecipientRef: get("recipientRef"), TemplateRef: get("templateRef"), Address: get("address")}}}
 		for name := range col {
 			if k, ok := strings.CutPrefix(name, "metadata."); ok && get(name) != "" {
@@ -193,8 +201,10 @@ func readCSV(r io.Reader, v Validator) ([]Row, error) {
 		}
 		if groupLine != 0 && in.ID == group[0].ID && in.ID != "" {
 			first := group[0]
-			if groupErr == nil && rowErr == nil && (in.AccountRef != first.AccountRef || in.DueAt != first.DueAt || in.ExpiresAt != first.ExpiresAt) {
-				rowErr = &ValidationError{ID: in.ID, Problem: fmt.Sprintf("line %d repeats the id with a different accountRef, dueAt or expiresAt", line), Fix: "rows of one reminder must agree on them; use another id for another reminder"}
+			if groupErr == nil && rowErr == nil && (in.AccountRef != first.AccountRef || in.DueAt != first.DueAt || in.ExpiresAt != first.ExpiresAt ||
+				in.TimeZone != first.TimeZone || in.DueLocal != first.DueLocal || in.ExpiresLocal != first.ExpiresLocal) {
+				rowErr = &ValidationError{ID: in.ID, Problem: fmt.Sprintf("line %d repeats the id with a different accountRef or times (dueAt, expiresAt, "+
+					"timeZone, dueLocal, expiresLocal)", line), Fix: "rows of one reminder must agree on them; use another id for another reminder"}
 			}
 			group = append(group, in)
 			if groupErr == nil {

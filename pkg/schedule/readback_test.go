@@ -21,7 +21,7 @@ import (
 // item alone, and the reminder read back has none.
 func TestAReminderReadsBackAsItWasCreated(t *testing.T) {
 	t.Parallel()
-	const js = `{"id":"rem-rt","accountRef":"acct-9","dueAt":"2026-12-01T09:00:00.123Z","expiresAt":"2026-12-02T10:30:15.456+01:00",
+	const js = `{"id":"rem-rt","accountRef":"acct-9","dueAt":"2026-12-01T09:00:00.123Z","expiresAt":"2026-12-02T10:30:15.456+01:00","timeZone":"Asia/Kathmandu",
 "metadata":{"plan":"Pro","tier":"2"},"deliveries":[
 {"channel":"email","provider":"ses","recipientRef":"acct-9/contact-1","templateRef":"renewal-notice","address":"ana@example.com"},
 {"channel":"sms","provider":"webhook","recipientRef":"acct-9/contact-2","templateRef":"renewal-sms"}]}`

@@ -38,11 +38,22 @@ type Input struct {
 	ID string `json:"id"`
 	// AccountRef is the owning account's reference, not its name.
 	AccountRef string `json:"accountRef"`
-	// DueAt is when the reminder is due, RFC 3339.
-	DueAt string `json:"dueAt"`
+	// DueAt is when the reminder is due, RFC 3339. Required unless
+	// DueLocal is given.
+	DueAt string `json:"dueAt,omitempty"`
 	// ExpiresAt is when it is no longer worth sending, RFC 3339. Default:
 	// DueAt plus the store's lateness window.
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// TimeZone is the recipient's IANA zone ("Europe/Berlin"), in which
+	// DueLocal and ExpiresLocal are read. Given alone beside dueAt, it is
+	// kept for the reminder's local view.
+	TimeZone string `json:"timeZone,omitempty"`
+	// DueLocal is the due time on the recipient's wall clock
+	// ("2027-03-28T09:30"), instead of dueAt or with it (Local's rules).
+	DueLocal string `json:"dueLocal,omitempty"`
+	// ExpiresLocal is the expiry on the recipient's wall clock, instead of
+	// expiresAt or with it.
+	ExpiresLocal string `json:"expiresLocal,omitempty"`
 	// Deliveries lists where it goes: 1 to MaxDeliveries.
 	Deliveries []DeliveryInput `json:"deliveries"`
 	// Metadata is optional labels for the operator; never personal data.
@@ -123,10 +134,13 @@ type DeliveryInput struct {
 // reminder (docs/openapi.yaml's Reminder). The ledger stores it as a
 // ledger.ReminderItem and its delivery items (storage.go converts).
 type Reminder struct {
-	ID         string     `json:"id"`
-	AccountRef string     `json:"accountRef"`
-	DueAt      time.Time  `json:"dueAt"`
-	ExpiresAt  time.Time  `json:"expiresAt"`
+	ID         string    `json:"id"`
+	AccountRef string    `json:"accountRef"`
+	DueAt      time.Time `json:"dueAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	// Local is the zone and local times the reminder was given in, if any
+	// (its JSON's timeZone, dueLocal and expiresLocal).
+	Local
 	Deliveries []Delivery `json:"deliveries"`
 	// Metadata is the labels the reminder was given (Input.Metadata).
 	Metadata map[string]string `json:"metadata,omitempty"`
@@ -382,6 +396,7 @@ func jsonError(err error) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, " +
+			"timeZone, dueLocal, expiresLocal, " +
 			"deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
@@ -415,9 +430,13 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	if p := personalData(in.AccountRef); p != "" {
 		return Reminder{}, bad("accountRef", p, "give the account's reference (its id in your system), not an address or number")
 	}
-	var err error
-	if r.DueAt, r.ExpiresAt, err = v.times(in.ID, in.DueAt, in.ExpiresAt, v.Lateness, "the default lateness", "a shorter lateness (--lateness)"); err != nil {
+	dueAt, expiresAt, local, err := resolveLocal(in.ID, localIn{in.DueAt, in.ExpiresAt, in.DueLocal, in.ExpiresLocal, in.TimeZone})
+	if err != nil {
 		return Reminder{}, err
+	}
+	r.Local = local
+	if r.DueAt, r.ExpiresAt, err = v.times(in.ID, dueAt, expiresAt, v.Lateness, "the default lateness", "a shorter lateness (--lateness)"); err != nil {
+		return Reminder{}, localField(err, in.DueAt, in.ExpiresAt, in.ExpiresLocal)
 	}
 	if len(in.Deliveries) == 0 || len(in.Deliveries) > MaxDeliveries {
 		return Reminder{}, bad("deliveries", fmt.Sprintf("has %d entries", len(in.Deliveries)), fmt.Sprintf("give 1 to %d deliveries", MaxDeliveries))
@@ -598,7 +617,8 @@ func (v Validator) times(id, dueAt, expiresAt string, window time.Duration, wind
 	r := Reminder{}
 	in := Input{DueAt: dueAt, ExpiresAt: expiresAt}
 	if r.DueAt, err = parseTime(in.DueAt); err != nil {
-		return time.Time{}, time.Time{}, bad("dueAt", describeTime(in.DueAt, err), "write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z")
+		return time.Time{}, time.Time{}, bad("dueAt", describeTime(in.DueAt, err),
+			"write an RFC 3339 time with a zone, like 2026-12-01T09:00:00Z, or a local time and its zone (dueLocal, timeZone)")
 	}
 	if in.ExpiresAt == "" {
 		r.ExpiresAt = r.DueAt.Add(window)
@@ -633,6 +653,22 @@ func (v Validator) times(id, dueAt, expiresAt string, window time.Duration, wind
 		return time.Time{}, time.Time{}, bad("expiresAt", fmt.Sprintf("%s is more than %s ahead (after %s)", ledger.Format(r.ExpiresAt), aheadText(v.MaxAhead), ledger.Format(limit)), fix)
 	}
 	return r.DueAt, r.ExpiresAt, nil
+}
+
+// localField names, in a times error, the local field the caller gave
+// where the absolute one it names was computed from it.
+func localField(err error, dueAt, expiresAt, expiresLocal string) error {
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	switch {
+	case ve.Field == "dueAt" && dueAt == "":
+		ve.Field = "dueLocal"
+	case ve.Field == "expiresAt" && expiresAt == "" && expiresLocal != "":
+		ve.Field = "expiresLocal"
+	}
+	return err
 }
 
 // fieldProblem is a validation failure before the reminder id is attached.

@@ -15,13 +15,21 @@ import (
 	"github.com/nudgehq/nudge/pkg/failure"
 )
 
-// Times are a reschedule's new times, as a user writes them (RFC 3339).
+// Times are a reschedule's new times, as a user writes them: RFC 3339,
+// or on the recipient's wall clock (Local's rules).
 type Times struct {
-	// DueAt is the new due time. Required.
-	DueAt string `json:"dueAt"`
+	// DueAt is the new due time. Required unless DueLocal is given.
+	DueAt string `json:"dueAt,omitempty"`
 	// ExpiresAt is the new expiry. Default: the new dueAt plus the
 	// reminder's window (its expiresAt − dueAt), which a move keeps.
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// DueLocal and ExpiresLocal are the new times on the recipient's wall
+	// clock, in TimeZone, which defaults to the reminder's. A reschedule
+	// keeps the reminder's zone and replaces its local times: one given
+	// as dueAt alone has no dueLocal any more.
+	DueLocal     string `json:"dueLocal,omitempty"`
+	ExpiresLocal string `json:"expiresLocal,omitempty"`
+	TimeZone     string `json:"timeZone,omitempty"`
 }
 
 // MoveResult is what Reschedule did to one delivery.
@@ -43,7 +51,9 @@ type MoveResult struct {
 // Rescheduled is what Reschedule did.
 type Rescheduled struct {
 	DueAt, ExpiresAt time.Time
-	Deliveries       []MoveResult
+	// Local is the reminder's zone and local times after the move.
+	Local      Local
+	Deliveries []MoveResult
 }
 
 // Refused reports whether any delivery was not moved.
@@ -96,6 +106,7 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		note = ": " + note
 	}
 	var due, exp time.Time
+	var local Local
 	for attempt := 1; ; attempt++ {
 		stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
 		if err != nil {
@@ -111,21 +122,31 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		}
 		if attempt == 1 {
 			window, name := s.validator.Lateness, "the default lateness"
+			in := localIn{to.DueAt, to.ExpiresAt, to.DueLocal, to.ExpiresLocal, to.TimeZone}
 			if r := stored.Reminder; r != nil {
 				window, name = r.ExpiresAt.Sub(r.DueAt), "the reminder's window"
+				if in.timeZone == "" {
+					in.timeZone = r.Local.TimeZone
+				}
 			}
-			if due, exp, err = s.validator.times(id, to.DueAt, to.ExpiresAt, window, name, "give an expiresAt"); err != nil {
+			dueAt, expiresAt, l, err := resolveLocal(id, in)
+			if err != nil {
 				return Rescheduled{}, err
 			}
+			if due, exp, err = s.validator.times(id, dueAt, expiresAt, window, name, "give an expiresAt"); err != nil {
+				return Rescheduled{}, localField(err, to.DueAt, to.ExpiresAt, to.ExpiresLocal)
+			}
+			local = l
 		}
 		if gone := missing(stored); len(gone) > 0 {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w (%d of its %d deliveries and fallbacks are not written); "+
 				"send its create again with the same content to finish it, then reschedule",
 				id, ErrIncomplete, len(gone), len(stored.Reminder.Keys()))
 		}
-		out := Rescheduled{DueAt: due, ExpiresAt: exp}
+		out := Rescheduled{DueAt: due, ExpiresAt: exp, Local: local}
 		var again []ledger.Delivery
-		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Note: "rescheduled to " + FormatTime(due) + note}}
+		plan := ledger.MovePlan{ID: id, Reminder: stored.Reminder, To: ledger.Move{DueAt: due, ExpiresAt: exp, Local: localItem(local),
+			Note: "rescheduled to " + FormatTime(due) + note}}
 		for _, d := range stored.Deliveries {
 			res := MoveResult{Key: d.Key(), Status: statusOf(d.Status)}
 			switch {
@@ -221,7 +242,7 @@ func ParseTimes(data []byte) (Times, error) {
 	var to Times
 	if err := dec.Decode(&to); err != nil {
 		if ve, ok := jsonError(err).(*ValidationError); ok && strings.HasSuffix(ve.Problem, "is not a reminder field") {
-			ve.Problem, ve.Fix = "is not a reschedule field", "give dueAt and, if you want, expiresAt"
+			ve.Problem, ve.Fix = "is not a reschedule field", "give dueAt (or dueLocal, with timeZone if the reminder has none) and, if you want, expiresAt (or expiresLocal)"
 			return Times{}, ve
 		}
 		return Times{}, jsonError(err)

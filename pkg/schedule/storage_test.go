@@ -32,6 +32,7 @@ func fullReminder() Reminder {
 		Metadata:  map[string]string{"plan": "Pro", "renewsOn": "2026-12-31"},
 		CreatedBy: "arn:aws:sts::123456789012:assumed-role/billing/session",
 		Late:      LatePolicy{Policy: LateSendLate, Within: 2 * time.Hour},
+		Local:     Local{TimeZone: "Europe/Berlin", DueLocal: "2026-12-01T10:00", ExpiresLocal: "2026-12-02T10:30:15"},
 	}
 }
 
@@ -218,6 +219,7 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 		want string
 	}{
 		{fullReminder(), `{"id":"rem-rt","accountRef":"acct-9","dueAt":"2026-12-01T09:00:00.123Z","expiresAt":"2026-12-02T09:30:15.456Z",` +
+			`"timeZone":"Europe/Berlin","dueLocal":"2026-12-01T10:00","expiresLocal":"2026-12-02T10:30:15",` +
 			`"deliveries":[{"channel":"email","provider":"ses","recipientRef":"acct-9/contact-1","templateRef":"renewal-notice"},` +
 			`{"channel":"sms","provider":"webhook","recipientRef":"acct-9/contact-2","templateRef":"renewal-sms",` +
 			`"fallback":{"channel":"push","provider":"webhook","recipientRef":"acct-9/device-1","templateRef":"renewal-push","within":"1h30m"}}],` +

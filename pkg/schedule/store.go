@@ -357,8 +357,18 @@ func conflict(stored, given Reminder) *ConflictError {
 		return c("metadata", fmt.Sprint(stored.Metadata), fmt.Sprint(given.Metadata))
 	case stored.Late != given.Late:
 		return c("late", describeLate(stored.Late), describeLate(given.Late))
+	case stored.Local != given.Local:
+		return c("local times", describeLocal(stored.Local), describeLocal(given.Local))
 	}
 	return nil
+}
+
+// describeLocal tells a reminder's local times for a conflict.
+func describeLocal(l Local) string {
+	if l.IsZero() {
+		return "none"
+	}
+	return fmt.Sprintf("timeZone %q, dueLocal %q, expiresLocal %q", l.TimeZone, l.DueLocal, l.ExpiresLocal)
 }
 
 func sameDeliveries(a, b []Delivery) bool {
