@@ -214,6 +214,13 @@ type Delivery struct {
 	// delivery may still be sent until its own ExpiresAt (later), but a
 	// send after OnTimeUntil is late (SentLate). Attribute "onTime".
 	OnTimeUntil time.Time
+	// Window is the delivery's send window (pkg/localtime's compact form,
+	// "08:00-21:00 America/New_York mon-fri"), outside which it is never
+	// sent: its DueAt is the window's first opening at or after the
+	// reminder's dueAt, and a consumer that claims it while the window is
+	// shut gives the claim back (AwaitWindow). Empty for none. Attribute
+	// "win".
+	Window string
 	// FallbackTaken, on a primary, is when its fallback was taken
 	// (TakeFallback); zero while it was not. A primary whose fallback was
 	// taken is never sent any more: a revive or redrive of it is refused

@@ -74,6 +74,7 @@ type item struct {
 	FallbackTaken  string     `dynamodbav:"fbTaken,omitempty"`
 	Late           LatePolicy `dynamodbav:"late,omitempty"`
 	OnTimeUntil    string     `dynamodbav:"onTime,omitempty"`
+	Window         string     `dynamodbav:"win,omitempty"`
 }
 
 // PartitionKey returns the PK of a reminder's items.
@@ -129,7 +130,7 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		Feedback: d.Feedback.Kind, FeedbackDetail: d.Feedback.Detail, FeedbackPerm: d.Feedback.Permanent,
 		FeedbackIDs: d.FeedbackSeen,
 		Fallback:    d.Fallback.stored(), FallbackOf: d.FallbackOf.stored(), FallbackWithin: int64(d.FallbackWithin / time.Second),
-		FallbackTaken: formatOpt(d.FallbackTaken), Late: d.Late, OnTimeUntil: formatOpt(d.OnTimeUntil),
+		FallbackTaken: formatOpt(d.FallbackTaken), Late: d.Late, OnTimeUntil: formatOpt(d.OnTimeUntil), Window: d.Window,
 	}
 	if d.Feedback.Kind != "" {
 		it.FeedbackAt = Format(d.Feedback.At)
@@ -155,7 +156,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		Receipt: it.Receipt, History: it.History,
 		Feedback:       Feedback{Kind: it.Feedback, Detail: it.FeedbackDetail, Permanent: it.FeedbackPerm, MessageID: it.ProviderMsgID},
 		FeedbackSeen:   it.FeedbackIDs,
-		FallbackWithin: time.Duration(it.FallbackWithin) * time.Second, Late: it.Late,
+		FallbackWithin: time.Duration(it.FallbackWithin) * time.Second, Late: it.Late, Window: it.Window,
 	}
 	var err error
 	if d.Fallback, err = parseFallbackRef(attrFallback, it.Fallback); err != nil {

@@ -109,15 +109,21 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 			set += ", #ttl = :ttl"
 			values[":ttl"], names = av(ttl.Unix()), map[string]string{"#ttl": attrTTL}
 		}
+		// The local times, set or removed; by placeholder, since timeZone
+		// is one of DynamoDB's reserved words.
 		var remove []string
 		for _, f := range []struct{ attr, value string }{
 			{"timeZone", p.To.Local.TimeZone}, {"dueLocal", p.To.Local.DueLocal}, {"expiresLocal", p.To.Local.ExpiresLocal},
 		} {
+			if names == nil {
+				names = map[string]string{}
+			}
+			names["#"+f.attr] = f.attr
 			if f.value == "" {
-				remove = append(remove, f.attr)
+				remove = append(remove, "#"+f.attr)
 				continue
 			}
-			set += ", " + f.attr + " = :" + f.attr
+			set += ", #" + f.attr + " = :" + f.attr
 			values[":"+f.attr] = sv(f.value)
 		}
 		if len(remove) > 0 {

@@ -52,6 +52,7 @@ type Store interface {
 	RecordFeedbackMark(ctx context.Context, provider string, at time.Time) error
 	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
 	RecordReveal(ctx context.Context, key message.DeliveryKey, r ledger.Reveal) (ledger.Delivery, error)
+	AwaitWindow(ctx context.Context, d ledger.Delivery, opens time.Time) (ledger.Delivery, error)
 	ReadRecent(ctx context.Context, q ledger.RecentQuery) (ledger.RecentPage, error)
 }
 
@@ -144,6 +145,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ARevealNeedsAReasonAndAKnownDelivery", testARevealNeedsAReasonAndAKnownDelivery},
 		{"RevealsKeepTheHistoryBounded", testRevealsKeepTheHistoryBounded},
 		{"ReadRecentReadsWhatChangedSinceInBoundedPages", testReadRecentReadsWhatChangedSinceInBoundedPages},
+		{"AWaitForTheWindowSpendsNoAttempt", testAWaitForTheWindowSpendsNoAttempt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
