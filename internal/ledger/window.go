@@ -18,6 +18,11 @@ func WindowNote(opens time.Time) string { return "waits for its send window: ope
 // ended. The enqueue hands it off again for the window's opening. d must be
 // the claimed delivery (its token proves the lease): ErrLeaseLost or
 // ErrAlreadySent otherwise.
+//
+// A claim that took a lapsed lease (LapsedLeaseTaken: the attempt before
+// it never recorded an end) keeps that mark through the wait
+// (UnendedAttempt), so that the claim after the opening still knows the
+// earlier attempt may have gone out.
 func (l *Ledger) AwaitWindow(ctx context.Context, d Delivery, opens time.Time) (Delivery, error) {
 	shards, err := l.shardCount(ctx)
 	if err != nil {
@@ -33,6 +38,9 @@ func (l *Ledger) AwaitWindow(ctx context.Context, d Delivery, opens time.Time) (
 	u.set(attrDueSort, ":sort", IndexSort(l.publishAt(opens, now), key))
 	u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
 	u.values[":shard"] = sv(ShardKey(ShardOf(key.ReminderID, shards)))
+	if d.LapsedLeaseTaken() {
+		u.set("unendedAttempt", ":unended", d.Attempts-1)
+	}
 	u.history(d, Entry{Status: StatusPending, Attempt: d.Attempts - 1, Note: text.Clip(WindowNote(opens), 120)})
 	u.holdsLease(d)
 	return l.write(ctx, u, leaseRefusal)
@@ -48,6 +56,9 @@ func (m *Memory) AwaitWindow(_ context.Context, held Delivery, opens time.Time) 
 	}
 	key := held.Key()
 	return m.transition("await window", key, holdsLease(held.ClaimToken), byOld(leaseRefusal), func(d *Delivery, now time.Time) {
+		if held.LapsedLeaseTaken() {
+			d.UnendedAttempt = held.Attempts - 1
+		}
 		d.Status, d.DueAt, d.Attempts = StatusPending, ms(opens), d.Attempts-1
 		d.ClaimToken, d.LeaseUntil, d.NextAttemptAt = "", time.Time{}, time.Time{}
 		shard := ShardOf(key.ReminderID, shards)

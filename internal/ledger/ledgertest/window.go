@@ -45,7 +45,22 @@ func testAWaitForTheWindowSpendsNoAttempt(t *testing.T, b bundle) {
 	refusal(t, func() error { _, err := b.claim("tok-b", d); return err }(), ledger.ErrNotDue)
 	b.clk.Advance(3 * time.Hour)
 	again, err := b.claim("tok-c", d)
-	if err != nil || again.Attempts != 1 {
+	if err != nil || again.Attempts != 1 || again.LapsedLeaseTaken() {
 		t.Fatalf("claim once the window opened: %+v, %v", again, err)
+	}
+
+	// A claim that took a lapsed lease keeps the mark through the wait.
+	b.clk.Advance(2 * time.Minute) // tok-c's lease lapses unended
+	lapsed, err := b.claim("tok-d", d)
+	if err != nil || !lapsed.LapsedLeaseTaken() || lapsed.Attempts != 2 {
+		t.Fatalf("claim of a lapsed lease: %+v, %v", lapsed, err)
+	}
+	if _, err := b.l.AwaitWindow(ctx, lapsed, b.clk.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Hour)
+	after, err := b.claim("tok-e", d)
+	if err != nil || !after.LapsedLeaseTaken() || after.Attempts != 2 {
+		t.Fatalf("the claim after the wait: %+v, %v; want it to know attempt 1 never ended", after, err)
 	}
 }
