@@ -38,6 +38,7 @@ type Ledger interface {
 	DeadLetter(ctx context.Context, d ledger.Delivery, f ledger.Failure) (ledger.Delivery, error)
 	Expire(ctx context.Context, d ledger.Delivery) (ledger.Delivery, error)
 	Release(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+	AwaitWindow(ctx context.Context, d ledger.Delivery, opens time.Time) (ledger.Delivery, error)
 }
 
 var _ Ledger = (*ledger.Ledger)(nil)
@@ -78,6 +79,9 @@ const (
 	// MetricForwarded counts records forwarded to their provider's own
 	// work queue from another (envelope.Routes.Misrouted).
 	MetricForwarded = "Forwarded"
+	// MetricWindowDeferred counts deliveries claimed while their send
+	// window was shut and given back to wait for it (no attempt spent).
+	MetricWindowDeferred = "WindowDeferred"
 )
 
 // Config configures a Consumer.
@@ -369,6 +373,12 @@ func (c *Consumer) handle(ctx context.Context, r *record) Outcome {
 	}
 	r.attempts, r.used, r.dueAt, r.claimed = d.Attempts, d.BudgetUsed(), d.DueAt, c.cfg.Clock.Now()
 	r.log = r.log.With("attempt", r.attempts)
+	// Never outside its send window: a claim made while it is shut (a
+	// message back from a retry, a lapsed lease or the DLQ, a fallback
+	// taken at night) is given back, the attempt unspent, until it opens.
+	if o, shut := c.windowShut(ctx, r, d, now); shut {
+		return o
+	}
 	if late := now.Sub(d.DueAt); late > c.cfg.LateAfter {
 		r.late = true
 		r.log = r.log.With("lateBy", late.Round(time.Second).String())
@@ -539,7 +549,12 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 			fmt.Sprintf("attempts exhausted (%d of %d); last failure %s: %v", r.used, c.cfg.MaxAttempts, o.Class, sendErr))
 	}
 	delay := c.cfg.Backoff.Delay(r.used, o.RetryAfter)
-	next := c.cfg.Clock.Now().Add(delay)
+	now := c.cfg.Clock.Now()
+	next := now.Add(delay)
+	if opens := windowAfter(d, next); opens.After(next) {
+		// A retry that would land outside the window waits for it.
+		next, delay = opens, opens.Sub(now)
+	}
 	if _, err := c.cfg.Ledger.Retry(ctx, d, ledger.Failure{Class: o.Class, Message: sendErr.Error(), NextAttemptAt: next}); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
 		if isSettled(err) {
 			return Outcome{Transition: Duplicate, Reason: err.Error()}

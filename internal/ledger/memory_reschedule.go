@@ -56,7 +56,7 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 		if !held {
 			d.Status = StatusPending
 		}
-		d.DueAt, d.ExpiresAt, d.OnTimeUntil = ms(p.To.DueAt), ms(exp), ms(onTime)
+		d.DueAt, d.ExpiresAt, d.OnTimeUntil = ms(p.DeliveryDue(read)), ms(exp), ms(onTime)
 		if onTime.IsZero() {
 			d.OnTimeUntil = time.Time{}
 		}
@@ -70,7 +70,7 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 			if d.Index != nil {
 				shard = d.Index.Shard
 			}
-			pub := m.publishAt(p.To.DueAt, now)
+			pub := m.publishAt(d.DueAt, now)
 			d.Index = &IndexPosition{Shard: shard, Sort: indexSort(pub, d.Key(), p.To.HandOff), PublishAt: pub, HandedOff: p.To.HandOff}
 		}
 		d.History = boundHistory(d.History, Entry{At: Format(now), Status: d.Status, Note: text.Clip(p.To.Note, 120)}, m.cfg.HistoryLimit)

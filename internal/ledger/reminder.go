@@ -73,6 +73,8 @@ type ReminderDelivery struct {
 	// Fallback is the delivery taken if this one fails (a held delivery
 	// item beside it, FallbackOf this one); nil if none.
 	Fallback *ReminderFallback `dynamodbav:"fallback,omitempty"`
+	// Window is its send window, as Delivery.Window; empty for none.
+	Window string `dynamodbav:"window,omitempty"`
 }
 
 // ReminderFallback is a ReminderDelivery's fallback, without its address
@@ -85,6 +87,8 @@ type ReminderFallback struct {
 	// Within is how long it may take once taken; stored as "within", in
 	// whole seconds.
 	Within time.Duration `dynamodbav:"-"`
+	// Window is its send window, as Delivery.Window; empty for none.
+	Window string `dynamodbav:"-"`
 }
 
 // fallbackRecord is a ReminderFallback as stored.
@@ -94,12 +98,13 @@ type fallbackRecord struct {
 	RecipientRef string `dynamodbav:"recipientRef"`
 	TemplateRef  string `dynamodbav:"templateRef"`
 	Within       int64  `dynamodbav:"within,omitempty"`
+	Window       string `dynamodbav:"window,omitempty"`
 }
 
 // MarshalDynamoDBAttributeValue stores f with Within in seconds.
 func (f ReminderFallback) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
 	return attributevalue.Marshal(fallbackRecord{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef,
-		TemplateRef: f.TemplateRef, Within: int64(f.Within / time.Second)})
+		TemplateRef: f.TemplateRef, Within: int64(f.Within / time.Second), Window: f.Window})
 }
 
 // UnmarshalDynamoDBAttributeValue reads what MarshalDynamoDBAttributeValue
@@ -110,7 +115,7 @@ func (f *ReminderFallback) UnmarshalDynamoDBAttributeValue(v types.AttributeValu
 		return err
 	}
 	*f = ReminderFallback{Channel: r.Channel, Provider: r.Provider, RecipientRef: r.RecipientRef, TemplateRef: r.TemplateRef,
-		Within: time.Duration(r.Within) * time.Second}
+		Within: time.Duration(r.Within) * time.Second, Window: r.Window}
 	return nil
 }
 

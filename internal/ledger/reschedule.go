@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/nudgehq/nudge/internal/text"
+	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
 // Move is where a reschedule moves a reminder: its new due and expiry
@@ -147,7 +148,8 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 			to = StatusHeld // a fallback stays held, in no index, at the reminder's times
 		}
 		u.set("#status", ":to", to)
-		u.set("dueAt", ":newDueAt", Format(p.To.DueAt))
+		due := p.DeliveryDue(d)
+		u.set("dueAt", ":newDueAt", Format(due))
 		u.set("expiresAt", ":newExpiresAt", Format(exp))
 		if onTime.IsZero() {
 			u.remove(attrOnTime)
@@ -159,7 +161,7 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 			u.set("#ttl", ":ttl", dt.Unix())
 		}
 		if to == StatusPending {
-			u.set(attrDueSort, ":sort", indexSort(l.publishAt(p.To.DueAt, now), d.Key(), p.To.HandOff))
+			u.set(attrDueSort, ":sort", indexSort(l.publishAt(due, now), d.Key(), p.To.HandOff))
 			u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
 			u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
 		}
@@ -231,6 +233,24 @@ func (p MovePlan) check() error {
 		}
 	}
 	return nil
+}
+
+// DeliveryDue is where the move puts d's dueAt: the new dueAt, or for a
+// delivery with a send window (Window), the window's first opening at or
+// after it. A held fallback keeps the reminder's: it is due only once
+// taken.
+func (p MovePlan) DeliveryDue(d Delivery) time.Time {
+	if d.Window == "" || d.Status == StatusHeld {
+		return p.To.DueAt
+	}
+	w, err := localtime.ParseWindowSpec(d.Window)
+	if err != nil {
+		return p.To.DueAt // written by the intake, which checked it: a newer form the claim's check reads
+	}
+	if next := w.Next(p.To.DueAt); !next.IsZero() {
+		return next
+	}
+	return p.To.DueAt
 }
 
 // DeliveryTimes is where the move puts d's expiry: the new expiresAt under

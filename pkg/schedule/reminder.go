@@ -18,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/localtime"
 	"github.com/nudgehq/nudge/pkg/provider"
 )
 
@@ -96,6 +97,8 @@ type FallbackInput struct {
 	RecipientRef string `json:"recipientRef"`
 	TemplateRef  string `json:"templateRef"`
 	Address      string `json:"address,omitempty"`
+	// Window is the fallback's send window, as a delivery's.
+	Window *WindowInput `json:"window,omitempty"`
 	// Within is how long the fallback may take once taken: a Go duration
 	// ("2h", "90m"), MinSpan to MaxSpan. Default DefaultFallbackWithin.
 	Within string `json:"within,omitempty"`
@@ -127,6 +130,20 @@ type DeliveryInput struct {
 	Address string `json:"address,omitempty"`
 	// Fallback is taken, once, if this delivery fails; nil for none.
 	Fallback *FallbackInput `json:"fallback,omitempty"`
+	// Window is the delivery's send window: it is never sent outside it.
+	// Nil for the stage's default for its channel, if any.
+	Window *WindowInput `json:"window,omitempty"`
+}
+
+// WindowInput is a send window as a user writes it: {"from": "08:00",
+// "to": "21:00", "timeZone": "America/New_York", "days": ["mon", …]}.
+// TimeZone defaults to the reminder's; Days to every day.
+// localtime.ParseWindow has the rules.
+type WindowInput struct {
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	TimeZone string   `json:"timeZone,omitempty"`
+	Days     []string `json:"days,omitempty"`
 }
 
 // Reminder is a validated reminder: what Validate returns and Create
@@ -209,6 +226,8 @@ type Fallback struct {
 	// Address is as Delivery.Address: on the fallback's delivery item
 	// alone, never shown here.
 	Address string
+	// Window is its send window; the zero Window is none.
+	Window localtime.Window
 	// Within is how long it may take once taken.
 	Within time.Duration
 }
@@ -217,7 +236,7 @@ type Fallback struct {
 // address, and within as a duration ("1h").
 func (f Fallback) MarshalJSON() ([]byte, error) {
 	return json.Marshal(FallbackInput{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef,
-		Within: FormatSpan(f.Within)})
+		Within: FormatSpan(f.Within), Window: windowInput(f.Window)})
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -231,7 +250,23 @@ func (f *Fallback) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("fallback.within: %w", err)
 	}
 	*f = Fallback{Channel: in.Channel, Provider: in.Provider, RecipientRef: in.RecipientRef, TemplateRef: in.TemplateRef, Within: within}
+	if in.Window != nil {
+		if f.Window, err = localtime.ParseWindow(in.Window.From, in.Window.To, in.Window.TimeZone, in.Window.Days); err != nil {
+			return fmt.Errorf("fallback.window: %w", err)
+		}
+	}
 	return nil
+}
+
+// windowInput is w as the API writes it; nil for none.
+func windowInput(w localtime.Window) *WindowInput {
+	if w.IsZero() {
+		return nil
+	}
+	var in WindowInput
+	b, _ := json.Marshal(w) // localtime's form is the API's
+	_ = json.Unmarshal(b, &in)
+	return &in
 }
 
 // Key is the delivery key of f in reminder id.
@@ -268,6 +303,9 @@ type Delivery struct {
 	Address string `json:"-"`
 	// Fallback is taken, once, if this delivery fails; nil for none.
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// Window is its send window, outside which it is never sent; the zero
+	// Window is none.
+	Window localtime.Window `json:"window,omitzero"`
 }
 
 // Key returns the delivery key of d in r.
@@ -321,6 +359,9 @@ type Validator struct {
 	// template's name), by provider, made from the stage's view
 	// (registry.Doors). Default: made from an empty environment.
 	Doors map[string]provider.Door
+	// Windows are the stage's send windows by channel, in each reminder's
+	// zone, for a delivery that names none. Default none.
+	Windows map[string]DefaultWindow
 }
 
 // DefaultProviders are the providers a Validator accepts unless told
@@ -397,7 +438,7 @@ func jsonError(err error) error {
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, " +
 			"timeZone, dueLocal, expiresLocal, " +
-			"deliveries (channel, provider, recipientRef, templateRef, address, fallback), metadata and late"}
+			"deliveries (channel, provider, recipientRef, templateRef, address, window, fallback), metadata and late"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
 }
@@ -457,12 +498,15 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 	repeated := map[string]bool{}
 	for i, d := range in.Deliveries {
 		f := fmt.Sprintf("deliveries[%d].", i)
-		vd, p := v.checkDelivery(f, d, repeated)
+		vd, p := v.checkDelivery(f, d, repeated, r.TimeZone)
 		if p != nil {
 			return Reminder{}, bad(p.field, p.problem, p.fix)
 		}
+		if p := v.checkOpens(f, vd.Window, r); p != nil {
+			return Reminder{}, bad(p.field, p.problem, p.fix)
+		}
 		if fb := d.Fallback; fb != nil {
-			if vd.Fallback, p = v.checkFallback(f+"fallback.", *fb, seen, repeated); p != nil {
+			if vd.Fallback, p = v.checkFallback(f+"fallback.", *fb, seen, repeated, r.TimeZone); p != nil {
 				return Reminder{}, bad(p.field, p.problem, p.fix)
 			}
 		}
@@ -488,7 +532,7 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 // checkDelivery checks one delivery (or a fallback, as a delivery) at
 // field prefix f; repeated holds the channel and provider pairs of the
 // deliveries checked before it, and gets d's.
-func (v Validator) checkDelivery(f string, d DeliveryInput, repeated map[string]bool) (Delivery, *fieldProblem) {
+func (v Validator) checkDelivery(f string, d DeliveryInput, repeated map[string]bool, zone string) (Delivery, *fieldProblem) {
 	bad := func(field, problem, fix string) *fieldProblem { return &fieldProblem{field, problem, fix} }
 	if !slices.Contains(v.Channels, d.Channel) {
 		return Delivery{}, bad(f+"channel", fmt.Sprintf("%q is not a known channel", text.Clip(d.Channel, 43)), "use one of "+strings.Join(v.Channels, ", "))
@@ -519,13 +563,17 @@ func (v Validator) checkDelivery(f string, d DeliveryInput, repeated map[string]
 	if err := v.checkAddress(f, d); err != nil {
 		return Delivery{}, err
 	}
-	return Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address}, nil
+	w, p := v.checkWindow(f, d.Channel, d.Window, zone)
+	if p != nil {
+		return Delivery{}, p
+	}
+	return Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, Window: w}, nil
 }
 
 // checkFallback checks fallback fb at field prefix f: as a delivery, with a
 // channel and provider pair that no delivery (seen holds theirs) and no
 // other fallback has, and its within.
-func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[string]bool) (*Fallback, *fieldProblem) {
+func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[string]bool, zone string) (*Fallback, *fieldProblem) {
 	if seen[fb.Channel+"#"+fb.Provider] {
 		return nil, &fieldProblem{f + "provider", fmt.Sprintf("repeats channel %q with provider %q, which another delivery or fallback of the reminder has",
 			text.Clip(fb.Channel, 43), text.Clip(fb.Provider, 43)),
@@ -533,7 +581,7 @@ func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[
 	}
 	seen[fb.Channel+"#"+fb.Provider] = true
 	d, p := v.checkDelivery(f, DeliveryInput{Channel: fb.Channel, Provider: fb.Provider, RecipientRef: fb.RecipientRef, TemplateRef: fb.TemplateRef,
-		Address: fb.Address}, repeated)
+		Address: fb.Address, Window: fb.Window}, repeated, zone)
 	if p != nil {
 		return nil, p
 	}
@@ -541,7 +589,8 @@ func (v Validator) checkFallback(f string, fb FallbackInput, seen, repeated map[
 	if p != nil {
 		return nil, p
 	}
-	return &Fallback{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, Within: within}, nil
+	return &Fallback{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address,
+		Window: d.Window, Within: within}, nil
 }
 
 // fallbacks counts the fallbacks ds name.

@@ -166,7 +166,7 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 				res.Refused, res.At = ErrDeadLettered, d.UpdatedAt
 			case d.Status.Terminal():
 				res.Refused, res.At = ledger.ErrFinished, d.UpdatedAt
-			case d.DueAt.Equal(due) && d.ExpiresAt.Equal(deliveryExpiry(plan, d)):
+			case d.DueAt.Equal(plan.DeliveryDue(d)) && d.ExpiresAt.Equal(deliveryExpiry(plan, d)):
 				res.Unchanged = true
 				if unclaimedHandOff(d) {
 					// Moved and marked by an earlier attempt whose writer
@@ -194,12 +194,15 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			return out, nil
 		}
 		plan.To.HandOff = s.handsOff(due)
+		for _, d := range plan.Live {
+			plan.To.HandOff = plan.To.HandOff && s.handsOff(plan.DeliveryDue(d)) // each due soon, its window open
+		}
 		err = s.cfg.Ledger.MoveReminder(ctx, plan)
 		if err == nil && plan.To.HandOff {
 			moved := again
 			for _, d := range plan.Live {
 				if d.Status != ledger.StatusHeld {
-					d.DueAt, d.ExpiresAt = due, deliveryExpiry(plan, d)
+					d.DueAt, d.ExpiresAt = plan.DeliveryDue(d), deliveryExpiry(plan, d)
 					moved = append(moved, d)
 				}
 			}

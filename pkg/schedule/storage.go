@@ -5,6 +5,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/provider/registry"
+	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
 // The one place the API's types meet the ledger's: a Reminder becomes a
@@ -27,10 +28,11 @@ func reminderItem(r Reminder) ledger.ReminderItem {
 		it.Deliveries = make([]ledger.ReminderDelivery, len(r.Deliveries))
 	}
 	for i, d := range r.Deliveries {
-		it.Deliveries[i] = ledger.ReminderDelivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef}
+		it.Deliveries[i] = ledger.ReminderDelivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef,
+			Window: windowSpec(d.Window)}
 		if f := d.Fallback; f != nil {
 			it.Deliveries[i].Fallback = &ledger.ReminderFallback{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef,
-				TemplateRef: f.TemplateRef, Within: f.Within}
+				TemplateRef: f.TemplateRef, Within: f.Within, Window: windowSpec(f.Window)}
 		}
 	}
 	return it
@@ -51,12 +53,37 @@ func reminderOf(it ledger.ReminderItem) Reminder {
 		r.Deliveries = make([]Delivery, len(it.Deliveries))
 	}
 	for i, d := range it.Deliveries {
-		r.Deliveries[i] = Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef}
+		r.Deliveries[i] = Delivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef,
+			Window: windowOf(d.Window)}
 		if f := d.Fallback; f != nil {
-			r.Deliveries[i].Fallback = &Fallback{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef, Within: f.Within}
+			r.Deliveries[i].Fallback = &Fallback{Channel: f.Channel, Provider: f.Provider, RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef,
+				Within: f.Within, Window: windowOf(f.Window)}
 		}
 	}
 	return r
+}
+
+// windowSpec is a window as the ledger keeps it (localtime's compact
+// form); "" for none.
+func windowSpec(w localtime.Window) string {
+	if w.IsZero() {
+		return ""
+	}
+	return w.String()
+}
+
+// windowOf reads what windowSpec wrote. A spec this build cannot read
+// (written by a later one) reads as no window here: the consumer's check
+// of the delivery item is what keeps a send inside it.
+func windowOf(spec string) localtime.Window {
+	if spec == "" {
+		return localtime.Window{}
+	}
+	w, err := localtime.ParseWindowSpec(spec)
+	if err != nil {
+		return localtime.Window{}
+	}
+	return w
 }
 
 // reminderRead is reminderOf for a reminder item that may be missing
@@ -70,9 +97,9 @@ func reminderRead(it *ledger.ReminderItem) *Reminder {
 }
 
 // deliveryItem is delivery d of reminder r as its create writes its
-// delivery item: at the reminder's times, with d's address, and with the
-// reminder's metadata as template data for a provider that renders
-// templates.
+// delivery item: at the reminder's times (due when its send window first
+// opens, if it has one), with d's address, and with the reminder's
+// metadata as template data for a provider that renders templates.
 //
 // Under the reminder's late policy it carries the policy, and its expiry
 // is derived from the reminder's (ledger.LateRule.DeliveryTimes). A
@@ -83,7 +110,10 @@ func deliveryItem(r Reminder, d Delivery) ledger.Delivery {
 	ld := ledger.Delivery{
 		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: d.Channel, Provider: d.Provider,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: exp,
-		Late: rule.Policy, OnTimeUntil: onTime,
+		Late: rule.Policy, OnTimeUntil: onTime, Window: windowSpec(d.Window),
+	}
+	if !d.Window.IsZero() {
+		ld.DueAt = d.Window.Next(r.DueAt) // due when its window first opens
 	}
 	if f := d.Fallback; f != nil {
 		ld.Fallback, ld.FallbackWithin = ledger.FallbackRef{Channel: f.Channel, Provider: f.Provider}, f.Within
@@ -105,7 +135,7 @@ func fallbackItem(r Reminder, d Delivery) ledger.Delivery {
 	ld := ledger.Delivery{
 		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: f.Channel, Provider: f.Provider, Status: ledger.StatusHeld,
 		RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef, Address: f.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
-		FallbackOf: ledger.FallbackRef{Channel: d.Channel, Provider: d.Provider}, FallbackWithin: f.Within,
+		FallbackOf: ledger.FallbackRef{Channel: d.Channel, Provider: d.Provider}, FallbackWithin: f.Within, Window: windowSpec(f.Window),
 	}
 	if rule := lateRule(r.Late); rule.Policy == ledger.LateEscalate {
 		ld.Late = rule.Policy

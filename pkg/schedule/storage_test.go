@@ -15,19 +15,29 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
 // fullReminder is a reminder with every field set: times to the
 // millisecond (the ledger's precision), metadata, a creator, and an
 // address on the delivery whose provider sends to one.
+func mustWindow(spec string) localtime.Window {
+	w, err := localtime.ParseWindowSpec(spec)
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
 func fullReminder() Reminder {
 	return Reminder{ID: "rem-rt", AccountRef: "acct-9",
 		DueAt:     time.Date(2026, 12, 1, 9, 0, 0, 123_000_000, time.UTC),
 		ExpiresAt: time.Date(2026, 12, 2, 9, 30, 15, 456_000_000, time.UTC),
 		Deliveries: []Delivery{
 			{Channel: "email", Provider: "ses", RecipientRef: "acct-9/contact-1", TemplateRef: "renewal-notice", Address: "ana@example.com"},
-			{Channel: "sms", Provider: "webhook", RecipientRef: "acct-9/contact-2", TemplateRef: "renewal-sms",
-				Fallback: &Fallback{Channel: "push", Provider: "webhook", RecipientRef: "acct-9/device-1", TemplateRef: "renewal-push", Within: 90 * time.Minute}},
+			{Channel: "sms", Provider: "webhook", RecipientRef: "acct-9/contact-2", TemplateRef: "renewal-sms", Window: mustWindow("08:00-21:00 Europe/Berlin mon-fri"),
+				Fallback: &Fallback{Channel: "push", Provider: "webhook", RecipientRef: "acct-9/device-1", TemplateRef: "renewal-push", Within: 90 * time.Minute,
+					Window: mustWindow("07:00-22:00 Europe/Berlin")}},
 		},
 		Metadata:  map[string]string{"plan": "Pro", "renewsOn": "2026-12-31"},
 		CreatedBy: "arn:aws:sts::123456789012:assumed-role/billing/session",
@@ -222,7 +232,9 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 			`"timeZone":"Europe/Berlin","dueLocal":"2026-12-01T10:00","expiresLocal":"2026-12-02T10:30:15",` +
 			`"deliveries":[{"channel":"email","provider":"ses","recipientRef":"acct-9/contact-1","templateRef":"renewal-notice"},` +
 			`{"channel":"sms","provider":"webhook","recipientRef":"acct-9/contact-2","templateRef":"renewal-sms",` +
-			`"fallback":{"channel":"push","provider":"webhook","recipientRef":"acct-9/device-1","templateRef":"renewal-push","within":"1h30m"}}],` +
+			`"fallback":{"channel":"push","provider":"webhook","recipientRef":"acct-9/device-1","templateRef":"renewal-push",` +
+			`"window":{"from":"07:00","to":"22:00","timeZone":"Europe/Berlin"},"within":"1h30m"},` +
+			`"window":{"from":"08:00","to":"21:00","timeZone":"Europe/Berlin","days":["mon","tue","wed","thu","fri"]}}],` +
 			`"metadata":{"plan":"Pro","renewsOn":"2026-12-31"},"createdBy":"arn:aws:sts::123456789012:assumed-role/billing/session",` +
 			`"late":{"policy":"send-late","within":"2h"}}`},
 		{Reminder{ID: "rem-1", Deliveries: []Delivery{}},

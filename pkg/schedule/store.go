@@ -188,11 +188,10 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 		outcome = Unchanged
 	}
-	soon := s.handsOff(r.DueAt)
 	var written []ledger.Delivery
 	defer func() { s.handOff(ctx, written) }()
 	for _, it := range s.items(r) {
-		it.HandOff = soon && it.Status == "" // a primary, not a held fallback
+		it.HandOff = s.handsOff(it.DueAt) && it.Status == "" // a primary due soon (its window's opening), not a held fallback
 		err := s.cfg.Ledger.Create(ctx, it)
 		if err == nil && it.HandOff {
 			written = append(written, it)
@@ -400,7 +399,8 @@ func sameDeliveries(a, b []Delivery) bool {
 	sa, sb := slices.SortedFunc(slices.Values(strip(a)), cmp), slices.SortedFunc(slices.Values(strip(b)), cmp)
 	return slices.EqualFunc(sa, sb, func(x, y compared) bool {
 		return x.fallback == y.fallback && (x.d.Fallback == nil) == (y.d.Fallback == nil) &&
-			x.d.Channel == y.d.Channel && x.d.Provider == y.d.Provider && x.d.RecipientRef == y.d.RecipientRef && x.d.TemplateRef == y.d.TemplateRef
+			x.d.Channel == y.d.Channel && x.d.Provider == y.d.Provider && x.d.RecipientRef == y.d.RecipientRef && x.d.TemplateRef == y.d.TemplateRef &&
+			x.d.Window == y.d.Window
 	})
 }
 
