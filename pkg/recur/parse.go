@@ -12,8 +12,7 @@ import (
 // unsupported are the RRULE parts RFC 5545 defines that Nudge refuses,
 // each with what to do instead.
 var unsupported = map[string]string{
-	"BYSETPOS": "choose among the days with BYDAY ordinals (BYDAY=-1FR) or BYMONTHDAY (-1 for the last day);" +
-		" a set position (the last weekday of the month) is not supported",
+	"BYSETPOS":  "give BYDAY with ordinals (-1FR) or BYMONTHDAY (-1 for the last day) instead",
 	"BYHOUR":    "the time of day is the series' start; for several times a day, make one series for each",
 	"BYMINUTE":  "the time of day is the series' start; for several times a day, make one series for each",
 	"BYSECOND":  "the time of day is the series' start; for several times a day, make one series for each",
@@ -105,7 +104,8 @@ func parseParts(values map[string]string) (Rule, error) {
 	}
 	r.Interval = 1
 	if v, ok := values["INTERVAL"]; ok {
-		if r.Interval, err = positive("INTERVAL", v, MaxInterval, fmt.Sprintf("give 1 (every period, the default) to %d", MaxInterval)); err != nil {
+		fix := fmt.Sprintf("give 1 (every period, the default) to %d", MaxInterval)
+		if r.Interval, err = positive("INTERVAL", v, MaxInterval, fix); err != nil {
 			return Rule{}, err
 		}
 	}

@@ -190,12 +190,15 @@ func (s Series) Check() error {
 			"give a real date and a time from 00:00 to 23:59:59")
 	}
 	if newPlan(s).never {
-		problem := "matches no date: no day has what BYMONTH, BYMONTHDAY and BYDAY ask together (such as 30 February)"
+		problem := "matches no date (like 30 February)"
 		if len(r.ByDay) == 0 && len(r.ByMonthDay) == 0 && r.Freq >= Monthly {
-			problem += fmt.Sprintf("; without BYDAY or BYMONTHDAY, the day is the start's, %d", s.Start.Day)
+			problem = fmt.Sprintf("matches no date: without BYDAY or BYMONTHDAY, the day is the start's, %d", s.Start.Day)
 		}
-		return refuse("", r.String(), problem, "check BYMONTHDAY against BYMONTH's months (-1 is the last day of any month)"+
-			" and BYDAY's ordinals against the others")
+		fix := "check BYMONTHDAY against BYMONTH (-1 is the last day)"
+		if len(r.ByDay) > 0 {
+			fix = "check BYDAY, BYMONTHDAY and BYMONTH against each other"
+		}
+		return refuse("", r.String(), problem, fix)
 	}
 	it := s.Iter()
 	first, ok := it.Next()
