@@ -149,7 +149,8 @@ func (s Series) after(t time.Time, max int) ([]Occurrence, *Iterator) {
 	}
 	if w.Year >= 1 {
 		// An occurrence after t is at most as far before t's wall-clock
-		// time as two of the zone's offsets differ: well under two days.
+		// time as two of the zone's offsets differ: under two days (the
+		// database's offsets run from -15:56 to +15:13).
 		day := dayNumber(w.Year, w.Month, w.Day) - 2
 		y := w.Year
 		if jan1 := dayNumber(y, time.January, 1); day < jan1 {
