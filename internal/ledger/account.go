@@ -46,6 +46,9 @@ type Listed struct {
 	ReminderItem
 	// CreatedAt is when the reminder item was written.
 	CreatedAt time.Time
+	// IsSeries is set for a series item (its Recur is not in the index:
+	// ReadReminder has it).
+	IsSeries bool
 }
 
 // AccountPage is one page of an account's reminders, latest due first.
@@ -60,6 +63,8 @@ type AccountPage struct {
 type pageToken struct {
 	ID    string `json:"i"`
 	DueAt string `json:"d"`
+	// Series is set when the last entry was a series item.
+	Series bool `json:"s,omitempty"`
 }
 
 func (p pageToken) encode() string {
@@ -115,8 +120,12 @@ func (l *Ledger) ListAccount(ctx context.Context, account string, limit int, nex
 		if err != nil {
 			return AccountPage{}, fmt.Errorf("ledger: list account: %w", err)
 		}
+		sk := reminderSK
+		if p.Series {
+			sk = seriesSK
+		}
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			attrPK: sv(PartitionKey(p.ID)), attrSK: sv(reminderSK), attrAccount: sv(account), attrDueAt: sv(p.DueAt),
+			attrPK: sv(PartitionKey(p.ID)), attrSK: sv(sk), attrAccount: sv(account), attrDueAt: sv(p.DueAt),
 		}
 	}
 	out, err := l.api.Query(ctx, in)
@@ -130,6 +139,9 @@ func (l *Ledger) ListAccount(ctx context.Context, account string, limit int, nex
 			return AccountPage{}, err
 		}
 		listed := Listed{ReminderItem: r}
+		if sk, ok := it[attrSK].(*types.AttributeValueMemberS); ok && sk.Value == seriesSK {
+			listed.IsSeries = true
+		}
 		if c, ok := it["createdAt"].(*types.AttributeValueMemberS); ok {
 			listed.CreatedAt, _ = time.Parse(time.RFC3339Nano, c.Value)
 		}
@@ -137,7 +149,7 @@ func (l *Ledger) ListAccount(ctx context.Context, account string, limit int, nex
 	}
 	if len(out.LastEvaluatedKey) > 0 && len(page.Reminders) > 0 {
 		last := page.Reminders[len(page.Reminders)-1]
-		page.Next = pageToken{ID: last.ID, DueAt: Format(last.DueAt)}.encode()
+		page.Next = pageToken{ID: last.ID, DueAt: Format(last.DueAt), Series: last.IsSeries}.encode()
 	}
 	return page, nil
 }

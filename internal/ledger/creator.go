@@ -50,7 +50,7 @@ func (m *Memory) ListAccountCreatedBy(ctx context.Context, account, creator stri
 
 func listCreatedBy(ctx context.Context, account, creator string, limit int, next string,
 	list func(ctx context.Context, account string, limit int, next string) (AccountPage, error),
-	creators func(ctx context.Context, ids []string) (map[string]string, error)) (AccountPage, error) {
+	creators func(ctx context.Context, entries []Listed) (map[string]string, error)) (AccountPage, error) {
 	if creator == "" || len(creator) > MaxCreatorLen {
 		return AccountPage{}, fmt.Errorf("ledger: list account: the creator is empty or over %d bytes", MaxCreatorLen)
 	}
@@ -68,11 +68,7 @@ func listCreatedBy(ctx context.Context, account, creator string, limit int, next
 		if err != nil {
 			return AccountPage{}, err
 		}
-		ids := make([]string, len(page.Reminders))
-		for i, r := range page.Reminders {
-			ids[i] = r.ID
-		}
-		by, err := creators(ctx, ids)
+		by, err := creators(ctx, page.Reminders)
 		if err != nil {
 			return AccountPage{}, err
 		}
@@ -85,7 +81,7 @@ func listCreatedBy(ctx context.Context, account, creator string, limit int, next
 			if len(out.Reminders) == limit {
 				// The page is full: the next one starts after this
 				// reminder, the entries after it in this round unread.
-				out.Next = pageToken{ID: r.ID, DueAt: Format(r.DueAt)}.encode()
+				out.Next = pageToken{ID: r.ID, DueAt: Format(r.DueAt), Series: r.IsSeries}.encode()
 				if r.ID == page.Reminders[len(page.Reminders)-1].ID {
 					out.Next = page.Next // the round's last: as the index says whether more follow
 				}
@@ -103,20 +99,24 @@ func listCreatedBy(ctx context.Context, account, creator string, limit int, next
 // creators reads the creators of reminders ids from their reminder items:
 // an eventually consistent batch read (a creator is written once, with the
 // item). A reminder with no item, or no recorded creator, has none.
-func (l *Ledger) creators(ctx context.Context, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
-	if len(ids) == 0 {
+func (l *Ledger) creators(ctx context.Context, entries []Listed) (map[string]string, error) {
+	out := make(map[string]string, len(entries))
+	if len(entries) == 0 {
 		return out, nil
 	}
-	if len(ids) > MaxAccountPage {
-		return nil, fmt.Errorf("ledger: read %d creators at once; the limit is %d", len(ids), MaxAccountPage)
+	if len(entries) > MaxAccountPage {
+		return nil, fmt.Errorf("ledger: read %d creators at once; the limit is %d", len(entries), MaxAccountPage)
 	}
 	req := &types.KeysAndAttributes{
 		ProjectionExpression:     aws.String("#pk, #createdBy"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#createdBy": attrCreatedBy},
 	}
-	for _, id := range ids {
-		req.Keys = append(req.Keys, map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(reminderSK)})
+	for _, e := range entries {
+		sk := reminderSK
+		if e.IsSeries {
+			sk = seriesSK // a series item: an id is a reminder's or a series', never both
+		}
+		req.Keys = append(req.Keys, map[string]types.AttributeValue{attrPK: sv(PartitionKey(e.ID)), attrSK: sv(sk)})
 	}
 	err := l.batchGet(ctx, req, "reminder items", func(it map[string]types.AttributeValue) error {
 		pk, _ := it[attrPK].(*types.AttributeValueMemberS)
@@ -138,13 +138,16 @@ func (l *Ledger) creators(ctx context.Context, ids []string) (map[string]string,
 const attrCreatedBy = "createdBy"
 
 // creators is Ledger.creators.
-func (m *Memory) creators(_ context.Context, ids []string) (map[string]string, error) {
+func (m *Memory) creators(_ context.Context, entries []Listed) (map[string]string, error) {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	out := make(map[string]string, len(ids))
-	for _, id := range ids {
-		if r, ok := m.t.reminders[id]; ok && r.CreatedBy != "" {
-			out[id] = r.CreatedBy
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if r, ok := m.t.reminders[e.ID]; ok && r.CreatedBy != "" {
+			out[e.ID] = r.CreatedBy
+		}
+		if s, ok := m.t.series[e.ID]; ok && s.Item.CreatedBy != "" {
+			out[e.ID] = s.Item.CreatedBy
 		}
 	}
 	return out, nil

@@ -51,12 +51,13 @@ type memoryTable struct {
 	stage     *StageFacts
 	marks     map[string]time.Time // each provider's feedback mark (RecordFeedbackMark)
 	probes    map[string]time.Time // each provider's last probe (ClaimProbe)
+	series    map[string]Series
 }
 
 // NewMemory returns a Memory ledger over an empty table.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	m := &Memory{t: &memoryTable{items: map[message.DeliveryKey]Delivery{}, reminders: map[string]ReminderItem{},
-		created: map[string]time.Time{}, cursors: map[int]Cursor{}}}
+		created: map[string]time.Time{}, cursors: map[int]Cursor{}, series: map[string]Series{}}}
 	return m.With(cfg)
 }
 
@@ -494,6 +495,11 @@ func (m *Memory) ReadReminder(_ context.Context, id string) (Stored, error) {
 		r = copyReminder(r)
 		s.Reminder = &r
 		s.keys = append(s.keys, reminderSK)
+	}
+	if sr, ok := m.t.series[id]; ok {
+		sr = copySeries(sr)
+		s.Series = &sr
+		s.keys = append(s.keys, seriesSK)
 	}
 	for k, d := range m.t.items {
 		if k.ReminderID == id {

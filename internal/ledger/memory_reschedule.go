@@ -106,8 +106,14 @@ func (m *Memory) ListAccount(_ context.Context, account string, limit int, next 
 	for id, r := range m.t.reminders {
 		if r.AccountRef == account {
 			r = copyReminder(r)
-			r.Metadata, r.CreatedBy, r.Late, r.Local = nil, "", LateRule{}, Local{} // not projected
+			r.Metadata, r.CreatedBy, r.Late, r.Local, r.Recur, r.Series = nil, "", LateRule{}, Local{}, "", "" // not projected
 			all = append(all, Listed{ReminderItem: r, CreatedAt: m.t.created[id]})
+		}
+	}
+	for id, sr := range m.t.series {
+		if r := copyReminder(sr.Item); r.AccountRef == account {
+			r.Metadata, r.CreatedBy, r.Late, r.Local, r.Recur = nil, "", LateRule{}, Local{}, "" // not projected
+			all = append(all, Listed{ReminderItem: r, CreatedAt: m.t.created[id], IsSeries: true})
 		}
 	}
 	m.t.mu.Unlock()

@@ -36,6 +36,13 @@ type ReminderItem struct {
 	// attributes "timeZone", "dueLocal" and "expiresLocal", each absent
 	// where empty. Not in the account index.
 	Local Local `dynamodbav:"-"`
+	// Recur is, on a series item (Series.Item), the RFC 5545 rule its
+	// occurrences follow (pkg/recur's canonical text); empty on a
+	// reminder item. Attribute "recur".
+	Recur string `dynamodbav:"recur,omitempty"`
+	// Series is, on an occurrence of a series, the series' id; empty on
+	// any other reminder. Attribute "series".
+	Series string `dynamodbav:"series,omitempty"`
 	// CreatedBy is the principal that created the reminder through the
 	// API (the intake's caller: an IAM role or user), which alone may act
 	// on it there, besides the stage's full-access principals. Empty for a
@@ -224,9 +231,12 @@ func fromReminderItem(av map[string]types.AttributeValue) (ReminderItem, error) 
 // Stored is everything stored under one reminder id.
 type Stored struct {
 	// Reminder is the reminder item; nil if there is none (deliveries
-	// written without the intake), or if it could not be read
+	// written without the intake, or a series), or if it could not be read
 	// (ReminderErr).
 	Reminder *ReminderItem
+	// Series is the series item, if the id is a series'; nil otherwise, or
+	// if it could not be read (ReminderErr).
+	Series *Series
 	// ReminderErr says why a reminder item that exists could not be read.
 	// It stops nothing that works from the keys: a cancel, a purge.
 	ReminderErr error
@@ -269,6 +279,12 @@ func (l *Ledger) ReadReminder(ctx context.Context, id string) (Stored, error) {
 					s.ReminderErr = err
 				} else {
 					s.Reminder = &r
+				}
+			case sk.Value == seriesSK:
+				if r, err := fromSeriesItem(it); err != nil {
+					s.ReminderErr = err
+				} else {
+					s.Series = &r
 				}
 			case strings.HasPrefix(sk.Value, "DLV#"):
 				d, err := fromItem(it)

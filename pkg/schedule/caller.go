@@ -66,12 +66,16 @@ var ErrUnattributed = errors.New("the reminder has no recorded creator")
 // access says whether the caller may see and change the stored reminder:
 // nil, ErrNoReminder (absent, or another caller's), or ErrUnattributed.
 func (c Caller) access(stored ledger.Stored) error {
+	item := stored.Reminder
+	if item == nil && stored.Series != nil {
+		item = &stored.Series.Item // a series: its item says who created it
+	}
 	switch {
 	case stored.Empty():
 		return ErrNoReminder
-	case c.owns(stored.Reminder):
+	case c.owns(item):
 		return nil
-	case stored.Reminder != nil && stored.Reminder.CreatedBy == "":
+	case item != nil && item.CreatedBy == "":
 		return ErrUnattributed
 	}
 	return ErrNoReminder

@@ -68,5 +68,5 @@ func ExampleValidationError() {
 	// field deliveries[1].channel: "fax" is not a known channel
 	//   fix: use one of email, sms, push, voice, webhook
 	// field expireAt: is not a reminder field
-	//   fix: known fields are id, accountRef, dueAt, expiresAt, timeZone, dueLocal, expiresLocal, deliveries (channel, provider, recipientRef, templateRef, address, window, fallback), metadata and late
+	//   fix: known fields are id, accountRef, dueAt, expiresAt, timeZone, dueLocal, expiresLocal, recur, deliveries (channel, provider, recipientRef, templateRef, address, window, fallback), metadata and late
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/recur"
 )
 
 // ErrBadPageToken is List's answer for a page token it did not give.
@@ -30,6 +31,18 @@ type Listed struct {
 	// them (addresses masked; HandedOff not asked); a delivery missing
 	// here was not found (created a moment ago, or purged).
 	Now map[message.DeliveryKey]DeliveryDocument
+	// IsSeries is set for a series (Recur says its rule; its occurrences
+	// are listed as reminders of their own); Next is then its next
+	// occurrence after now, nil once it has none or was cancelled.
+	IsSeries bool
+	Next     *NextOccurrence
+}
+
+// NextOccurrence is a series' next occurrence, created or not.
+type NextOccurrence struct {
+	ID       string    `json:"id"`
+	DueAt    time.Time `json:"dueAt"`
+	DueLocal string    `json:"dueLocal"`
 }
 
 // ListPage is a page of an account's reminders, latest due first.
@@ -86,6 +99,9 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 		return nil
 	}
 	for _, r := range page.Reminders {
+		if r.IsSeries {
+			continue // no deliveries of its own
+		}
 		ks := r.Keys() // its deliveries and their fallbacks
 		if len(keys)+len(ks) > 100 {
 			if err := flush(); err != nil {
@@ -100,7 +116,15 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 		}
 	}
 	for _, r := range page.Reminders {
-		l := Listed{Reminder: reminderOf(r.ReminderItem), CreatedAt: r.CreatedAt, Now: map[message.DeliveryKey]DeliveryDocument{}}
+		l := Listed{Reminder: reminderOf(r.ReminderItem), CreatedAt: r.CreatedAt, Now: map[message.DeliveryKey]DeliveryDocument{}, IsSeries: r.IsSeries}
+		if r.IsSeries {
+			// The index does not hold its rule: its item does.
+			if err := s.listSeries(ctx, &l); err != nil {
+				return ListPage{}, fmt.Errorf("schedule: list %q: %w", account, err)
+			}
+			out.Reminders = append(out.Reminders, l)
+			continue
+		}
 		for _, k := range r.Keys() {
 			if cur, ok := now[k]; ok {
 				l.Now[k] = deliveryDocument(cur, false)
@@ -109,4 +133,30 @@ func (s *Store) list(ctx context.Context, c Caller, account string, limit int, n
 		out.Reminders = append(out.Reminders, l)
 	}
 	return out, nil
+}
+
+// listSeries fills a series' listing entry from its item: its rule, and
+// its next occurrence after now.
+func (s *Store) listSeries(ctx context.Context, l *Listed) error {
+	stored, err := s.cfg.Ledger.ReadReminder(ctx, l.ID)
+	if err != nil {
+		return err
+	}
+	sr := stored.Series
+	if sr == nil {
+		return nil // purged since the index was read
+	}
+	l.Recur = sr.Item.Recur
+	if !sr.CancelledAt.IsZero() {
+		return nil
+	}
+	series, err := seriesOf(sr.Item)
+	if err != nil {
+		return err
+	}
+	if next := series.After(s.cfg.Clock.Now(), 1); len(next) == 1 {
+		o := next[0]
+		l.Next = &NextOccurrence{ID: recur.OccurrenceID(sr.Item.ID, o), DueAt: o.At, DueLocal: o.Wall.String()}
+	}
+	return nil
 }

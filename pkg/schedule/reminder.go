@@ -62,6 +62,12 @@ type Input struct {
 	// Late is what its deliveries do once expiresAt has passed unsent.
 	// Default: expire.
 	Late *LateInput `json:"late,omitempty"`
+	// Recur makes the reminder a series: an RFC 5545 rule ("FREQ=MONTHLY;
+	// BYDAY=-1FR"), read in TimeZone from the first occurrence, dueLocal
+	// (which the rule must produce). Each occurrence is a reminder of its
+	// own, id "<id>.<local date and time>", created ahead by Nudge
+	// (docs/api.md#recurring-reminders).
+	Recur string `json:"recur,omitempty"`
 }
 
 // Late policies (LateInput.Policy, LatePolicy.Policy).
@@ -171,6 +177,11 @@ type Reminder struct {
 	// Late is the reminder's late policy; the zero LatePolicy is the
 	// default, expire, and is left out of its JSON.
 	Late LatePolicy `json:"late,omitzero"`
+	// Recur is, on a series, its rule (recur.Rule's canonical text); its
+	// DueAt and Local are its first occurrence's. Empty on a reminder.
+	Recur string `json:"recur,omitempty"`
+	// Series is, on an occurrence of a series, the series' id.
+	Series string `json:"series,omitempty"`
 }
 
 // LatePolicy is a validated late policy: Policy is LateSendLate or
@@ -437,7 +448,7 @@ func jsonError(err error) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return &ValidationError{Field: field, Problem: "is not a reminder field", Fix: "known fields are id, accountRef, dueAt, expiresAt, " +
-			"timeZone, dueLocal, expiresLocal, " +
+			"timeZone, dueLocal, expiresLocal, recur, " +
 			"deliveries (channel, provider, recipientRef, templateRef, address, window, fallback), metadata and late"}
 	}
 	return &ValidationError{Problem: "is not valid JSON: " + err.Error(), Fix: "write one JSON object per reminder"}
@@ -491,6 +502,11 @@ func (v Validator) Validate(in Input) (Reminder, error) {
 		return Reminder{}, bad(p.field, p.problem, p.fix)
 	}
 	r.Late = late
+	if in.Recur != "" {
+		if p := v.checkRecur(in, &r); p != nil {
+			return Reminder{}, bad(p.field, p.problem, p.fix)
+		}
+	}
 	seen := map[string]bool{}
 	for _, d := range in.Deliveries {
 		seen[d.Channel+"#"+d.Provider] = true // a fallback differs from every delivery, listed before it or after

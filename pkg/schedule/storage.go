@@ -23,7 +23,8 @@ import (
 // delivery item, the one place an address is kept.
 func reminderItem(r Reminder) ledger.ReminderItem {
 	it := ledger.ReminderItem{ID: r.ID, AccountRef: r.AccountRef, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
-		Metadata: maps.Clone(r.Metadata), CreatedBy: r.CreatedBy, Late: lateRule(r.Late), Local: localItem(r.Local)}
+		Metadata: maps.Clone(r.Metadata), CreatedBy: r.CreatedBy, Late: lateRule(r.Late), Local: localItem(r.Local),
+		Recur: r.Recur, Series: r.Series}
 	if r.Deliveries != nil {
 		it.Deliveries = make([]ledger.ReminderDelivery, len(r.Deliveries))
 	}
@@ -48,7 +49,7 @@ func lateRule(p LatePolicy) ledger.LateRule {
 func reminderOf(it ledger.ReminderItem) Reminder {
 	r := Reminder{ID: it.ID, AccountRef: it.AccountRef, DueAt: it.DueAt, ExpiresAt: it.ExpiresAt,
 		Metadata: maps.Clone(it.Metadata), CreatedBy: it.CreatedBy, Late: LatePolicy{Policy: string(it.Late.Policy), Within: it.Late.Within},
-		Local: localOf(it.Local)}
+		Local: localOf(it.Local), Recur: it.Recur, Series: it.Series}
 	if it.Deliveries != nil {
 		r.Deliveries = make([]Delivery, len(it.Deliveries))
 	}

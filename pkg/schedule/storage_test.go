@@ -43,6 +43,8 @@ func fullReminder() Reminder {
 		CreatedBy: "arn:aws:sts::123456789012:assumed-role/billing/session",
 		Late:      LatePolicy{Policy: LateSendLate, Within: 2 * time.Hour},
 		Local:     Local{TimeZone: "Europe/Berlin", DueLocal: "2026-12-01T10:00", ExpiresLocal: "2026-12-02T10:30:15"},
+		Recur:     "FREQ=MONTHLY", // a series' field, as Series is an occurrence's: both set here for the round trip
+		Series:    "rem-series",
 	}
 }
 
@@ -169,7 +171,7 @@ func TestTheAPIsTypesAndTheLedgersHaveTheSameFields(t *testing.T) {
 		{reflect.TypeFor[Delivery](), reflect.TypeFor[ledger.ReminderDelivery](),
 			map[string]string{"Address": "kept on the delivery item alone (ledger.Delivery.Address), never on the reminder item"}, nil},
 		{reflect.TypeFor[Listed](), reflect.TypeFor[ledger.Listed](),
-			map[string]string{"Reminder": "embeds the API's reminder", "Now": "the deliveries' states, read apart"},
+			map[string]string{"Reminder": "embeds the API's reminder", "Now": "the deliveries' states, read apart", "Next": "a series' next occurrence, from its rule"},
 			map[string]string{"ReminderItem": "embeds the ledger's reminder item"}},
 		{reflect.TypeFor[Event](), reflect.TypeFor[ledger.Entry](),
 			map[string]string{"Delivery": "the key of the delivery whose history holds the entry"}, nil},
@@ -236,7 +238,7 @@ func TestTheReminderDocumentIsTheAPIs(t *testing.T) {
 			`"window":{"from":"07:00","to":"22:00","timeZone":"Europe/Berlin"},"within":"1h30m"},` +
 			`"window":{"from":"08:00","to":"21:00","timeZone":"Europe/Berlin","days":["mon","tue","wed","thu","fri"]}}],` +
 			`"metadata":{"plan":"Pro","renewsOn":"2026-12-31"},"createdBy":"arn:aws:sts::123456789012:assumed-role/billing/session",` +
-			`"late":{"policy":"send-late","within":"2h"}}`},
+			`"late":{"policy":"send-late","within":"2h"},"recur":"FREQ=MONTHLY","series":"rem-series"}`},
 		{Reminder{ID: "rem-1", Deliveries: []Delivery{}},
 			`{"id":"rem-1","accountRef":"","dueAt":"0001-01-01T00:00:00Z","expiresAt":"0001-01-01T00:00:00Z","deliveries":[]}`},
 		{eventOf(ledger.Entry{At: "2026-12-01T09:00:00.000Z", Status: ledger.StatusRetrying, Attempt: 2, Class: failure.ClassServer, Note: "503"},

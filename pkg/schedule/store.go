@@ -31,6 +31,9 @@ type Ledger interface {
 	Expiry(expiresAt time.Time) time.Time
 	Lookahead() time.Duration
 	GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
+	CreateSeries(ctx context.Context, s ledger.Series) (stored ledger.Series, exists bool, err error)
+	AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error
+	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 }
 
 // HandOff publishes deliveries due within the lookahead as soon as they
@@ -84,6 +87,16 @@ type Config struct {
 	HandOffTimeout time.Duration
 	// Logger receives hand-offs that failed. Default slog.Default().
 	Logger *slog.Logger
+	// SeriesAhead is how far ahead of its due time a series' occurrence
+	// is created (Extend). Default DefaultSeriesAhead (35 days): a
+	// monthly series has its next occurrence to see, cancel or move.
+	SeriesAhead time.Duration
+	// SeriesCount is the most occurrences of one series created and not
+	// yet due. Default DefaultSeriesCount (10): a daily series has ten.
+	SeriesCount int
+	// Windows are the stage's default send windows by channel
+	// (Validator.Windows). Default none.
+	Windows map[string]DefaultWindow
 }
 
 // Store creates and cancels reminders. It is safe for concurrent use.
@@ -112,8 +125,20 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	switch {
+	case cfg.SeriesAhead == 0:
+		cfg.SeriesAhead = DefaultSeriesAhead
+	case cfg.SeriesAhead < time.Hour || cfg.SeriesAhead > 366*24*time.Hour:
+		return nil, fmt.Errorf("schedule: SeriesAhead %v is outside 1h to 366 days", cfg.SeriesAhead)
+	}
+	switch {
+	case cfg.SeriesCount == 0:
+		cfg.SeriesCount = DefaultSeriesCount
+	case cfg.SeriesCount < 1 || cfg.SeriesCount > 100:
+		return nil, fmt.Errorf("schedule: SeriesCount %d is outside 1 to 100", cfg.SeriesCount)
+	}
 	v := Validator{Channels: cfg.Channels, Lateness: cfg.Lateness, MaxAhead: cfg.MaxAhead, Now: cfg.Clock.Now,
-		Providers: cfg.Providers, Doors: cfg.Doors}.withDefaults()
+		Providers: cfg.Providers, Doors: cfg.Doors, Windows: cfg.Windows}.withDefaults()
 	return &Store{cfg: cfg, validator: v}, nil
 }
 
@@ -168,6 +193,9 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, error) {
 	if err := c.check(); err != nil {
 		return "", err
+	}
+	if r.Recur != "" {
+		return s.createSeries(ctx, c, r)
 	}
 	r.CreatedBy = c.Principal
 	if err := s.checkTemplates(ctx, r); err != nil {
@@ -358,6 +386,8 @@ func conflict(stored, given Reminder) *ConflictError {
 		return c("late", describeLate(stored.Late), describeLate(given.Late))
 	case stored.Local != given.Local:
 		return c("local times", describeLocal(stored.Local), describeLocal(given.Local))
+	case stored.Recur != given.Recur:
+		return c("recur", fmt.Sprintf("%q", stored.Recur), fmt.Sprintf("%q", given.Recur))
 	}
 	return nil
 }
@@ -482,10 +512,27 @@ func (s *Store) cancel(ctx context.Context, c Caller, id, note string) ([]Cancel
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
 	}
+	if stored.Empty() {
+		// An occurrence of a series not created yet: created now, to be
+		// cancelled, so that its extension later finds it cancelled.
+		if sr, o, ok, err := s.occurrenceOf(ctx, id); err != nil {
+			return nil, fmt.Errorf("schedule: cancel %q: %w", id, err)
+		} else if ok && c.owns(&sr.Item) {
+			if err := s.materialize(ctx, sr, o); err != nil {
+				return nil, fmt.Errorf("schedule: cancel %q: %w", id, err)
+			}
+			if stored, err = s.cfg.Ledger.ReadReminder(ctx, id); err != nil {
+				return nil, fmt.Errorf("schedule: %w", err)
+			}
+		}
+	}
 	if err := c.access(stored); errors.Is(err, ErrUnattributed) {
 		return nil, fmt.Errorf("schedule: cancel %q: %w", id, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("schedule: cancel %q: %w; check the id (nudge reminder ids are case-sensitive)", id, ErrNoReminder)
+	}
+	if stored.Series != nil {
+		return s.cancelSeries(ctx, c, *stored.Series, note)
 	}
 	var out []CancelResult
 	for _, k := range missing(stored) {

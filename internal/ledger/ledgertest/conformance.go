@@ -53,6 +53,11 @@ type Store interface {
 	FeedbackMark(ctx context.Context, provider string) (time.Time, error)
 	RecordReveal(ctx context.Context, key message.DeliveryKey, r ledger.Reveal) (ledger.Delivery, error)
 	AwaitWindow(ctx context.Context, d ledger.Delivery, opens time.Time) (ledger.Delivery, error)
+	CreateSeries(ctx context.Context, s ledger.Series) (ledger.Series, bool, error)
+	AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error
+	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
+	DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error)
+	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)
 	ReadRecent(ctx context.Context, q ledger.RecentQuery) (ledger.RecentPage, error)
 }
 
@@ -146,6 +151,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"RevealsKeepTheHistoryBounded", testRevealsKeepTheHistoryBounded},
 		{"ReadRecentReadsWhatChangedSinceInBoundedPages", testReadRecentReadsWhatChangedSinceInBoundedPages},
 		{"AWaitForTheWindowSpendsNoAttempt", testAWaitForTheWindowSpendsNoAttempt},
+		{"ASeriesIsWrittenOnceAdvancedOnceAndCancelled", testASeriesIsWrittenOnceAdvancedOnceAndCancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

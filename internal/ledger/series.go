@@ -1,0 +1,290 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// seriesSK is the sort key of a series item, in the partition of the
+// series' id (where a reminder under that id would keep its reminder item:
+// an id is a reminder's or a series', never both).
+const seriesSK = "SERIES"
+
+// SeriesShardKey is the due index partition in which series wait for their
+// next extension: apart from the delivery shards (DUE#n), which no cursor
+// of this partition reads.
+func SeriesShardKey(n int) string { return "SERIES#" + strconv.Itoa(n) }
+
+// Series is a series item: a recurring reminder (pkg/schedule makes each of
+// its occurrences a reminder of its own, a bounded number ahead).
+//
+// Item is the series as created: its Recur (the rule), its first
+// occurrence's times (DueAt, ExpiresAt, Local), its deliveries and policies,
+// the template of every occurrence. It is in the account index (the series
+// is listed with the account's reminders).
+type Series struct {
+	Item ReminderItem
+	// Addresses are the deliveries' addresses (SES's), by delivery key
+	// "channel#provider", kept on the series item alone for the
+	// occurrences it will create; never shown, never indexed.
+	Addresses map[string]string
+	// Next is the index (1-based) of the first occurrence not created yet.
+	Next int
+	// ExtendAt is when the series is next extended (its next occurrence's
+	// due time minus the horizon); zero once every occurrence is created.
+	ExtendAt time.Time
+	// CancelledAt is when the series was cancelled; zero while it runs.
+	CancelledAt time.Time
+}
+
+// seriesRecord is a Series as stored.
+type seriesRecord struct {
+	reminderRecord
+	Addresses   map[string]string `dynamodbav:"addresses,omitempty"`
+	Next        int               `dynamodbav:"next"`
+	ExtendAt    string            `dynamodbav:"extendAt,omitempty"`
+	CancelledAt string            `dynamodbav:"cancelledAt,omitempty"`
+	DueShard    string            `dynamodbav:"dueShard,omitempty"`
+	DueSort     string            `dynamodbav:"dueSort,omitempty"`
+}
+
+// seriesSort is a series' due index sort key: its extension time, then its
+// id.
+func seriesSort(at time.Time, id string) string { return Format(at) + "#" + id }
+
+// CreateSeries writes series s (Next 1, due for extension at s.ExtendAt)
+// unless a series item exists under its id; then it returns the stored one,
+// and exists true, for the caller to compare.
+func (l *Ledger) CreateSeries(ctx context.Context, s Series) (stored Series, exists bool, err error) {
+	r := s.Item
+	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
+		return Series{}, false, err
+	}
+	shards, err := l.shardCount(ctx)
+	if err != nil {
+		return Series{}, false, err
+	}
+	rec := seriesRecord{
+		reminderRecord: reminderRecord{PK: PartitionKey(r.ID), SK: seriesSK, ReminderItem: r,
+			DueAt: Format(r.DueAt), ExpiresAt: Format(r.ExpiresAt), CreatedAt: Format(l.cfg.Clock.Now()),
+			Late: r.Late.Policy, LateWithin: int64(r.Late.Within / time.Second),
+			TimeZone: r.Local.TimeZone, DueLocal: r.Local.DueLocal, ExpiresLocal: r.Local.ExpiresLocal},
+		Addresses: s.Addresses, Next: max(s.Next, 1),
+	}
+	if !s.ExtendAt.IsZero() {
+		rec.ExtendAt = Format(s.ExtendAt)
+		rec.DueShard, rec.DueSort = SeriesShardKey(ShardOf(r.ID, shards)), seriesSort(s.ExtendAt, r.ID)
+	}
+	av, err := attributevalue.MarshalMap(rec)
+	if err != nil {
+		return Series{}, false, fmt.Errorf("ledger: series %q: %w", r.ID, err)
+	}
+	delete(av, attrTTL) // a series item lives until it is cancelled and purged, or ends
+	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(l.cfg.Table), Item: av,
+		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return s, false, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		stored, err := fromSeriesItem(ccf.Item)
+		return stored, true, err
+	}
+	return Series{}, false, fmt.Errorf("ledger: write series %q: %w", r.ID, err)
+}
+
+func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {
+	r, err := fromReminderItem(av)
+	if err != nil {
+		return Series{}, err
+	}
+	var rec seriesRecord
+	if err := attributevalue.UnmarshalMap(av, &rec); err != nil {
+		return Series{}, fmt.Errorf("ledger: stored series is unreadable: %w", err)
+	}
+	s := Series{Item: r, Addresses: rec.Addresses, Next: rec.Next}
+	if s.ExtendAt, err = parseOpt("extendAt", rec.ExtendAt); err != nil {
+		return Series{}, err
+	}
+	if s.CancelledAt, err = parseOpt("cancelledAt", rec.CancelledAt); err != nil {
+		return Series{}, err
+	}
+	s.Item.TTL = time.Time{}
+	return s, nil
+}
+
+// ErrSeriesMoved is AdvanceSeries' refusal when the series is not at the
+// Next the caller read (another extension advanced it), or was cancelled.
+var ErrSeriesMoved = errors.New("the series moved on since it was read")
+
+// AdvanceSeries records that series id's occurrences before next are
+// created, and when it is next extended (zero: never, every occurrence is
+// created): only while its Next is from and it is not cancelled
+// (ErrSeriesMoved otherwise), so that of two extensions one advances it.
+func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error {
+	shards, err := l.shardCount(ctx)
+	if err != nil {
+		return err
+	}
+	values := map[string]types.AttributeValue{":from": av(from), ":next": av(next)}
+	set := "SET #next = :next"
+	remove := ""
+	if extendAt.IsZero() {
+		remove = " REMOVE extendAt, dueShard, dueSort"
+	} else {
+		set += ", extendAt = :at, dueShard = :shard, dueSort = :sort"
+		values[":at"], values[":shard"], values[":sort"] = sv(Format(extendAt)), sv(SeriesShardKey(ShardOf(id, shards))), sv(seriesSort(extendAt, id))
+	}
+	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		UpdateExpression:          aws.String(set + remove),
+		ConditionExpression:       aws.String("#next = :from AND attribute_not_exists(cancelledAt)"),
+		ExpressionAttributeNames:  map[string]string{"#next": "next"},
+		ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("ledger: advance series %q: %w", id, ErrSeriesMoved)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: advance series %q: %w", id, err)
+	}
+	return nil
+}
+
+// CancelSeries marks series id cancelled (its first cancel's time stands)
+// and takes it out of the due index: no occurrence is created any more.
+// ErrNotFound if there is no such series.
+func (l *Ledger) CancelSeries(ctx context.Context, id string) (Series, error) {
+	out, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		UpdateExpression:          aws.String("SET cancelledAt = if_not_exists(cancelledAt, :now) REMOVE extendAt, dueShard, dueSort"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": sv(Format(l.cfg.Clock.Now()))},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return Series{}, fmt.Errorf("ledger: cancel series %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Series{}, fmt.Errorf("ledger: cancel series %q: %w", id, err)
+	}
+	return fromSeriesItem(out.Attributes)
+}
+
+// DueSeries lists the ids of the series of shard whose extension time is
+// at or before by, at most limit, earliest first.
+func (l *Ledger) DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error) {
+	out, err := l.api.Query(ctx, &dynamodb.QueryInput{
+		TableName: aws.String(l.cfg.Table), IndexName: aws.String(IndexName),
+		KeyConditionExpression: aws.String("dueShard = :shard AND dueSort <= :by"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":shard": sv(SeriesShardKey(shard)), ":by": sv(Format(by) + "#~"),
+		},
+		Limit: aws.Int32(int32(limit)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: series due in shard %d: %w", shard, err)
+	}
+	var ids []string
+	for _, it := range out.Items {
+		if s, ok := it[attrDueSort].(*types.AttributeValueMemberS); ok {
+			if _, id, ok := strings.Cut(s.Value, "#"); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids, nil
+}
+
+func copySeries(s Series) Series {
+	s.Item = copyReminder(s.Item)
+	s.Addresses = maps.Clone(s.Addresses)
+	return s
+}
+
+// CreateSeries is Ledger.CreateSeries.
+func (m *Memory) CreateSeries(_ context.Context, s Series) (Series, bool, error) {
+	if err := checkTimes(s.Item.ID, s.Item.DueAt, s.Item.ExpiresAt); err != nil {
+		return Series{}, false, err
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	if stored, ok := m.t.series[s.Item.ID]; ok {
+		return copySeries(stored), true, nil
+	}
+	s = copySeries(s)
+	s.Item.DueAt, s.Item.ExpiresAt, s.Item.TTL = ms(s.Item.DueAt), ms(s.Item.ExpiresAt), time.Time{}
+	s.Next, s.ExtendAt = max(s.Next, 1), ms(s.ExtendAt)
+	m.t.series[s.Item.ID] = s
+	m.t.created[s.Item.ID] = m.now()
+	return copySeries(s), false, nil
+}
+
+// AdvanceSeries is Ledger.AdvanceSeries.
+func (m *Memory) AdvanceSeries(_ context.Context, id string, from, next int, extendAt time.Time) error {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	s, ok := m.t.series[id]
+	if !ok || s.Next != from || !s.CancelledAt.IsZero() {
+		return fmt.Errorf("ledger: advance series %q: %w", id, ErrSeriesMoved)
+	}
+	s.Next, s.ExtendAt = next, ms(extendAt)
+	m.t.series[id] = s
+	return nil
+}
+
+// CancelSeries is Ledger.CancelSeries.
+func (m *Memory) CancelSeries(_ context.Context, id string) (Series, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	s, ok := m.t.series[id]
+	if !ok {
+		return Series{}, fmt.Errorf("ledger: cancel series %q: %w", id, ErrNotFound)
+	}
+	if s.CancelledAt.IsZero() {
+		s.CancelledAt = ms(m.now())
+	}
+	s.ExtendAt = time.Time{}
+	m.t.series[id] = s
+	return copySeries(s), nil
+}
+
+// DueSeries is Ledger.DueSeries.
+func (m *Memory) DueSeries(_ context.Context, shard int, by time.Time, limit int) ([]string, error) {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	shards, err := m.shardCount()
+	if err != nil {
+		return nil, err
+	}
+	var due []Series
+	for id, s := range m.t.series {
+		if !s.ExtendAt.IsZero() && !s.ExtendAt.After(ms(by)) && ShardOf(id, shards) == shard {
+			due = append(due, s)
+		}
+	}
+	slices.SortFunc(due, func(a, b Series) int {
+		return strings.Compare(seriesSort(a.ExtendAt, a.Item.ID), seriesSort(b.ExtendAt, b.Item.ID))
+	})
+	var ids []string
+	for _, s := range due[:min(limit, len(due))] {
+		ids = append(ids, s.Item.ID)
+	}
+	return ids, nil
+}

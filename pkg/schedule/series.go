@@ -1,0 +1,390 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/pkg/localtime"
+	"github.com/nudgehq/nudge/pkg/recur"
+)
+
+// A series' bounds: how far ahead, and how many ahead, its occurrences
+// are created (Config.SeriesAhead, Config.SeriesCount), and the longest
+// series id (its occurrences' ids add a dot and up to 15 characters).
+const (
+	DefaultSeriesAhead = 35 * 24 * time.Hour
+	DefaultSeriesCount = 10
+	MaxSeriesIDLen     = 128 - 16
+)
+
+// checkRecur checks a series' rule against its first occurrence: the
+// zone is required, the rule must parse and give occurrences, and the
+// first of them must be the reminder's due time (dueLocal, or dueAt in
+// the zone), so that what the caller wrote is what is sent first. On a
+// series it sets r.Recur to the rule's canonical text and r.DueLocal to
+// the start.
+func (v Validator) checkRecur(in Input, r *Reminder) *fieldProblem {
+	if len(in.ID) > MaxSeriesIDLen {
+		return &fieldProblem{"id", fmt.Sprintf("is %d bytes long; a series' id is at most %d", len(in.ID), MaxSeriesIDLen),
+			"shorten it: each occurrence's id is the series' id, a dot and its local date and time"}
+	}
+	if r.TimeZone == "" {
+		return &fieldProblem{"timeZone", "is missing, and recur needs it",
+			"name the zone whose wall clock the series follows, like \"timeZone\": \"Europe/Berlin\" (or UTC), and give dueLocal"}
+	}
+	rule, err := recur.Parse(in.Recur)
+	if err != nil {
+		return &fieldProblem{"recur", problemOfRecur(err), fixOfRecur(err)}
+	}
+	loc, err := localtime.LoadZone(r.TimeZone)
+	if err != nil {
+		return &fieldProblem{"timeZone", problemOf(err), fixOf(err)}
+	}
+	start := localtime.WallOf(r.DueAt, loc)
+	if r.DueLocal != "" {
+		start, _ = localtime.ParseWall(r.DueLocal) // checked by resolveLocal
+	}
+	s := recur.Series{Rule: rule, Start: start, Zone: loc}
+	if err := s.Check(); err != nil {
+		return &fieldProblem{"recur", problemOfRecur(err), fixOfRecur(err)}
+	}
+	first, ok := s.First()
+	if !ok {
+		return &fieldProblem{"recur", "gives no occurrence", "check BYMONTH, BYMONTHDAY and BYDAY against each other, and UNTIL"}
+	}
+	if first.Wall != start {
+		return &fieldProblem{"dueLocal", fmt.Sprintf("%s is not an occurrence of %s; its first is %s", start, rule, first.Wall),
+			fmt.Sprintf("give dueLocal %q, the series' first occurrence", first.Wall.String())}
+	}
+	r.Recur, r.DueLocal = rule.String(), start.String()
+	return nil
+}
+
+func problemOfRecur(err error) string {
+	var re *recur.Error
+	if errors.As(err, &re) {
+		return re.Problem
+	}
+	return err.Error()
+}
+
+func fixOfRecur(err error) string {
+	var re *recur.Error
+	if errors.As(err, &re) {
+		return re.Fix
+	}
+	return ""
+}
+
+// seriesOf is the recur.Series a series item holds.
+func seriesOf(it ledger.ReminderItem) (recur.Series, error) {
+	rule, err := recur.Parse(it.Recur)
+	if err != nil {
+		return recur.Series{}, fmt.Errorf("series %q: its rule: %w", it.ID, err)
+	}
+	loc, err := localtime.LoadZone(it.Local.TimeZone)
+	if err != nil {
+		return recur.Series{}, fmt.Errorf("series %q: its zone: %w", it.ID, err)
+	}
+	start, err := localtime.ParseWall(it.Local.DueLocal)
+	if err != nil {
+		return recur.Series{}, fmt.Errorf("series %q: its start: %w", it.ID, err)
+	}
+	return recur.Series{Rule: rule, Start: start, Zone: loc}, nil
+}
+
+// addressKey names a delivery's (or, with "fb:", a fallback's) address in
+// a series item.
+func addressKey(channel, provider string) string { return channel + "#" + provider }
+
+// seriesAddresses are r's deliveries' and fallbacks' addresses, which the
+// series item keeps for the occurrences it creates.
+func seriesAddresses(r Reminder) map[string]string {
+	out := map[string]string{}
+	for _, d := range r.Deliveries {
+		if d.Address != "" {
+			out[addressKey(d.Channel, d.Provider)] = d.Address
+		}
+		if f := d.Fallback; f != nil && f.Address != "" {
+			out[addressKey(f.Channel, f.Provider)] = f.Address
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// occurrence is occurrence o of series item sr, as the reminder its
+// extension creates: the series' deliveries, addresses, metadata and
+// policies, due at o, expiring as long after as the series' first
+// occurrence did, in the series' zone.
+func occurrence(sr ledger.Series, o recur.Occurrence) Reminder {
+	r := reminderOf(sr.Item)
+	r.ID, r.Recur, r.Series = recur.OccurrenceID(sr.Item.ID, o), "", sr.Item.ID
+	r.DueAt, r.ExpiresAt = o.At, o.At.Add(sr.Item.ExpiresAt.Sub(sr.Item.DueAt))
+	r.Local = Local{TimeZone: sr.Item.Local.TimeZone, DueLocal: o.Wall.String()}
+	r.Metadata = maps.Clone(r.Metadata)
+	for i := range r.Deliveries {
+		d := &r.Deliveries[i]
+		d.Address = sr.Addresses[addressKey(d.Channel, d.Provider)]
+		if f := d.Fallback; f != nil {
+			fb := *f
+			fb.Address = sr.Addresses[addressKey(f.Channel, f.Provider)]
+			d.Fallback = &fb
+		}
+	}
+	return r
+}
+
+// createSeries creates series r: its item, then its first occurrences
+// (Extend). The same series again is Unchanged; another reminder or series
+// under the id is a conflict.
+func (s *Store) createSeries(ctx context.Context, c Caller, r Reminder) (Outcome, error) {
+	r.CreatedBy = c.Principal
+	if err := s.checkTemplates(ctx, r); err != nil {
+		return "", err
+	}
+	stored, err := s.cfg.Ledger.ReadReminder(ctx, r.ID)
+	if err != nil {
+		return "", fmt.Errorf("schedule: %w", err)
+	}
+	if stored.Reminder != nil || len(stored.Deliveries) > 0 {
+		if !c.owns(stored.Reminder) {
+			return "", fmt.Errorf("schedule: series %q: %w by a reminder this caller cannot see; give this series another id", r.ID, ErrTaken)
+		}
+		return "", &ConflictError{ID: r.ID, Field: "recur", Stored: "a reminder (no recur)", Given: "a series (" + r.Recur + ")"}
+	}
+	outcome := Created
+	sr, exists, err := s.cfg.Ledger.CreateSeries(ctx, ledger.Series{Item: reminderItem(r), Addresses: seriesAddresses(r), Next: 1,
+		ExtendAt: s.cfg.Clock.Now()})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("schedule: %w", err)
+	case exists && !c.owns(&sr.Item):
+		return "", fmt.Errorf("schedule: series %q: %w by a series this caller cannot see; give this series another id", r.ID, ErrTaken)
+	case exists:
+		if cf := conflict(reminderOf(sr.Item), r); cf != nil {
+			return "", cf
+		}
+		if !maps.Equal(sr.Addresses, seriesAddresses(r)) {
+			return "", &ConflictError{ID: r.ID, Field: "deliveries address", Stored: "other addresses", Given: "these"}
+		}
+		outcome = Unchanged
+	}
+	if _, err := s.Extend(ctx, r.ID); err != nil {
+		// The series stands: the enqueue's next extension creates what
+		// this one could not.
+		s.cfg.Logger.Warn("series created; its first occurrences were not, and the enqueue's extension creates them", "series", r.ID,
+			"error", err.Error())
+	}
+	return outcome, nil
+}
+
+// Extended is what one Extend did.
+type Extended struct {
+	// Created are the ids of the occurrences it created (or found
+	// created), in order.
+	Created []string
+	// Missed counts occurrences it passed that had expired before they
+	// could be created (the system was down, or the series was
+	// extended late).
+	Missed int
+	// Next is when the series is next extended; zero once every
+	// occurrence is created, or the series was cancelled.
+	Next time.Time
+}
+
+// Extend creates series id's occurrences that are due within SeriesAhead
+// of now, keeping at most SeriesCount of them created and not yet due,
+// each a reminder of its own with a deterministic id
+// (recur.OccurrenceID), so that two extensions, or one run again after a
+// crash, create each once; then records how far the series is created and
+// when it is next extended. The enqueue extends every series whose time
+// has come (ledger.DueSeries), each run. A cancelled series is not
+// extended.
+func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
+	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
+	if err != nil {
+		return Extended{}, fmt.Errorf("schedule: extend %q: %w", id, err)
+	}
+	sr := stored.Series
+	if sr == nil {
+		return Extended{}, fmt.Errorf("schedule: extend %q: %w", id, ErrNoReminder)
+	}
+	if !sr.CancelledAt.IsZero() {
+		return Extended{}, nil
+	}
+	series, err := seriesOf(sr.Item)
+	if err != nil {
+		return Extended{}, fmt.Errorf("schedule: extend: %w", err)
+	}
+	caller := operator
+	if sr.Item.CreatedBy != "" {
+		caller = Caller{Principal: sr.Item.CreatedBy}
+	}
+	now := s.cfg.Clock.Now()
+	horizon := now.Add(s.cfg.SeriesAhead)
+	var out Extended
+	next := sr.Next
+	ahead := 0               // created, not yet due
+	var firstAhead time.Time // the earliest of them
+	last := 0                // the last occurrence's index, once the rule has no more
+	it := series.Iter()
+	for {
+		o, ok := it.Next()
+		if !ok {
+			next, out.Next = max(last+1, sr.Next), time.Time{} // every occurrence is created
+			break
+		}
+		last = o.N
+		if o.N < sr.Next {
+			if o.At.After(now) {
+				if ahead == 0 {
+					firstAhead = o.At
+				}
+				ahead++
+			}
+			continue
+		}
+		if o.At.After(horizon) {
+			next, out.Next = o.N, o.At.Add(-s.cfg.SeriesAhead)
+			break
+		}
+		if ahead >= s.cfg.SeriesCount {
+			// As many ahead as a series keeps: the next is created once
+			// the earliest of them is due.
+			next, out.Next = o.N, firstAhead
+			break
+		}
+		r := occurrence(*sr, o)
+		if !r.ExpiresAt.After(now) {
+			out.Missed++
+			continue
+		}
+		if _, err := s.create(ctx, caller, r); err != nil {
+			var cf *ConflictError
+			if !errors.As(err, &cf) {
+				// Not advanced: the next extension creates it.
+				return out, fmt.Errorf("schedule: extend %q: occurrence %s: %w", id, r.ID, err)
+			}
+			// Another reminder holds its id (created by hand, or the
+			// occurrence rescheduled): it stands as it is.
+		}
+		out.Created = append(out.Created, r.ID)
+		if o.At.After(now) {
+			if ahead == 0 {
+				firstAhead = o.At
+			}
+			ahead++
+		}
+	}
+	if out.Next.Before(now) && !out.Next.IsZero() {
+		out.Next = now
+	}
+	if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
+		return out, nil
+	}
+	if err := s.cfg.Ledger.AdvanceSeries(ctx, id, sr.Next, next, out.Next); err != nil && !errors.Is(err, ledger.ErrSeriesMoved) {
+		return out, fmt.Errorf("schedule: extend %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// occurrencesToEnd are the occurrences of series sr already created that
+// may still be live at now: due after now less their reminder's window
+// and late bound.
+func occurrencesToEnd(sr ledger.Series, now time.Time) ([]string, error) {
+	series, err := seriesOf(sr.Item)
+	if err != nil {
+		return nil, err
+	}
+	span := sr.Item.ExpiresAt.Sub(sr.Item.DueAt) + sr.Item.Late.Within
+	var ids []string
+	for it := series.Iter(); ; {
+		o, ok := it.Next()
+		if !ok || o.N >= sr.Next {
+			return ids, nil
+		}
+		if o.At.Add(span).After(now) {
+			ids = append(ids, recur.OccurrenceID(sr.Item.ID, o))
+		}
+	}
+}
+
+// cancelSeries cancels series sr: no occurrence is created any more, and
+// each created one that may still be sent is cancelled as Cancel cancels
+// a reminder (its results are theirs, keyed by the occurrences' ids).
+func (s *Store) cancelSeries(ctx context.Context, c Caller, sr ledger.Series, note string) ([]CancelResult, error) {
+	if _, err := s.cfg.Ledger.CancelSeries(ctx, sr.Item.ID); err != nil {
+		return nil, fmt.Errorf("schedule: cancel series %q: %w", sr.Item.ID, err)
+	}
+	ids, err := occurrencesToEnd(sr, s.cfg.Clock.Now())
+	if err != nil {
+		return nil, fmt.Errorf("schedule: cancel: %w", err)
+	}
+	var out []CancelResult
+	for _, id := range ids {
+		res, err := s.cancel(ctx, c, id, note)
+		if errors.Is(err, ErrNoReminder) {
+			continue // never created (missed), or purged
+		}
+		out = append(out, res...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// occurrenceOf finds the series an id not stored under names an
+// occurrence of ("<series>.<local date and time>"), for a cancel or a
+// reschedule of an occurrence not created yet; ok false if it names none.
+func (s *Store) occurrenceOf(ctx context.Context, id string) (ledger.Series, recur.Occurrence, bool, error) {
+	for i := len(id) - 1; i > 0; i-- {
+		if id[i] != '.' {
+			continue
+		}
+		stored, err := s.cfg.Ledger.ReadReminder(ctx, id[:i])
+		if err != nil {
+			return ledger.Series{}, recur.Occurrence{}, false, err
+		}
+		if stored.Series == nil {
+			return ledger.Series{}, recur.Occurrence{}, false, nil
+		}
+		series, err := seriesOf(stored.Series.Item)
+		if err != nil {
+			return ledger.Series{}, recur.Occurrence{}, false, err
+		}
+		limit := s.cfg.Clock.Now().Add(s.validator.MaxAhead)
+		for it := series.Iter(); ; {
+			o, ok := it.Next()
+			if !ok || o.At.After(limit) {
+				return ledger.Series{}, recur.Occurrence{}, false, nil
+			}
+			if recur.OccurrenceID(stored.Series.Item.ID, o) == id {
+				return *stored.Series, o, true, nil
+			}
+		}
+	}
+	return ledger.Series{}, recur.Occurrence{}, false, nil
+}
+
+// materialize creates occurrence o of series sr now, ahead of its
+// extension, so that a cancel or a reschedule of it has a reminder to act
+// on (and its extension later finds it, as it is).
+func (s *Store) materialize(ctx context.Context, sr ledger.Series, o recur.Occurrence) error {
+	if !sr.CancelledAt.IsZero() {
+		return fmt.Errorf("schedule: occurrence %s: the series was cancelled: %w", recur.OccurrenceID(sr.Item.ID, o), ErrNoReminder)
+	}
+	caller := operator
+	if sr.Item.CreatedBy != "" {
+		caller = Caller{Principal: sr.Item.CreatedBy}
+	}
+	_, err := s.create(ctx, caller, occurrence(sr, o))
+	return err
+}

@@ -1,0 +1,170 @@
+package schedule_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/schedule"
+)
+
+// seriesJSON is a weekly series of SMS reminders at 09:30 on Sundays in
+// Berlin, from 2026-12-06, with the extra fields.
+func seriesJSON(id, recur, dueLocal, extra string) []byte {
+	return []byte(`{"id":"` + id + `","accountRef":"acct-1","dueLocal":"` + dueLocal + `","timeZone":"Europe/Berlin","recur":"` + recur + `"` + extra +
+		`,"deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"acct-1/contact-2","templateRef":"weekly"}]}`)
+}
+
+func occurrenceKey(id string) message.DeliveryKey {
+	return message.DeliveryKey{ReminderID: id, Channel: "sms", Provider: "webhook"}
+}
+
+// TestASeriesCreatesItsOccurrencesAheadEachOnce: a weekly series creates
+// the occurrences due within 35 days when it is created, each a reminder
+// with a deterministic id at 09:30 Berlin time (CET, then CEST after the
+// spring change), and more as time passes; extending again, or creating
+// the series again, creates nothing twice.
+func TestASeriesCreatesItsOccurrencesAheadEachOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // now: 2026-11-30T09:00Z
+	r := b.parse(t, string(seriesJSON("weekly-1", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))
+	if r.Recur != "FREQ=WEEKLY;BYDAY=SU" {
+		t.Fatalf("recur = %q", r.Recur)
+	}
+	if out, err := b.store.Create(b.ctx, r); out != schedule.Created || err != nil {
+		t.Fatalf("create: %s, %v", out, err)
+	}
+	want := []string{"weekly-1.20261206T0930", "weekly-1.20261213T0930", "weekly-1.20261220T0930", "weekly-1.20261227T0930",
+		"weekly-1.20270103T0930"}
+	for _, id := range want {
+		d, err := b.ledger.Get(b.ctx, occurrenceKey(id))
+		if err != nil || d.Status != ledger.StatusPending {
+			t.Fatalf("occurrence %s: %+v, %v", id, d, err)
+		}
+	}
+	if _, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-1.20270110T0930")); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the occurrence 41 days ahead: %v; want it not created yet", err)
+	}
+	v, err := b.store.Show(b.ctx, "weekly-1.20261213T0930")
+	if err != nil || v.Reminder.Series != "weekly-1" || ledger.Format(v.Reminder.DueAt) != "2026-12-13T08:30:00.000Z" ||
+		v.Reminder.DueLocal != "2026-12-13T09:30" || v.Reminder.TimeZone != "Europe/Berlin" {
+		t.Fatalf("an occurrence: %+v, %v", v.Reminder, err)
+	}
+	// Again: nothing new.
+	if out, err := b.store.Create(b.ctx, r); out != schedule.Unchanged || err != nil {
+		t.Fatalf("the same series again: %s, %v", out, err)
+	}
+	ext, err := b.store.Extend(b.ctx, "weekly-1")
+	if err != nil || len(ext.Created) != 0 || !ext.Next.Equal(time.Date(2026, 12, 6, 8, 30, 0, 0, time.UTC)) {
+		t.Fatalf("extend at once: %+v, %v; want nothing, next at the 10 January occurrence − 35 days", ext, err)
+	}
+	// Into spring: 09:30 CEST is 07:30Z.
+	b.clk.Advance(120 * 24 * time.Hour)
+	ext, err = b.store.Extend(b.ctx, "weekly-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = b.store.Show(b.ctx, "weekly-1.20270404T0930")
+	if err != nil || ledger.Format(v.Reminder.DueAt) != "2027-04-04T07:30:00.000Z" {
+		t.Fatalf("after the spring change: %+v, %v", v.Reminder, err)
+	}
+	if ext.Missed == 0 {
+		t.Errorf("extended 120 days late: %+v; want the expired occurrences counted as missed", ext)
+	}
+}
+
+// TestASeriesKeepsABoundedNumberAhead: a daily series keeps at most
+// SeriesCount (10) occurrences created and not yet due.
+func TestASeriesKeepsABoundedNumberAhead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, string(seriesJSON("daily-1", "FREQ=DAILY", "2026-12-01T08:00", "")))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	created := func() int {
+		n := 0
+		for d := range 40 {
+			id := "daily-1." + time.Date(2026, 12, 1+d, 0, 0, 0, 0, time.UTC).Format("20060102") + "T0800"
+			if _, err := b.ledger.Get(b.ctx, occurrenceKey(id)); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := created(); n != 10 {
+		t.Fatalf("%d created; want 10", n)
+	}
+	b.clk.Advance(24 * time.Hour) // the first is due: one more
+	ext, err := b.store.Extend(b.ctx, "daily-1")
+	if err != nil || len(ext.Created) != 1 || created() != 11 {
+		t.Fatalf("a day on: %+v, %v, %d created", ext, err, created())
+	}
+}
+
+// TestCancellingASeriesOrAnOccurrence: cancelling an occurrence not
+// created yet creates it cancelled (its extension then leaves it so);
+// cancelling the series cancels what it created and creates nothing more.
+func TestCancellingASeriesOrAnOccurrence(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, string(seriesJSON("weekly-2", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Cancel(b.ctx, "weekly-2.20270117T0930", "away that week")
+	if err != nil || len(res) != 1 || !res[0].Cancelled {
+		t.Fatalf("cancel an occurrence not created yet: %+v, %v", res, err)
+	}
+	if _, err := b.store.Cancel(b.ctx, "weekly-2.20270118T0930", ""); !errors.Is(err, schedule.ErrNoReminder) {
+		t.Fatalf("a date the series does not have: %v", err)
+	}
+	b.clk.Advance(20 * 24 * time.Hour)
+	if _, err := b.store.Extend(b.ctx, "weekly-2"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-2.20270117T0930")); err != nil || d.Status != ledger.StatusCancelled {
+		t.Fatalf("the cancelled occurrence after its extension: %+v, %v", d, err)
+	}
+	res, err = b.store.Cancel(b.ctx, "weekly-2", "contract ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, c := range res {
+		keys = append(keys, c.Key.ReminderID)
+	}
+	if !slices.Contains(keys, "weekly-2.20261227T0930") || !slices.Contains(keys, "weekly-2.20270124T0930") {
+		t.Fatalf("cancelled %v; want every live occurrence", keys)
+	}
+	b.clk.Advance(60 * 24 * time.Hour)
+	if ext, err := b.store.Extend(b.ctx, "weekly-2"); err != nil || len(ext.Created) != 0 {
+		t.Fatalf("extend a cancelled series: %+v, %v", ext, err)
+	}
+}
+
+// TestASeriesThatCannotBeIsRefused: each names its field and a fix.
+func TestASeriesThatCannotBeIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		json        []byte
+		field, says string
+	}{
+		{[]byte(strings.Replace(string(seriesJSON("s-1", "FREQ=WEEKLY", "2026-12-06T09:30", "")), `,"timeZone":"Europe/Berlin"`, ``, 1)), "timeZone",
+			"dueLocal needs it"},
+		{seriesJSON("s-1", "FREQ=HOURLY", "2026-12-06T09:30", ""), "recur", ""},
+		{seriesJSON("s-1", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", "2026-12-06T09:30", ""), "recur", ""},
+		{seriesJSON("s-1", "FREQ=MONTHLY;BYDAY=-1FR", "2026-12-06T09:30", ""), "dueLocal", "its first is 2026-12-25T09:30"},
+		{seriesJSON(strings.Repeat("s", 113), "FREQ=WEEKLY", "2026-12-06T09:30", ""), "id", "a series' id is at most 112"},
+	} {
+		_, err := validator().ParseJSON(c.json)
+		var ve *schedule.ValidationError
+		if !errors.As(err, &ve) || ve.Field != c.field || !strings.Contains(err.Error(), c.says) || ve.Fix == "" {
+			t.Errorf("%s: %v; want field %s saying %q, with a fix", c.json, err, c.field, c.says)
+		}
+	}
+}
