@@ -18,6 +18,7 @@ import (
 	"github.com/nudgehq/nudge/internal/enqueue"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/metrics"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 func main() {
@@ -53,7 +54,15 @@ func build(ctx context.Context, log *slog.Logger) (*enqueue.Function, error) {
 		return err
 	})
 	rec := metrics.New(map[string]string{"Function": "enqueue"})
+	// The recurring reminders' occurrences are created by the store every
+	// door creates reminders with; the intake checked each series at its
+	// creation, so no provider's door is asked again here.
+	series, err := schedule.New(schedule.Config{Ledger: led, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	e, err := enqueue.New(enqueue.Config{
+		Series: series, SeriesLedger: led,
 		Ledger: led, Queue: q, QueueURL: s.QueueURL, Routes: s.Routes, Depths: q, Shards: s.Shards,
 		Settle: s.Settle, OverdueAfter: s.OverdueAfter, RepairAfter: s.RepairAfter, RepairLimit: s.RepairLimit,
 		Concurrency: s.Concurrency, PageSize: s.PageSize, CutoffMargin: s.CutoffMargin,

@@ -133,6 +133,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics records the run's metrics. Nil records none.
 	Metrics *metrics.Recorder
+	// Series, with SeriesLedger, extends the recurring reminders whose
+	// time has come, each run, after the hand-off (schedule.Store.Extend):
+	// their next occurrences are created ahead. Default: none extended.
+	Series SeriesExtender
+	// SeriesLedger lists the series due for extension (the ledger).
+	SeriesLedger SeriesLedger
 }
 
 // Enqueuer hands due deliveries from the calendar to the queue.
@@ -244,6 +250,13 @@ type Report struct {
 	Caught bool `json:"caughtUp"`
 	// Cut is true if the time budget ended the run with work left.
 	Cut bool `json:"cut"`
+	// SeriesExtended is series whose time for extension had come, and
+	// OccurrencesCreated the occurrences their extension created (or found
+	// created); OccurrencesMissed those that had expired before they could
+	// be created.
+	SeriesExtended     int `json:"seriesExtended"`
+	OccurrencesCreated int `json:"occurrencesCreated"`
+	OccurrencesMissed  int `json:"occurrencesMissed"`
 	// Interrupted is shards whose work the reserve ended at the end of
 	// the budget, a request cancelled or a page read and not handed off: a
 	// sign that DynamoDB or SQS answered slowly. That work is left for the
@@ -357,12 +370,13 @@ func (e *Enqueuer) Run(ctx context.Context) (Report, error) {
 	// A shard that fails (throttling, say) does not stop the others; the
 	// run reports what it did and then fails, so that the error is seen.
 	caught, handOffErr := r.handOff(work, shards)
+	seriesErr := r.extendSeries(work, shards)
 	r.backlogged = r.backlogs(work)
 	scanned, scanErr := r.scanOverdue(work, shards)
 	r.report.Caught = caught && handOffErr == nil
-	r.report.Cut = !caught || !scanned
+	r.report.Cut = r.report.Cut || !caught || !scanned
 	e.emit(r.report)
-	return r.report, errors.Join(handOffErr, scanErr)
+	return r.report, errors.Join(handOffErr, seriesErr, scanErr)
 }
 
 // interrupted reports whether err is a request the reserve cancelled (and
@@ -385,6 +399,7 @@ func (e *Enqueuer) emit(rep Report) {
 	m.Add(MetricExpired, float64(rep.Expired))
 	m.Add(MetricPublishFailed, float64(rep.PublishFailed))
 	m.Add(MetricRepublished, float64(rep.Republished))
+	m.Add(MetricOccurrencesCreated, float64(rep.OccurrencesCreated))
 	m.Add(MetricOverduePending, float64(rep.OverduePending))
 	m.Observe(MetricOldestOverdue, rep.OldestOverdue.Seconds())
 	m.Observe(MetricLag, rep.Lag.Seconds())
