@@ -71,4 +71,3 @@ func TestARunExtendsTheSeriesWhoseTimeHasCome(t *testing.T) {
 		})
 	}
 }
-
