@@ -24,6 +24,12 @@ type ListedReminder struct {
 	ExpiresAt  string           `json:"expiresAt"`
 	CreatedAt  string           `json:"createdAt,omitempty"`
 	Deliveries []ListedDelivery `json:"deliveries"`
+	// Recur is set on a series: its rule; its deliveries are the
+	// template of its occurrences (status "series"), each listed as a
+	// reminder of its own. Next is its next occurrence, until it ends
+	// or is cancelled.
+	Recur string                   `json:"recur,omitempty"`
+	Next  *schedule.NextOccurrence `json:"next,omitempty"`
 }
 
 // ListedDelivery is one delivery of a listed reminder, as it is now.
@@ -84,9 +90,12 @@ func PageOf(page schedule.ListPage) Page {
 	out := Page{Reminders: []ListedReminder{}, Next: page.Next}
 	for _, l := range page.Reminders {
 		lr := ListedReminder{ID: l.ID, AccountRef: l.AccountRef, DueAt: schedule.FormatTime(l.DueAt), ExpiresAt: schedule.FormatTime(l.ExpiresAt),
-			CreatedAt: schedule.FormatOpt(l.CreatedAt), Deliveries: []ListedDelivery{}}
+			CreatedAt: schedule.FormatOpt(l.CreatedAt), Deliveries: []ListedDelivery{}, Recur: l.Recur, Next: l.Next}
 		for _, d := range l.Deliveries {
 			ld := ListedDelivery{Channel: d.Channel, Provider: d.Provider, RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Status: "unknown"}
+			if l.IsSeries {
+				ld.Status = "series"
+			}
 			if cur, ok := l.Now[l.Key(d)]; ok {
 				ld.Status, ld.Attempts, ld.SentAt, ld.LastErrorClass = string(cur.Status), cur.Attempts, cur.SentAt, string(cur.LastErrorClass)
 			}

@@ -11,7 +11,10 @@ import (
 // Document is a reminder as `nudge reminder show --json` prints it and
 // GET /v1/reminders/{id} answers: one shape, stable field names.
 type Document struct {
-	Reminder   *Reminder          `json:"reminder"`
+	Reminder *Reminder `json:"reminder"`
+	// Series is set for a series: its next occurrence, how many it has
+	// created, and when it was cancelled.
+	Series     *SeriesView        `json:"series,omitempty"`
 	Deliveries []DeliveryDocument `json:"deliveries"`
 	History    []Event            `json:"history"`
 }
@@ -114,7 +117,7 @@ func (d DeliveryDocument) Told() string {
 // Document returns v as a Document, asking the ledger whether each live
 // delivery was handed off. Addresses are masked unless reveal.
 func (s *Store) Document(ctx context.Context, v View, reveal bool) (Document, error) {
-	doc := Document{Reminder: v.Reminder, History: v.Timeline(), Deliveries: []DeliveryDocument{}}
+	doc := Document{Reminder: v.Reminder, Series: v.Series, History: v.Timeline(), Deliveries: []DeliveryDocument{}}
 	if doc.History == nil {
 		doc.History = []Event{}
 	}

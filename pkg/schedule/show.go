@@ -17,6 +17,19 @@ type View struct {
 	Reminder *Reminder
 	// Deliveries are its deliveries as they are now, by key.
 	Deliveries []ledger.Delivery
+	// Series is set when the id is a series': Reminder is then the series
+	// (its Recur, its first occurrence's times), with no deliveries of
+	// its own.
+	Series *SeriesView
+}
+
+// SeriesView is what a series' view adds: its next occurrence after now
+// (nil once it has none, or it was cancelled), how many it has created,
+// and when it was cancelled.
+type SeriesView struct {
+	Next        *NextOccurrence `json:"next,omitempty"`
+	Created     int             `json:"created"`
+	CancelledAt string          `json:"cancelledAt,omitempty"`
 }
 
 // Event is one transition of one delivery, for a reminder's timeline (a
@@ -86,6 +99,16 @@ func (s *Store) show(ctx context.Context, c Caller, id string) (View, error) {
 	}
 	if stored.Empty() {
 		return View{}, fmt.Errorf("schedule: show %q: %w; check the id (reminder ids are case-sensitive) and the table", id, ErrNoReminder)
+	}
+	if sr := stored.Series; sr != nil {
+		r := reminderOf(sr.Item)
+		sv := &SeriesView{Created: sr.Next - 1, CancelledAt: FormatOpt(sr.CancelledAt)}
+		l := Listed{Reminder: r, IsSeries: true}
+		if err := s.listSeries(ctx, &l); err != nil {
+			return View{}, fmt.Errorf("schedule: show %q: %w", id, err)
+		}
+		sv.Next = l.Next
+		return View{Reminder: &r, Series: sv}, nil
 	}
 	return View{Reminder: reminderRead(stored.Reminder), Deliveries: stored.Deliveries}, nil
 }
