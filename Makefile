@@ -74,11 +74,15 @@ invoke: build-local ## run the function EVENT is for (or FN) under the Lambda em
 bench: build-local ## benchmarks, in-memory and against the stand-ins
 	NUDGE_REQUIRE_STANDINS=1 $(NUDGE) local exec -- $(GO) test -count=1 -run '^$$' -bench . -benchmem ./...
 
-fuzz: ## fuzz the message decoder, the consumer's event decoding, the import parser and the intake API, FUZZTIME each (30s, or 1000000x)
+fuzz: ## fuzz the message decoder, the consumer's event decoding, the import parser, the intake API, and the local-time, send-window and recurrence-rule parsers, FUZZTIME each (30s, or 1000000x)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/message
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/consumer
 	$(GO) test -run '^$$' -fuzz '^FuzzReadRows$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/schedule
 	$(GO) test -run '^$$' -fuzz '^FuzzFunctionURL$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/intake
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWall$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/localtime
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWindowSpec$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/localtime
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadZone$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/localtime
+	$(GO) test -run '^$$' -fuzz '^FuzzRule$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./pkg/recur
 
 cdk: $(CDK) ## install the pinned CDK CLI and cfn-guard into .local/cdk
 $(CDK): infra/cli/package.json infra/cli/package-lock.json

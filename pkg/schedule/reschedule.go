@@ -112,6 +112,20 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		if err != nil {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
 		}
+		if stored.Empty() && attempt == 1 {
+			// An occurrence of a series not created yet: created now, to be
+			// moved; its extension later finds it where it was moved.
+			if sr, o, ok, err := s.occurrenceOf(ctx, id); err != nil {
+				return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
+			} else if ok && c.owns(&sr.Item) {
+				if err := s.materialize(ctx, sr, o); err != nil {
+					return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
+				}
+				if stored, err = s.cfg.Ledger.ReadReminder(ctx, id); err != nil {
+					return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
+				}
+			}
+		}
 		if err := c.access(stored); errors.Is(err, ErrUnattributed) {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w", id, err)
 		} else if err != nil {
@@ -119,6 +133,10 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 		}
 		if stored.ReminderErr != nil {
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; nothing was moved", id, stored.ReminderErr)
+		}
+		if stored.Series != nil {
+			return Rescheduled{}, &ValidationError{ID: id, Problem: "is a series, whose occurrences are reminders of their own",
+				Fix: "reschedule one occurrence by its id (" + id + ".<local date and time>), or cancel the series and create another with the new rule or start"}
 		}
 		if attempt == 1 {
 			window, name := s.validator.Lateness, "the default lateness"

@@ -168,3 +168,32 @@ func TestASeriesThatCannotBeIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReschedulingAnOccurrence: one not created yet is created and moved;
+// its extension later leaves it where it was moved. A series itself is
+// not rescheduled: the refusal says what to do.
+func TestReschedulingAnOccurrence(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, string(seriesJSON("weekly-3", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Reschedule(b.ctx, "weekly-3.20270124T0930", schedule.Times{DueLocal: "2027-01-23T18:00"}, "")
+	if err != nil || len(res.Deliveries) != 1 || !res.Deliveries[0].Moved {
+		t.Fatalf("reschedule an occurrence not created yet: %+v, %v", res, err)
+	}
+	b.clk.Advance(30 * 24 * time.Hour)
+	if _, err := b.store.Extend(b.ctx, "weekly-3"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-3.20270124T0930"))
+	if err != nil || ledger.Format(d.DueAt) != "2027-01-23T17:00:00.000Z" || d.Status != ledger.StatusPending {
+		t.Fatalf("the moved occurrence after its extension: %+v, %v", d, err)
+	}
+	var ve *schedule.ValidationError
+	if _, err := b.store.Reschedule(b.ctx, "weekly-3", schedule.Times{DueLocal: "2027-03-01T09:30"}, ""); !errors.As(err, &ve) ||
+		!strings.Contains(ve.Fix, "reschedule one occurrence") {
+		t.Fatalf("reschedule the series: %v", err)
+	}
+}
