@@ -134,6 +134,7 @@ with different content it is refused as a conflict naming the field.`, s)
 	dueLocal := fs.String("due-local", "", "the due time on the recipient's wall clock (`LOCAL`, 2027-03-28T09:30), in --tz")
 	expiresLocal := fs.String("expires-local", "", "the expiry on the recipient's wall clock (`LOCAL`), in --tz")
 	tz := fs.String("tz", "", "the recipient's IANA time `ZONE` (Europe/Berlin), for --due-local and --expires-local")
+	rrule := fs.String("rrule", "", "make it a series: an RFC 5545 `RULE` (FREQ=MONTHLY;BYDAY=-1FR), from --due-local in --tz")
 	channel := fs.String("channel", "email", "the `CHANNEL`")
 	prov := fs.String("provider", registry.Default(), "the `PROVIDER`")
 	recipient := fs.String("recipient", "", "the recipient reference `REF` the provider resolves")
@@ -160,6 +161,7 @@ with different content it is refused as a conflict naming the field.`, s)
 			}
 		} else {
 			in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires, DueLocal: *dueLocal, ExpiresLocal: *expiresLocal, TimeZone: *tz,
+				Recur:      *rrule,
 				Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template, Address: *address}}}
 			if len(meta) > 0 {
 				in.Metadata = meta
@@ -178,6 +180,10 @@ with different content it is refused as a conflict naming the field.`, s)
 		fmt.Fprintf(stdout, "%s %s: %d deliveries due %s, expiring %s\n", outcome, r.ID, len(r.Deliveries), ledger.Format(r.DueAt), ledger.Format(r.ExpiresAt))
 		if r.TimeZone != "" {
 			fmt.Fprintf(stdout, "  local: due %s\n", schedule.LocalView(r.DueAt, r.TimeZone, r.DueLocal))
+		}
+		if r.Recur != "" {
+			fmt.Fprintf(stdout, "  series: %s; its occurrences are reminders %s.<local date and time>, created ahead (`nudge reminder show %s`)\n",
+				r.Recur, r.ID, r.ID)
 		}
 		return 0
 	}

@@ -106,3 +106,48 @@ func TestCalendarCommands(t *testing.T) {
 		t.Fatalf("reschedule of a cancelled reminder: %d %q", code, out)
 	}
 }
+
+// TestCalendarCommandsInTheRecipientsTime: schedule by local time, zone and
+// rule from the CLI, against DynamoDB Local; cancel one occurrence, then
+// the series.
+func TestCalendarCommandsInTheRecipientsTime(t *testing.T) {
+	db := standintest.DynamoDB(t)
+	table := standintest.Table(t, db)
+	if _, err := func() (int, error) {
+		l, err := ledger.New(db, ledger.Config{Table: table, Shards: 2})
+		if err != nil {
+			return 0, err
+		}
+		return l.StoredShards(context.Background())
+	}(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string, args ...string) (int, string, string) {
+		var out, errs bytes.Buffer
+		code := run(append([]string{cmd, "--table", table}, args...), strings.NewReader(""), &out, &errs)
+		return code, out.String(), errs.String()
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no zone database on this machine for the test's own arithmetic:", err)
+	}
+	first := time.Now().Add(72 * time.Hour).In(berlin).Truncate(time.Minute) // the wall clock: the ledger refuses times past
+	local := first.Format("2006-01-02T15:04")
+	code, out, errs := run("schedule", "--id", "ser-cli", "--account", "acct-1", "--due-local", local, "--tz", "Europe/Berlin",
+		"--rrule", "FREQ=WEEKLY", "--channel", "sms", "--provider", "webhook", "--recipient", "acct-1/c", "--template", "t")
+	if code != 0 || !strings.HasPrefix(out, "created ser-cli") || !strings.Contains(out, "series: FREQ=WEEKLY") || !strings.Contains(out, "local: due ") {
+		t.Fatalf("schedule a series: %d %q %q", code, out, errs)
+	}
+	second := "ser-cli." + first.AddDate(0, 0, 7).Format("20060102T1504")
+	if code, out, errs := run("cancel", second); code != 0 || !strings.Contains(out, second+":sms:webhook") {
+		t.Fatalf("cancel an occurrence: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := run("cancel", "ser-cli"); code != 0 || !strings.Contains(out, "ser-cli."+first.Format("20060102T1504")+":sms:webhook") {
+		t.Fatalf("cancel the series: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := run("schedule", "--id", "ser-bad", "--account", "acct-1", "--due-local", local, "--tz", "Europe/Berlin",
+		"--rrule", "FREQ=MONTHLY;BYDAY=-6FR", "--channel", "sms", "--provider", "webhook", "--recipient", "r", "--template", "t"); code != 1 ||
+		!strings.Contains(errs, "recur") {
+		t.Fatalf("a bad rule: %d %q", code, errs)
+	}
+}

@@ -71,6 +71,21 @@ off, and the transition history in time order.`, s)
 				fmt.Fprintf(out, "  local: due %s  expires %s\n", schedule.LocalView(r.DueAt, r.TimeZone, r.DueLocal),
 					schedule.LocalView(r.ExpiresAt, r.TimeZone, r.ExpiresLocal))
 			}
+			if r.Series != "" {
+				fmt.Fprintf(out, "  occurrence of series %s\n", r.Series)
+			}
+			if sv := v.Series; sv != nil {
+				fmt.Fprintf(out, "  series: %s, %d occurrences created", r.Recur, sv.Created)
+				switch {
+				case sv.CancelledAt != "":
+					fmt.Fprintf(out, "; cancelled at %s", sv.CancelledAt)
+				case sv.Next != nil:
+					fmt.Fprintf(out, "; next %s at %s (%s %s)", sv.Next.ID, ledger.Format(sv.Next.DueAt), sv.Next.DueLocal, r.TimeZone)
+				default:
+					fmt.Fprint(out, "; no occurrence left")
+				}
+				fmt.Fprintln(out)
+			}
 		} else {
 			fmt.Fprintf(out, "reminder %s  (no reminder item: its deliveries were written directly)\n", args[0])
 		}
