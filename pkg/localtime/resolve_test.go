@@ -7,7 +7,7 @@ import (
 	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
-func mustZone(t *testing.T, name string) *time.Location {
+func mustZone(t testing.TB, name string) *time.Location {
 	t.Helper()
 	loc, err := localtime.LoadZone(name)
 	if err != nil {
