@@ -1,6 +1,8 @@
 package localtime_test
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -38,7 +40,7 @@ func TestResolveFollowsRFC5545AtEveryKindOfChange(t *testing.T) {
 		{"Europe/Berlin", "2027-10-31T02:30", "2027-10-31T00:30:00Z", localtime.Repeated}, // the CEST one
 		{"Europe/Berlin", "2027-10-31T03:00", "2027-10-31T02:00:00Z", localtime.Exact},
 		{"America/New_York", "2027-03-14T02:15", "2027-03-14T07:15:00Z", localtime.Skipped},
-		{"America/New_York", "2027-11-07T01:30", "2027-11-07T05:30:00Z", localtime.Repeated}, // EDT
+		{"America/New_York", "2027-11-07T01:30", "2027-11-07T05:30:00Z", localtime.Repeated},   // EDT
 		{"Australia/Lord_Howe", "2027-10-03T02:15", "2027-10-02T15:45:00Z", localtime.Skipped}, // +10:30 → +11 at 02:00, a 30-minute gap: 02:45
 		{"Australia/Lord_Howe", "2027-04-04T01:45", "2027-04-03T14:45:00Z", localtime.Repeated},
 		{"Pacific/Chatham", "2027-09-26T03:00", "2027-09-25T14:15:00Z", localtime.Skipped}, // +12:45 → +13:45 at 02:45
@@ -56,5 +58,36 @@ func TestResolveFollowsRFC5545AtEveryKindOfChange(t *testing.T) {
 				t.Errorf("Resolve = %s (%v), want %s (%v)", got.Format(time.RFC3339), how, c.want, c.how)
 			}
 		})
+	}
+}
+
+// resolve.json is Python's zoneinfo resolving wall-clock times around every
+// change of offset in 2020–2040 in eight zones, from this package's
+// zoneinfo.zip (testdata/resolve.py): an oracle that shares no code with
+// Resolve.
+func TestResolveAgreesWithPython(t *testing.T) {
+	raw, err := os.ReadFile("testdata/resolve.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oracle struct {
+		Version string
+		Cases   []struct{ Zone, Wall, Want, How string }
+	}
+	if err := json.Unmarshal(raw, &oracle); err != nil {
+		t.Fatal(err)
+	}
+	if oracle.Version != localtime.Version {
+		t.Fatalf("resolve.json is from release %s, the package embeds %s: regenerate it (python3 testdata/resolve.py > testdata/resolve.json)",
+			oracle.Version, localtime.Version)
+	}
+	if len(oracle.Cases) < 1000 {
+		t.Fatalf("resolve.json has %d cases, want more than 1000", len(oracle.Cases))
+	}
+	for _, c := range oracle.Cases {
+		got, how := localtime.Resolve(mustWall(t, c.Wall), mustZone(t, c.Zone))
+		if got.Format(time.RFC3339) != c.Want || how.String() != c.How {
+			t.Errorf("Resolve(%s, %s) = %s (%v), Python says %s (%s)", c.Wall, c.Zone, got.Format(time.RFC3339), how, c.Want, c.How)
+		}
 	}
 }
