@@ -17,6 +17,7 @@ const (
 	Repeated
 )
 
+// String names r: "exact", "skipped" or "repeated".
 func (r Resolution) String() string {
 	switch r {
 	case Skipped:

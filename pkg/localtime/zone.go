@@ -89,7 +89,8 @@ func LoadZone(name string) (*time.Location, error) {
 		return bad("is not a time zone in the database (release "+Version+")", region)
 	}
 	if !strings.Contains(name, "/") && name != "UTC" {
-		return bad("is a legacy name or an abbreviation, not a region zone (Area/Location)", region+"; a region zone follows its region's daylight-saving changes")
+		return bad("is a legacy name or an abbreviation, not a region zone (Area/Location)",
+			region+"; a region zone follows its region's daylight-saving changes")
 	}
 	if strings.HasPrefix(name, "Etc/GMT") && len(name) > len("Etc/GMT") && name != "Etc/GMT0" {
 		return bad("is a fixed offset written with POSIX's inverted sign (Etc/GMT+5 is five hours behind UTC)", region)
