@@ -17,6 +17,7 @@ const (
 	Repeated
 )
 
+// String names r: "exact", "skipped" or "repeated".
 func (r Resolution) String() string {
 	switch r {
 	case Skipped:
@@ -43,7 +44,8 @@ func Resolve(w Wall, loc *time.Location) (time.Time, Resolution) {
 	offsets := map[int]bool{}
 	_, off := t.Zone()
 	offsets[off] = true
-	start, end := t.ZoneBounds()
+	start, _ := t.ZoneBounds()
+	end := zoneEnd(t)
 	if !start.IsZero() {
 		_, o := start.Add(-time.Second).Zone()
 		offsets[o] = true
@@ -85,7 +87,7 @@ func beforeGap(naive time.Time, loc *time.Location) int {
 	// which the wall clock first reads later than naive.
 	probe := naive.Add(-14 * time.Hour)
 	for range 4 {
-		_, end := probe.In(loc).ZoneBounds()
+		end := zoneEnd(probe.In(loc))
 		if end.IsZero() {
 			break
 		}

@@ -72,6 +72,9 @@ type Error struct {
 	Fix     string
 }
 
+// Error writes what was given, what is wrong with it, and the fix:
+// `"2027-02-29T09:00" is not a date and time that exists on a calendar;
+// check the day of the month and the time (00:00 to 23:59:59)`.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("%q %s", e.Value, e.Problem)
 	if e.Fix != "" {
@@ -100,7 +103,8 @@ func ParseWall(s string) (Wall, error) {
 		return bad("is empty", layout)
 	}
 	if i := strings.IndexAny(s, "Zz+"); i >= 10 || (strings.Count(s, "-") > 2 && len(s) > 16) {
-		return bad("has an offset", "a local time takes no offset: drop it and name the zone (timeZone), or give an absolute RFC 3339 time instead (dueAt)")
+		return bad("has an offset",
+			"a local time takes no offset: drop it and name the zone (timeZone), or give an absolute RFC 3339 time instead (dueAt)")
 	}
 	if strings.Contains(s, ".") {
 		return bad("has a fraction of a second", "give whole seconds at most, like 2027-03-28T09:30:15")

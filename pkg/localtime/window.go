@@ -129,12 +129,12 @@ func ParseWindow(from, to, zone string, days []string) (Window, error) {
 	if w.To, err = parseTimeOfDay(to, true); err != nil {
 		return Window{}, err
 	}
-	if w.To == 0 {
-		w.To = endOfDay
-	}
 	if w.From == w.To {
 		return Window{}, &Error{Value: clip(from + "-" + to), Problem: "opens and closes at the same time",
 			Fix: "give a window that is open part of the day, or leave the window out to send at any time"}
+	}
+	if w.To == 0 {
+		w.To = endOfDay
 	}
 	if _, err := LoadZone(zone); err != nil {
 		return Window{}, err
@@ -283,7 +283,7 @@ func (w Window) location() (*time.Location, error) {
 	case w.From < 0 || w.From >= endOfDay:
 		return bad(fmt.Sprint(int(w.From)), "is not a window's From (minutes after midnight)", "give 0 to 1439")
 	case w.To < 0 || w.To > endOfDay:
-		return bad(fmt.Sprint(int(w.To)), "is not a window's To (minutes after midnight)", "give 1 to 1440")
+		return bad(fmt.Sprint(int(w.To)), "is not a window's To (minutes after midnight)", "give 0 to 1440 (both midnight)")
 	case w.From == w.To:
 		return bad(w.From.String()+"-"+w.To.String(), "opens and closes at the same time",
 			"give a window that is open part of the day, or leave the window out to send at any time")
@@ -385,7 +385,8 @@ func (w Window) Contains(t time.Time) bool {
 // if w is open at t, else the instant it opens, which is the instant of a
 // daylight-saving change if the change moves the wall clock into the
 // window. It is exact to the nanosecond, in t's location. Next returns the
-// zero Time only if w is invalid.
+// zero Time only if w is invalid (or if its zone changed offset 64 times
+// before it opened, which no zone in the database does).
 func (w Window) Next(t time.Time) time.Time {
 	if w.IsZero() {
 		return t
@@ -404,7 +405,7 @@ func (w Window) Next(t time.Time) time.Time {
 	for i := range 64 {
 		local := u.In(loc)
 		_, off := local.Zone()
-		_, end := local.ZoneBounds()
+		end := zoneEnd(local)
 		shift := time.Duration(off) * time.Second
 		open := w.nextOpen(u.UTC().Add(shift)).Add(-shift)
 		switch {

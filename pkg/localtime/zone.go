@@ -89,7 +89,8 @@ func LoadZone(name string) (*time.Location, error) {
 		return bad("is not a time zone in the database (release "+Version+")", region)
 	}
 	if !strings.Contains(name, "/") && name != "UTC" {
-		return bad("is a legacy name or an abbreviation, not a region zone (Area/Location)", region+"; a region zone follows its region's daylight-saving changes")
+		return bad("is a legacy name or an abbreviation, not a region zone (Area/Location)",
+			region+"; a region zone follows its region's daylight-saving changes")
 	}
 	if strings.HasPrefix(name, "Etc/GMT") && len(name) > len("Etc/GMT") && name != "Etc/GMT0" {
 		return bad("is a fixed offset written with POSIX's inverted sign (Etc/GMT+5 is five hours behind UTC)", region)
@@ -109,4 +110,19 @@ func LoadZone(name string) (*time.Location, error) {
 	}
 	actual, _ := loaded.LoadOrStore(name, loc)
 	return actual.(*time.Location), nil
+}
+
+// zoneEnd is when the zone in force at t ends (the zero Time if never):
+// t.ZoneBounds' end, mended. Where a zone's TZ footer rule serves (the
+// years after its last listed transition: from about 2008 in Go's
+// zoneinfo.zip), Go takes every year to be 365 days long, so in the last
+// UTC day of a leap year ZoneBounds ends the zone at that day's start, at
+// or before t (golang/go#81583). The rule's year, and the zone, then go on
+// to the end of the UTC year.
+func zoneEnd(t time.Time) time.Time {
+	_, end := t.ZoneBounds()
+	if end.IsZero() || end.After(t) {
+		return end
+	}
+	return time.Date(t.UTC().Year()+1, time.January, 1, 0, 0, 0, 0, time.UTC).In(t.Location())
 }
