@@ -552,8 +552,10 @@ func (c *Consumer) failed(ctx context.Context, r *record, d ledger.Delivery, sen
 	now := c.cfg.Clock.Now()
 	next := now.Add(delay)
 	if opens := windowAfter(d, next); opens.After(next) {
-		// A retry that would land outside the window waits for it.
-		next, delay = opens, opens.Sub(now)
+		// A retry that would land outside the window waits for it: the
+		// ledger says when; the message comes back within SQS's longest
+		// delay, and a claim before the opening gives itself back.
+		next, delay = opens, min(opens.Sub(now), retry.MaxDelay)
 	}
 	if _, err := c.cfg.Ledger.Retry(ctx, d, ledger.Failure{Class: o.Class, Message: sendErr.Error(), NextAttemptAt: next}); err != nil && !errors.Is(err, ledger.ErrLeaseLost) {
 		if isSettled(err) {

@@ -21,6 +21,13 @@ func (c *Consumer) windowShut(ctx context.Context, r *record, d ledger.Delivery,
 	if d.Window == "" {
 		return Outcome{}, false
 	}
+	if _, ok := awaitedSince(d); ok {
+		// A claim after an attempt that may have gone out (a lapsed lease,
+		// a wait for the provider's record): whether it sends at all is
+		// that decision's, which a wait for the window would erase. Better
+		// a send outside the window than one sent twice.
+		return Outcome{}, false
+	}
 	w, err := localtime.ParseWindowSpec(d.Window)
 	if err != nil {
 		return c.deadLetter(ctx, r, &d, failure.ClassConfig, "its send window "+d.Window+" is unreadable here: "+err.Error()+

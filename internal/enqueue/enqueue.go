@@ -400,6 +400,7 @@ func (e *Enqueuer) emit(rep Report) {
 	m.Add(MetricPublishFailed, float64(rep.PublishFailed))
 	m.Add(MetricRepublished, float64(rep.Republished))
 	m.Add(MetricOccurrencesCreated, float64(rep.OccurrencesCreated))
+	m.Add(MetricOccurrencesMissed, float64(rep.OccurrencesMissed))
 	m.Add(MetricOverduePending, float64(rep.OverduePending))
 	m.Observe(MetricOldestOverdue, rep.OldestOverdue.Seconds())
 	m.Observe(MetricLag, rep.Lag.Seconds())

@@ -21,8 +21,14 @@ type SeriesLedger interface {
 	DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error)
 }
 
-// MetricOccurrencesCreated counts the occurrences of series the run created.
-const MetricOccurrencesCreated = "OccurrencesCreated"
+// MetricOccurrencesCreated counts the occurrences of series the run
+// created; MetricOccurrencesMissed those that had expired before they
+// could be created, or could never be sent (their window opens only after
+// their expiry): an alarm watches it.
+const (
+	MetricOccurrencesCreated = "OccurrencesCreated"
+	MetricOccurrencesMissed  = "OccurrencesMissed"
+)
 
 // seriesPerShard is the most series one run extends per shard; the rest
 // wait for the next run, a minute later.
@@ -37,9 +43,14 @@ func (r *run) extendSeries(ctx context.Context, shards int) error {
 	if c.Series == nil || c.SeriesLedger == nil {
 		return nil
 	}
+	// Half of what the hand-off left of its share: the rest is the
+	// overdue scan's, which repairs lost hand-offs.
+	stop := r.handOffBy.Add(r.stopBy.Sub(r.handOffBy) / 2)
+	offset := int(r.now.Unix()/60) % shards // a backlog in one shard does not always go first
 	var errs []error
-	for shard := range shards {
-		if !c.Clock.Now().Before(r.stopBy) || ctx.Err() != nil {
+	for i := range shards {
+		shard := (offset + i) % shards
+		if !c.Clock.Now().Before(stop) || ctx.Err() != nil {
 			r.add(func(rep *Report) { rep.Cut = true })
 			break
 		}
@@ -51,7 +62,7 @@ func (r *run) extendSeries(ctx context.Context, shards int) error {
 			continue
 		}
 		for _, id := range ids {
-			if !c.Clock.Now().Before(r.stopBy) || ctx.Err() != nil {
+			if !c.Clock.Now().Before(stop) || ctx.Err() != nil {
 				break
 			}
 			ext, err := c.Series.Extend(ctx, id)

@@ -31,11 +31,13 @@ type Retained struct {
 func (l *Ledger) Retain(ctx context.Context, dryRun bool) (Retained, error) {
 	var r Retained
 	in := &dynamodb.ScanInput{
-		TableName:                 aws.String(l.cfg.Table),
-		FilterExpression:          aws.String("begins_with(#pk, :rem)"),
+		TableName: aws.String(l.cfg.Table),
+		// Not a series item: its expiresAt is its first occurrence's, and it
+		// lives until it is cancelled (CancelSeries sets its TTL then).
+		FilterExpression:          aws.String("begins_with(#pk, :rem) AND #sk <> :series"),
 		ProjectionExpression:      aws.String("#pk, #sk, expiresAt, #ttl"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK, "#ttl": attrTTL},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":rem": sv("REM#")},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rem": sv("REM#"), ":series": sv(seriesSK)},
 	}
 	for {
 		out, err := l.api.Scan(ctx, in)

@@ -127,6 +127,12 @@ func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {
 	return s, nil
 }
 
+// MaxSeriesSpan bounds how long after a series' cancel one of its
+// occurrences may still be live (its due time, at most the intake's five
+// years ahead, plus its window): the cancelled series item is kept the
+// retention after that, then deleted by its TTL.
+const MaxSeriesSpan = 5*366*24*time.Hour + 7*24*time.Hour
+
 // ErrSeriesMoved is AdvanceSeries' refusal when the series is not at the
 // Next the caller read (another extension advanced it), or was cancelled.
 var ErrSeriesMoved = errors.New("the series moved on since it was read")
@@ -172,9 +178,13 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from, next int, e
 func (l *Ledger) CancelSeries(ctx context.Context, id string) (Series, error) {
 	out, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
-		UpdateExpression:          aws.String("SET cancelledAt = if_not_exists(cancelledAt, :now) REMOVE extendAt, dueShard, dueSort"),
+		// Kept the retention after its cancel, as long as any occurrence it
+		// created may still be live; then DynamoDB deletes it, addresses
+		// and all.
+		UpdateExpression:          aws.String("SET cancelledAt = if_not_exists(cancelledAt, :now), #ttl = if_not_exists(#ttl, :ttl) REMOVE extendAt, dueShard, dueSort"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now": sv(Format(l.cfg.Clock.Now()))},
+		ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": sv(Format(l.cfg.Clock.Now())), ":ttl": av(l.Expiry(l.cfg.Clock.Now().Add(MaxSeriesSpan)).Unix())},
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	var ccf *types.ConditionalCheckFailedException

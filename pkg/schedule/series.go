@@ -261,19 +261,31 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 			next, out.Next = o.N, firstAhead
 			break
 		}
-		r := occurrence(*sr, o)
-		if !r.ExpiresAt.After(now) {
+		r, sendable := occurrence(*sr, o), false
+		r.Deliveries, sendable = sendableDeliveries(r, now)
+		if !sendable {
+			// Expired before it could be created, or every delivery's
+			// window opens only after its expiry: it could never be sent.
 			out.Missed++
 			continue
 		}
 		if _, err := s.create(ctx, caller, r); err != nil {
 			var cf *ConflictError
-			if !errors.As(err, &cf) {
+			switch {
+			case errors.As(err, &cf):
+				// Another reminder holds its id (the occurrence rescheduled,
+				// or created by hand): it stands as it is.
+			case errors.Is(err, ErrTaken):
+				// Another caller's reminder holds its id: not this series'
+				// to send.
+				out.Missed++
+				s.cfg.Logger.Warn("a series' occurrence id is taken by another caller's reminder; the occurrence is skipped",
+					"series", id, "occurrence", r.ID)
+				continue
+			default:
 				// Not advanced: the next extension creates it.
 				return out, fmt.Errorf("schedule: extend %q: occurrence %s: %w", id, r.ID, err)
 			}
-			// Another reminder holds its id (created by hand, or the
-			// occurrence rescheduled): it stands as it is.
 		}
 		out.Created = append(out.Created, r.ID)
 		if o.At.After(now) {
@@ -289,21 +301,57 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
 		return out, nil
 	}
-	if err := s.cfg.Ledger.AdvanceSeries(ctx, id, sr.Next, next, out.Next); err != nil && !errors.Is(err, ledger.ErrSeriesMoved) {
+	err = s.cfg.Ledger.AdvanceSeries(ctx, id, sr.Next, next, out.Next)
+	switch {
+	case errors.Is(err, ledger.ErrSeriesMoved):
+		// Another extension advanced it (and created the same
+		// occurrences), or it was cancelled while this one created:
+		// then what this one created is cancelled too.
+		again, rerr := s.cfg.Ledger.ReadReminder(ctx, id)
+		if rerr != nil {
+			return out, fmt.Errorf("schedule: extend %q: %w", id, rerr)
+		}
+		if again.Series != nil && !again.Series.CancelledAt.IsZero() {
+			for _, occ := range out.Created {
+				if _, err := s.cancel(ctx, operator, occ, "its series was cancelled"); err != nil && !errors.Is(err, ErrNoReminder) {
+					return out, fmt.Errorf("schedule: extend %q: cancel %s after the series' cancel: %w", id, occ, err)
+				}
+			}
+		}
+	case err != nil:
 		return out, fmt.Errorf("schedule: extend %q: %w", id, err)
 	}
 	return out, nil
 }
 
+// sendableDeliveries are r's deliveries that can still be sent at now:
+// not expired (under r's late policy), and with no window that first opens
+// only after their expiry. ok is false if none can.
+func sendableDeliveries(r Reminder, now time.Time) ([]Delivery, bool) {
+	last, _ := lateRule(r.Late).DeliveryTimes(r.ExpiresAt)
+	if !last.After(now) {
+		return nil, false
+	}
+	var out []Delivery
+	for _, d := range r.Deliveries {
+		if !d.Window.IsZero() && !d.Window.Next(r.DueAt).Before(last) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, len(out) > 0
+}
+
 // occurrencesToEnd are the occurrences of series sr already created that
-// may still be live at now: due after now less their reminder's window
-// and late bound.
+// may still be live at now: due after now less their reminder's window,
+// late bound and a year (one rescheduled later than it was due; a move by
+// more than a year is not looked for).
 func occurrencesToEnd(sr ledger.Series, now time.Time) ([]string, error) {
 	series, err := seriesOf(sr.Item)
 	if err != nil {
 		return nil, err
 	}
-	span := sr.Item.ExpiresAt.Sub(sr.Item.DueAt) + sr.Item.Late.Within
+	span := sr.Item.ExpiresAt.Sub(sr.Item.DueAt) + sr.Item.Late.Within + 366*24*time.Hour
 	var ids []string
 	for it := series.Iter(); ; {
 		o, ok := it.Next()
@@ -319,9 +367,10 @@ func occurrencesToEnd(sr ledger.Series, now time.Time) ([]string, error) {
 // cancelSeries cancels series sr: no occurrence is created any more, and
 // each created one that may still be sent is cancelled as Cancel cancels
 // a reminder (its results are theirs, keyed by the occurrences' ids).
-func (s *Store) cancelSeries(ctx context.Context, c Caller, sr ledger.Series, note string) ([]CancelResult, error) {
-	if _, err := s.cfg.Ledger.CancelSeries(ctx, sr.Item.ID); err != nil {
-		return nil, fmt.Errorf("schedule: cancel series %q: %w", sr.Item.ID, err)
+func (s *Store) cancelSeries(ctx context.Context, c Caller, read ledger.Series, note string) ([]CancelResult, error) {
+	sr, err := s.cfg.Ledger.CancelSeries(ctx, read.Item.ID)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: cancel series %q: %w", read.Item.ID, err)
 	}
 	ids, err := occurrencesToEnd(sr, s.cfg.Clock.Now())
 	if err != nil {

@@ -197,3 +197,26 @@ func TestReschedulingAnOccurrence(t *testing.T) {
 		t.Fatalf("reschedule the series: %v", err)
 	}
 }
+
+// TestAnOccurrenceThatCouldNeverBeSentIsSkippedNotStalled: a daily series
+// whose window opens on weekdays only, with a few hours to expire: the
+// weekend's occurrences could never be sent, so they are counted missed
+// and skipped, and the series goes on to Monday's.
+func TestAnOccurrenceThatCouldNeverBeSentIsSkippedNotStalled(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // Monday 2026-11-30
+	js := strings.Replace(string(seriesJSON("wk-1", "FREQ=DAILY", "2026-12-01T09:00", `,"expiresLocal":"2026-12-01T13:00"`)),
+		`"templateRef":"weekly"`, `"templateRef":"weekly","window":{"from":"08:00","to":"17:00","days":["mon","tue","wed","thu","fri"]}`, 1)
+	r := b.parse(t, js)
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id     string
+		exists bool
+	}{{"wk-1.20261204T0900", true}, {"wk-1.20261205T0900", false}, {"wk-1.20261206T0900", false}, {"wk-1.20261207T0900", true}} {
+		if _, err := b.ledger.Get(b.ctx, occurrenceKey(c.id)); (err == nil) != c.exists {
+			t.Errorf("%s: %v; want it created %v", c.id, err, c.exists)
+		}
+	}
+}
