@@ -205,6 +205,14 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			}
 			out.Deliveries = append(out.Deliveries, res)
 		}
+		for _, d := range plan.Live {
+			if d.Window != "" && d.Status != ledger.StatusHeld && !plan.DeliveryDue(d).Before(deliveryExpiry(plan, d)) {
+				return Rescheduled{}, &ValidationError{ID: id, Field: "dueAt", Problem: fmt.Sprintf(
+					"puts %s where its send window (%s) first opens at %s, when it has expired (%s), so it could never be sent",
+					d.Key(), d.Window, FormatTime(plan.DeliveryDue(d)), FormatTime(deliveryExpiry(plan, d))),
+					Fix: "move it to a time the window opens before its expiry, or give a later expiresAt"}
+			}
+		}
 		if !out.stands() {
 			// Every delivery was sent, ended or is being sent: a refused
 			// reschedule changes nothing, the reminder item's times

@@ -172,3 +172,27 @@ func TestARescheduleMovesAWindowedDeliveryToTheOpening(t *testing.T) {
 		})
 	}
 }
+
+// TestARescheduleIntoAShutWindowIsRefused: moved to Saturday with a
+// weekday window and two hours to expire, the delivery could never be
+// sent: the reschedule is refused and nothing moves.
+func TestARescheduleIntoAShutWindowIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.parse(t, string(windowJSON("2027-06-01T09:00", `{"from":"08:00","to":"17:00","days":["mon","tue","wed","thu","fri"]}`,
+		`,"expiresLocal":"2027-06-01T11:00"`)))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	var ve *schedule.ValidationError
+	if _, err := b.store.Reschedule(b.ctx, r.ID, schedule.Times{DueLocal: "2027-06-05T10:00"}, ""); !errors.As(err, &ve) ||
+		!strings.Contains(err.Error(), "could never be sent") {
+		t.Fatalf("to a Saturday: %v", err)
+	}
+	if d, err := b.ledger.Get(b.ctx, r.Key(r.Deliveries[0])); err != nil || ledger.Format(d.DueAt) != "2027-06-01T13:00:00.000Z" {
+		t.Fatalf("after the refusal: %+v, %v", d, err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, r.ID, schedule.Times{DueLocal: "2027-06-07T10:00"}, ""); err != nil {
+		t.Fatalf("to a Monday: %v", err)
+	}
+}
