@@ -230,7 +230,7 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	now := s.cfg.Clock.Now()
 	horizon := now.Add(s.cfg.SeriesAhead)
 	var out Extended
-	var next int // set as the loop ends: the first occurrence left for a later extension
+	var next int             // set as the loop ends: the first occurrence left for a later extension
 	ahead := 0               // created, not yet due
 	var firstAhead time.Time // the earliest of them
 	last := 0                // the last occurrence's index, once the rule has no more
