@@ -38,7 +38,7 @@ func (c *Consumer) windowShut(ctx context.Context, r *record, d ledger.Delivery,
 	}
 	opens := w.Next(now)
 	until := opens
-	if !until.Before(d.ExpiresAt) {
+	if opens.IsZero() || !until.Before(d.ExpiresAt) { // zero: no opening found within Next's bound
 		until = d.ExpiresAt
 	}
 	_, err = c.cfg.Ledger.AwaitWindow(ctx, d, until)
