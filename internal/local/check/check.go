@@ -48,6 +48,18 @@ type Plan struct {
 	// Poison is how many malformed messages the run puts on the work
 	// queue: each must reach the DLQ.
 	Poison int
+	// Windows are the send windows the run's deliveries named, by key
+	// (recipient.go): each must be due at its window's opening and sent
+	// inside it.
+	Windows map[message.DeliveryKey]PlannedWindow
+	// Series are the recurring reminders the run created, by id. Their
+	// occurrences are not among Deliveries: Check adds those their rules
+	// and the bounds (SeriesAhead, SeriesCount: schedule.Config's) call
+	// for by the end, each a delivery that must be sent once if due by
+	// then, pending if not; any other occurrence is a violation.
+	Series      map[string]PlannedSeries
+	SeriesAhead time.Duration
+	SeriesCount int
 }
 
 // Evidence is what a run left behind, to check the plan against.
@@ -112,6 +124,9 @@ type Evidence struct {
 	// it sent were recorded before it read the ledger, so that a sent
 	// delivery without its feedback is one the path lost (check/feedback.go).
 	FeedbackRead bool
+
+	// Series are the ledger's series items of the plan's series, by id.
+	Series map[string]ledger.Series
 
 	// Problems are what went wrong on the way (a refused cancel, a failed
 	// schedule tick, a short DLQ read), and Stall the run's last stall
@@ -209,6 +224,16 @@ type Verdict struct {
 	Fallbacks                    int
 	FallbacksTaken               map[string]int
 	FallbacksSent, FallbacksHeld int
+	// WindowsWaited counts the deliveries sent once their send window
+	// opened, WindowWaitP50 and WindowWaitMax how long after it opened;
+	// WindowsOpen those sent in a window open when they fell due; and
+	// WindowsShut those pending at the end for a window that opens after
+	// it.
+	WindowsWaited, WindowsOpen, WindowsShut int
+	WindowWaitP50, WindowWaitMax            time.Duration
+	// Series counts the planned series, Occurrences their occurrences in
+	// the ledger (each a reminder of its own), OccurrencesSent those sent.
+	Series, Occurrences, OccurrencesSent int
 	// BouncedToFallback tells the story of one e-mail to SES's bounce@
 	// whose fallback was sent, from the ledger, the provider's record and
 	// the events ("" if the run had none).
@@ -223,6 +248,7 @@ func (v Verdict) OK() bool { return len(v.Violations) == 0 }
 // It returns the violations and the figures.
 func Check(p Plan, ev Evidence) Verdict {
 	v := Verdict{ByStatus: map[ledger.Status]int{}, DeadLettered: map[string]int{}, ByProvider: map[string]*ProviderCounts{}}
+	p, seriesBad := withSeries(p, ev)
 
 	// The ledger.
 	var latencies, windows []time.Duration
@@ -322,6 +348,8 @@ func Check(p Plan, ev Evidence) Verdict {
 		v.Violations = append(v.Violations, v.events(ev)...)
 	}
 	v.Violations = append(v.Violations, v.feedback(p, ev)...)
+	v.Violations = append(append(v.Violations, seriesBad...), v.windows(p, ev)...)
+	v.seriesFigures(p, ev)
 	return v
 }
 

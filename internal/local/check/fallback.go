@@ -24,7 +24,8 @@ import (
 // delivery its provider took and no failing report followed is a
 // violation: the recipient got both. It counts the fallbacks.
 func (v *Verdict) fallbackEnds(p Plan, ev Evidence) (Plan, []string) {
-	out := Plan{Deliveries: make(map[message.DeliveryKey]Planned, len(p.Deliveries)), Poison: p.Poison}
+	out := p
+	out.Deliveries = make(map[message.DeliveryKey]Planned, len(p.Deliveries))
 	var bad []string
 	v.FallbacksTaken = map[string]int{}
 	for _, k := range sortedKeys(p.Deliveries) {

@@ -7,6 +7,7 @@ import (
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/recur"
 )
 
 // perfectEnd is the end of the run Perfect describes.
@@ -21,14 +22,40 @@ var perfectEnd = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // (recordHistory); each one its provider sent with the feedback its plan
 // expects standing, and the feedback read (FeedbackRead); a DLQ message
 // for each dead delivery, and for each poison message (ids poison-0, …);
-// the work queue empty. A test breaks it one way at a time and checks that
+// the work queue empty; each delivery that names a send window due at its
+// opening (and sent then); each series in the ledger, extended as far as
+// its rule and the bounds allow, each occurrence due at its rule's time.
+// A test breaks it one way at a time and checks that
 // Check says so.
 func Perfect(p Plan) Evidence {
 	ev := Evidence{End: perfectEnd, Ledger: map[message.DeliveryKey]ledger.Delivery{}, Recorded: map[message.DeliveryKey]int{}, FeedbackRead: true}
+	due := map[message.DeliveryKey]time.Time{}
+	for id, s := range p.Series {
+		if ev.Series == nil {
+			ev.Series = map[string]ledger.Series{}
+		}
+		ev.Series[id] = ledger.Series{ExtendAt: perfectEnd.Add(24 * time.Hour)}
+		for _, o := range occurrences(s.Series, perfectEnd, p.SeriesAhead, p.SeriesCount) {
+			due[message.DeliveryKey{ReminderID: recur.OccurrenceID(id, o), Channel: s.Channel, Provider: s.Provider}] = o.At
+		}
+	}
+	for k, w := range p.Windows {
+		due[k] = w.Opens
+	}
+	p, _ = withSeries(p, ev)
 	for k, d := range p.Deliveries {
 		got := ledger.Delivery{ReminderID: k.ReminderID, Channel: k.Channel, Provider: k.Provider, Status: d.Expect, LastErrorClass: d.Class}
 		if d.Expect == ledger.StatusPending {
 			got.DueAt = perfectEnd.Add(30 * 24 * time.Hour)
+		}
+		if at, ok := due[k]; ok {
+			got.DueAt = at
+			if d.Expect == ledger.StatusSent {
+				got.SentAt = at
+			}
+		}
+		if w, ok := p.Windows[k]; ok {
+			got.Window = w.Window.String()
 		}
 		if d.Fault == "drop" && reviews(k.Provider) {
 			ev.Recorded[k] = 1 // it went out; the answer was lost, so it waits for review

@@ -45,6 +45,8 @@ type run struct {
 
 	mu        sync.Mutex
 	due       map[message.DeliveryKey]time.Time // as the intake answered
+	created   map[string]time.Time              // each reminder's due time (a series' first), as the intake answered
+	lastOpens time.Time                         // the last opening of a window that opens within the run
 	poisonIDs []string                          // the poison messages' ids on the work queue
 }
 
@@ -67,7 +69,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	out := cfg.Out
-	r := &run{cfg: cfg, plan: newPlan(cfg), due: map[message.DeliveryKey]time.Time{}}
+	r := &run{cfg: cfg, plan: newPlan(cfg), due: map[message.DeliveryKey]time.Time{}, created: map[string]time.Time{}}
 	sys, err := local.Start(ctx, local.Config{Stage: stage, Dir: cfg.Dir,
 		DynamoDBEndpoint: cfg.DynamoDBEndpoint, SQSEndpoint: cfg.SQSEndpoint, SESEndpoint: cfg.SESEndpoint, Plan: r.plan.sinkPlan(), Log: out})
 	if err != nil {
@@ -254,9 +256,14 @@ func (r *run) demo(ctx context.Context) (*Summary, error) {
 		if report := r.stall.observe(time.Now(), snap, ms); report != "" {
 			prog.note(fmt.Sprintf("%5.0fs  %s", time.Since(r.started).Seconds(), report))
 		}
-		if intakeOver && fresh && snap.dueLive == 0 && snap.queue == 0 {
+		// A window that opens within the run is waited for: until then
+		// its deliveries are not due, and the run would end without them.
+		r.mu.Lock()
+		opening := time.Now().Before(r.lastOpens) // wall clock: as above
+		r.mu.Unlock()
+		if intakeOver && fresh && snap.dueLive == 0 && snap.queue == 0 && !opening {
 			quiet++
-		} else if !fresh || snap.queue > 0 || snap.dueLive > 0 {
+		} else if !fresh || snap.queue > 0 || snap.dueLive > 0 || opening {
 			quiet = 0
 		}
 		finished = quiet >= 2 || large && quiet >= 1
@@ -420,7 +427,10 @@ func (r *run) createOne(ctx context.Context, rem *plannedReminder, lateCancels *
 	for attempt := 1; ; attempt++ {
 		// Its times from now at each attempt: an expired reminder's short
 		// life starts again with a retry.
-		in := r.plan.input(rem, time.Now(), rem.soon) // wall clock: the local runs time real processes, which run on it
+		in, ierr := r.plan.input(rem, time.Now(), rem.soon) // wall clock: the local runs time real processes, which run on it
+		if ierr != nil {
+			return ierr
+		}
 		// Every call is idempotent: one that timed out, or met a busy
 		// intake (429) or DynamoDB Local (503), is sent again.
 		if created, err = r.api.Put(ctx, in); err == nil || !retryable(err) || attempt == 5 || ctx.Err() != nil {
@@ -434,6 +444,10 @@ func (r *run) createOne(ctx context.Context, rem *plannedReminder, lateCancels *
 	r.mu.Lock()
 	for _, d := range rem.deliveries {
 		r.due[d.Key] = created.Reminder.DueAt
+	}
+	r.created[rem.id] = created.Reminder.DueAt
+	if rem.kind == windowWaits && rem.opens.After(r.lastOpens) {
+		r.lastOpens = rem.opens
 	}
 	r.mu.Unlock()
 	switch rem.kind {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/redrive"
 	"github.com/nudgehq/nudge/internal/status"
+	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
 // logsKeptIfFailed removes a run's logs (.local/logs/<stage>-*.log) once
@@ -212,7 +214,11 @@ func TestAShareOfTheEmailsGoesToTheSimulator(t *testing.T) {
 	for _, r := range p.reminders {
 		for i, d := range r.deliveries {
 			if d.Simulator != "" {
-				if got := p.input(r, time.Now(), time.Second).Deliveries[i].Address; got != d.Simulator {
+				in, err := p.input(r, time.Now(), time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := in.Deliveries[i].Address; got != d.Simulator {
 					t.Fatalf("%s is addressed to %q at the intake; want %s", d.Key, got, d.Simulator)
 				}
 				return
@@ -301,9 +307,23 @@ func TestDemoRunKeepsItsInvariants(t *testing.T) {
 	if c := sum.ByProvider[ses.Name]; c != nil {
 		reviewed = c.Reviewed
 	}
-	if sum.Sent+reviewed != want(ledger.StatusSent) || sum.Expired != want(ledger.StatusExpired) || sum.Cancelled != want(ledger.StatusCancelled) {
-		t.Errorf("sent %d (and %d reviewed at SES), expired %d, cancelled %d; the plan calls for %d, %d, %d",
-			sum.Sent, reviewed, sum.Expired, sum.Cancelled, want(ledger.StatusSent), want(ledger.StatusExpired), want(ledger.StatusCancelled))
+	// Each series' first occurrence is due in the run, and sent: the
+	// checker plans the occurrences, the mix does not.
+	if sum.Sent+reviewed != want(ledger.StatusSent)+sum.OccurrencesSent || sum.Expired != want(ledger.StatusExpired) || sum.Cancelled != want(ledger.StatusCancelled) {
+		t.Errorf("sent %d (and %d reviewed at SES), expired %d, cancelled %d; the plan calls for %d (and %d occurrences), %d, %d",
+			sum.Sent, reviewed, sum.Expired, sum.Cancelled, want(ledger.StatusSent), sum.OccurrencesSent, want(ledger.StatusExpired), want(ledger.StatusCancelled))
+	}
+	kinds, series := map[kind]int{}, 0
+	for _, r := range p.reminders {
+		kinds[r.kind] += len(r.deliveries)
+		if r.kind.series() {
+			series++
+		}
+	}
+	if sum.Series != series || series == 0 || sum.OccurrencesSent != sum.Series ||
+		sum.WindowsWaited != kinds[windowWaits] || sum.WindowsOpen != kinds[windowOpen] || sum.WindowsShut != kinds[windowShut] {
+		t.Errorf("series %d (first occurrences sent %d); windows waited %d, open %d, shut %d; the plan has %d waiting, %d open, %d shut",
+			sum.Series, sum.OccurrencesSent, sum.WindowsWaited, sum.WindowsOpen, sum.WindowsShut, kinds[windowWaits], kinds[windowOpen], kinds[windowShut])
 	}
 	for _, reason := range []string{"rejected: ", "exhausted: ", "decode: "} {
 		found := false
@@ -458,5 +478,93 @@ func TestLogsTellAnUnrecordedSend(t *testing.T) {
 	}
 	if billed, _ := (logs{l}).usage(); billed != 13*time.Millisecond {
 		t.Fatalf("billed %v, want 13ms", billed)
+	}
+}
+
+// TestTheRecipientsKindsAskWhatTheCheckerExpects: each windowed reminder of
+// the default mix asks for a window that the library opens when the demo
+// tells the checker it opens (a waiting one on the minute, at least the
+// lead away; an open one at once; a shut one six hours on), and each
+// series for its kind's rule from a first occurrence soon after now, in
+// its zone; every new kind is in the mix.
+func TestTheRecipientsKindsAskWhatTheCheckerExpects(t *testing.T) {
+	cfg := defaults(t, Config{})
+	p := newPlan(cfg)
+	now := time.Date(2026, 12, 31, 23, 59, 58, 0, time.UTC)
+	seen := map[kind]int{}
+	for _, r := range p.reminders {
+		if !r.kind.recipients() {
+			continue
+		}
+		seen[r.kind]++
+		in, err := p.input(r, now, r.soon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.kind.series() {
+			if in.Recur != rules[r.kind] || in.TimeZone != r.zone || in.DueAt != "" || len(in.Deliveries) != 1 {
+				t.Fatalf("%s (%s) asks for %+v", r.id, r.kind, in)
+			}
+			loc, _ := localtime.LoadZone(r.zone)
+			if first := now.Add(r.soon).In(loc).Format("2006-01-02T15:04:05"); !strings.HasPrefix(first, in.DueLocal) {
+				t.Fatalf("%s starts at %s; want %s in %s", r.id, in.DueLocal, first, r.zone)
+			}
+			continue
+		}
+		wi := in.Deliveries[0].Window
+		if wi == nil {
+			t.Fatalf("%s (%s) names no window", r.id, r.kind)
+		}
+		w, err := localtime.ParseWindow(wi.From, wi.To, wi.TimeZone, wi.Days)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opens := r.opens
+		if opens.IsZero() {
+			opens = now // open when it falls due
+		}
+		if got := w.Next(now); !got.Equal(opens) {
+			t.Fatalf("%s (%s): window %s opens at %s; the checker is told %s", r.id, r.kind, w, got, r.opens)
+		}
+		switch lead := opens.Sub(now); r.kind {
+		case windowWaits:
+			if lead < windowLead || lead > max(windowLead, cfg.Spread/2)+time.Minute || r.opens.Second() != 0 || len(wi.Days) != 1 {
+				t.Fatalf("%s waits %v for %s", r.id, lead, w)
+			}
+		case windowOpen:
+			if lead != 0 {
+				t.Fatalf("%s's window %s is shut at %s", r.id, w, now)
+			}
+		case windowShut:
+			if lead < 6*time.Hour || lead > 6*time.Hour+time.Minute {
+				t.Fatalf("%s's window %s opens in %v", r.id, w, lead)
+			}
+		}
+		// A retry asks for the same window.
+		if again, _ := p.input(r, now.Add(time.Second), r.soon); !reflect.DeepEqual(again.Deliveries[0].Window, wi) {
+			t.Fatalf("%s's retry asks for %+v, then %+v", r.id, wi, again.Deliveries[0].Window)
+		}
+	}
+	for _, k := range []kind{windowWaits, windowOpen, windowShut, daily, weekly} {
+		if seen[k] == 0 {
+			t.Errorf("no %s reminder in the default mix", k)
+		}
+	}
+}
+
+// TestASmallRunMeetsEveryFault: a run too small for the draw to give every
+// fault kind its share still meets each once (the demo test redrives the
+// rejected ones).
+func TestASmallRunMeetsEveryFault(t *testing.T) {
+	for _, n := range []int{20, 200} {
+		p := newPlan(defaults(t, Config{Reminders: n}))
+		for _, f := range []string{"500", "429", "400", "hang", "drop", "down"} {
+			if p.count(func(d check.Planned) bool { return d.Fault == f }) == 0 {
+				t.Errorf("%d reminders: no delivery meets fault %s", n, f)
+			}
+		}
+		if v := check.Check(p.Plan, check.Perfect(p.Plan)); !v.OK() {
+			t.Fatalf("%d reminders: a perfect run broke invariants: %v", n, v.Violations)
+		}
 	}
 }

@@ -46,6 +46,22 @@ func (r *run) evidence(ctx context.Context) (check.Evidence, error) {
 	}); err != nil {
 		return ev, err
 	}
+	// The series, as an operator reads one (nudge reminder show).
+	for _, rem := range r.plan.reminders {
+		if !rem.kind.series() {
+			continue
+		}
+		st, err := r.h.Ledger.ReadReminder(ctx, rem.id)
+		if err != nil {
+			return ev, err
+		}
+		if st.Series != nil {
+			if ev.Series == nil {
+				ev.Series = map[string]ledger.Series{}
+			}
+			ev.Series[rem.id] = *st.Series
+		}
+	}
 	if ev.DLQ, err = readDLQ(ctx, r.h.SQS, r.h.Resources, 20*time.Second, r.problems.add); err != nil {
 		return ev, err
 	}

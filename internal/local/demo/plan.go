@@ -15,6 +15,7 @@ import (
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/localtime"
 	"github.com/nudgehq/nudge/pkg/provider"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -29,10 +30,19 @@ const (
 	expired    kind = "expired"
 	cancelled  kind = "cancelled"      // cancelled before its hand-off
 	lateCancel kind = "cancelled late" // cancelled after its message was published
+	// Due now, each delivery with a send window (recipient.go): one that
+	// opens within the run, one open already, one that opens only after
+	// the run.
+	windowWaits kind = "waits for its window"
+	windowOpen  kind = "in its window"
+	windowShut  kind = "window shut all run"
+	// Series whose first occurrence falls due in the run.
+	daily  kind = "daily series"
+	weekly kind = "weekly series"
 )
 
 // kinds in the order the summary lists them.
-var kinds = []kind{dueNow, dueSoon, future, expired, cancelled, lateCancel}
+var kinds = []kind{dueNow, dueSoon, future, expired, cancelled, lateCancel, windowWaits, windowOpen, windowShut, daily, weekly}
 
 // The providers, by channel: e-mail goes out through SES for half the
 // reminders and the webhook for the other half; SMS is published to SNS,
@@ -62,7 +72,8 @@ var simulator = []struct {
 }
 
 // share of the reminders per kind; due now takes the rest.
-var shares = map[kind]float64{dueSoon: 0.35, future: 0.10, expired: 0.05, cancelled: 0.03, lateCancel: 0.03}
+var shares = map[kind]float64{dueSoon: 0.35, future: 0.10, expired: 0.05, cancelled: 0.03, lateCancel: 0.03,
+	windowWaits: 0.03, windowOpen: 0.02, windowShut: 0.02, daily: 0.01, weekly: 0.01}
 
 // plannedReminder is one reminder of the mix.
 type plannedReminder struct {
@@ -73,6 +84,14 @@ type plannedReminder struct {
 	// fallbacks are the fallbacks it names, by the index in deliveries of
 	// the delivery each stands in for.
 	fallbacks map[int]check.Planned
+	// zone is the recipient's, for a reminder with send windows or a
+	// series; start its first occurrence (a series') or its window's
+	// (windowed kinds), drawn once, at its first creation attempt.
+	zone     string
+	window   localtime.Window
+	windowIn *schedule.WindowInput
+	opens    time.Time
+	start    localtime.Wall
 }
 
 // plan is the whole mix, drawn from a seeded source, and what each of its
@@ -124,6 +143,13 @@ func newPlan(cfg Config) *plan {
 	fbr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x66616c6c))
 	for i, k := range order {
 		r := &plannedReminder{id: fmt.Sprintf("rem-%05d", i+1), kind: k, soon: time.Duration(1 + rnd.Int64N(int64(cfg.Spread)))}
+		r.zone = zoneOf(k, i)
+		if k.series() {
+			// Its occurrences are the checker's to plan (check.Plan.Series):
+			// their ids and times come from the first, drawn at creation.
+			p.reminders = append(p.reminders, r)
+			continue
+		}
 		email := stoodIn(provider.SinkStandIn)
 		if rnd.Float64() < sesShare {
 			email = stoodIn(provider.EmailStandIn)
@@ -141,6 +167,10 @@ func newPlan(cfg Config) *plan {
 				d.Expect = ledger.StatusExpired
 			case cancelled, lateCancel:
 				d.Expect = ledger.StatusCancelled
+			case windowShut:
+				d.Expect = ledger.StatusPending
+			case windowWaits, windowOpen:
+				d.Expect = ledger.StatusSent // no fault: the run checks the window
 			default:
 				d.Fault = drawFault(rnd.Float64(), f)
 				d.Expect, d.Class = check.Expect(key.Provider, d.Fault)
@@ -160,6 +190,7 @@ func newPlan(cfg Config) *plan {
 		p.planFallbacks(r, keys, fbr)
 		p.reminders = append(p.reminders, r)
 	}
+	p.everyFault(f)
 	for i := range cfg.Poison {
 		p.poison = append(p.poison, poisonBodies[i%len(poisonBodies)])
 	}
@@ -236,6 +267,33 @@ func (p *plan) mixLine() string {
 	return line
 }
 
+// everyFault gives each fault kind f asks for that the draw left out to a
+// due-now delivery without a fault, a fallback or a simulator mailbox (the
+// first in the plan's order): a small run meets every fault it asks for,
+// whatever the seed.
+func (p *plan) everyFault(f Faults) {
+	for _, c := range []struct {
+		name  string
+		share float64
+	}{{"500", f.Server}, {"429", f.Throttled}, {"400", f.Rejected}, {"hang", f.Hang}, {"drop", f.Drop}, {"down", f.Down}} {
+		if c.share <= 0 || p.count(func(d check.Planned) bool { return d.Fault == c.name }) > 0 {
+			continue
+		}
+	find:
+		for _, r := range p.reminders {
+			for i, d := range r.deliveries {
+				if _, fb := r.fallbacks[i]; r.kind != dueNow || d.Fault != "" || d.Simulator != "" || fb {
+					continue
+				}
+				d.Fault = c.name
+				d.Expect, d.Class = check.Expect(d.Key.Provider, d.Fault)
+				r.deliveries[i], p.Deliveries[d.Key] = d, d
+				break find
+			}
+		}
+	}
+}
+
 // drawFault picks a fault kind for a uniform draw u.
 func drawFault(u float64, f Faults) string {
 	for _, c := range []struct {
@@ -265,7 +323,18 @@ var poisonBodies = func(p string) []string {
 }(registry.Default())
 
 // input is the reminder's intake record, with times relative to now.
-func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) schedule.Input {
+func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) (schedule.Input, error) {
+	if r.kind.series() {
+		return p.seriesInput(r, now), nil
+	}
+	var window *schedule.WindowInput
+	if r.kind.windowed() {
+		w, err := r.drawWindow(now, p.cfg.Spread)
+		if err != nil {
+			return schedule.Input{}, err
+		}
+		window = &w
+	}
 	due, expires := now, time.Time{}
 	switch r.kind {
 	case dueSoon:
@@ -287,7 +356,7 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 	}
 	for i, d := range r.deliveries {
 		di := schedule.DeliveryInput{Channel: d.Key.Channel, Provider: d.Key.Provider,
-			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3"}
+			RecipientRef: fmt.Sprintf("contact/%s/%d", r.id, i), TemplateRef: "renewal-notice-v3", Window: window}
 		if drv, _ := registry.Lookup(d.Key.Provider); drv.Intake.Address == provider.EmailAddress {
 			di.TemplateRef, di.Address = "renewal-notice", cmp.Or(d.Simulator, r.id+"@customers.example")
 		}
@@ -297,7 +366,7 @@ func (p *plan) input(r *plannedReminder, now time.Time, soon time.Duration) sche
 		}
 		in.Deliveries = append(in.Deliveries, di)
 	}
-	return in
+	return in, nil
 }
 
 // lateCancelDue is how far ahead a late-cancelled reminder falls due: far

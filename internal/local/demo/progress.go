@@ -35,6 +35,15 @@ func (r *run) scan(ctx context.Context, snap *snapshot) error {
 	if err != nil {
 		return err
 	}
+	// A series whose time for its next occurrences has come is live work
+	// too: the enqueue's next run extends it.
+	for shard := range r.h.Stage.Shards {
+		ids, err := r.h.Ledger.DueSeries(ctx, shard, now, 100)
+		if err != nil {
+			return err
+		}
+		dueLive += len(ids)
+	}
 	snap.byStatus, snap.dueLive = byStatus, dueLive
 	return nil
 }

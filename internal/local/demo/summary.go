@@ -128,6 +128,18 @@ type Summary struct {
 	FallbacksTaken               map[string]int
 	FallbacksSent, FallbacksHeld int
 	BouncedToFallback            string
+	// WindowsWaited counts the deliveries sent once their send window
+	// opened (WindowWait after it opened), WindowsOpen those sent in a
+	// window open when they fell due, WindowsShut those pending for one
+	// that opens after the run.
+	WindowsWaited, WindowsOpen, WindowsShut int
+	WindowWaitP50, WindowWaitMax            time.Duration
+	// Series counts the series created, Occurrences their occurrences in
+	// the ledger, OccurrencesSent those sent; SeriesAhead and SeriesCount
+	// are the bounds the checker held them to.
+	Series, Occurrences, OccurrencesSent int
+	SeriesAhead                          time.Duration
+	SeriesCount                          int
 
 	// Usage is what the run consumed as AWS bills it (the intake's writes
 	// included), and Cost that at Prices per million sent deliveries.
@@ -151,7 +163,11 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := check.Check(r.plan.Plan, ev)
+	plan, err := r.recipientPlan()
+	if err != nil {
+		return nil, err
+	}
+	v := check.Check(plan, ev)
 	sum.Violations = v.Violations
 	sum.ByStatus, sum.Overdue, sum.ByProvider = v.ByStatus, v.Overdue, v.ByProvider
 	sum.Sent, sum.Expired, sum.Cancelled = v.ByStatus[ledger.StatusSent], v.ByStatus[ledger.StatusExpired], v.ByStatus[ledger.StatusCancelled]
@@ -164,6 +180,10 @@ func (r *run) summarize(ctx context.Context) (*Summary, error) {
 	sum.Events, sum.EventRepeats, sum.EarlierEnds, sum.FeedbackEvents = v.Events, v.EventRepeats, v.EarlierEnds, v.FeedbackEvents
 	sum.Fallbacks, sum.FallbacksTaken, sum.FallbacksSent, sum.FallbacksHeld = v.Fallbacks, v.FallbacksTaken, v.FallbacksSent, v.FallbacksHeld
 	sum.BouncedToFallback = v.BouncedToFallback
+	sum.WindowsWaited, sum.WindowsOpen, sum.WindowsShut = v.WindowsWaited, v.WindowsOpen, v.WindowsShut
+	sum.WindowWaitP50, sum.WindowWaitMax = v.WindowWaitP50, v.WindowWaitMax
+	sum.Series, sum.Occurrences, sum.OccurrencesSent = v.Series, v.Occurrences, v.OccurrencesSent
+	sum.SeriesAhead, sum.SeriesCount = plan.SeriesAhead, plan.SeriesCount
 
 	// The metrics, the sink, the requests.
 	h, logs := r.h, r.logs
@@ -359,6 +379,7 @@ func (sum *Summary) Write(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", sum.BouncedToFallback)
 		}
 	}
+	sum.writeRecipient(w)
 	if len(sum.PeakRSS) > 0 {
 		var parts []string
 		for _, fn := range []string{"consumer", "enqueue"} {
@@ -407,5 +428,21 @@ func (sum *Summary) Write(w io.Writer) {
 	fmt.Fprintf(w, "\nFAILED: %d invariant(s) broken:\n", len(sum.Violations))
 	for _, v := range sum.Violations {
 		fmt.Fprintln(w, "  - "+v)
+	}
+}
+
+// writeRecipient tells of the recipient's time: the send windows and the
+// series.
+func (sum *Summary) writeRecipient(w io.Writer) {
+	if n := sum.WindowsWaited + sum.WindowsOpen + sum.WindowsShut; n > 0 {
+		fmt.Fprintf(w, "\nsend windows (the recipient's hours, in %s): %d sent once their window opened "+
+			"(p50 %v, max %v after it opened), %d sent in a window open when they fell due, %d pending for a window that opens after the run, "+
+			"each due at its opening\n", strings.Join(windowZones, ", "), sum.WindowsWaited, sum.WindowWaitP50.Round(time.Millisecond), sum.WindowWaitMax.Round(time.Millisecond),
+			sum.WindowsOpen, sum.WindowsShut)
+	}
+	if sum.Series > 0 {
+		fmt.Fprintf(w, "series (%s, in %s): %d, with %d occurrences created, each a reminder of its own, as their rules say and "+
+			"at most %d ahead within %d days; %d due in the run, each sent once\n", strings.Join([]string{rules[daily], rules[weekly]}, " and "),
+			strings.Join(seriesZones, ", "), sum.Series, sum.Occurrences, sum.SeriesCount, int(sum.SeriesAhead.Hours()/24), sum.OccurrencesSent)
 	}
 }
