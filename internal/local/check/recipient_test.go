@@ -90,9 +90,9 @@ func TestTheCheckerCatchesWhatWindowsAndSeriesMustNotDo(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		name  string
+		name   string
 		break_ func(Plan, *Evidence)
-		want  string
+		want   string
 	}{
 		{"sent before its window opened", func(_ Plan, ev *Evidence) {
 			set(ev, waited, func(d *ledger.Delivery) { d.SentAt = d.DueAt.Add(-time.Minute) })
