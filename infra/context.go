@@ -63,6 +63,7 @@ func StagesFromContext(get func(key string) any) (stages []deployment.Stage, lef
 //	enqueueReservedConcurrency    instances reserved for the enqueue (0: none)
 //	intakeMemory      MB          intakeTimeout   seconds (the HTTP intake)
 //	intakeReservedConcurrency     the most intake instances at once (0: no cap)
+//	sendWindows       default send windows by channel: "sms=08:00-21:00 mon-sat; email=07:00-22:00"
 //	intakeFullAccess  IAM role and user ARNs (comma-separated) that act on every reminder through the API
 //	outcomesMemory    MB          outcomesTimeout seconds (the outcomes function)
 //	feedbackMemory    MB          feedbackTimeout seconds (the feedback function, with ses)
@@ -139,6 +140,9 @@ func StageFromContext(get func(key string) any) (deployment.Stage, error) {
 				s.Providers = append(s.Providers, p) // each once: the stack defines a provider's part once
 			}
 		}
+	}
+	if v, ok := str("sendWindows"); ok {
+		s.SendWindows = v // Validate parses it
 	}
 	if v, ok := str("intakeFullAccess"); ok {
 		s.IntakeFullAccess = nil

@@ -420,19 +420,20 @@ func actions(p map[string]any) []string {
 func TestContextOverridesTheStage(t *testing.T) {
 	ctx := map[string]any{"stage": "prod", "consumerMemory": "1024", "batchSize": "50", "batchingWindow": "5", "recordConcurrency": "25", "alarmEmail": "ops@example.com", "retainData": "false",
 		"intakeMemory": "512", "intakeTimeout": "20", "intakeReservedConcurrency": "50",
-		"intakeFullAccess": "arn:aws:iam::123456789012:role/nudge-support, arn:aws:iam::123456789012:user/ops"}
+		"intakeFullAccess": "arn:aws:iam::123456789012:role/nudge-support, arn:aws:iam::123456789012:user/ops",
+		"sendWindows":      "sms=08:00-21:00 mon-sat"}
 	s, err := StageFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Name != "prod" || s.ConsumerMemoryMB != 1024 || s.BatchSize != 50 || s.BatchingWindow.Seconds() != 5 || s.AlarmEmail != "ops@example.com" || s.RetainData ||
 		s.IntakeMemoryMB != 512 || s.IntakeTimeout.Seconds() != 20 || s.IntakeReservedConcurrency != 50 ||
-		len(s.IntakeFullAccess) != 2 || s.IntakeFullAccess[1] != "arn:aws:iam::123456789012:user/ops" {
+		len(s.IntakeFullAccess) != 2 || s.IntakeFullAccess[1] != "arn:aws:iam::123456789012:user/ops" || s.SendWindows != "sms=08:00-21:00 mon-sat" {
 		t.Fatalf("stage %+v", s)
 	}
 	for _, bad := range []map[string]any{{"stage": "qa"}, {"shards": "many"}, {"maxAttempts": "20"}, {"retainData": "maybe"},
 		{"intakeMemory": "64"}, {"intakeTimeout": "1"}, {"intakeReservedConcurrency": "-1"}, {"intakeTimeout": "ten"},
-		{"intakeFullAccess": "arn:aws:sts::123456789012:assumed-role/nudge-support/jane"}} {
+		{"intakeFullAccess": "arn:aws:sts::123456789012:assumed-role/nudge-support/jane"}, {"sendWindows": "sms=8-21"}} {
 		if _, err := StageFromContext(func(k string) any { return bad[k] }); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

@@ -65,6 +65,10 @@ func (f calendarFlags) store(ctx context.Context) (*schedule.Store, error) {
 		// makes one call per template).
 		sc.Providers = facts.Providers
 		getenv := func(k string) string { return facts.Env[k] }
+		// The stage's default send windows, as the intake applies them.
+		if sc.Windows, err = schedule.ParseDefaultWindows(getenv(deployment.EnvSendWindows)); err != nil {
+			return nil, fmt.Errorf("the stage's send windows, as its enqueue recorded them: %w", err)
+		}
 		if sc.Doors, err = registry.Doors(facts.Providers, provider.Env{Getenv: getenv, AWS: cfg}); err != nil {
 			return nil, err
 		}
@@ -135,6 +139,8 @@ with different content it is refused as a conflict naming the field.`, s)
 	expiresLocal := fs.String("expires-local", "", "the expiry on the recipient's wall clock (`LOCAL`), in --tz")
 	tz := fs.String("tz", "", "the recipient's IANA time `ZONE` (Europe/Berlin), for --due-local and --expires-local")
 	rrule := fs.String("rrule", "", "make it a series: an RFC 5545 `RULE` (FREQ=MONTHLY;BYDAY=-1FR), from --due-local in --tz")
+	window := fs.String("window", "", "send only within these `HOURS` of the recipient's wall clock, in --tz: 08:00-21:00, with days "+
+		"08:00-21:00 mon-sat, or in a zone of its own 08:00-21:00 America/New_York mon-fri (default: the stage's for the channel, if any)")
 	channel := fs.String("channel", "email", "the `CHANNEL`")
 	prov := fs.String("provider", registry.Default(), "the `PROVIDER`")
 	recipient := fs.String("recipient", "", "the recipient reference `REF` the provider resolves")
@@ -160,9 +166,15 @@ with different content it is refused as a conflict naming the field.`, s)
 				r, err = st.Validator().ParseJSON(data)
 			}
 		} else {
+			var w *schedule.WindowInput
+			if w, err = schedule.ParseWindowSpec(*window); err != nil {
+				fmt.Fprintln(stderr, "nudge schedule: --window:", err)
+				return exitUsage
+			}
 			in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires, DueLocal: *dueLocal, ExpiresLocal: *expiresLocal, TimeZone: *tz,
-				Recur:      *rrule,
-				Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template, Address: *address}}}
+				Recur: *rrule,
+				Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template, Address: *address,
+					Window: w}}}
 			if len(meta) > 0 {
 				in.Metadata = meta
 			}
@@ -180,6 +192,12 @@ with different content it is refused as a conflict naming the field.`, s)
 		fmt.Fprintf(stdout, "%s %s: %d deliveries due %s, expiring %s\n", outcome, r.ID, len(r.Deliveries), ledger.Format(r.DueAt), ledger.Format(r.ExpiresAt))
 		if r.TimeZone != "" {
 			fmt.Fprintf(stdout, "  local: due %s\n", schedule.LocalView(r.DueAt, r.TimeZone, r.DueLocal))
+		}
+		for _, d := range r.Deliveries {
+			if !d.Window.IsZero() {
+				fmt.Fprintf(stdout, "  %s:%s: sent only within %s (its first opening: %s)\n", d.Channel, d.Provider, d.Window,
+					ledger.Format(d.Window.Next(r.DueAt)))
+			}
 		}
 		if r.Recur != "" {
 			fmt.Fprintf(stdout, "  series: %s; its occurrences are reminders %s.<local date and time>, created ahead (`nudge reminder show %s`)\n",

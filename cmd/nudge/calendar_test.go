@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 )
@@ -149,5 +150,57 @@ func TestCalendarCommandsInTheRecipientsTime(t *testing.T) {
 		"--rrule", "FREQ=MONTHLY;BYDAY=-6FR", "--channel", "sms", "--provider", "webhook", "--recipient", "r", "--template", "t"); code != 1 ||
 		!strings.Contains(errs, "recur") {
 		t.Fatalf("a bad rule: %d %q", code, errs)
+	}
+}
+
+// TestSendWindowsFromTheCLI: --window names a delivery's send window (in
+// --tz, or a zone of its own), the stage's windows as its enqueue recorded
+// them apply to a delivery that names none, reminder show lists each, and
+// a window that cannot be read is a usage error naming --window; against
+// DynamoDB Local.
+func TestSendWindowsFromTheCLI(t *testing.T) {
+	db := standintest.DynamoDB(t)
+	table := standintest.Table(t, db)
+	l, err := ledger.New(db, ledger.Config{Table: table, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.StoredShards(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string, args ...string) (int, string, string) {
+		var out, errs bytes.Buffer
+		code := run(append([]string{cmd, "--table", table}, args...), strings.NewReader(""), &out, &errs)
+		return code, out.String(), errs.String()
+	}
+	// Three days on (the ledger refuses times past), at 09:00 in Kathmandu.
+	due := time.Now().UTC().Add(72 * time.Hour).Truncate(24 * time.Hour).Add(3*time.Hour + 15*time.Minute) // the wall clock: as above
+	sched := func(id string, extra ...string) (int, string, string) {
+		return run("schedule", append([]string{"--id", id, "--account", "acct-1", "--due", due.Format(time.RFC3339), "--tz", "Asia/Kathmandu",
+			"--channel", "sms", "--provider", "webhook", "--recipient", "acct-1/c", "--template", "t"}, extra...)...)
+	}
+	// It expires a week on: whatever day it falls on, a Monday-to-Saturday
+	// window opens before then.
+	code, out, errs := sched("rem-win-1", "--window", "10:30-18:00 mon-sat", "--expires", due.Add(7*24*time.Hour).Format(time.RFC3339))
+	if code != 0 || !strings.Contains(out, "sms:webhook: sent only within 10:30-18:00 Asia/Kathmandu mon-sat") {
+		t.Fatalf("schedule with --window: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := run("reminder", "show", "rem-win-1"); code != 0 || !strings.Contains(out, "SEND WINDOWS") ||
+		!strings.Contains(out, "rem-win-1:sms:webhook  10:30-18:00 Asia/Kathmandu mon-sat") {
+		t.Fatalf("reminder show: %d %q %q", code, out, errs)
+	}
+	if code, out, errs := sched("rem-win-2", "--window", "08:00-21:00 America/New_York"); code != 0 || !strings.Contains(out, "08:00-21:00 America/New_York") {
+		t.Fatalf("schedule with a window in its own zone: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := sched("rem-win-3", "--window", "8am-9pm"); code != 2 || !strings.Contains(errs, "--window") {
+		t.Fatalf("an unreadable --window: %d %q", code, errs)
+	}
+	// The stage's windows, as its enqueue records them.
+	if err := l.RecordStage(context.Background(), ledger.StageFacts{Providers: []string{"webhook"},
+		Env: map[string]string{deployment.EnvSendWindows: "sms=11:00-17:00"}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := sched("rem-win-4"); code != 0 || !strings.Contains(out, "sent only within 11:00-17:00 Asia/Kathmandu") {
+		t.Fatalf("schedule under the stage's window: %d %q %q", code, out, errs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/pkg/localtime"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -107,6 +108,24 @@ off, and the transition history in time order.`, s)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Told(), handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
 		}
 		tw.Flush()
+		if r := v.Reminder; r != nil {
+			windows := false
+			for _, d := range r.Deliveries {
+				for _, w := range []struct {
+					key    string
+					window localtime.Window
+				}{{r.Key(d).String(), d.Window}, {fallbackKey(r.ID, d.Fallback), fallbackWindow(d.Fallback)}} {
+					if w.window.IsZero() {
+						continue
+					}
+					if !windows {
+						fmt.Fprintln(out, "\nSEND WINDOWS (never sent outside them; due outside, a delivery waits for the opening)")
+						windows = true
+					}
+					fmt.Fprintf(out, "  %s  %s\n", w.key, w.window)
+				}
+			}
+		}
 		for _, d := range doc.Deliveries {
 			if d.Feedback != nil && d.Feedback.Failed {
 				fmt.Fprintf(out, "\nFAILED AFTER SENDING: %s: %s (the recipient did not get it, or complained of it)\n", d.Key, d.Told())
@@ -206,4 +225,20 @@ nothing, while a delivery is being sent.`, s)
 		return exitOK
 	}
 	return c.cmd
+}
+
+// fallbackKey and fallbackWindow are f's key in reminder id and its send
+// window; "" and none for no fallback.
+func fallbackKey(id string, f *schedule.Fallback) string {
+	if f == nil {
+		return ""
+	}
+	return f.Key(id).String()
+}
+
+func fallbackWindow(f *schedule.Fallback) localtime.Window {
+	if f == nil {
+		return localtime.Window{}
+	}
+	return f.Window
 }

@@ -58,7 +58,7 @@ func build(ctx context.Context, log *slog.Logger) (*intake.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := schedule.Config{Ledger: led, Providers: s.Providers, Doors: doors, Lateness: s.Lateness, MaxAhead: s.MaxAhead, Logger: log}
+	sc := schedule.Config{Ledger: led, Providers: s.Providers, Doors: doors, Lateness: s.Lateness, MaxAhead: s.MaxAhead, Windows: s.Windows, Logger: log}
 	if s.QueueURL != "" {
 		// Short notice: what is due within the lookahead is published at
 		// once, not at the enqueue's next tick.

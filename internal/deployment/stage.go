@@ -17,6 +17,7 @@ import (
 	"github.com/nudgehq/nudge/internal/provider/registry"
 	"github.com/nudgehq/nudge/pkg/intake"
 	"github.com/nudgehq/nudge/pkg/provider"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 // Stage is one deployment's settings.
@@ -133,7 +134,19 @@ type Stage struct {
 	// Ambiguous overrides providers' ambiguous policies (retry, review or record),
 	// by provider; see provider.Contract.Ambiguous.
 	Ambiguous map[string]string
+	// SendWindows are the stage's default send windows by channel
+	// ("sms=08:00-21:00 mon-sat; email=07:00-22:00":
+	// schedule.ParseDefaultWindows), each on the recipient's wall clock,
+	// for the deliveries of a reminder with a timeZone that name no window
+	// of their own (docs/api.md, "Send windows"). The intake applies them
+	// (NUDGE_SEND_WINDOWS); the enqueue records them in the table, for the
+	// CLI's creates and imports. Default none (-c sendWindows=…).
+	SendWindows string
 }
+
+// EnvSendWindows is the intake's and the enqueue's variable of the stage's
+// default send windows (Stage.SendWindows).
+const EnvSendWindows = "NUDGE_SEND_WINDOWS"
 
 // Dev is the development stage: small, and removable.
 func Dev() Stage {
@@ -278,6 +291,9 @@ func (s Stage) Validate() error {
 	check(s.Visibility() >= s.BatchingWindow+s.ConsumerTimeout, "visibility %v (%d × the %v consumer timeout) does not span the %v batching window and the invocation; shorten the window or raise the timeout",
 		s.Visibility(), VisibilityFactor, s.ConsumerTimeout, s.BatchingWindow)
 	check(s.MaxAttempts >= 1, "attempt budget %d is below 1", s.MaxAttempts)
+	if _, err := schedule.ParseDefaultWindows(s.SendWindows); err != nil {
+		check(false, "%v (-c sendWindows=\"sms=08:00-21:00 mon-sat; email=07:00-22:00\")", err)
+	}
 	// The functions' own settings, read from the environment the stack
 	// gives them by the functions' own readers, against the stage's
 	// timeouts: the relations the code relies on, checked once, here and
@@ -470,6 +486,12 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 	}
 	maps.Copy(env, s.providerEnv(provider.Enqueue, r))
 	s.routeEnv(env, r)
+	if s.SendWindows != "" {
+		// Recorded in the table with the providers' variables, for the
+		// CLI's creates: they apply the stage's windows as the intake does.
+		env[EnvSendWindows] = s.SendWindows
+		env[enqueue.EnvRecorded] = strings.Trim(env[enqueue.EnvRecorded]+","+EnvSendWindows, ",")
+	}
 	return env
 }
 
@@ -490,6 +512,9 @@ func (s Stage) IntakeEnv(r Resources) map[string]string {
 	s.routeEnv(env, r)
 	if len(s.IntakeFullAccess) > 0 {
 		env[intake.FullAccessSetting] = strings.Join(s.IntakeFullAccess, ",")
+	}
+	if s.SendWindows != "" {
+		env[EnvSendWindows] = s.SendWindows
 	}
 	return env
 }

@@ -41,6 +41,11 @@ type Settings struct {
 	// API, whoever created it: operators' and support tools' roles. Every
 	// other caller acts on the reminders it created alone. Default none.
 	FullAccessPrincipals []string
+	// Windows (NUDGE_SEND_WINDOWS, "sms=08:00-21:00 mon-sat;
+	// email=07:00-22:00") are the stage's default send windows by channel,
+	// for the deliveries of a reminder with a timeZone that name none
+	// (schedule.Config.Windows). Default none.
+	Windows map[string]schedule.DefaultWindow
 }
 
 // SettingsFromEnv reads Settings with getenv (os.Getenv in the function).
@@ -66,6 +71,9 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	s.FullAccessPrincipals = fa
+	if s.Windows, err = schedule.ParseDefaultWindows(getenv("NUDGE_SEND_WINDOWS")); err != nil {
+		return s, fmt.Errorf("intake: NUDGE_SEND_WINDOWS: %w", err)
+	}
 	if s.QueueURL != "" {
 		if s.Routes, err = envelope.ParseRoutes(s.QueueURL, getenv("NUDGE_PROVIDER_QUEUES")); err != nil {
 			return s, fmt.Errorf("intake: %w", err)

@@ -26,7 +26,8 @@ const (
 	// CSV has a header row naming the columns id, accountRef, dueAt (or
 	// dueLocal and timeZone), expiresAt or expiresLocal (optional),
 	// channel, provider, recipientRef, templateRef, address (optional: for
-	// SES),
+	// SES), window (optional: the delivery's send window, as
+	// ParseWindowSpec reads it, "08:00-21:00 mon-sat"),
 	// and metadata.<key> (optional). Each row is one delivery; consecutive
 	// rows with the same id are one reminder with several deliveries.
 	CSV Format = "csv"
@@ -117,7 +118,7 @@ func readLine(br *bufio.Reader) (text []byte, size int, err error) {
 }
 
 var csvColumns = []string{"id", "accountRef", "dueAt", "expiresAt", "timeZone", "dueLocal", "expiresLocal", "channel", "provider", "recipientRef",
-	"templateRef", "address"}
+	"templateRef", "address", "window"}
 
 func readCSV(r io.Reader, v Validator) ([]Row, error) {
 	cr := csv.NewReader(r)
@@ -198,6 +199,11 @@ func readCSV(r io.Reader, v Validator) ([]Row, error) {
 		var rowErr error
 		if len(rec) != len(header) {
 			rowErr = &ValidationError{ID: in.ID, Problem: fmt.Sprintf("has %d fields; the header has %d", len(rec), len(header)), Fix: "give every row the header's columns"}
+		}
+		if w, err := ParseWindowSpec(get("window")); err != nil && rowErr == nil {
+			rowErr = &ValidationError{ID: in.ID, Field: "window", Problem: problemOf(err), Fix: fixOf(err)}
+		} else {
+			in.Deliveries[0].Window = w
 		}
 		if groupLine != 0 && in.ID == group[0].ID && in.ID != "" {
 			first := group[0]

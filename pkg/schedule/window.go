@@ -2,8 +2,12 @@ package schedule
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
@@ -25,6 +29,86 @@ func ParseDefaultWindow(s string) (DefaultWindow, error) {
 		return DefaultWindow{}, fmt.Errorf("send window %q: %w", s, err)
 	}
 	return DefaultWindow{From: w.From, To: w.To, Days: w.Days}, nil
+}
+
+// String writes w as ParseDefaultWindow reads it.
+func (w DefaultWindow) String() string {
+	s := w.From.String() + "-" + w.To.String()
+	if days := strings.TrimPrefix(w.In("UTC").String(), s+" UTC"); days != "" {
+		s += days
+	}
+	return s
+}
+
+// ParseDefaultWindows reads a stage's default send windows by channel, as
+// the intake's NUDGE_SEND_WINDOWS and the stack's sendWindows context give
+// them: "sms=08:00-21:00 mon-sat; email=07:00-22:00", each channel once,
+// each a known channel (message.Channels). Empty is none.
+func ParseDefaultWindows(s string) (map[string]DefaultWindow, error) {
+	out := map[string]DefaultWindow{}
+	for part := range strings.SplitSeq(s, ";") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		channel, spec, ok := strings.Cut(part, "=")
+		channel, spec = strings.TrimSpace(channel), strings.TrimSpace(spec)
+		switch {
+		case !ok || channel == "" || spec == "":
+			return nil, fmt.Errorf("send windows: %q is not channel=window; write each as sms=08:00-21:00 mon-sat, separated by ;", part)
+		case !slices.Contains(message.Channels, channel):
+			return nil, fmt.Errorf("send windows: %q is not a known channel; use one of %s", channel, strings.Join(message.Channels, ", "))
+		}
+		if _, dup := out[channel]; dup {
+			return nil, fmt.Errorf("send windows: channel %s is given twice; give each channel one window", channel)
+		}
+		w, err := ParseDefaultWindow(spec)
+		if err != nil {
+			return nil, fmt.Errorf("send windows: %s: %w", channel, err)
+		}
+		out[channel] = w
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// FormatDefaultWindows writes windows as ParseDefaultWindows reads them,
+// channels in order.
+func FormatDefaultWindows(windows map[string]DefaultWindow) string {
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(windows)) {
+		parts = append(parts, c+"="+windows[c].String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ParseWindowSpec reads a delivery's send window as the CLI's --window and
+// the import's window column give it: hours, with the days it opens if not
+// every day ("08:00-21:00", "08:00-21:00 mon-sat"), in the reminder's zone;
+// or with a zone of its own before the days ("08:00-21:00 America/New_York
+// mon-fri"). Empty is none (nil): the stage's default for the channel, if
+// any. localtime.ParseWindowSpec has the rules of each part.
+func ParseWindowSpec(s string) (*WindowInput, error) {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	withZone := len(fields) > 1 && (strings.Contains(fields[1], "/") || fields[1] == "UTC")
+	if !withZone {
+		d, err := ParseDefaultWindow(strings.Join(fields, " "))
+		if err != nil {
+			return nil, err
+		}
+		in := windowInput(d.In("UTC"))
+		in.TimeZone = "" // the reminder's
+		return in, nil
+	}
+	w, err := localtime.ParseWindowSpec(strings.Join(fields, " "))
+	if err != nil {
+		return nil, fmt.Errorf("send window %q: %w", s, err)
+	}
+	return windowInput(w), nil
 }
 
 func cutSpace(s string) (before, after string, found bool) {

@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/pkg/clock"
+	"github.com/nudgehq/nudge/pkg/localtime"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -194,5 +196,76 @@ func TestARescheduleIntoAShutWindowIsRefused(t *testing.T) {
 	}
 	if _, err := b.store.Reschedule(b.ctx, r.ID, schedule.Times{DueLocal: "2027-06-07T10:00"}, ""); err != nil {
 		t.Fatalf("to a Monday: %v", err)
+	}
+}
+
+// TestAStagesWindowsReadByChannel: the stage's setting gives a window to
+// each channel it names, reads back as written, and refuses what it cannot
+// use, naming the part and the fix.
+func TestAStagesWindowsReadByChannel(t *testing.T) {
+	t.Parallel()
+	got, err := schedule.ParseDefaultWindows(" sms=08:00-21:00 mon-sat ; email = 07:00-22:00;")
+	if err != nil || len(got) != 2 || got["sms"].String() != "08:00-21:00 mon-sat" || got["email"].String() != "07:00-22:00" {
+		t.Fatalf("%v, %v", got, err)
+	}
+	if s := schedule.FormatDefaultWindows(got); s != "email=07:00-22:00; sms=08:00-21:00 mon-sat" {
+		t.Errorf("written as %q", s)
+	}
+	if again, err := schedule.ParseDefaultWindows(schedule.FormatDefaultWindows(got)); err != nil || len(again) != 2 || again["sms"] != got["sms"] {
+		t.Errorf("read back as %v, %v", again, err)
+	}
+	if none, err := schedule.ParseDefaultWindows(" "); err != nil || none != nil {
+		t.Errorf("empty: %v, %v", none, err)
+	}
+	for bad, want := range map[string]string{
+		"sms":                             "is not channel=window",
+		"fax=08:00-21:00":                 `"fax" is not a known channel`,
+		"sms=08:00-21:00;sms=09:00-17:00": "given twice",
+		"sms=8-21":                        "sms: send window",
+		"=08:00-21:00":                    "is not channel=window",
+	} {
+		if _, err := schedule.ParseDefaultWindows(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", bad, err, want)
+		}
+	}
+}
+
+// TestAnImportTakesWindows: the CSV column window gives each row's
+// delivery its send window, in the reminder's zone or one of its own; an
+// empty one none; one that cannot be read fails its row, naming the
+// column and the fix. --window reads the same (ParseWindowSpec).
+func TestAnImportTakesWindows(t *testing.T) {
+	t.Parallel()
+	const file = "id,accountRef,dueLocal,timeZone,channel,provider,recipientRef,templateRef,window\n" +
+		"w-1,acct-1,2027-06-01T07:00,America/New_York,sms,webhook,c-1,t,08:00-21:00 mon-sat\n" +
+		"w-1,acct-1,2027-06-01T07:00,America/New_York,email,webhook,c-1,t,\n" +
+		"w-2,acct-1,2027-06-01T07:00,America/New_York,sms,webhook,c-2,t,09:00-17:00 Europe/Berlin mon-fri\n" +
+		"w-3,acct-1,2027-06-01T07:00,America/New_York,sms,webhook,c-3,t,8am-9pm\n"
+	rows, err := schedule.ReadRows(strings.NewReader(file), schedule.CSV, validator())
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("rows %+v, %v", rows, err)
+	}
+	if r := rows[0].Reminder; rows[0].Err != nil || r.Deliveries[0].Window.String() != "08:00-21:00 America/New_York mon-sat" ||
+		!r.Deliveries[1].Window.IsZero() || ledger.Format(r.Deliveries[0].Window.Next(r.DueAt)) != "2027-06-01T12:00:00.000Z" {
+		t.Errorf("w-1: %+v, %v", r.Deliveries, rows[0].Err)
+	}
+	if r := rows[1].Reminder; rows[1].Err != nil || r.Deliveries[0].Window.String() != "09:00-17:00 Europe/Berlin mon-fri" {
+		t.Errorf("w-2: %+v, %v", r.Deliveries, rows[1].Err)
+	}
+	var ve *schedule.ValidationError
+	if !errors.As(rows[2].Err, &ve) || ve.Field != "window" || ve.Fix == "" {
+		t.Errorf("w-3: %#v", rows[2].Err)
+	}
+	for spec, want := range map[string]string{"": "", " 22:00-06:00 ": "22:00-06:00 UTC", "10:00-12:00 sat,sun": "10:00-12:00 UTC sat,sun",
+		"10:00-12:00 UTC": "10:00-12:00 UTC", "07:00-09:00 Asia/Kathmandu mon": "07:00-09:00 Asia/Kathmandu mon"} {
+		in, err := schedule.ParseWindowSpec(spec)
+		got := ""
+		if in != nil {
+			w, perr := localtime.ParseWindow(in.From, in.To, cmp.Or(in.TimeZone, "UTC"), in.Days)
+			got, err = w.String(), errors.Join(err, perr)
+		}
+		if err != nil || got != want {
+			t.Errorf("ParseWindowSpec(%q) = %q, %v; want %q", spec, got, err, want)
+		}
 	}
 }

@@ -1,0 +1,45 @@
+package deployment_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nudgehq/nudge/internal/deployment"
+	"github.com/nudgehq/nudge/internal/enqueue"
+	"github.com/nudgehq/nudge/pkg/intake"
+)
+
+// TestTheStagesSendWindowsReachTheIntakeAndTheRecord: a stage's default
+// send windows are the intake's (read by its settings) and recorded by the
+// enqueue for the CLI; a stage without them sets nothing; one that cannot
+// be read is refused with the fix.
+func TestTheStagesSendWindowsReachTheIntakeAndTheRecord(t *testing.T) {
+	t.Parallel()
+	r := deployment.Resources{Table: "t", WorkQueueURL: "https://sqs/w"}
+	s := deployment.Dev()
+	if _, ok := s.IntakeEnv(r)[deployment.EnvSendWindows]; ok {
+		t.Errorf("a stage with no send windows sets %s", deployment.EnvSendWindows)
+	}
+	s.SendWindows = "sms=08:00-21:00 mon-sat; email=07:00-22:00"
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	env := s.IntakeEnv(r)
+	got, err := intake.SettingsFromEnv(func(k string) string { return env[k] })
+	if err != nil || len(got.Windows) != 2 || got.Windows["sms"].String() != "08:00-21:00 mon-sat" {
+		t.Fatalf("the intake reads %v, %v", got.Windows, err)
+	}
+	env = s.EnqueueEnv(r)
+	rec, err := enqueue.SettingsFromEnv(func(k string) string { return env[k] })
+	if err != nil || rec.ProviderEnv[deployment.EnvSendWindows] != s.SendWindows {
+		t.Fatalf("the enqueue records %v, %v", rec.ProviderEnv, err)
+	}
+	s.SendWindows = "sms=8am-9pm"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "sendWindows=") {
+		t.Errorf("an unreadable window: %v; want the stage refused with the form", err)
+	}
+	bad := map[string]string{"NUDGE_TABLE": "t", deployment.EnvSendWindows: "fax=08:00-21:00"}
+	if _, err := intake.SettingsFromEnv(func(k string) string { return bad[k] }); err == nil || !strings.Contains(err.Error(), "NUDGE_SEND_WINDOWS") {
+		t.Errorf("the intake took %v: %v", bad, err)
+	}
+}
