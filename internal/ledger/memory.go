@@ -478,6 +478,9 @@ func (m *Memory) CreateReminder(_ context.Context, r ReminderItem) (ReminderItem
 	if stored, ok := m.t.reminders[r.ID]; ok {
 		return copyReminder(stored), true, nil
 	}
+	if _, ok := m.t.series[r.ID]; ok {
+		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, ErrSeriesID)
+	}
 	r = copyReminder(r)
 	r.DueAt, r.ExpiresAt = ms(r.DueAt), ms(r.ExpiresAt)
 	r.TTL = m.Expiry(r.ExpiresAt)

@@ -201,6 +201,9 @@ func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored Rem
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if isSeriesClaim(ccf.Item) {
+			return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, ErrSeriesID)
+		}
 		stored, err := fromReminderItem(ccf.Item)
 		return stored, true, err
 	}
@@ -274,6 +277,8 @@ func (l *Ledger) ReadReminder(ctx context.Context, id string) (Stored, error) {
 			}
 			s.keys = append(s.keys, sk.Value)
 			switch {
+			case sk.Value == reminderSK && isSeriesClaim(it):
+				// The series' claim of its id: the series item says it all.
 			case sk.Value == reminderSK:
 				if r, err := fromReminderItem(it); err != nil {
 					s.ReminderErr = err

@@ -17,9 +17,33 @@ import (
 )
 
 // seriesSK is the sort key of a series item, in the partition of the
-// series' id (where a reminder under that id would keep its reminder item:
-// an id is a reminder's or a series', never both).
+// series' id.
 const seriesSK = "SERIES"
+
+// An id is a reminder's or a series', never both. A series holds its id
+// with a claim: an item at the reminder item's key (SK REMINDER) with
+// attribute seriesClaim and nothing else (no account, no times: in no
+// index, left alone by Retain), written in one transaction with the series
+// item, each on condition that its key is free. So a reminder's create
+// (CreateReminder, conditional on that key, one write as before) is
+// refused where a series stands (ErrSeriesID), a series' create where a
+// reminder stands (ErrReminderID), and of the two created at once one
+// wins. ReadReminder passes over the claim; Purge removes it with the rest;
+// CancelSeries gives it the series item's TTL.
+const attrSeriesClaim = "seriesClaim"
+
+var (
+	// ErrSeriesID is CreateReminder's refusal where the id is a series'.
+	ErrSeriesID = errors.New("the id is a series'")
+	// ErrReminderID is CreateSeries' refusal where the id is a reminder's.
+	ErrReminderID = errors.New("the id is a reminder's")
+)
+
+// isSeriesClaim reports whether item is a series' claim of its id.
+func isSeriesClaim(item map[string]types.AttributeValue) bool {
+	_, ok := item[attrSeriesClaim]
+	return ok
+}
 
 // SeriesShardKey is the due index partition in which series wait for their
 // next extension: apart from the delivery shards (DUE#n), which no cursor
@@ -91,20 +115,38 @@ func (l *Ledger) CreateSeries(ctx context.Context, s Series) (stored Series, exi
 		return Series{}, false, fmt.Errorf("ledger: series %q: %w", r.ID, err)
 	}
 	delete(av, attrTTL) // a series item lives until it is cancelled and purged, or ends
-	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(l.cfg.Table), Item: av,
-		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	claim := map[string]types.AttributeValue{attrPK: sv(PartitionKey(r.ID)), attrSK: sv(reminderSK), attrSeriesClaim: &types.AttributeValueMemberBOOL{Value: true}}
+	free := aws.String("attribute_not_exists(PK)")
+	out, err := l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: claim, ConditionExpression: free}},
+			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: av, ConditionExpression: free}},
+		},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err == nil {
+		for _, cc := range out.ConsumedCapacity {
+			l.count(&cc)
+		}
 		return s, false, nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		stored, err := fromSeriesItem(ccf.Item)
-		return stored, true, err
+	var cancelled *types.TransactionCanceledException
+	if !errors.As(err, &cancelled) || !slices.ContainsFunc(cancelled.CancellationReasons, func(c types.CancellationReason) bool {
+		return aws.ToString(c.Code) == "ConditionalCheckFailed"
+	}) {
+		return Series{}, false, fmt.Errorf("ledger: write series %q: %w", r.ID, err)
 	}
-	return Series{}, false, fmt.Errorf("ledger: write series %q: %w", r.ID, err)
+	// A key was taken: by this series (an earlier create), or a reminder.
+	st, err := l.ReadReminder(ctx, r.ID)
+	switch {
+	case err != nil:
+		return Series{}, false, err
+	case st.Series != nil:
+		return *st.Series, true, nil
+	case st.Reminder != nil:
+		return Series{}, false, fmt.Errorf("ledger: series %q: %w", r.ID, ErrReminderID)
+	}
+	return Series{}, false, fmt.Errorf("ledger: write series %q: its keys were taken, and are gone (a purge at the same time); create it again", r.ID)
 }
 
 func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {
@@ -194,7 +236,23 @@ func (l *Ledger) CancelSeries(ctx context.Context, id string) (Series, error) {
 	if err != nil {
 		return Series{}, fmt.Errorf("ledger: cancel series %q: %w", id, err)
 	}
-	return fromSeriesItem(out.Attributes)
+	sr, err := fromSeriesItem(out.Attributes)
+	if err != nil {
+		return Series{}, err
+	}
+	// Its claim of the id goes with it (a series created before claims has
+	// none: nothing to do).
+	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(reminderSK)},
+		UpdateExpression:          aws.String("SET #ttl = if_not_exists(#ttl, :ttl)"),
+		ConditionExpression:       aws.String("attribute_exists(" + attrSeriesClaim + ")"),
+		ExpressionAttributeNames:  map[string]string{"#ttl": attrTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ttl": out.Attributes[attrTTL]},
+	})
+	if err != nil && !errors.As(err, &ccf) {
+		return Series{}, fmt.Errorf("ledger: cancel series %q: its claim of the id: %w", id, err)
+	}
+	return sr, nil
 }
 
 // DueSeries lists the ids of the series of shard whose extension time is
@@ -237,6 +295,9 @@ func (m *Memory) CreateSeries(_ context.Context, s Series) (Series, bool, error)
 	defer m.t.mu.Unlock()
 	if stored, ok := m.t.series[s.Item.ID]; ok {
 		return copySeries(stored), true, nil
+	}
+	if _, ok := m.t.reminders[s.Item.ID]; ok {
+		return Series{}, false, fmt.Errorf("ledger: series %q: %w", s.Item.ID, ErrReminderID)
 	}
 	s = copySeries(s)
 	s.Item.DueAt, s.Item.ExpiresAt, s.Item.TTL = ms(s.Item.DueAt), ms(s.Item.ExpiresAt), time.Time{}

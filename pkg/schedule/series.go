@@ -163,6 +163,13 @@ func (s *Store) createSeries(ctx context.Context, c Caller, r Reminder) (Outcome
 	sr, exists, err := s.cfg.Ledger.CreateSeries(ctx, ledger.Series{Item: reminderItem(r), Addresses: seriesAddresses(r), Next: 1,
 		ExtendAt: s.cfg.Clock.Now()})
 	switch {
+	case errors.Is(err, ledger.ErrReminderID):
+		// A reminder created under the id since the read above.
+		again, rerr := s.cfg.Ledger.ReadReminder(ctx, r.ID)
+		if rerr != nil || again.Reminder == nil || !c.owns(again.Reminder) {
+			return "", fmt.Errorf("schedule: series %q: %w by a reminder this caller cannot see; give this series another id", r.ID, ErrTaken)
+		}
+		return "", &ConflictError{ID: r.ID, Field: "recur", Stored: "a reminder (no recur)", Given: "a series (" + r.Recur + ")"}
 	case err != nil:
 		return "", fmt.Errorf("schedule: %w", err)
 	case exists && !c.owns(&sr.Item):
@@ -272,6 +279,11 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 		if _, err := s.create(ctx, caller, r); err != nil {
 			var cf *ConflictError
 			switch {
+			case errors.As(err, &cf) && cf.Field == "recur":
+				// A series holds its id: not this series' to send.
+				out.Missed++
+				s.cfg.Logger.Warn("a series' occurrence id is another series' id; the occurrence is skipped", "series", id, "occurrence", r.ID)
+				continue
 			case errors.As(err, &cf):
 				// Another reminder holds its id (the occurrence rescheduled,
 				// or created by hand): it stands as it is.

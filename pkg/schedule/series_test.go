@@ -220,3 +220,35 @@ func TestAnOccurrenceThatCouldNeverBeSentIsSkippedNotStalled(t *testing.T) {
 		}
 	}
 }
+
+// TestAnIDIsAReminderOrASeries: a reminder under a series' id is refused as
+// a conflict naming recur (the id taken, to a caller who cannot see the
+// series), and a series under a reminder's id too; nothing of the refused
+// one is written.
+func TestAnIDIsAReminderOrASeries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	series := b.parse(t, string(seriesJSON("both-1", "FREQ=WEEKLY", "2026-12-06T09:30", "")))
+	if _, err := b.store.Create(b.ctx, series); err != nil {
+		t.Fatal(err)
+	}
+	plain := b.parse(t, strings.Replace(string(seriesJSON("both-1", "", "2026-12-06T09:30", "")), `,"recur":""`, ``, 1))
+	var cf *schedule.ConflictError
+	if _, err := b.store.Create(b.ctx, plain); !errors.As(err, &cf) || cf.Field != "recur" || !strings.Contains(cf.Stored, "a series") {
+		t.Fatalf("a reminder under a series' id: %v; want a conflict naming recur", err)
+	}
+	if _, err := b.store.CreateAs(b.ctx, schedule.Caller{Principal: "role/other"}, plain); !errors.Is(err, schedule.ErrTaken) {
+		t.Fatalf("another caller's reminder under a series' id: %v; want the id taken", err)
+	}
+	plain.ID = "both-2"
+	if _, err := b.store.Create(b.ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	series.ID = "both-2"
+	if _, err := b.store.Create(b.ctx, series); !errors.As(err, &cf) || cf.Field != "recur" || !strings.Contains(cf.Stored, "a reminder") {
+		t.Fatalf("a series under a reminder's id: %v; want a conflict naming recur", err)
+	}
+	if st, err := b.ledger.ReadReminder(b.ctx, "both-2"); err != nil || st.Series != nil || st.Reminder == nil {
+		t.Fatalf("both-2 holds %+v, %v", st, err)
+	}
+}

@@ -204,6 +204,8 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 	outcome := Created
 	stored, exists, err := s.cfg.Ledger.CreateReminder(ctx, reminderItem(r))
 	switch {
+	case errors.Is(err, ledger.ErrSeriesID):
+		return "", s.seriesHolds(ctx, c, r)
 	case err != nil:
 		return "", fmt.Errorf("schedule: %w", err)
 	case exists && !c.owns(&stored):
@@ -249,6 +251,19 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		}
 	}
 	return outcome, nil
+}
+
+// seriesHolds is the refusal of reminder r, whose id a series holds: the
+// conflict, or, to a caller who cannot see that series, the id taken.
+func (s *Store) seriesHolds(ctx context.Context, c Caller, r Reminder) error {
+	st, err := s.cfg.Ledger.ReadReminder(ctx, r.ID)
+	switch {
+	case err != nil:
+		return fmt.Errorf("schedule: reminder %q: its id is a series', which could not be read: %w", r.ID, err)
+	case st.Series == nil || !c.owns(&st.Series.Item):
+		return fmt.Errorf("schedule: reminder %q: %w by a series this caller cannot see; give this reminder another id", r.ID, ErrTaken)
+	}
+	return &ConflictError{ID: r.ID, Field: "recur", Stored: "a series (" + st.Series.Item.Recur + ")", Given: "a reminder (no recur)"}
 }
 
 // unclaimedHandOff reports whether d is a delivery its writer marked as

@@ -152,6 +152,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ReadRecentReadsWhatChangedSinceInBoundedPages", testReadRecentReadsWhatChangedSinceInBoundedPages},
 		{"AWaitForTheWindowSpendsNoAttempt", testAWaitForTheWindowSpendsNoAttempt},
 		{"ASeriesIsWrittenOnceAdvancedOnceAndCancelled", testASeriesIsWrittenOnceAdvancedOnceAndCancelled},
+		{"AnIDIsAReminderOrASeriesNeverBoth", testAnIDIsAReminderOrASeriesNeverBoth},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -89,3 +89,53 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 		t.Fatalf("cancel an unknown series: %v", err)
 	}
 }
+
+// testAnIDIsAReminderOrASeriesNeverBoth: a series is refused under a
+// reminder's id (ErrReminderID) and a reminder under a series' id
+// (ErrSeriesID), whichever came first; the same kind again is the stored
+// one, as ever; the series' claim of its id is never read as a reminder.
+func testAnIDIsAReminderOrASeriesNeverBoth(t *testing.T, b bundle) {
+	ctx := context.Background()
+	item := func(id string) ledger.ReminderItem {
+		return ledger.ReminderItem{ID: id, AccountRef: "acct-x", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour),
+			Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c-1", TemplateRef: "t"}}}
+	}
+	series := func(id string) ledger.Series {
+		it := item(id)
+		it.Recur = "FREQ=DAILY"
+		return ledger.Series{Item: it, Next: 1, ExtendAt: t0}
+	}
+	// A reminder first.
+	if _, exists, err := b.l.CreateReminder(ctx, item("id-rem")); err != nil || exists {
+		t.Fatalf("the reminder: %v, %v", exists, err)
+	}
+	if _, exists, err := b.l.CreateSeries(ctx, series("id-rem")); !errors.Is(err, ledger.ErrReminderID) || exists {
+		t.Fatalf("a series under a reminder's id: %v, %v; want ErrReminderID", exists, err)
+	}
+	if st, err := b.l.ReadReminder(ctx, "id-rem"); err != nil || st.Series != nil || st.Reminder == nil {
+		t.Fatalf("the reminder's id holds %+v, %v", st, err)
+	}
+	// A series first.
+	if _, exists, err := b.l.CreateSeries(ctx, series("id-ser")); err != nil || exists {
+		t.Fatalf("the series: %v, %v", exists, err)
+	}
+	if _, exists, err := b.l.CreateReminder(ctx, item("id-ser")); !errors.Is(err, ledger.ErrSeriesID) || exists {
+		t.Fatalf("a reminder under a series' id: %v, %v; want ErrSeriesID", exists, err)
+	}
+	if got, exists, err := b.l.CreateSeries(ctx, series("id-ser")); err != nil || !exists || got.Item.Recur != "FREQ=DAILY" {
+		t.Fatalf("the series again: %+v, %v, %v", got, exists, err)
+	}
+	st, err := b.l.ReadReminder(ctx, "id-ser")
+	if err != nil || st.Series == nil || st.Reminder != nil || st.ReminderErr != nil {
+		t.Fatalf("the series' id holds %+v, %v", st, err)
+	}
+	if page, err := b.l.ListAccount(ctx, "acct-x", 10, ""); err != nil || len(page.Reminders) != 2 {
+		t.Fatalf("the account lists %+v, %v; want the reminder and the series", page, err)
+	}
+	if _, err := b.l.CancelSeries(ctx, "id-ser"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.l.CreateReminder(ctx, item("id-ser")); !errors.Is(err, ledger.ErrSeriesID) {
+		t.Fatalf("a reminder under a cancelled series' id: %v; want ErrSeriesID", err)
+	}
+}
