@@ -221,6 +221,9 @@ type Delivery struct {
 	// shut gives the claim back (AwaitWindow). Empty for none. Attribute
 	// "win".
 	Window string
+	// TimeZone is its reminder's zone (the recipient's), where the reminder
+	// was given one, for its outcome events' local times. Attribute "tz".
+	TimeZone string
 	// FallbackTaken, on a primary, is when its fallback was taken
 	// (TakeFallback); zero while it was not. A primary whose fallback was
 	// taken is never sent any more: a revive or redrive of it is refused

@@ -75,7 +75,11 @@ type item struct {
 	Late           LatePolicy `dynamodbav:"late,omitempty"`
 	OnTimeUntil    string     `dynamodbav:"onTime,omitempty"`
 	Window         string     `dynamodbav:"win,omitempty"`
+	TimeZone       string     `dynamodbav:"tz,omitempty"` // attrTimeZone
 }
+
+// attrTimeZone is a delivery item's Delivery.TimeZone.
+const attrTimeZone = "tz"
 
 // PartitionKey returns the PK of a reminder's items.
 func PartitionKey(reminderID string) string { return "REM#" + reminderID }
@@ -131,6 +135,7 @@ func toItem(d Delivery, shard, sort string) (map[string]types.AttributeValue, er
 		FeedbackIDs: d.FeedbackSeen,
 		Fallback:    d.Fallback.stored(), FallbackOf: d.FallbackOf.stored(), FallbackWithin: int64(d.FallbackWithin / time.Second),
 		FallbackTaken: formatOpt(d.FallbackTaken), Late: d.Late, OnTimeUntil: formatOpt(d.OnTimeUntil), Window: d.Window,
+		TimeZone: d.TimeZone,
 	}
 	if d.Feedback.Kind != "" {
 		it.FeedbackAt = Format(d.Feedback.At)
@@ -156,7 +161,7 @@ func fromItem(av map[string]types.AttributeValue) (Delivery, error) {
 		Receipt: it.Receipt, History: it.History,
 		Feedback:       Feedback{Kind: it.Feedback, Detail: it.FeedbackDetail, Permanent: it.FeedbackPerm, MessageID: it.ProviderMsgID},
 		FeedbackSeen:   it.FeedbackIDs,
-		FallbackWithin: time.Duration(it.FallbackWithin) * time.Second, Late: it.Late, Window: it.Window,
+		FallbackWithin: time.Duration(it.FallbackWithin) * time.Second, Late: it.Late, Window: it.Window, TimeZone: it.TimeZone,
 	}
 	var err error
 	if d.Fallback, err = parseFallbackRef(attrFallback, it.Fallback); err != nil {

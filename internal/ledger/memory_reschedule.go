@@ -57,6 +57,9 @@ func (m *Memory) MoveReminder(_ context.Context, p MovePlan) error {
 			d.Status = StatusPending
 		}
 		d.DueAt, d.ExpiresAt, d.OnTimeUntil = ms(p.DeliveryDue(read)), ms(exp), ms(onTime)
+		if p.Reminder != nil {
+			d.TimeZone = p.To.Local.TimeZone
+		}
 		if onTime.IsZero() {
 			d.OnTimeUntil = time.Time{}
 		}

@@ -165,6 +165,13 @@ func (l *Ledger) MoveReminder(ctx context.Context, p MovePlan) error {
 			u.sets = append(u.sets, attrDueShard+" = if_not_exists("+attrDueShard+", :shard)")
 			u.values[":shard"] = sv(ShardKey(ShardOf(d.ReminderID, shards)))
 		}
+		if p.Reminder != nil { // the recipient's zone, as the reminder now has it
+			if tz := p.To.Local.TimeZone; tz != "" {
+				u.set(attrTimeZone, ":tz", tz)
+			} else {
+				u.remove(attrTimeZone)
+			}
+		}
 		u.remove("nextAttemptAt", "claimToken", "leaseUntil", "repairs")
 		// The history as read, with the new entry, bounded: the condition
 		// below guarantees nobody changed it meanwhile.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/pkg/failure"
+	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
 // Source is every outcome event's source.
@@ -130,6 +131,27 @@ type Event struct {
 	// EndEventID is, on escalated, the eventId of the expired or
 	// needs-review event of the end it escalates.
 	EndEventID string `json:"endEventId,omitempty"`
+	// TimeZone is the recipient's zone, where the reminder was given one,
+	// and DueLocal the delivery's due time on that wall clock
+	// ("2027-03-01T09:00": its send window's opening, if it waited for
+	// one). Window is the delivery's send window, if it has one
+	// ("08:00-21:00 America/New_York mon-sat").
+	TimeZone string `json:"timeZone,omitempty"`
+	DueLocal string `json:"dueLocal,omitempty"`
+	Window   string `json:"window,omitempty"`
+}
+
+// recipient sets e's local times and window from d.
+func (e *Event) recipient(d ledger.Delivery) {
+	e.Window = d.Window
+	if d.TimeZone == "" {
+		return
+	}
+	loc, err := localtime.LoadZone(d.TimeZone)
+	if err != nil {
+		return // a zone the intake accepted and this release's database lacks: the UTC time stands alone
+	}
+	e.TimeZone, e.DueLocal = d.TimeZone, localtime.WallOf(d.DueAt, loc).String()
 }
 
 // FeedbackDetail is a provider's report on a message, as an event tells it:
@@ -182,6 +204,7 @@ func End(d ledger.Delivery, stage string) (Event, bool) {
 		Channel: d.Channel, Provider: d.Provider, Status: string(d.Status), Attempt: d.Attempts,
 		DueAt: ledger.Format(d.DueAt), At: ledger.Format(d.UpdatedAt),
 	}
+	e.recipient(d)
 	switch d.Status {
 	case ledger.StatusSent:
 		e.Outcome, e.Receipt = Sent, d.Receipt
@@ -306,6 +329,7 @@ func feedbackOf(old, d ledger.Delivery, stage string) (Event, bool) {
 		Channel: d.Channel, Provider: d.Provider, Status: string(d.Status), Attempt: d.Attempts, Receipt: d.Receipt,
 		DueAt: ledger.Format(d.DueAt), At: entry.At, Feedback: f,
 	}
+	e.recipient(d)
 	e.Fallback, e.FallbackOf = fallbacks(d)
 	if d.Failed() && !old.Failed() { // this report made it failed
 		switch d.Feedback.Kind {

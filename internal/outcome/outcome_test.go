@@ -578,3 +578,19 @@ func TestAReportOnALargeDeliveryIsStillAnEvent(t *testing.T) {
 		prev = next
 	}
 }
+
+// TestAnEventTellsTheRecipientsTime: a delivery of a reminder given in a
+// zone has its due time on the recipient's wall clock in its events, with
+// the zone and its send window; one given in UTC alone has none of them.
+func TestAnEventTellsTheRecipientsTime(t *testing.T) {
+	d := ended(delivery("rem-tz"), ledger.StatusSent, "", "", t0.Add(time.Second))
+	e, ok := outcome.End(d, "dev")
+	if !ok || e.TimeZone != "" || e.DueLocal != "" || e.Window != "" {
+		t.Fatalf("without a zone: %+v", e)
+	}
+	d.TimeZone, d.Window = "Asia/Kathmandu", "14:45-21:00 Asia/Kathmandu"
+	e, _ = outcome.End(d, "dev")
+	if e.TimeZone != "Asia/Kathmandu" || e.DueLocal != "2027-03-01T14:45" || e.Window != d.Window || e.DueAt != "2027-03-01T09:00:00.000Z" {
+		t.Fatalf("in Kathmandu: %+v", e)
+	}
+}

@@ -24,6 +24,8 @@ var update = flag.Bool("update", false, "rewrite the sample events in events/ fr
 func scenarios() map[outcome.Outcome][2]ledger.Delivery {
 	live := delivery("renewal-4821")
 	live.Attempts = 2
+	// Given in the recipient's time, with a send window.
+	live.TimeZone, live.Window = "Europe/Berlin", "08:00-21:00 Europe/Berlin mon-sat"
 	at := t0.Add(1500 * time.Millisecond)
 	unended := live
 	unended.Status, unended.UpdatedAt = ledger.StatusExpired, at

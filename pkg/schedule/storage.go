@@ -111,7 +111,7 @@ func deliveryItem(r Reminder, d Delivery) ledger.Delivery {
 	ld := ledger.Delivery{
 		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: d.Channel, Provider: d.Provider,
 		RecipientRef: d.RecipientRef, TemplateRef: d.TemplateRef, Address: d.Address, DueAt: r.DueAt, ExpiresAt: exp,
-		Late: rule.Policy, OnTimeUntil: onTime, Window: windowSpec(d.Window),
+		Late: rule.Policy, OnTimeUntil: onTime, Window: windowSpec(d.Window), TimeZone: r.TimeZone,
 	}
 	if !d.Window.IsZero() {
 		ld.DueAt = d.Window.Next(r.DueAt) // due when its window first opens
@@ -137,6 +137,7 @@ func fallbackItem(r Reminder, d Delivery) ledger.Delivery {
 		ReminderID: r.ID, AccountRef: r.AccountRef, Channel: f.Channel, Provider: f.Provider, Status: ledger.StatusHeld,
 		RecipientRef: f.RecipientRef, TemplateRef: f.TemplateRef, Address: f.Address, DueAt: r.DueAt, ExpiresAt: r.ExpiresAt,
 		FallbackOf: ledger.FallbackRef{Channel: d.Channel, Provider: d.Provider}, FallbackWithin: f.Within, Window: windowSpec(f.Window),
+		TimeZone: r.TimeZone,
 	}
 	if rule := lateRule(r.Late); rule.Policy == ledger.LateEscalate {
 		ld.Late = rule.Policy

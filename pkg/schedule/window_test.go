@@ -159,13 +159,17 @@ func TestARescheduleMovesAWindowedDeliveryToTheOpening(t *testing.T) {
 			if _, err := b.store.Create(ctx, r); err != nil {
 				t.Fatal(err)
 			}
+			// The delivery item keeps the recipient's zone, for its events.
+			if d, err := b.ledger.Get(ctx, r.Key(r.Deliveries[0])); err != nil || d.TimeZone != "America/New_York" {
+				t.Fatalf("created in zone %q, %v; want the reminder's", d.TimeZone, err)
+			}
 			res, err := b.store.Reschedule(ctx, r.ID, schedule.Times{DueLocal: "2027-06-02T22:30"}, "")
 			if err != nil || len(res.Deliveries) != 1 || !res.Deliveries[0].Moved {
 				t.Fatalf("reschedule: %+v, %v", res, err)
 			}
 			d, err := b.ledger.Get(ctx, r.Key(r.Deliveries[0]))
-			if err != nil || ledger.Format(d.DueAt) != "2027-06-03T12:00:00.000Z" {
-				t.Fatalf("moved to %v, %v; want the window's next opening, 08:00 EDT on the 3rd", d.DueAt, err)
+			if err != nil || ledger.Format(d.DueAt) != "2027-06-03T12:00:00.000Z" || d.TimeZone != "America/New_York" {
+				t.Fatalf("moved to %v (zone %q), %v; want the window's next opening, 08:00 EDT on the 3rd", d.DueAt, d.TimeZone, err)
 			}
 			again, err := b.store.Reschedule(ctx, r.ID, schedule.Times{DueLocal: "2027-06-02T22:30"}, "")
 			if err != nil || !again.Deliveries[0].Unchanged {
