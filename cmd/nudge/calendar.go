@@ -383,6 +383,14 @@ before the new time. The reminder keeps its window (expiresAt − dueAt) unless 
 		for _, r := range res.Deliveries {
 			stands = stands || r.Moved || r.Unchanged
 			switch {
+			case r.Moved && r.Key.ReminderID != args[0]:
+				// A series' occurrence: one at an old time cancelled, or
+				// one from the new start created.
+				what := "created, from the series' new start"
+				if r.Status == schedule.StatusCancelled {
+					what = "cancelled: the series restarts at " + ledger.Format(res.DueAt)
+				}
+				fmt.Fprintf(stdout, "%s: %s\n", r.Key, what)
 			case r.Moved:
 				fmt.Fprintf(stdout, "%s: moved to %s (expires %s)\n", r.Key, ledger.Format(res.DueAt), ledger.Format(res.ExpiresAt))
 			case r.Unchanged:

@@ -139,6 +139,15 @@ func TestCalendarCommandsInTheRecipientsTime(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "created ser-cli") || !strings.Contains(out, "series: FREQ=WEEKLY") || !strings.Contains(out, "local: due ") {
 		t.Fatalf("schedule a series: %d %q %q", code, out, errs)
 	}
+	// The series restarts a week on, an hour later: the first occurrence
+	// at the old time is cancelled, the new ones created.
+	restart := first.AddDate(0, 0, 7).Add(time.Hour)
+	if code, out, errs := run("reschedule", "--due-local", restart.Format("2006-01-02T15:04"), "ser-cli"); code != 0 ||
+		!strings.Contains(out, "ser-cli."+first.Format("20060102T1504")+":sms:webhook: cancelled: the series restarts") ||
+		!strings.Contains(out, "ser-cli."+restart.Format("20060102T1504")+":sms:webhook: created") {
+		t.Fatalf("reschedule the series: %d %q %q", code, out, errs)
+	}
+	first = restart
 	second := "ser-cli." + first.AddDate(0, 0, 7).Format("20060102T1504")
 	if code, out, errs := run("cancel", second); code != 0 || !strings.Contains(out, second+":sms:webhook") {
 		t.Fatalf("cancel an occurrence: %d %q %q", code, out, errs)

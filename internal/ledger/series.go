@@ -214,6 +214,55 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from, next int, e
 	return nil
 }
 
+// RestartSeries moves series id to a new first occurrence: due at due,
+// expiring at expires, with local times local (in the series' zone), none
+// of its occurrences created (Next 1), due for extension at extendAt. Only
+// while its Next is from and it is not cancelled (ErrSeriesMoved
+// otherwise): the caller has dealt with the occurrences it read as
+// created, and an extension since would have created more.
+func (l *Ledger) RestartSeries(ctx context.Context, id string, from int, due, expires time.Time, local Local, extendAt time.Time) error {
+	if err := checkTimes(id, due, expires); err != nil {
+		return err
+	}
+	shards, err := l.shardCount(ctx)
+	if err != nil {
+		return err
+	}
+	values := map[string]types.AttributeValue{":from": av(from), ":one": av(1), ":due": sv(Format(due)), ":exp": sv(Format(expires)),
+		":at": sv(Format(extendAt)), ":shard": sv(SeriesShardKey(ShardOf(id, shards))), ":sort": sv(seriesSort(extendAt, id))}
+	names := map[string]string{"#next": "next"}
+	set := "SET #next = :one, dueAt = :due, expiresAt = :exp, extendAt = :at, dueShard = :shard, dueSort = :sort"
+	var remove []string
+	// By placeholder: timeZone is one of DynamoDB's reserved words.
+	for _, f := range []struct{ attr, value string }{{"timeZone", local.TimeZone}, {"dueLocal", local.DueLocal}, {"expiresLocal", local.ExpiresLocal}} {
+		names["#"+f.attr] = f.attr
+		if f.value == "" {
+			remove = append(remove, "#"+f.attr)
+			continue
+		}
+		set += ", #" + f.attr + " = :" + f.attr
+		values[":"+f.attr] = sv(f.value)
+	}
+	if len(remove) > 0 {
+		set += " REMOVE " + strings.Join(remove, ", ")
+	}
+	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		UpdateExpression:          aws.String(set),
+		ConditionExpression:       aws.String("#next = :from AND attribute_not_exists(cancelledAt)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: restart series %q: %w", id, err)
+	}
+	return nil
+}
+
 // CancelSeries marks series id cancelled (its first cancel's time stands)
 // and takes it out of the due index: no occurrence is created any more.
 // ErrNotFound if there is no such series.
@@ -316,6 +365,23 @@ func (m *Memory) AdvanceSeries(_ context.Context, id string, from, next int, ext
 		return fmt.Errorf("ledger: advance series %q: %w", id, ErrSeriesMoved)
 	}
 	s.Next, s.ExtendAt = next, ms(extendAt)
+	m.t.series[id] = s
+	return nil
+}
+
+// RestartSeries is Ledger.RestartSeries.
+func (m *Memory) RestartSeries(_ context.Context, id string, from int, due, expires time.Time, local Local, extendAt time.Time) error {
+	if err := checkTimes(id, due, expires); err != nil {
+		return err
+	}
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	s, ok := m.t.series[id]
+	if !ok || s.Next != from || !s.CancelledAt.IsZero() {
+		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
+	}
+	s.Item.DueAt, s.Item.ExpiresAt, s.Item.Local = ms(due), ms(expires), local
+	s.Next, s.ExtendAt = 1, ms(extendAt)
 	m.t.series[id] = s
 	return nil
 }

@@ -135,8 +135,11 @@ func (s *Store) reschedule(ctx context.Context, c Caller, id string, to Times, n
 			return Rescheduled{}, fmt.Errorf("schedule: reschedule %q: %w; nothing was moved", id, stored.ReminderErr)
 		}
 		if stored.Series != nil {
-			return Rescheduled{}, &ValidationError{ID: id, Problem: "is a series, whose occurrences are reminders of their own",
-				Fix: "reschedule one occurrence by its id (" + id + ".<local date and time>), or cancel the series and create another with the new rule or start"}
+			out, err := s.rescheduleSeries(ctx, c, *stored.Series, to, note)
+			if errors.Is(err, ledger.ErrChanged) && attempt < 5 {
+				continue // extended since the read: read again
+			}
+			return out, err
 		}
 		if attempt == 1 {
 			window, name := s.validator.Lateness, "the default lateness"

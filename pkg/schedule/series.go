@@ -449,3 +449,123 @@ func (s *Store) materialize(ctx context.Context, sr ledger.Series, o recur.Occur
 	_, err := s.create(ctx, caller, occurrence(sr, o))
 	return err
 }
+
+// rescheduleSeries restarts series read from a new first occurrence (to:
+// dueLocal, or dueAt, on the series' wall clock; its zone stays): its rule
+// gives the occurrences from there, counting COUNT afresh. Each
+// occurrence created and not yet due that the new start does not give too
+// is cancelled (one it gives too, the same id, is the same instant, and
+// stands); those already due stand. Then the series item moves
+// (ledger.RestartSeries, on condition that no extension came between:
+// else it reads again), and its extension creates the new occurrences. A
+// retry of the same reschedule finds the series moved and changes nothing
+// more. Its results are the cancelled occurrences' deliveries, moved (to
+// the rule's new times) or refused (sent, in flight: they go at their old
+// times), and those of the new occurrences created.
+func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Series, to Times, note string) (Rescheduled, error) {
+	id := read.Item.ID
+	if !read.CancelledAt.IsZero() {
+		return Rescheduled{}, &ValidationError{ID: id, Problem: "is a series that was cancelled", Fix: "create another series with the new start"}
+	}
+	zone := read.Item.Local.TimeZone
+	if to.TimeZone != "" && to.TimeZone != zone {
+		return Rescheduled{}, &ValidationError{ID: id, Field: "timeZone", Problem: fmt.Sprintf("%q is not the series' zone (%s)", to.TimeZone, zone),
+			Fix: "leave timeZone out (a series keeps its zone), or cancel the series and create another in the new zone"}
+	}
+	dueAt, expiresAt, l, err := resolveLocal(id, localIn{to.DueAt, to.ExpiresAt, to.DueLocal, to.ExpiresLocal, zone})
+	if err != nil {
+		return Rescheduled{}, err
+	}
+	due, exp, err := s.validator.times(id, dueAt, expiresAt, read.Item.ExpiresAt.Sub(read.Item.DueAt), "the series' window", "give an expiresAt")
+	if err != nil {
+		return Rescheduled{}, localField(err, to.DueAt, to.ExpiresAt, to.ExpiresLocal)
+	}
+	now := s.cfg.Clock.Now()
+	if !due.After(now) {
+		return Rescheduled{}, &ValidationError{ID: id, Field: "dueAt", Problem: "is not ahead: a series restarts from its new first occurrence",
+			Fix: "give a time ahead; to send one occurrence now, reschedule that occurrence by its id"}
+	}
+	item := read.Item
+	item.DueAt, item.ExpiresAt = due, exp
+	if l.TimeZone == "" {
+		l.TimeZone = zone
+	}
+	if l.DueLocal == "" {
+		loc, err := localtime.LoadZone(zone)
+		if err != nil {
+			return Rescheduled{}, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
+		}
+		l.DueLocal = localtime.WallOf(due, loc).String()
+	}
+	item.Local = localItem(l)
+	if p := s.validator.checkRecur(Input{ID: id, Recur: item.Recur}, &Reminder{ID: id, DueAt: due, Local: l}); p != nil {
+		return Rescheduled{}, &ValidationError{ID: id, Field: p.field, Problem: p.problem, Fix: p.fix}
+	}
+	series, err := seriesOf(item)
+	if err != nil {
+		return Rescheduled{}, fmt.Errorf("schedule: reschedule: %w", err)
+	}
+	old, err := seriesOf(read.Item)
+	if err != nil {
+		return Rescheduled{}, fmt.Errorf("schedule: reschedule: %w", err)
+	}
+	// The new start's occurrences within the extension's reach, by id.
+	gives := map[string]bool{}
+	for it, horizon := series.Iter(), now.Add(s.cfg.SeriesAhead); len(gives) <= s.cfg.SeriesCount; {
+		o, ok := it.Next()
+		if !ok || o.At.After(horizon) {
+			break
+		}
+		gives[recur.OccurrenceID(id, o)] = true
+	}
+	out := Rescheduled{DueAt: due, ExpiresAt: exp, Local: l}
+	kept := map[string]bool{}
+	for it := old.Iter(); ; {
+		o, ok := it.Next()
+		if !ok || o.N >= read.Next {
+			break
+		}
+		oid := recur.OccurrenceID(id, o)
+		if !o.At.After(now) || gives[oid] {
+			kept[oid] = true // due already, or given by the new start too: it stands
+			continue
+		}
+		res, err := s.cancel(ctx, c, oid, "its series was rescheduled to "+FormatTime(due)+note)
+		if errors.Is(err, ErrNoReminder) {
+			continue // missed, or purged
+		}
+		if err != nil {
+			return out, fmt.Errorf("schedule: reschedule series %q: cancel occurrence %s: %w", id, oid, err)
+		}
+		for _, r := range res {
+			out.Deliveries = append(out.Deliveries, MoveResult{Key: r.Key, Moved: r.Cancelled, Status: r.Status, Refused: r.Refused, At: r.At,
+				Unchanged: r.Refused == nil && !r.Cancelled})
+		}
+	}
+	err = s.cfg.Ledger.RestartSeries(ctx, id, read.Next, due, exp, item.Local, now)
+	switch {
+	case errors.Is(err, ledger.ErrSeriesMoved):
+		// Extended (or cancelled, or restarted) since the read: the
+		// caller's reschedule reads it again.
+		return out, fmt.Errorf("schedule: reschedule series %q: %w; send the same reschedule again", id, ledger.ErrChanged)
+	case err != nil:
+		return out, fmt.Errorf("schedule: reschedule series %q: %w; send the same reschedule again", id, err)
+	}
+	ext, err := s.Extend(ctx, id)
+	if err != nil {
+		// The series stands at its new start: the enqueue's next
+		// extension creates what this one could not.
+		s.cfg.Logger.Warn("series rescheduled; its first occurrences were not created, and the enqueue's extension creates them", "series", id,
+			"error", err.Error())
+	}
+	for _, oid := range ext.Created {
+		st, err := s.cfg.Ledger.ReadReminder(ctx, oid)
+		if err != nil {
+			return out, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
+		}
+		for _, d := range st.Deliveries {
+			out.Deliveries = append(out.Deliveries, MoveResult{Key: d.Key(), Moved: !kept[oid], Unchanged: kept[oid], Status: statusOf(d.Status)})
+		}
+	}
+	return out, nil
+}

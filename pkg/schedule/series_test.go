@@ -191,10 +191,82 @@ func TestReschedulingAnOccurrence(t *testing.T) {
 	if err != nil || ledger.Format(d.DueAt) != "2027-01-23T17:00:00.000Z" || d.Status != ledger.StatusPending {
 		t.Fatalf("the moved occurrence after its extension: %+v, %v", d, err)
 	}
+}
+
+// TestReschedulingASeries: a series restarts from its new first
+// occurrence: the occurrences created and not yet due at the old times are
+// cancelled, the new ones created; one the new start gives too stands; the
+// same reschedule again changes nothing; a start the rule does not give,
+// another zone, or a time past is refused with the fix.
+func TestReschedulingASeries(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // now: 2026-11-30T09:00Z
+	r := b.parse(t, string(seriesJSON("weekly-4", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Reschedule(b.ctx, "weekly-4", schedule.Times{DueLocal: "2026-12-13T11:00"}, "later on Sundays")
+	if err != nil || res.Refused() || res.Local.DueLocal != "2026-12-13T11:00" || ledger.Format(res.DueAt) != "2026-12-13T10:00:00.000Z" {
+		t.Fatalf("reschedule the series: %+v, %v", res, err)
+	}
+	cancelled, created := 0, 0
+	for _, d := range res.Deliveries {
+		switch {
+		case d.Moved && d.Status == schedule.StatusCancelled:
+			cancelled++
+		case d.Moved && d.Status == schedule.StatusPending:
+			created++
+		}
+	}
+	if cancelled != 5 || created != 4 {
+		t.Fatalf("%d cancelled, %d created: %+v; want the 5 at 09:30 cancelled, 4 at 11:00 created", cancelled, created, res.Deliveries)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-4.20261206T0930")); err != nil || d.Status != ledger.StatusCancelled {
+		t.Fatalf("an occurrence at the old time: %+v, %v", d, err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-4.20261220T1100")); err != nil || d.Status != ledger.StatusPending ||
+		ledger.Format(d.DueAt) != "2026-12-20T10:00:00.000Z" {
+		t.Fatalf("an occurrence at the new time: %+v, %v", d, err)
+	}
+	v, err := b.store.Show(b.ctx, "weekly-4")
+	if err != nil || v.Reminder.DueLocal != "2026-12-13T11:00" || v.Series == nil || v.Series.Next == nil || v.Series.Next.ID != "weekly-4.20261213T1100" {
+		t.Fatalf("the series after: %+v %+v, %v", v.Reminder, v.Series, err)
+	}
+	again, err := b.store.Reschedule(b.ctx, "weekly-4", schedule.Times{DueLocal: "2026-12-13T11:00"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range again.Deliveries {
+		if !d.Unchanged {
+			t.Fatalf("the same reschedule again: %+v", again.Deliveries)
+		}
+	}
+	// A start the old one gives too: those occurrences stand.
+	r = b.parse(t, string(seriesJSON("weekly-5", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))
+	if _, err := b.store.Create(b.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	res, err = b.store.Reschedule(b.ctx, "weekly-5", schedule.Times{DueLocal: "2026-12-13T09:30"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range res.Deliveries {
+		if first := d.Key.ReminderID == "weekly-5.20261206T0930"; first != (d.Status == schedule.StatusCancelled) || !first && !d.Unchanged {
+			t.Fatalf("restarted a week on: %+v", res.Deliveries)
+		}
+	}
 	var ve *schedule.ValidationError
-	if _, err := b.store.Reschedule(b.ctx, "weekly-3", schedule.Times{DueLocal: "2027-03-01T09:30"}, ""); !errors.As(err, &ve) ||
-		!strings.Contains(ve.Fix, "reschedule one occurrence") {
-		t.Fatalf("reschedule the series: %v", err)
+	for _, c := range []struct {
+		to    schedule.Times
+		field string
+	}{
+		{schedule.Times{DueLocal: "2026-12-14T11:00"}, "dueLocal"}, // a Monday
+		{schedule.Times{DueLocal: "2026-12-13T11:00", TimeZone: "Europe/Paris"}, "timeZone"},
+		{schedule.Times{DueAt: "2026-11-30T08:30:00Z"}, "dueAt"}, // half an hour ago
+	} {
+		if _, err := b.store.Reschedule(b.ctx, "weekly-4", c.to, ""); !errors.As(err, &ve) || ve.Field != c.field || ve.Fix == "" {
+			t.Errorf("reschedule to %+v: %v; want field %s refused with a fix", c.to, err, c.field)
+		}
 	}
 }
 

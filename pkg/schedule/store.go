@@ -33,6 +33,7 @@ type Ledger interface {
 	GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
 	CreateSeries(ctx context.Context, s ledger.Series) (stored ledger.Series, exists bool, err error)
 	AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error
+	RestartSeries(ctx context.Context, id string, from int, due, expires time.Time, local ledger.Local, extendAt time.Time) error
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 }
 

@@ -55,6 +55,7 @@ type Store interface {
 	AwaitWindow(ctx context.Context, d ledger.Delivery, opens time.Time) (ledger.Delivery, error)
 	CreateSeries(ctx context.Context, s ledger.Series) (ledger.Series, bool, error)
 	AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error
+	RestartSeries(ctx context.Context, id string, from int, due, expires time.Time, local ledger.Local, extendAt time.Time) error
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 	DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error)
 	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)

@@ -75,6 +75,26 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 	if err != nil || len(mine.Reminders) != 1 || !mine.Reminders[0].IsSeries {
 		t.Fatalf("its creator's listing: %+v, %v", mine, err)
 	}
+	// A restart: from the Next read, to a new first occurrence.
+	newLocal := ledger.Local{TimeZone: "Europe/Berlin", DueLocal: "2026-12-07T12:00"}
+	if err := b.l.RestartSeries(ctx, "ser-1", 3, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("restart from a Next it is not at: %v", err)
+	}
+	if err := b.l.RestartSeries(ctx, "ser-1", 4, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := b.l.ReadReminder(ctx, "ser-1")
+	if err != nil || restarted.Series == nil || restarted.Series.Next != 1 || !restarted.Series.Item.DueAt.Equal(t0.Add(25*time.Hour)) ||
+		!restarted.Series.Item.ExpiresAt.Equal(t0.Add(49*time.Hour)) || restarted.Series.Item.Local != newLocal ||
+		restarted.Series.Addresses["email#ses"] != "ana@example.com" || restarted.Series.Item.Recur != "FREQ=WEEKLY" {
+		t.Fatalf("restarted: %+v, %v", restarted.Series, err)
+	}
+	if ids := due(t0.Add(time.Minute)); len(ids) != 1 {
+		t.Fatalf("due at its restart's extension: %v", ids)
+	}
+	if err := b.l.AdvanceSeries(ctx, "ser-1", 1, 4, t0.Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	cancelled, err := b.l.CancelSeries(ctx, "ser-1")
 	if err != nil || cancelled.CancelledAt.IsZero() || cancelled.Next != 4 {
 		t.Fatalf("cancel: %+v, %v", cancelled, err)
@@ -134,6 +154,9 @@ func testAnIDIsAReminderOrASeriesNeverBoth(t *testing.T, b bundle) {
 	}
 	if _, err := b.l.CancelSeries(ctx, "id-ser"); err != nil {
 		t.Fatal(err)
+	}
+	if err := b.l.RestartSeries(ctx, "id-ser", 1, t0.Add(2*time.Hour), t0.Add(3*time.Hour), ledger.Local{}, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("restart of a cancelled series: %v", err)
 	}
 	if _, _, err := b.l.CreateReminder(ctx, item("id-ser")); !errors.Is(err, ledger.ErrSeriesID) {
 		t.Fatalf("a reminder under a cancelled series' id: %v; want ErrSeriesID", err)
