@@ -108,6 +108,9 @@ func TestCalendarCommands(t *testing.T) {
 	}
 }
 
+// runCLI is the command line's run, for tests whose helper shadows it.
+var runCLI = run
+
 // TestCalendarCommandsInTheRecipientsTime: schedule by local time, zone and
 // rule from the CLI, against DynamoDB Local; cancel one occurrence, then
 // the series.
@@ -154,6 +157,20 @@ func TestCalendarCommandsInTheRecipientsTime(t *testing.T) {
 	}
 	if code, out, errs := run("cancel", "ser-cli"); code != 0 || !strings.Contains(out, "ser-cli."+first.Format("20060102T1504")+":sms:webhook") {
 		t.Fatalf("cancel the series: %d %q %q", code, out, errs)
+	}
+	// A purge of a series cancels it and deletes its occurrences with it.
+	if code, out, errs := run("schedule", "--id", "ser-purge", "--account", "acct-1", "--due-local", local, "--tz", "Europe/Berlin",
+		"--rrule", "FREQ=WEEKLY", "--channel", "sms", "--provider", "webhook", "--recipient", "acct-1/c", "--template", "t"); code != 0 {
+		t.Fatalf("schedule a series to purge: %d %q %q", code, out, errs)
+	}
+	var pout, perrs bytes.Buffer
+	if code := runCLI([]string{"reminder", "purge", "--table", table, "--yes", "ser-purge"}, strings.NewReader(""), &pout, &perrs); code != 0 ||
+		!strings.Contains(pout.String(), "purged series ser-purge and 5 occurrences") {
+		t.Fatalf("purge the series: %d %q %q", code, pout.String(), perrs.String())
+	}
+	wall, _ := time.Parse("2006-01-02T15:04", local)
+	if code, out, _ := run("cancel", "ser-purge."+wall.Format("20060102T1504")); code == 0 {
+		t.Fatalf("an occurrence of the purged series is still there: %q", out)
 	}
 	if code, _, errs := run("schedule", "--id", "ser-bad", "--account", "acct-1", "--due-local", local, "--tz", "Europe/Berlin",
 		"--rrule", "FREQ=MONTHLY;BYDAY=-6FR", "--channel", "sms", "--provider", "webhook", "--recipient", "r", "--template", "t"); code != 1 ||

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"text/tabwriter"
@@ -180,6 +181,11 @@ nothing, while a delivery is being sent.`, s)
 		if err := o.connect(ctx, false); err != nil {
 			return o.fail(err)
 		}
+		if stored, err := o.ledger.ReadReminder(ctx, id); err != nil {
+			return o.fail(err)
+		} else if stored.Series != nil {
+			return purgeSeries(ctx, o, *stored.Series, *yes)
+		}
 		if !*yes {
 			if o.json {
 				fmt.Fprintln(o.errs, "nudge reminder purge: --json cannot ask for confirmation; add --yes")
@@ -241,4 +247,54 @@ func fallbackWindow(f *schedule.Fallback) localtime.Window {
 		return localtime.Window{}
 	}
 	return f.Window
+}
+
+// purgeSeries deletes series sr for good: it is cancelled first, so that
+// no occurrence is created any more, then each occurrence it created is
+// purged (stopping at one in flight: run the purge again once its lease
+// ends), then the series item.
+func purgeSeries(ctx context.Context, o *operation, sr ledger.Series, yes bool) int {
+	out, id := o.out, sr.Item.ID
+	if !yes {
+		if o.json {
+			fmt.Fprintln(o.errs, "nudge reminder purge: --json cannot ask for confirmation; add --yes")
+			return exitUsage
+		}
+		fmt.Fprintf(out, "%s is a series (%s). This cancels it, then deletes for good each occurrence it created, with its deliveries and history, and then the series.\n",
+			id, sr.Item.Recur)
+		if !confirm(o.in, out, "Purge it?") {
+			fmt.Fprintln(out, "Nothing was deleted.")
+			return exitRefused
+		}
+	}
+	sr, err := o.ledger.CancelSeries(ctx, id)
+	if err != nil {
+		return o.fail(err)
+	}
+	ids, err := schedule.CreatedOccurrences(sr)
+	if err != nil {
+		return o.fail(err)
+	}
+	var purged []string
+	for _, oid := range ids {
+		if _, err := o.ledger.Purge(ctx, oid); errors.Is(err, ledger.ErrNotFound) {
+			continue // purged already, or never created (missed)
+		} else if err != nil {
+			fmt.Fprintf(o.errs, "nudge reminder purge: series %s is cancelled, and %d of its occurrences purged; %s was not: run the purge again\n", id, len(purged), oid)
+			return o.fail(err)
+		}
+		purged = append(purged, oid)
+	}
+	if _, err := o.ledger.Purge(ctx, id); err != nil {
+		return o.fail(err)
+	}
+	if o.json {
+		o.printJSON(map[string]any{"seriesId": id, "removedOccurrences": append([]string{}, purged...)})
+		return exitOK
+	}
+	fmt.Fprintf(out, "purged series %s and %d occurrences:\n", id, len(purged))
+	for _, oid := range purged {
+		fmt.Fprintf(out, "  %s\n", oid)
+	}
+	return exitOK
 }

@@ -569,3 +569,23 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 	}
 	return out, nil
 }
+
+// CreatedOccurrences are the ids of the occurrences series sr has created
+// since its start (its last restart, if it was rescheduled: the ones
+// before are reminders of their own, listed by the reschedule that
+// cancelled them), in order: for a purge of the series (nudge reminder
+// purge), which cancels it first so that no more are created.
+func CreatedOccurrences(sr ledger.Series) ([]string, error) {
+	series, err := seriesOf(sr.Item)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	var ids []string
+	for it := series.Iter(); ; {
+		o, ok := it.Next()
+		if !ok || o.N >= sr.Next {
+			return ids, nil
+		}
+		ids = append(ids, recur.OccurrenceID(sr.Item.ID, o))
+	}
+}
