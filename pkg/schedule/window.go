@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/internal/text"
 	"github.com/nudgehq/nudge/pkg/localtime"
 )
 
@@ -21,14 +23,56 @@ type DefaultWindow struct {
 }
 
 // ParseDefaultWindow reads a stage's default window: "08:00-21:00", or
-// with days, "09:00-17:00 mon-fri".
+// with days, "09:00-17:00 mon-fri". It names no zone: it is in each
+// reminder's.
 func ParseDefaultWindow(s string) (DefaultWindow, error) {
-	hours, days, _ := cutSpace(s)
-	w, err := localtime.ParseWindowSpec(hours + " UTC " + days)
+	fields := strings.Fields(s)
+	for _, f := range fields[min(1, len(fields)):] {
+		if isZoneName(f) {
+			return DefaultWindow{}, fmt.Errorf("send window %q: %w", s, &localtime.Error{Value: f,
+				Problem: "is a time zone; a stage's window is in each reminder's timeZone", Fix: "leave the zone out: " + defaultLayout})
+		}
+	}
+	w, err := parseHours(fields, defaultLayout)
 	if err != nil {
 		return DefaultWindow{}, fmt.Errorf("send window %q: %w", s, err)
 	}
+	return w, nil
+}
+
+const (
+	defaultLayout = "write the hours like 08:00-21:00, with the days it opens after them if not every day: 08:00-21:00 mon-sat, or mon,wed,fri"
+	specLayout    = "write the hours like 08:00-21:00, with the days it opens if not every day (08:00-21:00 mon-sat), " +
+		"and a zone of its own if not the reminder's (08:00-21:00 America/New_York mon-fri)"
+)
+
+// parseHours reads a window's hours and the days it opens, fields as
+// strings.Fields splits "08:00-21:00 mon-sat"; its errors suggest layout.
+func parseHours(fields []string, layout string) (DefaultWindow, error) {
+	bad := func(value, problem string) (DefaultWindow, error) {
+		return DefaultWindow{}, &localtime.Error{Value: text.Clip(value, 40), Problem: problem, Fix: layout}
+	}
+	switch {
+	case len(fields) == 0:
+		return bad("", "is not a send window")
+	case !strings.Contains(fields[0], "-"):
+		return bad(fields[0], "is not a window's hours")
+	case len(fields) > 2:
+		return bad(strings.Join(fields, " "), "has more than hours and days (no spaces within the days)")
+	}
+	// Read as localtime reads a window, in a zone that is then dropped:
+	// nothing else of the form can fail, so no error names it.
+	w, err := localtime.ParseWindowSpec(fields[0] + " UTC " + strings.Join(fields[1:], ""))
+	if err != nil {
+		return DefaultWindow{}, err
+	}
 	return DefaultWindow{From: w.From, To: w.To, Days: w.Days}, nil
+}
+
+// isZoneName reports whether a field of a window names a zone rather than
+// days: a region zone (Area/Location) or UTC, the names LoadZone takes.
+func isZoneName(field string) bool {
+	return strings.Contains(field, "/") || field == "UTC"
 }
 
 // String writes w as ParseDefaultWindow reads it.
@@ -55,6 +99,8 @@ func ParseDefaultWindows(s string) (map[string]DefaultWindow, error) {
 		switch {
 		case !ok || channel == "" || spec == "":
 			return nil, fmt.Errorf("send windows: %q is not channel=window; write each as sms=08:00-21:00 mon-sat, separated by ;", part)
+		case strings.Contains(spec, "="):
+			return nil, fmt.Errorf("send windows: %q holds more than one channel=window; separate them by ;", part)
 		case !slices.Contains(message.Channels, channel):
 			return nil, fmt.Errorf("send windows: %q is not a known channel; use one of %s", channel, strings.Join(message.Channels, ", "))
 		}
@@ -86,38 +132,38 @@ func FormatDefaultWindows(windows map[string]DefaultWindow) string {
 // ParseWindowSpec reads a delivery's send window as the CLI's --window and
 // the import's window column give it: hours, with the days it opens if not
 // every day ("08:00-21:00", "08:00-21:00 mon-sat"), in the reminder's zone;
-// or with a zone of its own before the days ("08:00-21:00 America/New_York
-// mon-fri"). Empty is none (nil): the stage's default for the channel, if
-// any. localtime.ParseWindowSpec has the rules of each part.
+// or with a zone of its own, before or after the days ("08:00-21:00
+// America/New_York mon-fri", "08:00-21:00 mon-fri America/New_York"). Empty
+// is none (nil): the stage's default for the channel, if any.
+// localtime.ParseWindow has the rules of each part.
 func ParseWindowSpec(s string) (*WindowInput, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	withZone := len(fields) > 1 && (strings.Contains(fields[1], "/") || fields[1] == "UTC")
-	if !withZone {
-		d, err := ParseDefaultWindow(strings.Join(fields, " "))
-		if err != nil {
-			return nil, err
+	zone, rest := "", []string{fields[0]}
+	for _, f := range fields[1:] {
+		switch {
+		case !isZoneName(f):
+			rest = append(rest, f)
+		case zone != "":
+			return nil, fmt.Errorf("send window %q: %w", s, &localtime.Error{Value: f, Problem: "is a second time zone", Fix: "give the window one zone"})
+		default:
+			zone = f
 		}
-		in := windowInput(d.In("UTC"))
-		in.TimeZone = "" // the reminder's
-		return in, nil
 	}
-	w, err := localtime.ParseWindowSpec(strings.Join(fields, " "))
+	d, err := parseHours(rest, specLayout)
 	if err != nil {
 		return nil, fmt.Errorf("send window %q: %w", s, err)
 	}
-	return windowInput(w), nil
-}
-
-func cutSpace(s string) (before, after string, found bool) {
-	for i := range len(s) {
-		if s[i] == ' ' {
-			return s[:i], s[i+1:], true
+	if zone != "" {
+		if _, err := localtime.LoadZone(zone); err != nil {
+			return nil, fmt.Errorf("send window %q: %w", s, err)
 		}
 	}
-	return s, "", false
+	in := windowInput(d.In(cmp.Or(zone, "UTC")))
+	in.TimeZone = zone // none: the reminder's
+	return in, nil
 }
 
 // In is w in zone.

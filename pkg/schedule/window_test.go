@@ -227,6 +227,8 @@ func TestAStagesWindowsReadByChannel(t *testing.T) {
 		"sms=08:00-21:00;sms=09:00-17:00": "given twice",
 		"sms=8-21":                        "sms: send window",
 		"=08:00-21:00":                    "is not channel=window",
+		"sms=08:00-21:00, email=07:00":    "separate them by ;",
+		"sms=08:00-21:00 Europe/Berlin":   `"Europe/Berlin" is a time zone; a stage's window is in each reminder's timeZone; leave the zone out`,
 	} {
 		if _, err := schedule.ParseDefaultWindows(bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", bad, err, want)
@@ -261,7 +263,8 @@ func TestAnImportTakesWindows(t *testing.T) {
 		t.Errorf("w-3: %#v", rows[2].Err)
 	}
 	for spec, want := range map[string]string{"": "", " 22:00-06:00 ": "22:00-06:00 UTC", "10:00-12:00 sat,sun": "10:00-12:00 UTC sat,sun",
-		"10:00-12:00 UTC": "10:00-12:00 UTC", "07:00-09:00 Asia/Kathmandu mon": "07:00-09:00 Asia/Kathmandu mon"} {
+		"10:00-12:00 UTC": "10:00-12:00 UTC", "07:00-09:00 Asia/Kathmandu mon": "07:00-09:00 Asia/Kathmandu mon",
+		"07:00-09:00 mon-wed Asia/Kathmandu": "07:00-09:00 Asia/Kathmandu mon-wed"} {
 		in, err := schedule.ParseWindowSpec(spec)
 		got := ""
 		if in != nil {
@@ -270,6 +273,26 @@ func TestAnImportTakesWindows(t *testing.T) {
 		}
 		if err != nil || got != want {
 			t.Errorf("ParseWindowSpec(%q) = %q, %v; want %q", spec, got, err, want)
+		}
+	}
+}
+
+// TestAWindowSpecThatCannotBeReadSaysWhatToWrite: --window's and the
+// import's errors quote what was given, name the part that is wrong and
+// the form to write, and never a zone the caller did not give.
+func TestAWindowSpecThatCannotBeReadSaysWhatToWrite(t *testing.T) {
+	t.Parallel()
+	for spec, want := range map[string]string{
+		"08:00":                                "\"08:00\" is not a window's hours; write the hours like 08:00-21:00",
+		"8am-9pm":                              `"8am" is not a time of day`,
+		"08:00-21:00 mon, fri":                 "has more than hours and days (no spaces within the days)",
+		"08:00-21:00 mon-fri America/New_Yrok": `"America/New_Yrok" is not a time zone`,
+		"08:00-21:00 UTC Europe/Berlin":        `"Europe/Berlin" is a second time zone`,
+		"08:00-21:00 someday":                  `"someday" is not a day of the week`,
+	} {
+		_, err := schedule.ParseWindowSpec(spec)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), ":00 UTC") != strings.Contains(spec, ":00 UTC") {
+			t.Errorf("ParseWindowSpec(%q): %v; want %q", spec, err, want)
 		}
 	}
 }
