@@ -150,6 +150,17 @@ with different content it is refused as a conflict naming the field.`, s)
 	fs.Var(meta, "meta", "metadata `KEY=VALUE` (repeatable)")
 	c.run = func(ctx context.Context, _ []string) int {
 		stdin, stdout, stderr := c.in, c.out, c.errs
+		// Read before the table is opened: a usage error needs none.
+		w, err := schedule.ParseWindowSpec(*window)
+		switch {
+		case err != nil:
+			fmt.Fprintln(stderr, "nudge schedule: --window:", err)
+			return exitUsage
+		case w != nil && *jsonPath != "":
+			fmt.Fprintln(stderr, `nudge schedule: --window is for a reminder given by flags; with --json, give each delivery its "window" in the JSON `+
+				`({"from": "08:00", "to": "21:00", "days": ["mon", "tue"]})`)
+			return exitUsage
+		}
 		st, err := cal.store(ctx)
 		if err != nil {
 			return c.fail(cal.resources, err)
@@ -166,11 +177,6 @@ with different content it is refused as a conflict naming the field.`, s)
 				r, err = st.Validator().ParseJSON(data)
 			}
 		} else {
-			var w *schedule.WindowInput
-			if w, err = schedule.ParseWindowSpec(*window); err != nil {
-				fmt.Fprintln(stderr, "nudge schedule: --window:", err)
-				return exitUsage
-			}
 			in := schedule.Input{ID: *id, AccountRef: *account, DueAt: *due, ExpiresAt: *expires, DueLocal: *dueLocal, ExpiresLocal: *expiresLocal, TimeZone: *tz,
 				Recur: *rrule,
 				Deliveries: []schedule.DeliveryInput{{Channel: *channel, Provider: *prov, RecipientRef: *recipient, TemplateRef: *template, Address: *address,

@@ -12,6 +12,8 @@ import (
 	"github.com/nudgehq/nudge/internal/deployment"
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
+	"github.com/nudgehq/nudge/pkg/localtime"
+	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
 // TestCalendarCommands runs schedule, import and cancel as a user would,
@@ -228,5 +230,60 @@ func TestSendWindowsFromTheCLI(t *testing.T) {
 	}
 	if code, out, errs := sched("rem-win-4"); code != 0 || !strings.Contains(out, "sent only within 11:00-17:00 Asia/Kathmandu") {
 		t.Fatalf("schedule under the stage's window: %d %q %q", code, out, errs)
+	}
+}
+
+// TestAWindowTheCLICannotUseIsAUsageError: --window that cannot be read,
+// or given with --json (whose deliveries name their own), is refused with
+// exit 2 naming --window and what to write, before the table is opened.
+func TestAWindowTheCLICannotUseIsAUsageError(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--window", "8am-9pm"}, `--window: send window "8am-9pm": "8am" is not a time of day`},
+		{[]string{"--window", "21:00"}, "write the hours like 08:00-21:00"},
+		{[]string{"--window", "08:00-21:00 mon-fri America/New_Yrok"}, `"America/New_Yrok" is not a time zone`},
+		{[]string{"--window", "08:00-21:00", "--json", "-"}, `with --json, give each delivery its "window" in the JSON`},
+	} {
+		var out, errs bytes.Buffer
+		args := append([]string{"schedule", "--table", "no-such-table", "--id", "rem-1", "--account", "acct-1", "--due", "2030-01-01T09:00:00Z",
+			"--recipient", "r", "--template", "t"}, c.args...)
+		if code := run(args, strings.NewReader(""), &out, &errs); code != exitUsage || !strings.Contains(errs.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 saying %q", c.args, code, errs.String(), c.want)
+		}
+	}
+}
+
+// TestReminderShowListsTheSendWindows: each delivery's and fallback's
+// window, with its zone, under SEND WINDOWS; a reminder without any has no
+// such section.
+func TestReminderShowListsTheSendWindows(t *testing.T) {
+	t.Parallel()
+	sms, err := localtime.ParseWindowSpec("08:00-21:00 America/New_York mon-sat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	email, err := localtime.ParseWindowSpec("07:00-22:00 Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := schedule.Reminder{ID: "rem-1", Deliveries: []schedule.Delivery{
+		{Channel: "sms", Provider: "webhook", Window: sms, Fallback: &schedule.Fallback{Channel: "email", Provider: "ses", Window: email}},
+		{Channel: "push", Provider: "sns"},
+	}}
+	var out bytes.Buffer
+	printWindows(&out, r)
+	want := "\nSEND WINDOWS (never sent outside them; due outside, a delivery waits for the opening)\n" +
+		"  rem-1:sms:webhook  08:00-21:00 America/New_York mon-sat\n" +
+		"  rem-1:email:ses  07:00-22:00 Europe/Berlin\n"
+	if out.String() != want {
+		t.Errorf("printed %q; want %q", out.String(), want)
+	}
+	out.Reset()
+	printWindows(&out, schedule.Reminder{ID: "rem-2", Deliveries: []schedule.Delivery{{Channel: "sms", Provider: "webhook"}}})
+	if out.Len() != 0 {
+		t.Errorf("a reminder without windows: %q; want nothing", out.String())
 	}
 }

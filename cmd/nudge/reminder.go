@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"text/tabwriter"
 
@@ -109,23 +110,8 @@ off, and the transition history in time order.`, s)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Key, d.Told(), handed, d.Attempts, d.DueAt, dash(lastErr), dash(d.Receipt), dash(d.NextAttemptAt))
 		}
 		tw.Flush()
-		if r := v.Reminder; r != nil {
-			windows := false
-			for _, d := range r.Deliveries {
-				for _, w := range []struct {
-					key    string
-					window localtime.Window
-				}{{r.Key(d).String(), d.Window}, {fallbackKey(r.ID, d.Fallback), fallbackWindow(d.Fallback)}} {
-					if w.window.IsZero() {
-						continue
-					}
-					if !windows {
-						fmt.Fprintln(out, "\nSEND WINDOWS (never sent outside them; due outside, a delivery waits for the opening)")
-						windows = true
-					}
-					fmt.Fprintf(out, "  %s  %s\n", w.key, w.window)
-				}
-			}
+		if v.Reminder != nil {
+			printWindows(out, *v.Reminder)
 		}
 		for _, d := range doc.Deliveries {
 			if d.Feedback != nil && d.Feedback.Failed {
@@ -231,6 +217,27 @@ nothing, while a delivery is being sent.`, s)
 		return exitOK
 	}
 	return c.cmd
+}
+
+// printWindows lists the send windows of r's deliveries and fallbacks
+// under SEND WINDOWS, each with its zone; nothing if none has one.
+func printWindows(out io.Writer, r schedule.Reminder) {
+	windows := false
+	for _, d := range r.Deliveries {
+		for _, w := range []struct {
+			key    string
+			window localtime.Window
+		}{{r.Key(d).String(), d.Window}, {fallbackKey(r.ID, d.Fallback), fallbackWindow(d.Fallback)}} {
+			if w.window.IsZero() {
+				continue
+			}
+			if !windows {
+				fmt.Fprintln(out, "\nSEND WINDOWS (never sent outside them; due outside, a delivery waits for the opening)")
+				windows = true
+			}
+			fmt.Fprintf(out, "  %s  %s\n", w.key, w.window)
+		}
+	}
 }
 
 // fallbackKey and fallbackWindow are f's key in reminder id and its send
