@@ -124,3 +124,39 @@ func TestTheIntakeReadsTheShardCountAndWritesOnlyReminders(t *testing.T) {
 		t.Errorf("%d SES calls for a template the stack lists; want none", n)
 	}
 }
+
+// TestTheStagesSendWindowsApplyAtTheIntake: with the stage's default send
+// windows in its environment, a delivery that names no window gets its
+// channel's, in the reminder's zone; a channel the setting does not name
+// gets none.
+func TestTheStagesSendWindowsApplyAtTheIntake(t *testing.T) {
+	t.Setenv("NUDGE_SEND_WINDOWS", "email=08:00-21:00; sms=09:00-17:00 mon-fri")
+	db := &fakeDynamoDB{shards: "4"}
+	h, _ := start(t, db)
+	// Every day's window opens within the default 24 h lateness, whatever
+	// the day.
+	due := time.Now().Add(time.Hour).UTC().Format(time.RFC3339) // wall clock: the function's clock is the real one
+	body := `{"accountRef":"acct-1","dueAt":"` + due + `","timeZone":"Asia/Kathmandu","metadata":{"plan":"gold"},"deliveries":[` +
+		`{"channel":"email","provider":"ses","recipientRef":"c-1","templateRef":"renewal-notice","address":"ana@example.com"},` +
+		`{"channel":"push","provider":"webhook","recipientRef":"c-1","templateRef":"t"}]}`
+	req := httptest.NewRequest(http.MethodPut, "/v1/reminders/rem-win", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var got struct {
+		Reminder struct {
+			Deliveries []struct {
+				Window *struct{ From, To, TimeZone string }
+			}
+		}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusCreated || len(got.Reminder.Deliveries) != 2 {
+		t.Fatalf("create: %d %s (%v)", rec.Code, rec.Body, err)
+	}
+	if w := got.Reminder.Deliveries[0].Window; w == nil || *w != (struct{ From, To, TimeZone string }{"08:00", "21:00", "Asia/Kathmandu"}) {
+		t.Errorf("the e-mail's window: %+v; want the stage's, 08:00-21:00 in Asia/Kathmandu", w)
+	}
+	if w := got.Reminder.Deliveries[1].Window; w != nil {
+		t.Errorf("the push's window: %+v; want none (the stage names none for push)", w)
+	}
+}
