@@ -4,10 +4,11 @@
 // uses its types with intake.Client (Input to create, Document to read
 // back, Status, Times to reschedule), its Validator to check a reminder
 // before sending it (the intake's rules but for the stage's settings:
-// which providers it runs, which templates are deployed, the lateness and
-// how far ahead a reminder may be), and its ValidationError and refusals
-// to read what was wrong. This package is part of Nudge's public Go API;
-// see the README's “Go packages”.
+// which providers it runs, which templates are deployed, the lateness, how
+// far ahead a reminder may be and the default send windows by channel),
+// and its ValidationError and refusals to read what was wrong. This
+// package is part of Nudge's public Go API; see the README's “Go
+// packages”.
 //
 // Inside Nudge, a Store validates reminders and writes them, idempotently
 // by id, to the ledger table before anything can be published; it cancels
