@@ -34,9 +34,15 @@ func TestTheStagesSendWindowsReachTheIntakeAndTheRecord(t *testing.T) {
 	if err != nil || rec.ProviderEnv[deployment.EnvSendWindows] != s.SendWindows {
 		t.Fatalf("the enqueue records %v, %v", rec.ProviderEnv, err)
 	}
-	s.SendWindows = "sms=8am-9pm"
-	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "sendWindows=") {
-		t.Errorf("an unreadable window: %v; want the stage refused with the form", err)
+	for bad, want := range map[string]string{
+		"sms=8am-9pm":                     `sms: send window "8am-9pm": "8am" is not a time of day`,
+		"email=07:00-22:00 Europe/Berlin": "email: send window \"07:00-22:00 Europe/Berlin\": \"Europe/Berlin\" is a time zone",
+		"fax=08:00-21:00":                 `"fax" is not a known channel`,
+	} {
+		s.SendWindows = bad
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "sendWindows=") {
+			t.Errorf("%q: %v; want the stage refused saying %q, with the form", bad, err, want)
+		}
 	}
 	bad := map[string]string{"NUDGE_TABLE": "t", deployment.EnvSendWindows: "fax=08:00-21:00"}
 	if _, err := intake.SettingsFromEnv(func(k string) string { return bad[k] }); err == nil || !strings.Contains(err.Error(), "NUDGE_SEND_WINDOWS") {
