@@ -231,6 +231,27 @@ func TestSendWindowsFromTheCLI(t *testing.T) {
 	if code, out, errs := sched("rem-win-4"); code != 0 || !strings.Contains(out, "sent only within 11:00-17:00 Asia/Kathmandu") {
 		t.Fatalf("schedule under the stage's window: %d %q %q", code, out, errs)
 	}
+	// The zone after the days reads as before them.
+	code, out, errs = sched("rem-win-5", "--window", "09:00-17:00 mon-fri Europe/Berlin", "--expires", due.Add(7*24*time.Hour).Format(time.RFC3339))
+	if code != 0 || !strings.Contains(out, "sent only within 09:00-17:00 Europe/Berlin mon-fri") {
+		t.Fatalf("schedule with the zone after the days: %d %q %q", code, out, errs)
+	}
+	// An import: a row's window column, and the stage's for a row with none.
+	file := filepath.Join(t.TempDir(), "windows.csv")
+	csv := "id,accountRef,dueAt,timeZone,channel,provider,recipientRef,templateRef,window\n" +
+		"rem-win-6,acct-1," + due.Format(time.RFC3339) + ",Asia/Kathmandu,sms,webhook,acct-1/c,t,08:00-21:00\n" +
+		"rem-win-7,acct-1," + due.Format(time.RFC3339) + ",Asia/Kathmandu,sms,webhook,acct-1/c,t,\n"
+	if err := os.WriteFile(file, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run("import", file); code != 0 || !strings.Contains(out, "2 created") {
+		t.Fatalf("import: %d %q %q", code, out, errs)
+	}
+	for id, want := range map[string]string{"rem-win-6": "08:00-21:00 Asia/Kathmandu", "rem-win-7": "11:00-17:00 Asia/Kathmandu"} {
+		if code, out, errs := run("reminder", "show", id); code != 0 || !strings.Contains(out, id+":sms:webhook  "+want+"\n") {
+			t.Errorf("reminder show %s: %d %q %q; want its window %s", id, code, out, errs, want)
+		}
+	}
 }
 
 // TestAWindowTheCLICannotUseIsAUsageError: --window that cannot be read,
