@@ -145,20 +145,24 @@ func allowedBy(statements []map[string]any, tableID string, call ddbCall) bool {
 // beyond the consumer's and the enqueue's tested paths — the outcomes
 // function taking a fallback (as its ledger is configured), the feedback
 // function recording a report, settling a delivery and writing the mark,
-// the consumer reading the mark — and checks that the function's role, as
+// the consumer reading the mark, the intake creating a reminder or a series
+// (two puts in one transaction: its item and its claim of the id) and
+// cancelling a series, the enqueue creating a series' occurrence — and
+// checks that the function's role, as
 // synthesized for a stage running ses, allows every one: action and
 // partition key. IAM is not enforced locally, so this is where a call the
 // role does not allow is caught.
 func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 	n, tpl := synth(t, sesStage(deployment.Dev()))
 	tp := toJSON(t, tpl)
-	var consumerRole, feedbackRole, outcomesRole, intakeRole, tableID string
+	var consumerRole, feedbackRole, outcomesRole, intakeRole, enqueueRole, tableID string
 	must(t, func() {
 		id := func(c awscdk.CfnElement) string { return *n.Stack.GetLogicalId(c) }
 		consumerRole = id(n.Consumer.Role().Node().DefaultChild().(awscdk.CfnElement))
 		feedbackRole = id(n.Feedback.Role().Node().DefaultChild().(awscdk.CfnElement))
 		outcomesRole = id(n.Outcomes.Role().Node().DefaultChild().(awscdk.CfnElement))
 		intakeRole = id(n.Intake.Role().Node().DefaultChild().(awscdk.CfnElement))
+		enqueueRole = id(n.Enqueue.Role().Node().DefaultChild().(awscdk.CfnElement))
 		tableID = id(n.Table.Node().DefaultChild().(awscdk.CfnElement))
 	})
 	ctx := context.Background()
@@ -203,6 +207,23 @@ func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 		}},
 		{intakeRole, "the intake giving back a hand-off SQS refused", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
 			_, err := l.GiveBack(ctx, primary.Key(), primary.DueAt, "hand-off failed; the enqueue hands it off")
+			return err
+		}},
+		{intakeRole, "the intake creating a reminder", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+			_, _, err := l.CreateReminder(ctx, reminderItem("rem-1", ""))
+			return err
+		}},
+		{intakeRole, "the intake creating a series (its item and its claim of the id, in one transaction)", ledger.Config{Table: "T", ShardsFromRegistry: true},
+			func(l *ledger.Ledger) error {
+				_, _, err := l.CreateSeries(ctx, ledger.Series{Item: reminderItem("ser-1", "FREQ=DAILY"), Next: 1, ExtendAt: t0})
+				return err
+			}},
+		{intakeRole, "the intake cancelling a series (its item, then its claim)", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+			_, err := l.CancelSeries(ctx, "ser-1")
+			return err
+		}},
+		{enqueueRole, "the enqueue creating a series' occurrence", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+			_, _, err := l.CreateReminder(ctx, reminderItem("ser-1.20261201T0900", ""))
 			return err
 		}},
 		{consumerRole, "the consumer claiming a probe", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
@@ -288,4 +309,10 @@ func TestTheOperatorPolicyAllowsWhatTheConsoleCalls(t *testing.T) {
 			}
 		}
 	}
+}
+
+// reminderItem is a reminder item (recur: a series') of one delivery.
+func reminderItem(id, recur string) ledger.ReminderItem {
+	return ledger.ReminderItem{ID: id, AccountRef: "acct-1", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour), Recur: recur,
+		Deliveries: []ledger.ReminderDelivery{{Channel: "email", Provider: "ses", RecipientRef: "c-1", TemplateRef: "t"}}}
 }

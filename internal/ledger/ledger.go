@@ -184,7 +184,7 @@ func (l *Ledger) lapsedBefore(now time.Time) time.Time { return now.Add(-l.cfg.C
 // writes so far, by the items written.
 type Units struct {
 	Deliveries float64 // delivery items and their due index entries
-	Reminders  float64 // reminder items
+	Reminders  float64 // reminder and series items (a series' claim of its id too)
 	Cursors    float64 // the enqueue's cursors
 }
 

@@ -152,6 +152,11 @@ func (r ReminderItem) Key(d ReminderDelivery) message.DeliveryKey {
 // reminderSK is the sort key of the reminder item, beside its deliveries.
 const reminderSK = "REMINDER"
 
+// conflictPause is the first pause before a write refused by a transaction
+// in flight on its item (TransactionConflictException) is made again; it
+// doubles, three pauses at most (70 ms in all).
+const conflictPause = 10 * time.Millisecond
+
 // reminderRecord is a ReminderItem as it is marshalled: its keys, and its
 // times as the ledger writes them.
 type reminderRecord struct {
@@ -175,7 +180,8 @@ type reminderRecord struct {
 
 // CreateReminder writes reminder r's item unless one exists under its id;
 // then it returns the stored one, and exists true, for the caller to
-// compare. Its deliveries are written by Create, one by one, after it.
+// compare. Where a series holds the id it is refused with ErrSeriesID. Its
+// deliveries are written by Create, one by one, after it.
 func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored ReminderItem, exists bool, err error) {
 	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
 		return ReminderItem{}, false, err
@@ -189,12 +195,25 @@ func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored Rem
 	if err != nil {
 		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
 	}
-	out, err := l.api.PutItem(ctx, &dynamodb.PutItemInput{
+	in := &dynamodb.PutItemInput{
 		TableName: aws.String(l.cfg.Table), Item: av,
 		ConditionExpression:                 aws.String("attribute_not_exists(PK)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityTotal,
-	})
+	}
+	out, err := l.api.PutItem(ctx, in)
+	// A transaction writing the key (a series' create claiming the id at
+	// the same time, or a reschedule) refuses the put, which wrote
+	// nothing: put again once it is done, and its condition tells.
+	var conflict *types.TransactionConflictException
+	for wait := conflictPause; errors.As(err, &conflict) && wait <= 4*conflictPause; wait *= 2 {
+		select {
+		case <-time.After(wait): // wall clock: a pause for DynamoDB's transaction to finish
+		case <-ctx.Done():
+			return ReminderItem{}, false, fmt.Errorf("ledger: write reminder %q: %w", r.ID, err)
+		}
+		out, err = l.api.PutItem(ctx, in)
+	}
 	if err == nil {
 		l.countTo(&l.units.Reminders, out.ConsumedCapacity)
 		return r, false, nil

@@ -119,34 +119,64 @@ func (l *Ledger) CreateSeries(ctx context.Context, s Series) (stored Series, exi
 	free := aws.String("attribute_not_exists(PK)")
 	out, err := l.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: claim, ConditionExpression: free}},
-			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: av, ConditionExpression: free}},
+			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: claim, ConditionExpression: free,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: av, ConditionExpression: free,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err == nil {
 		for _, cc := range out.ConsumedCapacity {
-			l.count(&cc)
+			l.countTo(&l.units.Reminders, &cc)
 		}
 		return s, false, nil
 	}
 	var cancelled *types.TransactionCanceledException
-	if !errors.As(err, &cancelled) || !slices.ContainsFunc(cancelled.CancellationReasons, func(c types.CancellationReason) bool {
-		return aws.ToString(c.Code) == "ConditionalCheckFailed"
-	}) {
+	if !errors.As(err, &cancelled) {
 		return Series{}, false, fmt.Errorf("ledger: write series %q: %w", r.ID, err)
 	}
-	// A key was taken: by this series (an earlier create), or a reminder.
-	st, err := l.ReadReminder(ctx, r.ID)
+	return l.seriesRefused(ctx, r.ID, cancelled)
+}
+
+// seriesRefused is CreateSeries' answer for series id, whose transaction
+// (the claim first, then the series item) was cancelled. The reasons say
+// which key was taken, and by what (each put returns the item that failed
+// its condition): the series item's key, by this series (an earlier
+// create: the stored one, exists true); the claim's key, by a reminder
+// (ErrReminderID). Where they do not tell (a claim whose series is gone, a
+// stand-in that returns no items, or a conflict with a write of the same
+// key in flight: a reminder's create at the same time), what stands is
+// read. Other reasons (throttling, capacity) are an error to retry.
+func (l *Ledger) seriesRefused(ctx context.Context, id string, cancelled *types.TransactionCanceledException) (Series, bool, error) {
+	reason := func(i int) (code string, item map[string]types.AttributeValue) {
+		if i >= len(cancelled.CancellationReasons) {
+			return "", nil
+		}
+		return aws.ToString(cancelled.CancellationReasons[i].Code), cancelled.CancellationReasons[i].Item
+	}
+	claimCode, claimItem := reason(0)
+	seriesCode, seriesItem := reason(1)
+	switch {
+	case seriesCode == "ConditionalCheckFailed" && len(seriesItem) > 0:
+		stored, err := fromSeriesItem(seriesItem)
+		return stored, true, err
+	case claimCode == "ConditionalCheckFailed" && len(claimItem) > 0 && !isSeriesClaim(claimItem):
+		return Series{}, false, fmt.Errorf("ledger: series %q: %w", id, ErrReminderID)
+	case !slices.ContainsFunc([]string{claimCode, seriesCode}, func(c string) bool { return c == "ConditionalCheckFailed" || c == "TransactionConflict" }):
+		return Series{}, false, fmt.Errorf("ledger: write series %q: %w", id, cancelled)
+	}
+	st, err := l.ReadReminder(ctx, id)
 	switch {
 	case err != nil:
 		return Series{}, false, err
 	case st.Series != nil:
 		return *st.Series, true, nil
 	case st.Reminder != nil:
-		return Series{}, false, fmt.Errorf("ledger: series %q: %w", r.ID, ErrReminderID)
+		return Series{}, false, fmt.Errorf("ledger: series %q: %w", id, ErrReminderID)
 	}
-	return Series{}, false, fmt.Errorf("ledger: write series %q: its keys were taken, and are gone (a purge at the same time); create it again", r.ID)
+	return Series{}, false, fmt.Errorf("ledger: write series %q: its keys were taken (%s) and hold neither a reminder nor a series now "+
+		"(another create or a purge of the id at the same time); create it again", id, cancelled.ErrorMessage())
 }
 
 func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {

@@ -85,3 +85,36 @@ func TestConcurrentPutsOfOneIDCreateItOnce(t *testing.T) {
 		t.Errorf("stored %+v, %v", stored, err)
 	}
 }
+
+// TestAnIDIsAReminderOrASeriesThroughTheAPI: a PUT of a reminder under a
+// series' id, or of a series under a reminder's, is the 409 naming recur,
+// saying what the id belongs to and that the fix is another id (neither a
+// reschedule nor a cancel frees it).
+func TestAnIDIsAReminderOrASeriesThroughTheAPI(t *testing.T) {
+	f := setup(t)
+	series := reminder("")
+	delete(series, "dueAt")
+	series["timeZone"], series["dueLocal"], series["recur"] = "UTC", now.Add(time.Hour).Format("2006-01-02T15:04"), "FREQ=DAILY"
+	for _, tc := range []struct {
+		id            string
+		first, second map[string]any
+		holder, given string
+	}{
+		{"both-1", series, reminder(""), "series", "reminder"},
+		{"both-2", reminder(""), series, "reminder", "series"},
+	} {
+		if a := f.json("PUT", "/v1/reminders/"+tc.id, tc.first); a.status != 201 {
+			t.Fatalf("%s: the %s: %d %s", tc.id, tc.holder, a.status, a.body)
+		}
+		a := f.json("PUT", "/v1/reminders/"+tc.id, tc.second)
+		if a.status != 409 {
+			t.Fatalf("%s: a %s under a %s's id: %d %s", tc.id, tc.given, tc.holder, a.status, a.body)
+		}
+		p := a.problem(t)
+		if p.Type != intake.ProblemConflict || p.Field != "recur" || p.Title != "The id belongs to a "+tc.holder ||
+			!strings.Contains(p.Detail, `"`+tc.id+`"`) || !strings.Contains(p.Fix, "choose another id for the "+tc.given) ||
+			strings.Contains(p.Fix, "reschedule") {
+			t.Errorf("%s: a %s under a %s's id: %+v", tc.id, tc.given, tc.holder, p)
+		}
+	}
+}

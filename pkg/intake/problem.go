@@ -101,6 +101,11 @@ func (h *Handler) problemFor(r *http.Request, err error) *Problem {
 		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The id is taken",
 			Detail: "the id is taken by a reminder this caller cannot see",
 			Fix:    "give the reminder another id: ids are the caller's idempotency keys, and this one is another's"}
+	case errors.As(err, &ce) && ce.Holder != "":
+		// A reminder under a series' id, or a series under a reminder's:
+		// neither a reschedule nor a cancel frees the id.
+		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "The id belongs to a " + ce.Holder, Detail: ce.Error(), Field: ce.Field,
+			Fix: ce.Fix()}
 	case errors.As(err, &ce):
 		return &Problem{Type: ProblemConflict, Status: http.StatusConflict, Title: "A different reminder has this id", Detail: ce.Error(), Field: ce.Field,
 			Fix: "give the changed reminder a new id, reschedule it (POST /v1/reminders/" + ce.ID + "/reschedule), or cancel the old one first"}

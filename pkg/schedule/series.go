@@ -157,7 +157,7 @@ func (s *Store) createSeries(ctx context.Context, c Caller, r Reminder) (Outcome
 		if !c.owns(stored.Reminder) {
 			return "", fmt.Errorf("schedule: series %q: %w by a reminder this caller cannot see; give this series another id", r.ID, ErrTaken)
 		}
-		return "", &ConflictError{ID: r.ID, Field: "recur", Stored: "a reminder (no recur)", Given: "a series (" + r.Recur + ")"}
+		return "", &ConflictError{ID: r.ID, Field: "recur", Stored: "a reminder (no recur)", Given: "a series (" + r.Recur + ")", Holder: KindReminder}
 	}
 	outcome := Created
 	sr, exists, err := s.cfg.Ledger.CreateSeries(ctx, ledger.Series{Item: reminderItem(r), Addresses: seriesAddresses(r), Next: 1,
@@ -169,7 +169,7 @@ func (s *Store) createSeries(ctx context.Context, c Caller, r Reminder) (Outcome
 		if rerr != nil || again.Reminder == nil || !c.owns(again.Reminder) {
 			return "", fmt.Errorf("schedule: series %q: %w by a reminder this caller cannot see; give this series another id", r.ID, ErrTaken)
 		}
-		return "", &ConflictError{ID: r.ID, Field: "recur", Stored: "a reminder (no recur)", Given: "a series (" + r.Recur + ")"}
+		return "", &ConflictError{ID: r.ID, Field: "recur", Stored: "a reminder (no recur)", Given: "a series (" + r.Recur + ")", Holder: KindReminder}
 	case err != nil:
 		return "", fmt.Errorf("schedule: %w", err)
 	case exists && !c.owns(&sr.Item):
@@ -279,7 +279,7 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 		if _, err := s.create(ctx, caller, r); err != nil {
 			var cf *ConflictError
 			switch {
-			case errors.As(err, &cf) && cf.Field == "recur":
+			case errors.As(err, &cf) && cf.Holder == KindSeries:
 				// A series holds its id: not this series' to send.
 				out.Missed++
 				s.cfg.Logger.Warn("a series' occurrence id is another series' id; the occurrence is skipped", "series", id, "occurrence", r.ID)

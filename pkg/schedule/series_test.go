@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nudgehq/nudge/internal/ledger"
+	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/internal/message"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
@@ -294,9 +295,9 @@ func TestAnOccurrenceThatCouldNeverBeSentIsSkippedNotStalled(t *testing.T) {
 }
 
 // TestAnIDIsAReminderOrASeries: a reminder under a series' id is refused as
-// a conflict naming recur (the id taken, to a caller who cannot see the
-// series), and a series under a reminder's id too; nothing of the refused
-// one is written.
+// a conflict naming recur, saying what holds the id and that the fix is
+// another id (the id taken, to a caller who cannot see the series), and a
+// series under a reminder's id too; nothing of the refused one is written.
 func TestAnIDIsAReminderOrASeries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -306,8 +307,9 @@ func TestAnIDIsAReminderOrASeries(t *testing.T) {
 	}
 	plain := b.parse(t, strings.Replace(string(seriesJSON("both-1", "", "2026-12-06T09:30", "")), `,"recur":""`, ``, 1))
 	var cf *schedule.ConflictError
-	if _, err := b.store.Create(b.ctx, plain); !errors.As(err, &cf) || cf.Field != "recur" || !strings.Contains(cf.Stored, "a series") {
-		t.Fatalf("a reminder under a series' id: %v; want a conflict naming recur", err)
+	if _, err := b.store.Create(b.ctx, plain); !errors.As(err, &cf) || cf.Field != "recur" || !strings.Contains(cf.Stored, "a series") ||
+		cf.Holder != schedule.KindSeries || !strings.Contains(err.Error(), `choose another id for the reminder ("both-1" stays a series`) {
+		t.Fatalf("a reminder under a series' id: %v; want a conflict naming recur, the series and the fix", err)
 	}
 	if _, err := b.store.CreateAs(b.ctx, schedule.Caller{Principal: "role/other"}, plain); !errors.Is(err, schedule.ErrTaken) {
 		t.Fatalf("another caller's reminder under a series' id: %v; want the id taken", err)
@@ -317,10 +319,48 @@ func TestAnIDIsAReminderOrASeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	series.ID = "both-2"
-	if _, err := b.store.Create(b.ctx, series); !errors.As(err, &cf) || cf.Field != "recur" || !strings.Contains(cf.Stored, "a reminder") {
-		t.Fatalf("a series under a reminder's id: %v; want a conflict naming recur", err)
+	if _, err := b.store.Create(b.ctx, series); !errors.As(err, &cf) || cf.Field != "recur" || !strings.Contains(cf.Stored, "a reminder") ||
+		cf.Holder != schedule.KindReminder || !strings.Contains(err.Error(), `choose another id for the series ("both-2" stays a reminder`) {
+		t.Fatalf("a series under a reminder's id: %v; want a conflict naming recur, the reminder and the fix", err)
 	}
 	if st, err := b.ledger.ReadReminder(b.ctx, "both-2"); err != nil || st.Series != nil || st.Reminder == nil {
 		t.Fatalf("both-2 holds %+v, %v", st, err)
+	}
+}
+
+// TestAnOccurrenceWhoseIDIsASeriesIsSkipped: a series created (on
+// purpose) under the id one of another series' occurrences will have
+// keeps it; when the other series is extended that far, the occurrence is
+// counted missed and skipped, and the next is created: in memory and on
+// DynamoDB Local, where the series holds its id with its claim.
+func TestAnOccurrenceWhoseIDIsASeriesIsSkipped(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T) bundle
+	}{
+		{"memory", setup},
+		{"dynamodb-local", func(t *testing.T) bundle { return setupLocal(t, standintest.DynamoDB(t)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := c.setup(t) // now: 2026-11-30T09:00Z; the weekly series' occurrences up to 3 January are created at once
+			if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-x", "FREQ=WEEKLY", "2026-12-06T09:30", "")))); err != nil {
+				t.Fatal(err)
+			}
+			squatted := "weekly-x.20270110T0930"
+			if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON(squatted, "FREQ=DAILY", "2026-12-06T09:30", "")))); err != nil {
+				t.Fatal(err)
+			}
+			b.clk.Advance(14 * 24 * time.Hour)
+			ext, err := b.store.Extend(b.ctx, "weekly-x")
+			if err != nil || !slices.Equal(ext.Created, []string{"weekly-x.20270117T0930"}) || ext.Missed != 1 {
+				t.Fatalf("extend over the squatted occurrence: %+v, %v; want it missed, and the next created", ext, err)
+			}
+			st, err := b.ledger.ReadReminder(b.ctx, squatted)
+			if err != nil || st.Reminder != nil || st.Series == nil || st.Series.Item.Recur != "FREQ=DAILY" {
+				t.Fatalf("the squatted id holds %+v, %v; want the daily series alone", st, err)
+			}
+		})
 	}
 }

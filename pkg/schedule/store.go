@@ -172,11 +172,37 @@ type ConflictError struct {
 	Field  string
 	Stored string
 	Given  string
+	// Holder is set where the id is the other kind's: KindSeries (a
+	// reminder was given) or KindReminder (a series was given); Field is
+	// then "recur". An id is a reminder's or a series', never both, and a
+	// cancel does not free it: the fix is another id.
+	Holder string
 }
 
+// The kinds of what an id can hold (ConflictError.Holder).
+const (
+	KindReminder = "reminder"
+	KindSeries   = "series"
+)
+
 func (e *ConflictError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("id %q belongs to %s, and an id is a reminder's or a series', never both: %s", e.ID, e.Stored, e.Fix())
+	}
 	return fmt.Sprintf("reminder %q already exists with %s %s, not %s; give the changed reminder a new id, or cancel the old one first (nudge cancel %s)",
 		e.ID, e.Field, e.Stored, e.Given, e.ID)
+}
+
+// Fix says what to do about a conflict of kinds (Holder set): choose
+// another id. Empty for other conflicts, whose fix depends on the door.
+func (e *ConflictError) Fix() string {
+	switch e.Holder {
+	case KindSeries:
+		return fmt.Sprintf("choose another id for the reminder (%q stays a series, cancelled too, until it is purged)", e.ID)
+	case KindReminder:
+		return fmt.Sprintf("choose another id for the series (%q stays a reminder, cancelled too, until it is purged)", e.ID)
+	}
+	return ""
 }
 
 // Create writes r (validated) idempotently: the reminder item first, then
@@ -264,7 +290,7 @@ func (s *Store) seriesHolds(ctx context.Context, c Caller, r Reminder) error {
 	case st.Series == nil || !c.owns(&st.Series.Item):
 		return fmt.Errorf("schedule: reminder %q: %w by a series this caller cannot see; give this reminder another id", r.ID, ErrTaken)
 	}
-	return &ConflictError{ID: r.ID, Field: "recur", Stored: "a series (" + st.Series.Item.Recur + ")", Given: "a reminder (no recur)"}
+	return &ConflictError{ID: r.ID, Field: "recur", Stored: "a series (" + st.Series.Item.Recur + ")", Given: "a reminder (no recur)", Holder: KindSeries}
 }
 
 // unclaimedHandOff reports whether d is a delivery its writer marked as

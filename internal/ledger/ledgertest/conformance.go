@@ -154,6 +154,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AWaitForTheWindowSpendsNoAttempt", testAWaitForTheWindowSpendsNoAttempt},
 		{"ASeriesIsWrittenOnceAdvancedOnceAndCancelled", testASeriesIsWrittenOnceAdvancedOnceAndCancelled},
 		{"AnIDIsAReminderOrASeriesNeverBoth", testAnIDIsAReminderOrASeriesNeverBoth},
+		{"AReminderAndASeriesCreatedAtOnceOneWins", testAReminderAndASeriesCreatedAtOnceOneWins},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -3,6 +3,8 @@ package ledgertest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,5 +162,50 @@ func testAnIDIsAReminderOrASeriesNeverBoth(t *testing.T, b bundle) {
 	}
 	if _, _, err := b.l.CreateReminder(ctx, item("id-ser")); !errors.Is(err, ledger.ErrSeriesID) {
 		t.Fatalf("a reminder under a cancelled series' id: %v; want ErrSeriesID", err)
+	}
+}
+
+// testAReminderAndASeriesCreatedAtOnceOneWins: a reminder and a series
+// created at the same time under one id: exactly one is created, the other
+// refused with the kind that won (ErrSeriesID or ErrReminderID), and the
+// id holds the winner alone.
+func testAReminderAndASeriesCreatedAtOnceOneWins(t *testing.T, b bundle) {
+	ctx := context.Background()
+	for i := range 12 {
+		id := fmt.Sprintf("race-%d", i)
+		it := ledger.ReminderItem{ID: id, AccountRef: "acct-r", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(25 * time.Hour),
+			Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c-1", TemplateRef: "t"}}}
+		sit := it
+		sit.Recur = "FREQ=DAILY"
+		var remErr, serErr error
+		var remExists, serExists bool
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, remExists, remErr = b.l.CreateReminder(ctx, it) }()
+		go func() {
+			defer wg.Done()
+			_, serExists, serErr = b.l.CreateSeries(ctx, ledger.Series{Item: sit, Next: 1, ExtendAt: t0})
+		}()
+		wg.Wait()
+		if remExists || serExists {
+			t.Fatalf("%s: a first create says exists: reminder %v, series %v", id, remExists, serExists)
+		}
+		st, err := b.l.ReadReminder(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case remErr == nil && errors.Is(serErr, ledger.ErrReminderID):
+			if st.Reminder == nil || st.Series != nil {
+				t.Fatalf("%s: the reminder won; the id holds %+v", id, st)
+			}
+		case serErr == nil && errors.Is(remErr, ledger.ErrSeriesID):
+			if st.Series == nil || st.Reminder != nil {
+				t.Fatalf("%s: the series won; the id holds %+v", id, st)
+			}
+		default:
+			t.Fatalf("%s: reminder %v, series %v; want one created and the other refused with the winner's kind (id holds reminder %v, series %v)",
+				id, remErr, serErr, st.Reminder != nil, st.Series != nil)
+		}
 	}
 }
