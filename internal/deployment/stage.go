@@ -486,12 +486,12 @@ func (s Stage) EnqueueEnv(r Resources) map[string]string {
 	}
 	maps.Copy(env, s.providerEnv(provider.Enqueue, r))
 	s.routeEnv(env, r)
-	if s.SendWindows != "" {
-		// Recorded in the table with the providers' variables, for the
-		// CLI's creates: they apply the stage's windows as the intake does.
-		env[EnvSendWindows] = s.SendWindows
-		env[enqueue.EnvRecorded] = strings.Trim(env[enqueue.EnvRecorded]+","+EnvSendWindows, ",")
-	}
+	// Recorded in the table with the providers' variables, for the CLI's
+	// creates: they apply the stage's windows as the intake does. Recorded
+	// even when empty: a record keeps a variable it is not given, so a
+	// stage whose windows were removed must record "none".
+	env[EnvSendWindows] = s.SendWindows
+	env[enqueue.EnvRecorded] = strings.Trim(env[enqueue.EnvRecorded]+","+EnvSendWindows, ",")
 	return env
 }
 

@@ -11,7 +11,8 @@ import (
 
 // TestTheStagesSendWindowsReachTheIntakeAndTheRecord: a stage's default
 // send windows are the intake's (read by its settings) and recorded by the
-// enqueue for the CLI; a stage without them sets nothing; one that cannot
+// enqueue for the CLI; a stage without them sets none for the intake and
+// records none (so that removing them reaches the CLI); one that cannot
 // be read is refused with the fix.
 func TestTheStagesSendWindowsReachTheIntakeAndTheRecord(t *testing.T) {
 	t.Parallel()
@@ -19,6 +20,13 @@ func TestTheStagesSendWindowsReachTheIntakeAndTheRecord(t *testing.T) {
 	s := deployment.Dev()
 	if _, ok := s.IntakeEnv(r)[deployment.EnvSendWindows]; ok {
 		t.Errorf("a stage with no send windows sets %s", deployment.EnvSendWindows)
+	}
+	// Removing the windows must reach the record too: a record keeps a
+	// variable the enqueue does not give it, so none is recorded as "".
+	if env := s.EnqueueEnv(r); !strings.Contains(env[enqueue.EnvRecorded], deployment.EnvSendWindows) {
+		t.Errorf("a stage with no send windows records %q: an earlier deploy's windows would stay", env[enqueue.EnvRecorded])
+	} else if v, ok := env[deployment.EnvSendWindows]; !ok || v != "" {
+		t.Errorf("a stage with no send windows records %s=%q", deployment.EnvSendWindows, v)
 	}
 	s.SendWindows = "sms=08:00-21:00 mon-sat; email=07:00-22:00"
 	if err := s.Validate(); err != nil {
