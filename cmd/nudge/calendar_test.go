@@ -152,6 +152,7 @@ func TestCalendarCommandsInTheRecipientsTime(t *testing.T) {
 		!strings.Contains(out, "ser-cli."+restart.Format("20060102T1504")+":sms:webhook: created") {
 		t.Fatalf("reschedule the series: %d %q %q", code, out, errs)
 	}
+	before := "ser-cli." + first.Format("20060102T1504") // the first start's first occurrence
 	first = restart
 	second := "ser-cli." + first.AddDate(0, 0, 7).Format("20060102T1504")
 	if code, out, errs := run("cancel", second); code != 0 || !strings.Contains(out, second+":sms:webhook") {
@@ -159,6 +160,13 @@ func TestCalendarCommandsInTheRecipientsTime(t *testing.T) {
 	}
 	if code, out, errs := run("cancel", "ser-cli"); code != 0 || !strings.Contains(out, "ser-cli."+first.Format("20060102T1504")+":sms:webhook") {
 		t.Fatalf("cancel the series: %d %q %q", code, out, errs)
+	}
+	// A purge of a rescheduled series deletes the occurrences of both its
+	// starts.
+	var rout, rerrs bytes.Buffer
+	if code := runCLI([]string{"reminder", "purge", "--table", table, "--yes", "ser-cli"}, strings.NewReader(""), &rout, &rerrs); code != 0 ||
+		!strings.Contains(rout.String(), "  "+before+"\n") || !strings.Contains(rout.String(), "  "+second+"\n") {
+		t.Fatalf("purge the rescheduled series: %d %q %q; want %s (before the reschedule) and %s purged", code, rout.String(), rerrs.String(), before, second)
 	}
 	// A purge of a series cancels it and deletes its occurrences with it.
 	if code, out, errs := run("schedule", "--id", "ser-purge", "--account", "acct-1", "--due-local", local, "--tz", "Europe/Berlin",

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -282,15 +283,32 @@ func purgeSeries(ctx context.Context, o *operation, sr ledger.Series, yes bool) 
 	if err != nil {
 		return o.fail(err)
 	}
-	var purged []string
+	var purged, inFlight []string
 	for _, oid := range ids {
+		// An id may hold a reminder created by hand under an
+		// occurrence's id: not the series' to delete.
+		if st, err := o.ledger.ReadReminder(ctx, oid); err != nil {
+			return o.fail(err)
+		} else if st.Reminder == nil || st.Reminder.Series != id {
+			continue // purged already, never created (missed), or not the series'
+		}
 		if _, err := o.ledger.Purge(ctx, oid); errors.Is(err, ledger.ErrNotFound) {
-			continue // purged already, or never created (missed)
+			continue
+		} else if errors.Is(err, ledger.ErrInFlight) {
+			inFlight = append(inFlight, oid) // the others are purged still
+			continue
 		} else if err != nil {
 			fmt.Fprintf(o.errs, "nudge reminder purge: series %s is cancelled, and %d of its occurrences purged; %s was not: run the purge again\n", id, len(purged), oid)
 			return o.fail(err)
 		}
 		purged = append(purged, oid)
+	}
+	if len(inFlight) > 0 {
+		// The series item stays: it is what finds its occurrences when
+		// the purge is run again.
+		fmt.Fprintf(o.errs, "nudge reminder purge: series %s is cancelled, and %d of its occurrences purged; %d are sending now (%s) and were not: "+
+			"run the purge again in a few minutes, once their sends end\n", id, len(purged), len(inFlight), strings.Join(inFlight, ", "))
+		return exitRefused
 	}
 	if _, err := o.ledger.Purge(ctx, id); err != nil {
 		return o.fail(err)

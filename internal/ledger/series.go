@@ -70,6 +70,36 @@ type Series struct {
 	ExtendAt time.Time
 	// CancelledAt is when the series was cancelled; zero while it runs.
 	CancelledAt time.Time
+	// Starts are the series' starts before each of its restarts
+	// (RestartSeries), oldest first, each with how far it was created:
+	// the occurrences they created are the series' too (a purge deletes
+	// them).
+	Starts []Start
+	// Unsettled is set by a restart until the occurrences its last start
+	// created and the new one does not give are cancelled (SettleRestart):
+	// whoever reads it set finishes that first (the reschedule, or else
+	// the next extension), and no other restart is taken meanwhile.
+	Unsettled bool
+}
+
+// Start is a series' first occurrence (its UTC time, and its wall-clock
+// time in the series' zone) and the index of its first occurrence not
+// created yet (Series.Next): a series' state that a restart replaces.
+type Start struct {
+	DueAt    time.Time
+	DueLocal string
+	Next     int
+}
+
+// MaxRestarts bounds how many times a series restarts: each keeps its
+// start on the series item.
+const MaxRestarts = 100
+
+// startRecord is a Start as stored.
+type startRecord struct {
+	DueAt    string `dynamodbav:"dueAt"`
+	DueLocal string `dynamodbav:"dueLocal,omitempty"`
+	Next     int    `dynamodbav:"next"`
 }
 
 // seriesRecord is a Series as stored.
@@ -81,6 +111,8 @@ type seriesRecord struct {
 	CancelledAt string            `dynamodbav:"cancelledAt,omitempty"`
 	DueShard    string            `dynamodbav:"dueShard,omitempty"`
 	DueSort     string            `dynamodbav:"dueSort,omitempty"`
+	Starts      []startRecord     `dynamodbav:"starts,omitempty"`
+	Unsettled   bool              `dynamodbav:"unsettled,omitempty"`
 }
 
 // seriesSort is a series' due index sort key: its extension time, then its
@@ -188,7 +220,14 @@ func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {
 	if err := attributevalue.UnmarshalMap(av, &rec); err != nil {
 		return Series{}, fmt.Errorf("ledger: stored series is unreadable: %w", err)
 	}
-	s := Series{Item: r, Addresses: rec.Addresses, Next: rec.Next}
+	s := Series{Item: r, Addresses: rec.Addresses, Next: rec.Next, Unsettled: rec.Unsettled}
+	for _, st := range rec.Starts {
+		at, err := parseOpt("starts.dueAt", st.DueAt)
+		if err != nil {
+			return Series{}, err
+		}
+		s.Starts = append(s.Starts, Start{DueAt: at, DueLocal: st.DueLocal, Next: st.Next})
+	}
 	if s.ExtendAt, err = parseOpt("extendAt", rec.ExtendAt); err != nil {
 		return Series{}, err
 	}
@@ -211,14 +250,16 @@ var ErrSeriesMoved = errors.New("the series moved on since it was read")
 
 // AdvanceSeries records that series id's occurrences before next are
 // created, and when it is next extended (zero: never, every occurrence is
-// created): only while its Next is from and it is not cancelled
-// (ErrSeriesMoved otherwise), so that of two extensions one advances it.
-func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error {
+// created): only while it is at from (its Next, from the same start, its
+// DueAt: a restart in between may have brought it back to the same Next)
+// and not cancelled (ErrSeriesMoved otherwise), so that of two extensions
+// one advances it, and none the restarted series.
+func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from Start, next int, extendAt time.Time) error {
 	shards, err := l.shardCount(ctx)
 	if err != nil {
 		return err
 	}
-	values := map[string]types.AttributeValue{":from": av(from), ":next": av(next)}
+	values := map[string]types.AttributeValue{":from": av(from.Next), ":fromDue": sv(Format(from.DueAt)), ":next": av(next)}
 	set := "SET #next = :next"
 	remove := ""
 	if extendAt.IsZero() {
@@ -230,7 +271,7 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from, next int, e
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
 		UpdateExpression:          aws.String(set + remove),
-		ConditionExpression:       aws.String("#next = :from AND attribute_not_exists(cancelledAt)"),
+		ConditionExpression:       aws.String("#next = :from AND dueAt = :fromDue AND attribute_not_exists(cancelledAt)"),
 		ExpressionAttributeNames:  map[string]string{"#next": "next"},
 		ExpressionAttributeValues: values,
 	})
@@ -244,13 +285,18 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from, next int, e
 	return nil
 }
 
-// RestartSeries moves series id to a new first occurrence: due at due,
+// RestartSeries moves series id from its start from (the DueAt, DueLocal
+// and Next the caller read) to a new first occurrence: due at due,
 // expiring at expires, with local times local (in the series' zone), none
-// of its occurrences created (Next 1), due for extension at extendAt. Only
-// while its Next is from and it is not cancelled (ErrSeriesMoved
-// otherwise): the caller has dealt with the occurrences it read as
-// created, and an extension since would have created more.
-func (l *Ledger) RestartSeries(ctx context.Context, id string, from int, due, expires time.Time, local Local, extendAt time.Time) error {
+// of its occurrences created (Next 1), due for extension at extendAt. The
+// start from is kept (Series.Starts) and the restart marked unsettled,
+// until SettleRestart: so that the occurrences from created and the new
+// start does not give are cancelled even if the caller stops before it
+// cancels them (the next extension does). Only while the series is at
+// from, not cancelled and not unsettled (ErrSeriesMoved otherwise: an
+// extension came between, or another restart), and had fewer than
+// MaxRestarts (ErrTooManyRestarts).
+func (l *Ledger) RestartSeries(ctx context.Context, id string, from Start, due, expires time.Time, local Local, extendAt time.Time) error {
 	if err := checkTimes(id, due, expires); err != nil {
 		return err
 	}
@@ -258,10 +304,17 @@ func (l *Ledger) RestartSeries(ctx context.Context, id string, from int, due, ex
 	if err != nil {
 		return err
 	}
-	values := map[string]types.AttributeValue{":from": av(from), ":one": av(1), ":due": sv(Format(due)), ":exp": sv(Format(expires)),
+	prev, err := attributevalue.Marshal([]startRecord{{DueAt: Format(from.DueAt), DueLocal: from.DueLocal, Next: from.Next}})
+	if err != nil {
+		return err
+	}
+	values := map[string]types.AttributeValue{":from": av(from.Next), ":fromDue": sv(Format(from.DueAt)), ":one": av(1),
+		":due": sv(Format(due)), ":exp": sv(Format(expires)), ":prev": prev, ":none": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+		":max": av(MaxRestarts), ":true": &types.AttributeValueMemberBOOL{Value: true},
 		":at": sv(Format(extendAt)), ":shard": sv(SeriesShardKey(ShardOf(id, shards))), ":sort": sv(seriesSort(extendAt, id))}
 	names := map[string]string{"#next": "next"}
-	set := "SET #next = :one, dueAt = :due, expiresAt = :exp, extendAt = :at, dueShard = :shard, dueSort = :sort"
+	set := "SET #next = :one, dueAt = :due, expiresAt = :exp, extendAt = :at, dueShard = :shard, dueSort = :sort, " +
+		"starts = list_append(if_not_exists(starts, :none), :prev), unsettled = :true"
 	var remove []string
 	// By placeholder: timeZone is one of DynamoDB's reserved words.
 	for _, f := range []struct{ attr, value string }{{"timeZone", local.TimeZone}, {"dueLocal", local.DueLocal}, {"expiresLocal", local.ExpiresLocal}} {
@@ -278,17 +331,47 @@ func (l *Ledger) RestartSeries(ctx context.Context, id string, from int, due, ex
 	}
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
-		UpdateExpression:          aws.String(set),
-		ConditionExpression:       aws.String("#next = :from AND attribute_not_exists(cancelledAt)"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
+		UpdateExpression: aws.String(set),
+		ConditionExpression: aws.String("#next = :from AND dueAt = :fromDue AND attribute_not_exists(cancelledAt) AND attribute_not_exists(unsettled)" +
+			" AND (attribute_not_exists(starts) OR size(starts) < :max)"),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if old, ferr := fromSeriesItem(ccf.Item); ferr == nil && len(old.Starts) >= MaxRestarts && old.Next == from.Next && old.Item.DueAt.Equal(from.DueAt) {
+			return fmt.Errorf("ledger: restart series %q: %w", id, ErrTooManyRestarts)
+		}
 		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: restart series %q: %w", id, err)
+	}
+	return nil
+}
+
+// ErrTooManyRestarts is RestartSeries' refusal of a series restarted
+// MaxRestarts times already.
+var ErrTooManyRestarts = fmt.Errorf("the series was restarted %d times, the most a series is", MaxRestarts)
+
+// SettleRestart marks series id's last restart settled: the occurrences of
+// its start before it that the new one does not give are cancelled. starts
+// is how many starts the caller read (len(Series.Starts)): a settle of an
+// earlier restart does not settle a later one (ErrSeriesMoved then).
+func (l *Ledger) SettleRestart(ctx context.Context, id string, starts int) error {
+	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		UpdateExpression:          aws.String("REMOVE unsettled"),
+		ConditionExpression:       aws.String("size(starts) = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": av(starts)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("ledger: settle series %q: %w", id, ErrSeriesMoved)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: settle series %q: %w", id, err)
 	}
 	return nil
 }
@@ -362,6 +445,7 @@ func (l *Ledger) DueSeries(ctx context.Context, shard int, by time.Time, limit i
 func copySeries(s Series) Series {
 	s.Item = copyReminder(s.Item)
 	s.Addresses = maps.Clone(s.Addresses)
+	s.Starts = slices.Clone(s.Starts)
 	return s
 }
 
@@ -387,11 +471,11 @@ func (m *Memory) CreateSeries(_ context.Context, s Series) (Series, bool, error)
 }
 
 // AdvanceSeries is Ledger.AdvanceSeries.
-func (m *Memory) AdvanceSeries(_ context.Context, id string, from, next int, extendAt time.Time) error {
+func (m *Memory) AdvanceSeries(_ context.Context, id string, from Start, next int, extendAt time.Time) error {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	s, ok := m.t.series[id]
-	if !ok || s.Next != from || !s.CancelledAt.IsZero() {
+	if !ok || s.Next != from.Next || !s.Item.DueAt.Equal(ms(from.DueAt)) || !s.CancelledAt.IsZero() {
 		return fmt.Errorf("ledger: advance series %q: %w", id, ErrSeriesMoved)
 	}
 	s.Next, s.ExtendAt = next, ms(extendAt)
@@ -400,18 +484,36 @@ func (m *Memory) AdvanceSeries(_ context.Context, id string, from, next int, ext
 }
 
 // RestartSeries is Ledger.RestartSeries.
-func (m *Memory) RestartSeries(_ context.Context, id string, from int, due, expires time.Time, local Local, extendAt time.Time) error {
+func (m *Memory) RestartSeries(_ context.Context, id string, from Start, due, expires time.Time, local Local, extendAt time.Time) error {
 	if err := checkTimes(id, due, expires); err != nil {
 		return err
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	s, ok := m.t.series[id]
-	if !ok || s.Next != from || !s.CancelledAt.IsZero() {
+	if !ok || s.Next != from.Next || !s.Item.DueAt.Equal(ms(from.DueAt)) || !s.CancelledAt.IsZero() || s.Unsettled {
 		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
 	}
+	if len(s.Starts) >= MaxRestarts {
+		return fmt.Errorf("ledger: restart series %q: %w", id, ErrTooManyRestarts)
+	}
+	s = copySeries(s)
+	s.Starts = append(s.Starts, Start{DueAt: ms(from.DueAt), DueLocal: from.DueLocal, Next: from.Next})
 	s.Item.DueAt, s.Item.ExpiresAt, s.Item.Local = ms(due), ms(expires), local
-	s.Next, s.ExtendAt = 1, ms(extendAt)
+	s.Next, s.ExtendAt, s.Unsettled = 1, ms(extendAt), true
+	m.t.series[id] = s
+	return nil
+}
+
+// SettleRestart is Ledger.SettleRestart.
+func (m *Memory) SettleRestart(_ context.Context, id string, starts int) error {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	s, ok := m.t.series[id]
+	if !ok || len(s.Starts) != starts {
+		return fmt.Errorf("ledger: settle series %q: %w", id, ErrSeriesMoved)
+	}
+	s.Unsettled = false
 	m.t.series[id] = s
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/nudgehq/nudge/internal/ledger"
@@ -226,6 +227,13 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	if !sr.CancelledAt.IsZero() {
 		return Extended{}, nil
 	}
+	if sr.Unsettled {
+		// A reschedule stopped before it cancelled what its old start
+		// created: done here, before any occurrence of the new one.
+		if _, _, err := s.settleRestart(ctx, operator, *sr, "its series was rescheduled to "+FormatTime(sr.Item.DueAt)); err != nil {
+			return Extended{}, fmt.Errorf("schedule: extend %q: %w", id, err)
+		}
+	}
 	series, err := seriesOf(sr.Item)
 	if err != nil {
 		return Extended{}, fmt.Errorf("schedule: extend: %w", err)
@@ -313,21 +321,39 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
 		return out, nil
 	}
-	err = s.cfg.Ledger.AdvanceSeries(ctx, id, sr.Next, next, out.Next)
+	err = s.cfg.Ledger.AdvanceSeries(ctx, id, ledger.Start{DueAt: sr.Item.DueAt, DueLocal: sr.Item.Local.DueLocal, Next: sr.Next}, next, out.Next)
 	switch {
 	case errors.Is(err, ledger.ErrSeriesMoved):
 		// Another extension advanced it (and created the same
-		// occurrences), or it was cancelled while this one created:
-		// then what this one created is cancelled too.
+		// occurrences); or, while this one created, it was cancelled
+		// (or purged): then what this one created is cancelled too; or
+		// it was rescheduled: then what this one created at the old
+		// times is cancelled, but for what the new start gives too (the
+		// reschedule cancelled only what it read as created).
 		again, rerr := s.cfg.Ledger.ReadReminder(ctx, id)
 		if rerr != nil {
 			return out, fmt.Errorf("schedule: extend %q: %w", id, rerr)
 		}
-		if again.Series != nil && !again.Series.CancelledAt.IsZero() {
-			for _, occ := range out.Created {
-				if _, err := s.cancel(ctx, operator, occ, "its series was cancelled"); err != nil && !errors.Is(err, ErrNoReminder) {
-					return out, fmt.Errorf("schedule: extend %q: cancel %s after the series' cancel: %w", id, occ, err)
-				}
+		latest := again.Series
+		var gives map[string]bool
+		note := "its series was cancelled"
+		switch {
+		case latest == nil || !latest.CancelledAt.IsZero():
+		case !latest.Item.DueAt.Equal(sr.Item.DueAt) || len(latest.Starts) != len(sr.Starts):
+			cur, err := seriesOf(latest.Item)
+			if err != nil {
+				return out, fmt.Errorf("schedule: extend %q: %w", id, err)
+			}
+			gives, note = givenBy(cur, id, horizon), "its series was rescheduled to "+FormatTime(latest.Item.DueAt)
+		default:
+			return out, nil
+		}
+		for _, occ := range out.Created {
+			if gives[occ] {
+				continue
+			}
+			if _, err := s.cancelOccurrence(ctx, operator, id, occ, note); err != nil && !errors.Is(err, ErrNoReminder) {
+				return out, fmt.Errorf("schedule: extend %q: cancel %s: %w", id, occ, err)
 			}
 		}
 	case err != nil:
@@ -384,13 +410,20 @@ func (s *Store) cancelSeries(ctx context.Context, c Caller, read ledger.Series, 
 	if err != nil {
 		return nil, fmt.Errorf("schedule: cancel series %q: %w", read.Item.ID, err)
 	}
+	var out []CancelResult
+	if sr.Unsettled {
+		// Its last reschedule stopped before it cancelled what the old
+		// start created.
+		if out, _, err = s.settleRestart(ctx, c, sr, note); err != nil {
+			return out, fmt.Errorf("schedule: cancel: %w", err)
+		}
+	}
 	ids, err := occurrencesToEnd(sr, s.cfg.Clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("schedule: cancel: %w", err)
 	}
-	var out []CancelResult
 	for _, id := range ids {
-		res, err := s.cancel(ctx, c, id, note)
+		res, err := s.cancelOccurrence(ctx, c, sr.Item.ID, id, note)
 		if errors.Is(err, ErrNoReminder) {
 			continue // never created (missed), or purged
 		}
@@ -452,16 +485,19 @@ func (s *Store) materialize(ctx context.Context, sr ledger.Series, o recur.Occur
 
 // rescheduleSeries restarts series read from a new first occurrence (to:
 // dueLocal, or dueAt, on the series' wall clock; its zone stays): its rule
-// gives the occurrences from there, counting COUNT afresh. Each
-// occurrence created and not yet due that the new start does not give too
-// is cancelled (one it gives too, the same id, is the same instant, and
-// stands); those already due stand. Then the series item moves
-// (ledger.RestartSeries, on condition that no extension came between:
-// else it reads again), and its extension creates the new occurrences. A
-// retry of the same reschedule finds the series moved and changes nothing
-// more. Its results are the cancelled occurrences' deliveries, moved (to
-// the rule's new times) or refused (sent, in flight: they go at their old
-// times), and those of the new occurrences created.
+// gives the occurrences from there, counting COUNT afresh. The series item
+// moves first (ledger.RestartSeries, on condition that no extension or
+// other restart came between: else it reads again), keeping the start it
+// leaves and marked unsettled; then each occurrence the old start created
+// and not yet due that the new start does not give is cancelled (one it
+// gives too, the same id, is the same instant, and stands; those already
+// due stand), and the restart is settled (settleRestart). Should this stop
+// between the two, the series' next extension, or a retry, finishes the
+// cancels before anything else. Then its extension creates the new
+// occurrences. The same reschedule again changes nothing. Its results are
+// the cancelled occurrences' deliveries, moved (to the rule's new times)
+// or refused (sent, in flight: they go at their old times), and those of
+// the new occurrences created.
 func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Series, to Times, note string) (Rescheduled, error) {
 	id := read.Item.ID
 	if !read.CancelledAt.IsZero() {
@@ -480,13 +516,6 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 	if err != nil {
 		return Rescheduled{}, localField(err, to.DueAt, to.ExpiresAt, to.ExpiresLocal)
 	}
-	now := s.cfg.Clock.Now()
-	if !due.After(now) {
-		return Rescheduled{}, &ValidationError{ID: id, Field: "dueAt", Problem: "is not ahead: a series restarts from its new first occurrence",
-			Fix: "give a time ahead; to send one occurrence now, reschedule that occurrence by its id"}
-	}
-	item := read.Item
-	item.DueAt, item.ExpiresAt = due, exp
 	if l.TimeZone == "" {
 		l.TimeZone = zone
 	}
@@ -497,59 +526,60 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 		}
 		l.DueLocal = localtime.WallOf(due, loc).String()
 	}
+	out := Rescheduled{DueAt: due, ExpiresAt: exp, Local: l}
+	if due.Equal(read.Item.DueAt) && exp.Equal(read.Item.ExpiresAt) && localItem(l) == read.Item.Local && !read.Unsettled {
+		// Where it stands already (this reschedule again): a restart
+		// would create again the occurrences since purged.
+		return out, nil
+	}
+	now := s.cfg.Clock.Now()
+	if !due.After(now) {
+		return Rescheduled{}, &ValidationError{ID: id, Field: "dueAt", Problem: "is not ahead: a series restarts from its new first occurrence",
+			Fix: "give a time ahead; to send one occurrence now, reschedule that occurrence by its id"}
+	}
+	if read.Unsettled {
+		// An earlier reschedule stopped before its cancels: done first.
+		res, _, err := s.settleRestart(ctx, c, read, "its series was rescheduled to "+FormatTime(read.Item.DueAt)+note)
+		out.Deliveries = append(out.Deliveries, movedOf(res)...)
+		if err != nil {
+			return out, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
+		}
+		read.Unsettled = false
+		if due.Equal(read.Item.DueAt) && exp.Equal(read.Item.ExpiresAt) && localItem(l) == read.Item.Local {
+			return out, nil
+		}
+	}
+	item := read.Item
+	item.DueAt, item.ExpiresAt = due, exp
 	item.Local = localItem(l)
 	if p := s.validator.checkRecur(Input{ID: id, Recur: item.Recur}, &Reminder{ID: id, DueAt: due, Local: l}); p != nil {
 		return Rescheduled{}, &ValidationError{ID: id, Field: p.field, Problem: p.problem, Fix: p.fix}
 	}
-	series, err := seriesOf(item)
-	if err != nil {
+	if _, err := seriesOf(item); err != nil {
 		return Rescheduled{}, fmt.Errorf("schedule: reschedule: %w", err)
 	}
-	old, err := seriesOf(read.Item)
-	if err != nil {
-		return Rescheduled{}, fmt.Errorf("schedule: reschedule: %w", err)
-	}
-	// The new start's occurrences within the extension's reach, by id.
-	gives := map[string]bool{}
-	for it, horizon := series.Iter(), now.Add(s.cfg.SeriesAhead); len(gives) <= s.cfg.SeriesCount; {
-		o, ok := it.Next()
-		if !ok || o.At.After(horizon) {
-			break
-		}
-		gives[recur.OccurrenceID(id, o)] = true
-	}
-	out := Rescheduled{DueAt: due, ExpiresAt: exp, Local: l}
-	kept := map[string]bool{}
-	for it := old.Iter(); ; {
-		o, ok := it.Next()
-		if !ok || o.N >= read.Next {
-			break
-		}
-		oid := recur.OccurrenceID(id, o)
-		if !o.At.After(now) || gives[oid] {
-			kept[oid] = true // due already, or given by the new start too: it stands
-			continue
-		}
-		res, err := s.cancel(ctx, c, oid, "its series was rescheduled to "+FormatTime(due)+note)
-		if errors.Is(err, ErrNoReminder) {
-			continue // missed, or purged
-		}
-		if err != nil {
-			return out, fmt.Errorf("schedule: reschedule series %q: cancel occurrence %s: %w", id, oid, err)
-		}
-		for _, r := range res {
-			out.Deliveries = append(out.Deliveries, MoveResult{Key: r.Key, Moved: r.Cancelled, Status: r.Status, Refused: r.Refused, At: r.At,
-				Unchanged: r.Refused == nil && !r.Cancelled})
-		}
-	}
-	err = s.cfg.Ledger.RestartSeries(ctx, id, read.Next, due, exp, item.Local, now)
+	from := ledger.Start{DueAt: read.Item.DueAt, DueLocal: read.Item.Local.DueLocal, Next: read.Next}
+	err = s.cfg.Ledger.RestartSeries(ctx, id, from, due, exp, item.Local, now)
 	switch {
+	case errors.Is(err, ledger.ErrTooManyRestarts):
+		return out, &ValidationError{ID: id, Field: "dueAt", Problem: fmt.Sprintf("is a series rescheduled %d times already, the most a series is", ledger.MaxRestarts),
+			Fix: "cancel the series and create another with the new start"}
 	case errors.Is(err, ledger.ErrSeriesMoved):
 		// Extended (or cancelled, or restarted) since the read: the
 		// caller's reschedule reads it again.
 		return out, fmt.Errorf("schedule: reschedule series %q: %w; send the same reschedule again", id, ledger.ErrChanged)
 	case err != nil:
 		return out, fmt.Errorf("schedule: reschedule series %q: %w; send the same reschedule again", id, err)
+	}
+	restarted := read
+	restarted.Item, restarted.Next, restarted.ExtendAt, restarted.Unsettled = item, 1, now, true
+	restarted.Starts = append(slices.Clone(read.Starts), from)
+	res, kept, err := s.settleRestart(ctx, c, restarted, "its series was rescheduled to "+FormatTime(due)+note)
+	out.Deliveries = append(out.Deliveries, movedOf(res)...)
+	if err != nil {
+		// The series stands at its new start, unsettled: its next
+		// extension cancels what this one could not.
+		return out, fmt.Errorf("schedule: reschedule series %q: the series moved; cancel its old occurrences: %w", id, err)
 	}
 	ext, err := s.Extend(ctx, id)
 	if err != nil {
@@ -570,22 +600,130 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 	return out, nil
 }
 
-// CreatedOccurrences are the ids of the occurrences series sr has created
-// since its start (its last restart, if it was rescheduled: the ones
-// before are reminders of their own, listed by the reschedule that
-// cancelled them), in order: for a purge of the series (nudge reminder
-// purge), which cancels it first so that no more are created.
-func CreatedOccurrences(sr ledger.Series) ([]string, error) {
-	series, err := seriesOf(sr.Item)
-	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
+// movedOf are a reschedule's results of the occurrences it cancelled:
+// each cancelled delivery moved (to the new start's occurrence), or
+// refused (sent, in flight), or unchanged (cancelled already).
+func movedOf(res []CancelResult) []MoveResult {
+	var out []MoveResult
+	for _, r := range res {
+		out = append(out, MoveResult{Key: r.Key, Moved: r.Cancelled, Status: r.Status, Refused: r.Refused, At: r.At,
+			Unchanged: r.Refused == nil && !r.Cancelled})
 	}
-	var ids []string
+	return out
+}
+
+// startItem is series item it as it was at its start st.
+func startItem(it ledger.ReminderItem, st ledger.Start) ledger.ReminderItem {
+	it.DueAt, it.Local.DueLocal = st.DueAt, st.DueLocal
+	return it
+}
+
+// givenBy are the ids of series' occurrences due at or before until.
+func givenBy(series recur.Series, id string, until time.Time) map[string]bool {
+	gives := map[string]bool{}
 	for it := series.Iter(); ; {
 		o, ok := it.Next()
-		if !ok || o.N >= sr.Next {
-			return ids, nil
+		if !ok || o.At.After(until) {
+			return gives
 		}
-		ids = append(ids, recur.OccurrenceID(sr.Item.ID, o))
+		gives[recur.OccurrenceID(id, o)] = true
 	}
+}
+
+// settleRestart finishes series sr's last restart (sr.Unsettled): each
+// occurrence its start before created (sr.Starts' last), not yet due, that
+// the current start does not give too is cancelled, as Cancel cancels a
+// reminder (those it gives too are kept: the same id is the same instant);
+// then the restart is marked settled. Run by the reschedule, or, if that
+// stopped first, by whoever reads the series unsettled next. Its results
+// are the cancels'.
+func (s *Store) settleRestart(ctx context.Context, c Caller, sr ledger.Series, note string) ([]CancelResult, map[string]bool, error) {
+	id := sr.Item.ID
+	if !sr.Unsettled || len(sr.Starts) == 0 {
+		return nil, nil, nil
+	}
+	old, err := seriesOf(startItem(sr.Item, sr.Starts[len(sr.Starts)-1]))
+	if err != nil {
+		return nil, nil, err
+	}
+	cur, err := seriesOf(sr.Item)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Clock.Now()
+	var ids []string
+	var last time.Time
+	for it := old.Iter(); ; {
+		o, ok := it.Next()
+		if !ok || o.N >= sr.Starts[len(sr.Starts)-1].Next {
+			break
+		}
+		if o.At.After(now) {
+			ids, last = append(ids, recur.OccurrenceID(id, o)), o.At
+		}
+	}
+	gives, kept := givenBy(cur, id, last), map[string]bool{}
+	var out []CancelResult
+	for _, oid := range ids {
+		if gives[oid] {
+			kept[oid] = true
+			continue
+		}
+		res, err := s.cancelOccurrence(ctx, c, id, oid, note)
+		if errors.Is(err, ErrNoReminder) {
+			continue // missed, purged, or not the series'
+		}
+		out = append(out, res...)
+		if err != nil {
+			return out, kept, fmt.Errorf("cancel occurrence %s: %w", oid, err)
+		}
+	}
+	if err := s.cfg.Ledger.SettleRestart(ctx, id, len(sr.Starts)); err != nil && !errors.Is(err, ledger.ErrSeriesMoved) {
+		return out, kept, err
+	}
+	return out, kept, nil
+}
+
+// cancelOccurrence cancels occurrence oid of series id as Cancel cancels a
+// reminder, if the reminder stored under oid is the series' occurrence:
+// one created by hand under an occurrence's id is not the series' to
+// cancel (ErrNoReminder then, as for one never created or purged).
+func (s *Store) cancelOccurrence(ctx context.Context, c Caller, id, oid, note string) ([]CancelResult, error) {
+	st, err := s.cfg.Ledger.ReadReminder(ctx, oid)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: cancel %q: %w", oid, err)
+	}
+	if st.Reminder == nil || st.Reminder.Series != id {
+		return nil, fmt.Errorf("schedule: cancel %q: %w", oid, ErrNoReminder)
+	}
+	return s.cancel(ctx, c, oid, note)
+}
+
+// CreatedOccurrences are the ids of the occurrences series sr has created,
+// from each of its starts (before each reschedule, sr.Starts, then its
+// current one), each once, in that order: for a purge of the series (nudge
+// reminder purge), which cancels it first so that no more are created.
+// An id may be a reminder created by hand under an occurrence's id: the
+// purge checks the stored reminder's series.
+func CreatedOccurrences(sr ledger.Series) ([]string, error) {
+	starts := append(slices.Clone(sr.Starts), ledger.Start{DueAt: sr.Item.DueAt, DueLocal: sr.Item.Local.DueLocal, Next: sr.Next})
+	seen := map[string]bool{}
+	var ids []string
+	for _, st := range starts {
+		series, err := seriesOf(startItem(sr.Item, st))
+		if err != nil {
+			return nil, fmt.Errorf("schedule: %w", err)
+		}
+		for it := series.Iter(); ; {
+			o, ok := it.Next()
+			if !ok || o.N >= st.Next {
+				break
+			}
+			if oid := recur.OccurrenceID(sr.Item.ID, o); !seen[oid] {
+				seen[oid] = true
+				ids = append(ids, oid)
+			}
+		}
+	}
+	return ids, nil
 }

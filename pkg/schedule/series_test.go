@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/nudgehq/nudge/internal/ledger"
 	"github.com/nudgehq/nudge/internal/local/standin/standintest"
 	"github.com/nudgehq/nudge/internal/message"
+	"github.com/nudgehq/nudge/pkg/clock"
 	"github.com/nudgehq/nudge/pkg/schedule"
 )
 
@@ -362,5 +364,130 @@ func TestAnOccurrenceWhoseIDIsASeriesIsSkipped(t *testing.T) {
 				t.Fatalf("the squatted id holds %+v, %v; want the daily series alone", st, err)
 			}
 		})
+	}
+}
+
+// racingLedger runs hook once, before the first AdvanceSeries of series
+// id: what another caller did while an extension created.
+type racingLedger struct {
+	*ledger.Memory
+	id   string
+	hook func()
+}
+
+func (r *racingLedger) AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error {
+	if hook := r.hook; hook != nil && id == r.id {
+		r.hook = nil
+		hook()
+	}
+	return r.Memory.AdvanceSeries(ctx, id, from, next, extendAt)
+}
+
+func newRacing(t *testing.T, id string) (bundle, *racingLedger) {
+	t.Helper()
+	clk := clock.NewFake(now)
+	l, err := ledger.NewMemory(ledger.MemoryConfig{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &racingLedger{Memory: l, id: id}
+	return newBundle(t, clk, r, ""), r
+}
+
+// TestARescheduleThatStopsAfterItsRestartIsFinishedByTheExtension: the
+// series item moved (ledger.RestartSeries) and then the reschedule stopped,
+// before it cancelled the occurrences of the old start: the series' next
+// extension cancels them first, so none goes at the old time; the purge's
+// list holds the occurrences of both starts.
+func TestARescheduleThatStopsAfterItsRestartIsFinishedByTheExtension(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-6", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.ReadReminder(b.ctx, "weekly-6")
+	if err != nil || st.Series == nil {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	sr := st.Series
+	from := ledger.Start{DueAt: sr.Item.DueAt, DueLocal: sr.Item.Local.DueLocal, Next: sr.Next}
+	due := time.Date(2026, 12, 13, 10, 0, 0, 0, time.UTC) // 11:00 in Berlin
+	local := sr.Item.Local
+	local.DueLocal = "2026-12-13T11:00"
+	if err := l.RestartSeries(b.ctx, "weekly-6", from, due, due.Add(sr.Item.ExpiresAt.Sub(sr.Item.DueAt)), local, now); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-6.20261206T0930")); err != nil || d.Status != ledger.StatusPending {
+		t.Fatalf("before the extension: %+v, %v", d, err)
+	}
+	if _, err := b.store.Extend(b.ctx, "weekly-6"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id   string
+		want ledger.Status
+	}{{"weekly-6.20261206T0930", ledger.StatusCancelled}, {"weekly-6.20261227T0930", ledger.StatusCancelled},
+		{"weekly-6.20261213T1100", ledger.StatusPending}, {"weekly-6.20261227T1100", ledger.StatusPending}} {
+		if d, err := b.ledger.Get(b.ctx, occurrenceKey(c.id)); err != nil || d.Status != c.want {
+			t.Errorf("%s: %+v, %v; want %s", c.id, d.Status, err, c.want)
+		}
+	}
+	st, err = l.ReadReminder(b.ctx, "weekly-6")
+	if err != nil || st.Series.Unsettled || len(st.Series.Starts) != 1 {
+		t.Fatalf("after the extension: %+v, %v; want the restart settled", st.Series, err)
+	}
+	ids, err := schedule.CreatedOccurrences(*st.Series)
+	if err != nil || !slices.Contains(ids, "weekly-6.20261206T0930") || !slices.Contains(ids, "weekly-6.20261213T1100") {
+		t.Fatalf("the purge's list: %v, %v; want both starts' occurrences", ids, err)
+	}
+}
+
+// TestAnExtensionRacingARescheduleLeavesNothingAtTheOldTime: an extension
+// reads the series, creates its next occurrence at the old time, and a
+// reschedule restarts the series before the extension records it (so the
+// reschedule does not know that occurrence): the extension, finding the
+// series restarted, cancels it.
+func TestAnExtensionRacingARescheduleLeavesNothingAtTheOldTime(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "weekly-7")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-7", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(7 * 24 * time.Hour) // 2026-12-07: the extension reaches 2027-01-10
+	l.hook = func() {
+		if _, err := b.store.Reschedule(b.ctx, "weekly-7", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
+			t.Errorf("the reschedule: %v", err)
+		}
+	}
+	ext, err := b.store.Extend(b.ctx, "weekly-7")
+	if err != nil || !slices.Contains(ext.Created, "weekly-7.20270110T0930") {
+		t.Fatalf("the extension: %+v, %v; want it to create the occurrence of 2027-01-10 at the old time", ext, err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-7.20270110T0930")); err != nil || d.Status != ledger.StatusCancelled {
+		t.Fatalf("the occurrence created at the old time: %+v, %v; want it cancelled", d.Status, err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-7.20270110T1100")); err != nil || d.Status != ledger.StatusPending {
+		t.Fatalf("the occurrence at the new time: %+v, %v", d.Status, err)
+	}
+}
+
+// TestTheSameRescheduleAgainRestartsNothing: the same reschedule sent
+// again (a retry) finds the series where it was asked to be, and restarts
+// nothing: a restart would create again, from its first, every occurrence
+// since purged (nudge reminder purge of one occurrence).
+func TestTheSameRescheduleAgainRestartsNothing(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-8", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	to := schedule.Times{DueLocal: "2026-12-13T11:00"}
+	for range 2 {
+		if _, err := b.store.Reschedule(b.ctx, "weekly-8", to, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := l.ReadReminder(b.ctx, "weekly-8"); err != nil || len(st.Series.Starts) != 1 || st.Series.Next == 1 {
+		t.Fatalf("the series: %+v, %v; want one restart, extended", st.Series, err)
 	}
 }

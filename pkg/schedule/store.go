@@ -32,8 +32,9 @@ type Ledger interface {
 	Lookahead() time.Duration
 	GiveBack(ctx context.Context, key message.DeliveryKey, dueAt time.Time, note string) (ledger.Delivery, error)
 	CreateSeries(ctx context.Context, s ledger.Series) (stored ledger.Series, exists bool, err error)
-	AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error
-	RestartSeries(ctx context.Context, id string, from int, due, expires time.Time, local ledger.Local, extendAt time.Time) error
+	AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error
+	RestartSeries(ctx context.Context, id string, from ledger.Start, due, expires time.Time, local ledger.Local, extendAt time.Time) error
+	SettleRestart(ctx context.Context, id string, starts int) error
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 }
 

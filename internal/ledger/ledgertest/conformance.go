@@ -54,8 +54,9 @@ type Store interface {
 	RecordReveal(ctx context.Context, key message.DeliveryKey, r ledger.Reveal) (ledger.Delivery, error)
 	AwaitWindow(ctx context.Context, d ledger.Delivery, opens time.Time) (ledger.Delivery, error)
 	CreateSeries(ctx context.Context, s ledger.Series) (ledger.Series, bool, error)
-	AdvanceSeries(ctx context.Context, id string, from, next int, extendAt time.Time) error
-	RestartSeries(ctx context.Context, id string, from int, due, expires time.Time, local ledger.Local, extendAt time.Time) error
+	AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error
+	RestartSeries(ctx context.Context, id string, from ledger.Start, due, expires time.Time, local ledger.Local, extendAt time.Time) error
+	SettleRestart(ctx context.Context, id string, starts int) error
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 	DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error)
 	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)
@@ -155,6 +156,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"ASeriesIsWrittenOnceAdvancedOnceAndCancelled", testASeriesIsWrittenOnceAdvancedOnceAndCancelled},
 		{"AnIDIsAReminderOrASeriesNeverBoth", testAnIDIsAReminderOrASeriesNeverBoth},
 		{"AReminderAndASeriesCreatedAtOnceOneWins", testAReminderAndASeriesCreatedAtOnceOneWins},
+		{"ASeriesRestartsAtMostMaxRestartsTimes", testASeriesRestartsAtMostMaxRestartsTimes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -57,10 +57,13 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 			t.Fatalf("the delivery shard %d holds %+v", shard, es)
 		}
 	}
-	if err := b.l.AdvanceSeries(ctx, "ser-1", 2, 3, t0.Add(time.Hour)); !errors.Is(err, ledger.ErrSeriesMoved) {
+	at := func(next int) ledger.Start {
+		return ledger.Start{DueAt: item.DueAt, DueLocal: item.Local.DueLocal, Next: next}
+	}
+	if err := b.l.AdvanceSeries(ctx, "ser-1", at(2), 3, t0.Add(time.Hour)); !errors.Is(err, ledger.ErrSeriesMoved) {
 		t.Fatalf("advance from a Next it is not at: %v", err)
 	}
-	if err := b.l.AdvanceSeries(ctx, "ser-1", 1, 4, t0.Add(48*time.Hour)); err != nil {
+	if err := b.l.AdvanceSeries(ctx, "ser-1", at(1), 4, t0.Add(48*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if ids := due(t0.Add(47 * time.Hour)); len(ids) != 0 {
@@ -79,10 +82,22 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 	}
 	// A restart: from the Next read, to a new first occurrence.
 	newLocal := ledger.Local{TimeZone: "Europe/Berlin", DueLocal: "2026-12-07T12:00"}
-	if err := b.l.RestartSeries(ctx, "ser-1", 3, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
+	before, err := b.l.ReadReminder(ctx, "ser-1")
+	if err != nil || before.Series == nil {
+		t.Fatalf("read: %+v, %v", before, err)
+	}
+	start := ledger.Start{DueAt: before.Series.Item.DueAt, DueLocal: before.Series.Item.Local.DueLocal, Next: 4}
+	moved := start
+	moved.Next = 3
+	if err := b.l.RestartSeries(ctx, "ser-1", moved, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
 		t.Fatalf("restart from a Next it is not at: %v", err)
 	}
-	if err := b.l.RestartSeries(ctx, "ser-1", 4, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0.Add(time.Minute)); err != nil {
+	moved = start
+	moved.DueAt = start.DueAt.Add(time.Hour)
+	if err := b.l.RestartSeries(ctx, "ser-1", moved, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("restart from a start it is not at: %v", err)
+	}
+	if err := b.l.RestartSeries(ctx, "ser-1", start, t0.Add(25*time.Hour), t0.Add(49*time.Hour), newLocal, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	restarted, err := b.l.ReadReminder(ctx, "ser-1")
@@ -91,10 +106,37 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 		restarted.Series.Addresses["email#ses"] != "ana@example.com" || restarted.Series.Item.Recur != "FREQ=WEEKLY" {
 		t.Fatalf("restarted: %+v, %v", restarted.Series, err)
 	}
+	// The start it left is kept, and the restart unsettled until its
+	// cancels are done: no other restart meanwhile.
+	if st := restarted.Series.Starts; len(st) != 1 || !st[0].DueAt.Equal(start.DueAt) || st[0].DueLocal != start.DueLocal || st[0].Next != 4 ||
+		!restarted.Series.Unsettled {
+		t.Fatalf("the start before the restart: %+v, unsettled %v", st, restarted.Series.Unsettled)
+	}
+	again := ledger.Start{DueAt: t0.Add(25 * time.Hour), DueLocal: newLocal.DueLocal, Next: 1}
+	if err := b.l.RestartSeries(ctx, "ser-1", again, t0.Add(26*time.Hour), t0.Add(50*time.Hour), newLocal, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("a restart of an unsettled restart: %v", err)
+	}
+	if err := b.l.SettleRestart(ctx, "ser-1", 0); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("a settle of a restart not read: %v", err)
+	}
+	if err := b.l.SettleRestart(ctx, "ser-1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := b.l.ReadReminder(ctx, "ser-1"); err != nil || st.Series.Unsettled || len(st.Series.Starts) != 1 {
+		t.Fatalf("settled: %+v, %v", st.Series, err)
+	}
 	if ids := due(t0.Add(time.Minute)); len(ids) != 1 {
 		t.Fatalf("due at its restart's extension: %v", ids)
 	}
-	if err := b.l.AdvanceSeries(ctx, "ser-1", 1, 4, t0.Add(48*time.Hour)); err != nil {
+	// An extension that read the series before its restart does not
+	// advance it, though its Next is the one it read.
+	if err := b.l.AdvanceSeries(ctx, "ser-1", at(1), 4, t0.Add(48*time.Hour)); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("advance from the start before the restart: %v", err)
+	}
+	restartedAt := func(next int) ledger.Start {
+		return ledger.Start{DueAt: t0.Add(25 * time.Hour), DueLocal: newLocal.DueLocal, Next: next}
+	}
+	if err := b.l.AdvanceSeries(ctx, "ser-1", restartedAt(1), 4, t0.Add(48*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	cancelled, err := b.l.CancelSeries(ctx, "ser-1")
@@ -104,7 +146,7 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 	if ids := due(t0.Add(1000 * time.Hour)); len(ids) != 0 {
 		t.Fatalf("due once cancelled: %v", ids)
 	}
-	if err := b.l.AdvanceSeries(ctx, "ser-1", 4, 5, t0.Add(time.Hour)); !errors.Is(err, ledger.ErrSeriesMoved) {
+	if err := b.l.AdvanceSeries(ctx, "ser-1", restartedAt(4), 5, t0.Add(time.Hour)); !errors.Is(err, ledger.ErrSeriesMoved) {
 		t.Fatalf("advance a cancelled series: %v", err)
 	}
 	if _, err := b.l.CancelSeries(ctx, "ser-none"); !errors.Is(err, ledger.ErrNotFound) {
@@ -157,7 +199,7 @@ func testAnIDIsAReminderOrASeriesNeverBoth(t *testing.T, b bundle) {
 	if _, err := b.l.CancelSeries(ctx, "id-ser"); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.l.RestartSeries(ctx, "id-ser", 1, t0.Add(2*time.Hour), t0.Add(3*time.Hour), ledger.Local{}, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
+	if err := b.l.RestartSeries(ctx, "id-ser", ledger.Start{DueAt: t0.Add(time.Hour), Next: 1}, t0.Add(2*time.Hour), t0.Add(3*time.Hour), ledger.Local{}, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
 		t.Fatalf("restart of a cancelled series: %v", err)
 	}
 	if _, _, err := b.l.CreateReminder(ctx, item("id-ser")); !errors.Is(err, ledger.ErrSeriesID) {
@@ -207,5 +249,40 @@ func testAReminderAndASeriesCreatedAtOnceOneWins(t *testing.T, b bundle) {
 			t.Fatalf("%s: reminder %v, series %v; want one created and the other refused with the winner's kind (id holds reminder %v, series %v)",
 				id, remErr, serErr, st.Reminder != nil, st.Series != nil)
 		}
+	}
+}
+
+// testASeriesRestartsAtMostMaxRestartsTimes: each restart keeps the start
+// it leaves, in order, and the one past MaxRestarts is refused
+// (ErrTooManyRestarts), the series as it was.
+func testASeriesRestartsAtMostMaxRestartsTimes(t *testing.T, b bundle) {
+	ctx := context.Background()
+	it := ledger.ReminderItem{ID: "ser-many", AccountRef: "acct-m", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour), Recur: "FREQ=DAILY",
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c-1", TemplateRef: "t"}}}
+	if _, _, err := b.l.CreateSeries(ctx, ledger.Series{Item: it, Next: 1, ExtendAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	from := ledger.Start{DueAt: it.DueAt, Next: 1}
+	for i := range ledger.MaxRestarts + 1 {
+		due := t0.Add(time.Duration(i+2) * time.Hour)
+		err := b.l.RestartSeries(ctx, "ser-many", from, due, due.Add(time.Hour), ledger.Local{}, t0)
+		if i == ledger.MaxRestarts {
+			if !errors.Is(err, ledger.ErrTooManyRestarts) {
+				t.Fatalf("restart %d: %v; want ErrTooManyRestarts", i+1, err)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatalf("restart %d: %v", i+1, err)
+		}
+		if err := b.l.SettleRestart(ctx, "ser-many", i+1); err != nil {
+			t.Fatalf("settle %d: %v", i+1, err)
+		}
+		from = ledger.Start{DueAt: due, Next: 1}
+	}
+	st, err := b.l.ReadReminder(ctx, "ser-many")
+	if err != nil || len(st.Series.Starts) != ledger.MaxRestarts || !st.Series.Item.DueAt.Equal(from.DueAt) ||
+		!st.Series.Starts[0].DueAt.Equal(it.DueAt) || !st.Series.Starts[ledger.MaxRestarts-1].DueAt.Equal(from.DueAt.Add(-time.Hour)) {
+		t.Fatalf("after %d restarts: %+v, %v", ledger.MaxRestarts, st.Series, err)
 	}
 }
