@@ -279,7 +279,7 @@ func purgeSeries(ctx context.Context, o *operation, sr ledger.Series, yes bool) 
 	if err != nil {
 		return o.fail(err)
 	}
-	ids, err := schedule.CreatedOccurrences(sr)
+	ids, err := schedule.CreatedOccurrences(sr, schedule.DefaultSeriesAhead)
 	if err != nil {
 		return o.fail(err)
 	}

@@ -188,6 +188,16 @@ func TestTheStageRecordKeepsItsFormat(t *testing.T) {
 	if v, ok := out.Item["sesTemplatePrefix"].(*types.AttributeValueMemberS); !ok || v.Value != "nudge-dev-" || len(out.Item) != 4 {
 		t.Fatalf("the record is %v; want PK, SK, providers and sesTemplatePrefix = nudge-dev-", out.Item)
 	}
+	// A setting removed from the stack is recorded empty, and reads back
+	// empty: the record does not keep the earlier value.
+	for _, v := range []string{"sms=08:00-21:00", ""} {
+		if err := l.RecordStage(ctx, ledger.StageFacts{Providers: []string{"ses"}, Env: map[string]string{"NUDGE_SEND_WINDOWS": v}}); err != nil {
+			t.Fatal(err)
+		}
+		if f, ok, err := l.ReadStage(ctx); err != nil || !ok || f.Env["NUDGE_SEND_WINDOWS"] != v {
+			t.Fatalf("recorded %q, read %+v, %v, %v", v, f.Env, ok, err)
+		}
+	}
 }
 
 // TestFeedbackKeepsEveryWriteAtOneUnit: an e-mail delivery as the intake

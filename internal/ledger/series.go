@@ -85,10 +85,23 @@ type Series struct {
 // Start is a series' first occurrence (its UTC time, and its wall-clock
 // time in the series' zone) and the index of its first occurrence not
 // created yet (Series.Next): a series' state that a restart replaces.
+// Restarts is how many restarts came before it (its index in
+// Series.Starts; the current start's is len(Series.Starts)), and LeftAt,
+// in Series.Starts, when the restart left it: an extension that read it
+// may have created occurrences past Next until then (it stopped, or its
+// record of them was refused by the restart).
 type Start struct {
 	DueAt    time.Time
 	DueLocal string
 	Next     int
+	Restarts int
+	LeftAt   time.Time
+}
+
+// CurrentStart is series s's current start, as AdvanceSeries and
+// RestartSeries take it.
+func (s Series) CurrentStart() Start {
+	return Start{DueAt: s.Item.DueAt, DueLocal: s.Item.Local.DueLocal, Next: s.Next, Restarts: len(s.Starts)}
 }
 
 // MaxRestarts bounds how many times a series restarts: each keeps its
@@ -100,6 +113,7 @@ type startRecord struct {
 	DueAt    string `dynamodbav:"dueAt"`
 	DueLocal string `dynamodbav:"dueLocal,omitempty"`
 	Next     int    `dynamodbav:"next"`
+	LeftAt   string `dynamodbav:"leftAt,omitempty"`
 }
 
 // seriesRecord is a Series as stored.
@@ -226,7 +240,11 @@ func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {
 		if err != nil {
 			return Series{}, err
 		}
-		s.Starts = append(s.Starts, Start{DueAt: at, DueLocal: st.DueLocal, Next: st.Next})
+		left, err := parseOpt("starts.leftAt", st.LeftAt)
+		if err != nil {
+			return Series{}, err
+		}
+		s.Starts = append(s.Starts, Start{DueAt: at, DueLocal: st.DueLocal, Next: st.Next, Restarts: len(s.Starts), LeftAt: left})
 	}
 	if s.ExtendAt, err = parseOpt("extendAt", rec.ExtendAt); err != nil {
 		return Series{}, err
@@ -250,16 +268,18 @@ var ErrSeriesMoved = errors.New("the series moved on since it was read")
 
 // AdvanceSeries records that series id's occurrences before next are
 // created, and when it is next extended (zero: never, every occurrence is
-// created): only while it is at from (its Next, from the same start, its
-// DueAt: a restart in between may have brought it back to the same Next)
-// and not cancelled (ErrSeriesMoved otherwise), so that of two extensions
-// one advances it, and none the restarted series.
+// created): only while it is at from (its Next, from the same start: its
+// DueAt and its count of restarts, since a restart in between may have
+// brought it back to the same Next, and even the same DueAt) and not
+// cancelled (ErrSeriesMoved otherwise), so that of two extensions one
+// advances it, and none the restarted series.
 func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from Start, next int, extendAt time.Time) error {
 	shards, err := l.shardCount(ctx)
 	if err != nil {
 		return err
 	}
 	values := map[string]types.AttributeValue{":from": av(from.Next), ":fromDue": sv(Format(from.DueAt)), ":next": av(next)}
+	restarts := restartsAre(from.Restarts, values)
 	set := "SET #next = :next"
 	remove := ""
 	if extendAt.IsZero() {
@@ -271,7 +291,7 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from Start, next 
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
 		UpdateExpression:          aws.String(set + remove),
-		ConditionExpression:       aws.String("#next = :from AND dueAt = :fromDue AND attribute_not_exists(cancelledAt)"),
+		ConditionExpression:       aws.String("#next = :from AND dueAt = :fromDue AND " + restarts + " AND attribute_not_exists(cancelledAt)"),
 		ExpressionAttributeNames:  map[string]string{"#next": "next"},
 		ExpressionAttributeValues: values,
 	})
@@ -289,29 +309,32 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from Start, next 
 // and Next the caller read) to a new first occurrence: due at due,
 // expiring at expires, with local times local (in the series' zone), none
 // of its occurrences created (Next 1), due for extension at extendAt. The
-// start from is kept (Series.Starts) and the restart marked unsettled,
-// until SettleRestart: so that the occurrences from created and the new
-// start does not give are cancelled even if the caller stops before it
-// cancels them (the next extension does). Only while the series is at
-// from, not cancelled and not unsettled (ErrSeriesMoved otherwise: an
-// extension came between, or another restart), and had fewer than
-// MaxRestarts (ErrTooManyRestarts).
+// start from is kept (Series.Starts, left at extendAt) and the restart
+// marked unsettled, until SettleRestart: so that the occurrences from
+// created and the new start does not give are cancelled even if the
+// caller stops before it cancels them (the next extension does). Only
+// while the series is at from (Next, DueAt, restarts), not cancelled and
+// not unsettled (ErrSeriesMoved otherwise: an extension came between, or
+// another restart), and had fewer than MaxRestarts (ErrTooManyRestarts).
 func (l *Ledger) RestartSeries(ctx context.Context, id string, from Start, due, expires time.Time, local Local, extendAt time.Time) error {
 	if err := checkTimes(id, due, expires); err != nil {
 		return err
+	}
+	if from.Restarts >= MaxRestarts {
+		return fmt.Errorf("ledger: restart series %q: %w", id, ErrTooManyRestarts)
 	}
 	shards, err := l.shardCount(ctx)
 	if err != nil {
 		return err
 	}
-	prev, err := attributevalue.Marshal([]startRecord{{DueAt: Format(from.DueAt), DueLocal: from.DueLocal, Next: from.Next}})
+	prev, err := attributevalue.Marshal([]startRecord{{DueAt: Format(from.DueAt), DueLocal: from.DueLocal, Next: from.Next, LeftAt: Format(extendAt)}})
 	if err != nil {
 		return err
 	}
 	values := map[string]types.AttributeValue{":from": av(from.Next), ":fromDue": sv(Format(from.DueAt)), ":one": av(1),
 		":due": sv(Format(due)), ":exp": sv(Format(expires)), ":prev": prev, ":none": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
-		":max": av(MaxRestarts), ":true": &types.AttributeValueMemberBOOL{Value: true},
-		":at": sv(Format(extendAt)), ":shard": sv(SeriesShardKey(ShardOf(id, shards))), ":sort": sv(seriesSort(extendAt, id))}
+		":true": &types.AttributeValueMemberBOOL{Value: true},
+		":at":   sv(Format(extendAt)), ":shard": sv(SeriesShardKey(ShardOf(id, shards))), ":sort": sv(seriesSort(extendAt, id))}
 	names := map[string]string{"#next": "next"}
 	set := "SET #next = :one, dueAt = :due, expiresAt = :exp, extendAt = :at, dueShard = :shard, dueSort = :sort, " +
 		"starts = list_append(if_not_exists(starts, :none), :prev), unsettled = :true"
@@ -332,23 +355,29 @@ func (l *Ledger) RestartSeries(ctx context.Context, id string, from Start, due, 
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
 		UpdateExpression: aws.String(set),
-		ConditionExpression: aws.String("#next = :from AND dueAt = :fromDue AND attribute_not_exists(cancelledAt) AND attribute_not_exists(unsettled)" +
-			" AND (attribute_not_exists(starts) OR size(starts) < :max)"),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ConditionExpression: aws.String("#next = :from AND dueAt = :fromDue AND " + restartsAre(from.Restarts, values) +
+			" AND attribute_not_exists(cancelledAt) AND attribute_not_exists(unsettled)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if old, ferr := fromSeriesItem(ccf.Item); ferr == nil && len(old.Starts) >= MaxRestarts && old.Next == from.Next && old.Item.DueAt.Equal(from.DueAt) {
-			return fmt.Errorf("ledger: restart series %q: %w", id, ErrTooManyRestarts)
-		}
 		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: restart series %q: %w", id, err)
 	}
 	return nil
+}
+
+// restartsAre is the condition that a series has had n restarts (its
+// starts' count), with its value added to values.
+func restartsAre(n int, values map[string]types.AttributeValue) string {
+	if n == 0 {
+		return "attribute_not_exists(starts)"
+	}
+	values[":restarts"] = av(n)
+	return "size(starts) = :restarts"
 }
 
 // ErrTooManyRestarts is RestartSeries' refusal of a series restarted
@@ -475,7 +504,7 @@ func (m *Memory) AdvanceSeries(_ context.Context, id string, from Start, next in
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	s, ok := m.t.series[id]
-	if !ok || s.Next != from.Next || !s.Item.DueAt.Equal(ms(from.DueAt)) || !s.CancelledAt.IsZero() {
+	if !ok || s.Next != from.Next || !s.Item.DueAt.Equal(ms(from.DueAt)) || len(s.Starts) != from.Restarts || !s.CancelledAt.IsZero() {
 		return fmt.Errorf("ledger: advance series %q: %w", id, ErrSeriesMoved)
 	}
 	s.Next, s.ExtendAt = next, ms(extendAt)
@@ -490,15 +519,15 @@ func (m *Memory) RestartSeries(_ context.Context, id string, from Start, due, ex
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	s, ok := m.t.series[id]
-	if !ok || s.Next != from.Next || !s.Item.DueAt.Equal(ms(from.DueAt)) || !s.CancelledAt.IsZero() || s.Unsettled {
-		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
-	}
-	if len(s.Starts) >= MaxRestarts {
+	if from.Restarts >= MaxRestarts {
 		return fmt.Errorf("ledger: restart series %q: %w", id, ErrTooManyRestarts)
 	}
+	s, ok := m.t.series[id]
+	if !ok || s.Next != from.Next || !s.Item.DueAt.Equal(ms(from.DueAt)) || len(s.Starts) != from.Restarts || !s.CancelledAt.IsZero() || s.Unsettled {
+		return fmt.Errorf("ledger: restart series %q: %w", id, ErrSeriesMoved)
+	}
 	s = copySeries(s)
-	s.Starts = append(s.Starts, Start{DueAt: ms(from.DueAt), DueLocal: from.DueLocal, Next: from.Next})
+	s.Starts = append(s.Starts, Start{DueAt: ms(from.DueAt), DueLocal: from.DueLocal, Next: from.Next, Restarts: len(s.Starts), LeftAt: ms(extendAt)})
 	s.Item.DueAt, s.Item.ExpiresAt, s.Item.Local = ms(due), ms(expires), local
 	s.Next, s.ExtendAt, s.Unsettled = 1, ms(extendAt), true
 	m.t.series[id] = s
@@ -510,7 +539,7 @@ func (m *Memory) SettleRestart(_ context.Context, id string, starts int) error {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	s, ok := m.t.series[id]
-	if !ok || len(s.Starts) != starts {
+	if !ok || len(s.Starts) == 0 || len(s.Starts) != starts {
 		return fmt.Errorf("ledger: settle series %q: %w", id, ErrSeriesMoved)
 	}
 	s.Unsettled = false

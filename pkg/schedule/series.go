@@ -321,7 +321,7 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
 		return out, nil
 	}
-	err = s.cfg.Ledger.AdvanceSeries(ctx, id, ledger.Start{DueAt: sr.Item.DueAt, DueLocal: sr.Item.Local.DueLocal, Next: sr.Next}, next, out.Next)
+	err = s.cfg.Ledger.AdvanceSeries(ctx, id, sr.CurrentStart(), next, out.Next)
 	switch {
 	case errors.Is(err, ledger.ErrSeriesMoved):
 		// Another extension advanced it (and created the same
@@ -380,26 +380,68 @@ func sendableDeliveries(r Reminder, now time.Time) ([]Delivery, bool) {
 	return out, len(out) > 0
 }
 
-// occurrencesToEnd are the occurrences of series sr already created that
-// may still be live at now: due after now less their reminder's window,
-// late bound and a year (one rescheduled later than it was due; a move by
-// more than a year is not looked for).
-func occurrencesToEnd(sr ledger.Series, now time.Time) ([]string, error) {
-	series, err := seriesOf(sr.Item)
+// occurrencesToEnd are the occurrences of series sr, from any of its
+// starts, that may have been created and may still be live at now: due
+// after now less their reminder's window, late bound and a year (one
+// rescheduled later than it was due; a move by more than a year is not
+// looked for).
+func occurrencesToEnd(sr ledger.Series, ahead time.Duration, now time.Time) ([]string, error) {
+	span := sr.Item.ExpiresAt.Sub(sr.Item.DueAt) + sr.Item.Late.Within + 366*24*time.Hour
+	occ, err := madeOccurrences(sr, ahead, true)
 	if err != nil {
 		return nil, err
 	}
-	span := sr.Item.ExpiresAt.Sub(sr.Item.DueAt) + sr.Item.Late.Within + 366*24*time.Hour
 	var ids []string
-	for it := series.Iter(); ; {
-		o, ok := it.Next()
-		if !ok || o.N >= sr.Next {
-			return ids, nil
-		}
+	for _, o := range occ {
 		if o.At.Add(span).After(now) {
-			ids = append(ids, recur.OccurrenceID(sr.Item.ID, o))
+			ids = append(ids, o.ID)
 		}
 	}
+	return ids, nil
+}
+
+// madeOccurrence is an occurrence a series may have created: its id, and
+// its due time at the start that gave it.
+type madeOccurrence struct {
+	ID string
+	At time.Time
+}
+
+// madeOccurrences are the occurrences series sr may have created, each
+// once, in the order of its starts: of each start before a restart
+// (sr.Starts), those before its Next, and those an extension that read it
+// may have created past its Next until the restart (due within ahead of
+// when it was left: the extension's reach); then, with current, those of
+// its current start before its Next and, once it is cancelled, past its
+// Next within ahead of the cancel. Whether each was created, and is still
+// the series' (not purged, not a reminder made by hand under the id), is
+// for the caller to read.
+func madeOccurrences(sr ledger.Series, ahead time.Duration, current bool) ([]madeOccurrence, error) {
+	starts := slices.Clone(sr.Starts)
+	if current {
+		st := sr.CurrentStart()
+		st.LeftAt = sr.CancelledAt
+		starts = append(starts, st)
+	}
+	seen := map[string]bool{}
+	var out []madeOccurrence
+	for _, st := range starts {
+		series, err := seriesOf(startItem(sr.Item, st))
+		if err != nil {
+			return nil, err
+		}
+		for it := series.Iter(); ; {
+			o, ok := it.Next()
+			if !ok || o.N >= st.Next && (st.LeftAt.IsZero() || o.At.After(st.LeftAt.Add(ahead))) {
+				break
+			}
+			if oid := recur.OccurrenceID(sr.Item.ID, o); !seen[oid] {
+				seen[oid] = true
+				out = append(out, madeOccurrence{ID: oid, At: o.At})
+			}
+		}
+	}
+	return out, nil
 }
 
 // cancelSeries cancels series sr: no occurrence is created any more, and
@@ -418,7 +460,7 @@ func (s *Store) cancelSeries(ctx context.Context, c Caller, read ledger.Series, 
 			return out, fmt.Errorf("schedule: cancel: %w", err)
 		}
 	}
-	ids, err := occurrencesToEnd(sr, s.cfg.Clock.Now())
+	ids, err := occurrencesToEnd(sr, s.cfg.SeriesAhead, s.cfg.Clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("schedule: cancel: %w", err)
 	}
@@ -527,7 +569,17 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 		l.DueLocal = localtime.WallOf(due, loc).String()
 	}
 	out := Rescheduled{DueAt: due, ExpiresAt: exp, Local: l}
-	if due.Equal(read.Item.DueAt) && exp.Equal(read.Item.ExpiresAt) && localItem(l) == read.Item.Local && !read.Unsettled {
+	if read.Unsettled {
+		// An earlier reschedule (this one, sent again) stopped before its
+		// cancels: done first, whatever this one asks.
+		res, _, err := s.settleRestart(ctx, c, read, "its series was rescheduled to "+FormatTime(read.Item.DueAt)+note)
+		out.Deliveries = append(out.Deliveries, movedOf(res)...)
+		if err != nil {
+			return out, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
+		}
+		read.Unsettled = false
+	}
+	if due.Equal(read.Item.DueAt) && exp.Equal(read.Item.ExpiresAt) && localItem(l) == read.Item.Local {
 		// Where it stands already (this reschedule again): a restart
 		// would create again the occurrences since purged.
 		return out, nil
@@ -537,28 +589,28 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 		return Rescheduled{}, &ValidationError{ID: id, Field: "dueAt", Problem: "is not ahead: a series restarts from its new first occurrence",
 			Fix: "give a time ahead; to send one occurrence now, reschedule that occurrence by its id"}
 	}
-	if read.Unsettled {
-		// An earlier reschedule stopped before its cancels: done first.
-		res, _, err := s.settleRestart(ctx, c, read, "its series was rescheduled to "+FormatTime(read.Item.DueAt)+note)
-		out.Deliveries = append(out.Deliveries, movedOf(res)...)
-		if err != nil {
-			return out, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
-		}
-		read.Unsettled = false
-		if due.Equal(read.Item.DueAt) && exp.Equal(read.Item.ExpiresAt) && localItem(l) == read.Item.Local {
-			return out, nil
-		}
-	}
 	item := read.Item
 	item.DueAt, item.ExpiresAt = due, exp
 	item.Local = localItem(l)
 	if p := s.validator.checkRecur(Input{ID: id, Recur: item.Recur}, &Reminder{ID: id, DueAt: due, Local: l}); p != nil {
 		return Rescheduled{}, &ValidationError{ID: id, Field: p.field, Problem: p.problem, Fix: p.fix}
 	}
-	if _, err := seriesOf(item); err != nil {
+	series, err := seriesOf(item)
+	if err != nil {
 		return Rescheduled{}, fmt.Errorf("schedule: reschedule: %w", err)
 	}
-	from := ledger.Start{DueAt: read.Item.DueAt, DueLocal: read.Item.Local.DueLocal, Next: read.Next}
+	if oid, err := s.cancelledByARestart(read, series, now); err != nil {
+		return Rescheduled{}, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
+	} else if oid != "" {
+		field := "dueAt"
+		if to.DueLocal != "" {
+			field = "dueLocal"
+		}
+		return Rescheduled{}, &ValidationError{ID: id, Field: field,
+			Problem: "gives occurrence " + oid + ", which an earlier reschedule of the series cancelled (an occurrence, once cancelled, is never sent)",
+			Fix:     "give the new start another time of day, or cancel the series and create another"}
+	}
+	from := read.CurrentStart()
 	err = s.cfg.Ledger.RestartSeries(ctx, id, from, due, exp, item.Local, now)
 	switch {
 	case errors.Is(err, ledger.ErrTooManyRestarts):
@@ -573,6 +625,7 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 	}
 	restarted := read
 	restarted.Item, restarted.Next, restarted.ExtendAt, restarted.Unsettled = item, 1, now, true
+	from.LeftAt = now
 	restarted.Starts = append(slices.Clone(read.Starts), from)
 	res, kept, err := s.settleRestart(ctx, c, restarted, "its series was rescheduled to "+FormatTime(due)+note)
 	out.Deliveries = append(out.Deliveries, movedOf(res)...)
@@ -642,24 +695,22 @@ func (s *Store) settleRestart(ctx context.Context, c Caller, sr ledger.Series, n
 	if !sr.Unsettled || len(sr.Starts) == 0 {
 		return nil, nil, nil
 	}
-	old, err := seriesOf(startItem(sr.Item, sr.Starts[len(sr.Starts)-1]))
+	cur, err := seriesOf(sr.Item)
 	if err != nil {
 		return nil, nil, err
 	}
-	cur, err := seriesOf(sr.Item)
+	// Every start's, not the last's alone: an occurrence an earlier
+	// restart kept (its new start gave it too) is past that start's Next.
+	made, err := madeOccurrences(sr, s.cfg.SeriesAhead, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	now := s.cfg.Clock.Now()
 	var ids []string
 	var last time.Time
-	for it := old.Iter(); ; {
-		o, ok := it.Next()
-		if !ok || o.N >= sr.Starts[len(sr.Starts)-1].Next {
-			break
-		}
+	for _, o := range made {
 		if o.At.After(now) {
-			ids, last = append(ids, recur.OccurrenceID(id, o)), o.At
+			ids, last = append(ids, o.ID), maxTime(last, o.At)
 		}
 	}
 	gives, kept := givenBy(cur, id, last), map[string]bool{}
@@ -673,7 +724,11 @@ func (s *Store) settleRestart(ctx context.Context, c Caller, sr ledger.Series, n
 		if errors.Is(err, ErrNoReminder) {
 			continue // missed, purged, or not the series'
 		}
-		out = append(out, res...)
+		for _, r := range res {
+			if r.Cancelled || r.Refused != nil {
+				out = append(out, r) // not those an earlier restart cancelled
+			}
+		}
 		if err != nil {
 			return out, kept, fmt.Errorf("cancel occurrence %s: %w", oid, err)
 		}
@@ -699,31 +754,69 @@ func (s *Store) cancelOccurrence(ctx context.Context, c Caller, id, oid, note st
 	return s.cancel(ctx, c, oid, note)
 }
 
-// CreatedOccurrences are the ids of the occurrences series sr has created,
-// from each of its starts (before each reschedule, sr.Starts, then its
-// current one), each once, in that order: for a purge of the series (nudge
-// reminder purge), which cancels it first so that no more are created.
-// An id may be a reminder created by hand under an occurrence's id: the
-// purge checks the stored reminder's series.
-func CreatedOccurrences(sr ledger.Series) ([]string, error) {
-	starts := append(slices.Clone(sr.Starts), ledger.Start{DueAt: sr.Item.DueAt, DueLocal: sr.Item.Local.DueLocal, Next: sr.Next})
-	seen := map[string]bool{}
-	var ids []string
-	for _, st := range starts {
-		series, err := seriesOf(startItem(sr.Item, st))
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// cancelledByARestart is the first occurrence (its id) that series, read's
+// new start, gives within the extension's reach and that an earlier
+// restart of read cancelled: made by one start, not given by a later one
+// (moving a series back to a time it left). Its reminder stands cancelled,
+// and an extension would find it and send nothing: "" if there is none.
+func (s *Store) cancelledByARestart(read ledger.Series, series recur.Series, now time.Time) (string, error) {
+	starts := append(slices.Clone(read.Starts), read.CurrentStart())
+	gives := make([]map[string]bool, len(starts))
+	horizon := now.Add(s.cfg.SeriesAhead)
+	for i, st := range starts {
+		sj, err := seriesOf(startItem(read.Item, st))
 		if err != nil {
-			return nil, fmt.Errorf("schedule: %w", err)
+			return "", err
 		}
-		for it := series.Iter(); ; {
-			o, ok := it.Next()
-			if !ok || o.N >= st.Next {
-				break
+		gives[i] = givenBy(sj, read.Item.ID, horizon)
+	}
+	given := givenBy(series, read.Item.ID, horizon)
+	for i, st := range starts[:len(starts)-1] {
+		one := read
+		one.Starts = []ledger.Start{st}
+		made, err := madeOccurrences(one, s.cfg.SeriesAhead, false)
+		if err != nil {
+			return "", err
+		}
+		for _, o := range made {
+			if !o.At.After(now) || !given[o.ID] {
+				continue
 			}
-			if oid := recur.OccurrenceID(sr.Item.ID, o); !seen[oid] {
-				seen[oid] = true
-				ids = append(ids, oid)
+			for j := i + 1; j < len(starts); j++ {
+				if !gives[j][o.ID] {
+					return o.ID, nil
+				}
 			}
 		}
+	}
+	return "", nil
+}
+
+// CreatedOccurrences are the ids of the occurrences series sr may have
+// created, from each of its starts (before each reschedule, sr.Starts,
+// then its current one), each once, in that order, with those an extension
+// may have created past a start's Next before the start was left or the
+// series cancelled (due within ahead: Config.SeriesAhead, a stage's
+// DefaultSeriesAhead): for a purge of the series (nudge reminder purge),
+// which cancels it first so that no more are created. Some were never
+// created (missed, or past what an extension reached), and an id may hold
+// a reminder created by hand under an occurrence's id: the purge reads
+// each and deletes the series' occurrences only.
+func CreatedOccurrences(sr ledger.Series, ahead time.Duration) ([]string, error) {
+	made, err := madeOccurrences(sr, ahead, true)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	ids := make([]string, len(made))
+	for i, o := range made {
+		ids[i] = o.ID
 	}
 	return ids, nil
 }

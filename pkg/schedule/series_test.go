@@ -368,17 +368,24 @@ func TestAnOccurrenceWhoseIDIsASeriesIsSkipped(t *testing.T) {
 }
 
 // racingLedger runs hook once, before the first AdvanceSeries of series
-// id: what another caller did while an extension created.
+// id: what another caller did while an extension created; or, with fail
+// set, fails that AdvanceSeries once (the extension stopped before its
+// record).
 type racingLedger struct {
 	*ledger.Memory
 	id   string
 	hook func()
+	fail error
 }
 
 func (r *racingLedger) AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error {
 	if hook := r.hook; hook != nil && id == r.id {
 		r.hook = nil
 		hook()
+	}
+	if err := r.fail; err != nil && id == r.id {
+		r.fail = nil
+		return err
 	}
 	return r.Memory.AdvanceSeries(ctx, id, from, next, extendAt)
 }
@@ -436,7 +443,7 @@ func TestARescheduleThatStopsAfterItsRestartIsFinishedByTheExtension(t *testing.
 	if err != nil || st.Series.Unsettled || len(st.Series.Starts) != 1 {
 		t.Fatalf("after the extension: %+v, %v; want the restart settled", st.Series, err)
 	}
-	ids, err := schedule.CreatedOccurrences(*st.Series)
+	ids, err := schedule.CreatedOccurrences(*st.Series, schedule.DefaultSeriesAhead)
 	if err != nil || !slices.Contains(ids, "weekly-6.20261206T0930") || !slices.Contains(ids, "weekly-6.20261213T1100") {
 		t.Fatalf("the purge's list: %v, %v; want both starts' occurrences", ids, err)
 	}
@@ -489,5 +496,128 @@ func TestTheSameRescheduleAgainRestartsNothing(t *testing.T) {
 	}
 	if st, err := l.ReadReminder(b.ctx, "weekly-8"); err != nil || len(st.Series.Starts) != 1 || st.Series.Next == 1 {
 		t.Fatalf("the series: %+v, %v; want one restart, extended", st.Series, err)
+	}
+}
+
+// TestOccurrencesARestartKeptAreTheSeries: a daily series from 10
+// December has created ten (10–19 December); restarted from 1 December at
+// the same time of day it keeps them (the new start gives the same ids),
+// though its own extension reaches 10 December only. They are still the
+// series': a second reschedule cancels them, and so does a cancel of the
+// series; none is left to go at a time the series no longer has.
+func TestOccurrencesARestartKeptAreTheSeries(t *testing.T) {
+	t.Parallel()
+	for _, then := range []string{"reschedule", "cancel"} {
+		b := setup(t) // now: 2026-11-30T09:00Z
+		id := "daily-" + then
+		if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON(id, "FREQ=DAILY", "2026-12-10T09:30", "")))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.store.Reschedule(b.ctx, id, schedule.Times{DueLocal: "2026-12-01T09:30"}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := b.ledger.Get(b.ctx, occurrenceKey(id+".20261215T0930")); err != nil || d.Status != ledger.StatusPending {
+			t.Fatalf("%s: kept by the restart: %+v, %v", then, d.Status, err)
+		}
+		switch then {
+		case "reschedule":
+			if _, err := b.store.Reschedule(b.ctx, id, schedule.Times{DueLocal: "2026-12-02T10:00"}, ""); err != nil {
+				t.Fatal(err)
+			}
+		case "cancel":
+			if _, err := b.store.Cancel(b.ctx, id, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, day := range []string{"20261202", "20261210", "20261215", "20261219"} {
+			if d, err := b.ledger.Get(b.ctx, occurrenceKey(id+"."+day+"T0930")); err != nil || d.Status != ledger.StatusCancelled {
+				t.Errorf("%s: %s 09:30: %+v, %v; want it cancelled", then, day, d.Status, err)
+			}
+		}
+	}
+}
+
+// TestAnExtensionThatStoppedBeforeItsRecordLeavesNothingAtTheOldTime: an
+// extension creates the next occurrence and stops before it records it
+// (AdvanceSeries fails); the series is rescheduled; the reschedule, not
+// knowing it was created, cancels it all the same: a start's occurrences
+// within an extension's reach of when it was left are looked for.
+func TestAnExtensionThatStoppedBeforeItsRecordLeavesNothingAtTheOldTime(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "weekly-9")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-9", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(7 * 24 * time.Hour)
+	l.fail = errors.New("the function timed out")
+	if ext, err := b.store.Extend(b.ctx, "weekly-9"); err == nil || !slices.Contains(ext.Created, "weekly-9.20270110T0930") {
+		t.Fatalf("the extension: %+v, %v; want 2027-01-10 created and its record failed", ext, err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, "weekly-9", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-9.20270110T0930")); err != nil || d.Status != ledger.StatusCancelled {
+		t.Fatalf("the occurrence the stopped extension created: %+v, %v; want it cancelled", d.Status, err)
+	}
+	st, err := l.ReadReminder(b.ctx, "weekly-9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := schedule.CreatedOccurrences(*st.Series, schedule.DefaultSeriesAhead); err != nil || !slices.Contains(ids, "weekly-9.20270110T0930") {
+		t.Fatalf("the purge's list: %v, %v; want the stopped extension's occurrence in it", ids, err)
+	}
+}
+
+// TestMovingASeriesBackToATimeItLeftIsRefused: weekly at 09:30, moved to
+// 11:00 (the 09:30 occurrences cancelled), then back to 09:30: those
+// occurrences stand cancelled and would never be sent, so the reschedule is
+// refused, naming one, with the fix; a start the earlier one never reached
+// is taken.
+func TestMovingASeriesBackToATimeItLeftIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-10", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, "weekly-10", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var ve *schedule.ValidationError
+	_, err := b.store.Reschedule(b.ctx, "weekly-10", schedule.Times{DueLocal: "2026-12-13T09:30"}, "")
+	if !errors.As(err, &ve) || ve.Field != "dueLocal" || !strings.Contains(ve.Problem, "weekly-10.20261213T0930") || ve.Fix == "" {
+		t.Fatalf("back to 09:30: %v; want it refused naming the cancelled occurrence", err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, "weekly-10", schedule.Times{DueLocal: "2026-12-13T09:45"}, ""); err != nil {
+		t.Fatalf("to 09:45: %v", err)
+	}
+}
+
+// TestARescheduleSentAgainAfterItsTimeFinishesTheFirst: a reschedule
+// moved the series and stopped before its cancels; sent again once its new
+// start has passed, it finishes them and answers, rather than refusing the
+// time as past.
+func TestARescheduleSentAgainAfterItsTimeFinishesTheFirst(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-11", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.ReadReminder(b.ctx, "weekly-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := st.Series
+	due := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC) // 11:00 in Berlin
+	local := sr.Item.Local
+	local.DueLocal = "2026-12-06T11:00"
+	if err := l.RestartSeries(b.ctx, "weekly-11", sr.CurrentStart(), due, due.Add(sr.Item.ExpiresAt.Sub(sr.Item.DueAt)), local, now); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(due.Add(time.Minute).Sub(b.clk.Now()))
+	if _, err := b.store.Reschedule(b.ctx, "weekly-11", schedule.Times{DueLocal: "2026-12-06T11:00"}, ""); err != nil {
+		t.Fatalf("the same reschedule again, after its time: %v", err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-11.20261213T0930")); err != nil || d.Status != ledger.StatusCancelled {
+		t.Fatalf("an occurrence at the old time: %+v, %v; want it cancelled", d.Status, err)
 	}
 }

@@ -109,10 +109,10 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 	// The start it left is kept, and the restart unsettled until its
 	// cancels are done: no other restart meanwhile.
 	if st := restarted.Series.Starts; len(st) != 1 || !st[0].DueAt.Equal(start.DueAt) || st[0].DueLocal != start.DueLocal || st[0].Next != 4 ||
-		!restarted.Series.Unsettled {
+		st[0].Restarts != 0 || !st[0].LeftAt.Equal(t0.Add(time.Minute)) || !restarted.Series.Unsettled || restarted.Series.CurrentStart().Restarts != 1 {
 		t.Fatalf("the start before the restart: %+v, unsettled %v", st, restarted.Series.Unsettled)
 	}
-	again := ledger.Start{DueAt: t0.Add(25 * time.Hour), DueLocal: newLocal.DueLocal, Next: 1}
+	again := ledger.Start{DueAt: t0.Add(25 * time.Hour), DueLocal: newLocal.DueLocal, Next: 1, Restarts: 1}
 	if err := b.l.RestartSeries(ctx, "ser-1", again, t0.Add(26*time.Hour), t0.Add(50*time.Hour), newLocal, t0); !errors.Is(err, ledger.ErrSeriesMoved) {
 		t.Fatalf("a restart of an unsettled restart: %v", err)
 	}
@@ -134,7 +134,14 @@ func testASeriesIsWrittenOnceAdvancedOnceAndCancelled(t *testing.T, b bundle) {
 		t.Fatalf("advance from the start before the restart: %v", err)
 	}
 	restartedAt := func(next int) ledger.Start {
-		return ledger.Start{DueAt: t0.Add(25 * time.Hour), DueLocal: newLocal.DueLocal, Next: next}
+		return ledger.Start{DueAt: t0.Add(25 * time.Hour), DueLocal: newLocal.DueLocal, Next: next, Restarts: 1}
+	}
+	// Nor one that read it at the same Next and DueAt but fewer restarts
+	// (a restart back to the same time).
+	unrestarted := restartedAt(1)
+	unrestarted.Restarts = 0
+	if err := b.l.AdvanceSeries(ctx, "ser-1", unrestarted, 4, t0.Add(48*time.Hour)); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("advance from the same start with a restart in between: %v", err)
 	}
 	if err := b.l.AdvanceSeries(ctx, "ser-1", restartedAt(1), 4, t0.Add(48*time.Hour)); err != nil {
 		t.Fatal(err)
@@ -262,6 +269,9 @@ func testASeriesRestartsAtMostMaxRestartsTimes(t *testing.T, b bundle) {
 	if _, _, err := b.l.CreateSeries(ctx, ledger.Series{Item: it, Next: 1, ExtendAt: t0}); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.l.SettleRestart(ctx, "ser-many", 0); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("a settle of a series never restarted: %v", err)
+	}
 	from := ledger.Start{DueAt: it.DueAt, Next: 1}
 	for i := range ledger.MaxRestarts + 1 {
 		due := t0.Add(time.Duration(i+2) * time.Hour)
@@ -278,7 +288,7 @@ func testASeriesRestartsAtMostMaxRestartsTimes(t *testing.T, b bundle) {
 		if err := b.l.SettleRestart(ctx, "ser-many", i+1); err != nil {
 			t.Fatalf("settle %d: %v", i+1, err)
 		}
-		from = ledger.Start{DueAt: due, Next: 1}
+		from = ledger.Start{DueAt: due, Next: 1, Restarts: i + 1}
 	}
 	st, err := b.l.ReadReminder(ctx, "ser-many")
 	if err != nil || len(st.Series.Starts) != ledger.MaxRestarts || !st.Series.Item.DueAt.Equal(from.DueAt) ||
