@@ -599,7 +599,7 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 	if err != nil {
 		return Rescheduled{}, fmt.Errorf("schedule: reschedule: %w", err)
 	}
-	if oid, err := s.cancelledByARestart(read, series, now); err != nil {
+	if oid, err := s.cancelledByARestart(ctx, read, series, now); err != nil {
 		return Rescheduled{}, fmt.Errorf("schedule: reschedule series %q: %w", id, err)
 	} else if oid != "" {
 		field := "dueAt"
@@ -764,9 +764,10 @@ func maxTime(a, b time.Time) time.Time {
 // cancelledByARestart is the first occurrence (its id) that series, read's
 // new start, gives within the extension's reach and that an earlier
 // restart of read cancelled: made by one start, not given by a later one
-// (moving a series back to a time it left). Its reminder stands cancelled,
-// and an extension would find it and send nothing: "" if there is none.
-func (s *Store) cancelledByARestart(read ledger.Series, series recur.Series, now time.Time) (string, error) {
+// (moving a series back to a time it left), and stored cancelled, the
+// series'. An extension would find it and send nothing: "" if there is
+// none.
+func (s *Store) cancelledByARestart(ctx context.Context, read ledger.Series, series recur.Series, now time.Time) (string, error) {
 	starts := append(slices.Clone(read.Starts), read.CurrentStart())
 	gives := make([]map[string]bool, len(starts))
 	horizon := now.Add(s.cfg.SeriesAhead)
@@ -790,9 +791,18 @@ func (s *Store) cancelledByARestart(read ledger.Series, series recur.Series, now
 				continue
 			}
 			for j := i + 1; j < len(starts); j++ {
-				if !gives[j][o.ID] {
+				if gives[j][o.ID] {
+					continue
+				}
+				st, err := s.cfg.Ledger.ReadReminder(ctx, o.ID)
+				if err != nil {
+					return "", err
+				}
+				if st.Reminder != nil && st.Reminder.Series == read.Item.ID &&
+					slices.ContainsFunc(st.Deliveries, func(d ledger.Delivery) bool { return d.Status == ledger.StatusCancelled }) {
 					return o.ID, nil
 				}
+				break
 			}
 		}
 	}

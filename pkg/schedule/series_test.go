@@ -571,8 +571,8 @@ func TestAnExtensionThatStoppedBeforeItsRecordLeavesNothingAtTheOldTime(t *testi
 // TestMovingASeriesBackToATimeItLeftIsRefused: weekly at 09:30, moved to
 // 11:00 (the 09:30 occurrences cancelled), then back to 09:30: those
 // occurrences stand cancelled and would never be sent, so the reschedule is
-// refused, naming one, with the fix; a start the earlier one never reached
-// is taken.
+// refused, naming one, with the fix; a start whose occurrences the earlier
+// one never created is taken.
 func TestMovingASeriesBackToATimeItLeftIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -589,6 +589,18 @@ func TestMovingASeriesBackToATimeItLeftIsRefused(t *testing.T) {
 	}
 	if _, err := b.store.Reschedule(b.ctx, "weekly-10", schedule.Times{DueLocal: "2026-12-13T09:45"}, ""); err != nil {
 		t.Fatalf("to 09:45: %v", err)
+	}
+	// Daily at 09:30 (1–10 December created), to 11:00, then back to
+	// 09:30 from the 20th: within the old start's reach, but none of those
+	// was created, so none was cancelled.
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("daily-10", "FREQ=DAILY", "2026-12-01T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, "daily-10", schedule.Times{DueLocal: "2026-12-02T11:00"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, "daily-10", schedule.Times{DueLocal: "2026-12-20T09:30"}, ""); err != nil {
+		t.Fatalf("back to 09:30 past what was created: %v", err)
 	}
 }
 
