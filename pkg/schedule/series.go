@@ -216,6 +216,10 @@ type Extended struct {
 // has come (ledger.DueSeries), each run. A cancelled series is not
 // extended.
 func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
+	// Taken before the read: a restart after it leaves the start no
+	// earlier than this, so this extension's reach is within what a
+	// later settle looks for (Start.LeftAt plus the reach).
+	now := s.cfg.Clock.Now()
 	stored, err := s.cfg.Ledger.ReadReminder(ctx, id)
 	if err != nil {
 		return Extended{}, fmt.Errorf("schedule: extend %q: %w", id, err)
@@ -242,7 +246,6 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	if sr.Item.CreatedBy != "" {
 		caller = Caller{Principal: sr.Item.CreatedBy}
 	}
-	now := s.cfg.Clock.Now()
 	horizon := now.Add(s.cfg.SeriesAhead)
 	var out Extended
 	var next int             // set as the loop ends: the first occurrence left for a later extension
@@ -380,14 +383,14 @@ func sendableDeliveries(r Reminder, now time.Time) ([]Delivery, bool) {
 	return out, len(out) > 0
 }
 
-// occurrencesToEnd are the occurrences of series sr, from any of its
-// starts, that may have been created and may still be live at now: due
+// occurrencesToEnd are the occurrences of series sr that may have been
+// created and may still be live at now (madeOccurrences' live ones): due
 // after now less their reminder's window, late bound and a year (one
 // rescheduled later than it was due; a move by more than a year is not
-// looked for).
-func occurrencesToEnd(sr ledger.Series, ahead time.Duration, now time.Time) ([]string, error) {
+// looked for); the current start's first.
+func occurrencesToEnd(sr ledger.Series, b seriesBounds, now time.Time) ([]string, error) {
 	span := sr.Item.ExpiresAt.Sub(sr.Item.DueAt) + sr.Item.Late.Within + 366*24*time.Hour
-	occ, err := madeOccurrences(sr, ahead, true)
+	occ, err := madeOccurrences(sr, b, true, true)
 	if err != nil {
 		return nil, err
 	}
@@ -407,41 +410,81 @@ type madeOccurrence struct {
 	At time.Time
 }
 
+// seriesBounds are an extension's: how far ahead (Config.SeriesAhead) and
+// how many ahead (Config.SeriesCount) it creates.
+type seriesBounds struct {
+	Ahead time.Duration
+	Count int
+}
+
 // madeOccurrences are the occurrences series sr may have created, each
-// once, in the order of its starts: of each start before a restart
-// (sr.Starts), those before its Next, and those an extension that read it
-// may have created past its Next until the restart (due within ahead of
-// when it was left: the extension's reach); then, with current, those of
-// its current start before its Next and, once it is cancelled, past its
-// Next within ahead of the cancel. Whether each was created, and is still
-// the series' (not purged, not a reminder made by hand under the id), is
-// for the caller to read.
-func madeOccurrences(sr ledger.Series, ahead time.Duration, current bool) ([]madeOccurrence, error) {
+// once: of each start, those before its Next and those an extension that
+// read it may have created past its Next until it was left (a restart,
+// Start.LeftAt) or, for the current start with current, until the series
+// was cancelled: due within the extension's reach of then, at most twice
+// its count (room for occurrences it skipped as missed). With current, the
+// current start's come first, then the earlier starts' from the latest.
+// With live, an earlier start's occurrence is left out unless every later
+// start gives it too: each restart cancelled (settleRestart) those its new
+// start does not give, so only those kept may still be live. Whether each
+// was created, and is still the series' (not purged, not a reminder made
+// by hand under the id), is for the caller to read.
+func madeOccurrences(sr ledger.Series, b seriesBounds, current, live bool) ([]madeOccurrence, error) {
 	starts := slices.Clone(sr.Starts)
 	if current {
 		st := sr.CurrentStart()
 		st.LeftAt = sr.CancelledAt
 		starts = append(starts, st)
 	}
-	seen := map[string]bool{}
-	var out []madeOccurrence
-	for _, st := range starts {
-		series, err := seriesOf(startItem(sr.Item, st))
+	slices.Reverse(starts) // the latest first
+	var until time.Time    // the latest an extension of any start reached
+	series := make([]recur.Series, len(starts))
+	for i, st := range starts {
+		sj, err := seriesOf(startItem(sr.Item, st))
 		if err != nil {
 			return nil, err
 		}
-		for it := series.Iter(); ; {
+		series[i], until = sj, maxTime(until, st.LeftAt.Add(b.Ahead))
+	}
+	gives := make([]map[string]bool, len(starts))
+	seen := map[string]bool{}
+	var out []madeOccurrence
+	for i, st := range starts {
+		if live && i > 0 && gives[i-1] == nil {
+			gives[i-1] = givenBy(series[i-1], sr.Item.ID, until)
+		}
+		past := 0 // occurrences looked for past Next
+		for it := series[i].Iter(); ; {
 			o, ok := it.Next()
-			if !ok || o.N >= st.Next && (st.LeftAt.IsZero() || o.At.After(st.LeftAt.Add(ahead))) {
+			if !ok {
 				break
 			}
-			if oid := recur.OccurrenceID(sr.Item.ID, o); !seen[oid] {
-				seen[oid] = true
-				out = append(out, madeOccurrence{ID: oid, At: o.At})
+			if o.N >= st.Next {
+				if st.LeftAt.IsZero() || o.At.After(st.LeftAt.Add(b.Ahead)) || past >= 2*b.Count {
+					break
+				}
+				past++
 			}
+			oid := recur.OccurrenceID(sr.Item.ID, o)
+			if seen[oid] || live && !keptBy(gives[:i], oid) {
+				continue
+			}
+			seen[oid] = true
+			out = append(out, madeOccurrence{ID: oid, At: o.At})
 		}
 	}
 	return out, nil
+}
+
+// keptBy reports whether every one of gives (the later starts' ids) holds
+// id.
+func keptBy(gives []map[string]bool, id string) bool {
+	for _, g := range gives {
+		if !g[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // cancelSeries cancels series sr: no occurrence is created any more, and
@@ -460,7 +503,7 @@ func (s *Store) cancelSeries(ctx context.Context, c Caller, read ledger.Series, 
 			return out, fmt.Errorf("schedule: cancel: %w", err)
 		}
 	}
-	ids, err := occurrencesToEnd(sr, s.cfg.SeriesAhead, s.cfg.Clock.Now())
+	ids, err := occurrencesToEnd(sr, s.bounds(), s.cfg.Clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("schedule: cancel: %w", err)
 	}
@@ -469,7 +512,7 @@ func (s *Store) cancelSeries(ctx context.Context, c Caller, read ledger.Series, 
 		if errors.Is(err, ErrNoReminder) {
 			continue // never created (missed), or purged
 		}
-		out = append(out, res...)
+		out = append(out, cancelledNow(res)...)
 		if err != nil {
 			return out, err
 		}
@@ -607,7 +650,7 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 			field = "dueLocal"
 		}
 		return Rescheduled{}, &ValidationError{ID: id, Field: field,
-			Problem: "gives occurrence " + oid + ", which an earlier reschedule of the series cancelled (an occurrence, once cancelled, is never sent)",
+			Problem: "gives occurrence " + oid + ", which is cancelled (by an earlier reschedule of the series, or by hand): an occurrence, once cancelled, is never sent",
 			Fix:     "give the new start another time of day, or cancel the series and create another"}
 	}
 	from := read.CurrentStart()
@@ -701,7 +744,7 @@ func (s *Store) settleRestart(ctx context.Context, c Caller, sr ledger.Series, n
 	}
 	// Every start's, not the last's alone: an occurrence an earlier
 	// restart kept (its new start gave it too) is past that start's Next.
-	made, err := madeOccurrences(sr, s.cfg.SeriesAhead, false)
+	made, err := madeOccurrences(sr, s.bounds(), false, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -724,11 +767,7 @@ func (s *Store) settleRestart(ctx context.Context, c Caller, sr ledger.Series, n
 		if errors.Is(err, ErrNoReminder) {
 			continue // missed, purged, or not the series'
 		}
-		for _, r := range res {
-			if r.Cancelled || r.Refused != nil {
-				out = append(out, r) // not those an earlier restart cancelled
-			}
-		}
+		out = append(out, cancelledNow(res)...)
 		if err != nil {
 			return out, kept, fmt.Errorf("cancel occurrence %s: %w", oid, err)
 		}
@@ -752,6 +791,24 @@ func (s *Store) cancelOccurrence(ctx context.Context, c Caller, id, oid, note st
 		return nil, fmt.Errorf("schedule: cancel %q: %w", oid, ErrNoReminder)
 	}
 	return s.cancel(ctx, c, oid, note)
+}
+
+// bounds are s's extension's bounds.
+func (s *Store) bounds() seriesBounds {
+	return seriesBounds{Ahead: s.cfg.SeriesAhead, Count: s.cfg.SeriesCount}
+}
+
+// cancelledNow are the results of res of deliveries this cancel cancelled,
+// or refused as sent or in flight: not those cancelled already (by an
+// earlier restart, or by hand), which it changed nothing of.
+func cancelledNow(res []CancelResult) []CancelResult {
+	var out []CancelResult
+	for _, r := range res {
+		if r.Cancelled || r.Refused != nil && !(errors.Is(r.Refused, ledger.ErrFinished) && r.Status == StatusCancelled) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -778,22 +835,23 @@ func (s *Store) cancelledByARestart(ctx context.Context, read ledger.Series, ser
 		}
 		gives[i] = givenBy(sj, read.Item.ID, horizon)
 	}
-	given := givenBy(series, read.Item.ID, horizon)
+	given, looked := givenBy(series, read.Item.ID, horizon), map[string]bool{}
 	for i, st := range starts[:len(starts)-1] {
 		one := read
 		one.Starts = []ledger.Start{st}
-		made, err := madeOccurrences(one, s.cfg.SeriesAhead, false)
+		made, err := madeOccurrences(one, s.bounds(), false, false)
 		if err != nil {
 			return "", err
 		}
 		for _, o := range made {
-			if !o.At.After(now) || !given[o.ID] {
+			if !o.At.After(now) || !given[o.ID] || looked[o.ID] {
 				continue
 			}
 			for j := i + 1; j < len(starts); j++ {
 				if gives[j][o.ID] {
 					continue
 				}
+				looked[o.ID] = true
 				st, err := s.cfg.Ledger.ReadReminder(ctx, o.ID)
 				if err != nil {
 					return "", err
@@ -820,7 +878,7 @@ func (s *Store) cancelledByARestart(ctx context.Context, read ledger.Series, ser
 // a reminder created by hand under an occurrence's id: the purge reads
 // each and deletes the series' occurrences only.
 func CreatedOccurrences(sr ledger.Series, ahead time.Duration) ([]string, error) {
-	made, err := madeOccurrences(sr, ahead, true)
+	made, err := madeOccurrences(sr, seriesBounds{Ahead: ahead, Count: DefaultSeriesCount}, true, false)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
 	}

@@ -3,6 +3,7 @@ package schedule_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -373,9 +374,15 @@ func TestAnOccurrenceWhoseIDIsASeriesIsSkipped(t *testing.T) {
 // record).
 type racingLedger struct {
 	*ledger.Memory
-	id   string
-	hook func()
-	fail error
+	id    string
+	hook  func()
+	fail  error
+	reads int // ReadReminder calls
+}
+
+func (r *racingLedger) ReadReminder(ctx context.Context, id string) (ledger.Stored, error) {
+	r.reads++
+	return r.Memory.ReadReminder(ctx, id)
 }
 
 func (r *racingLedger) AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error {
@@ -631,5 +638,67 @@ func TestARescheduleSentAgainAfterItsTimeFinishesTheFirst(t *testing.T) {
 	}
 	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-11.20261213T0930")); err != nil || d.Status != ledger.StatusCancelled {
 		t.Fatalf("an occurrence at the old time: %+v, %v; want it cancelled", d.Status, err)
+	}
+}
+
+// TestASeriesRescheduledOftenReadsABoundedNumber: a daily series moved 30
+// times, each to another time of day. Each reschedule's answer lists what
+// it changed (not what earlier ones cancelled, as refused), and it reads
+// about what one start may have created (its ten ahead, and as many again
+// an extension may have created unrecorded, twice over), not every earlier
+// start's: each restart cancelled those.
+func TestASeriesRescheduledOftenReadsABoundedNumber(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("daily-many", "FREQ=DAILY", "2026-12-01T09:00", "")))); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 30; i++ {
+		l.reads = 0
+		res, err := b.store.Reschedule(b.ctx, "daily-many", schedule.Times{DueLocal: fmt.Sprintf("2026-12-02T09:%02d", i)}, "")
+		if err != nil {
+			t.Fatalf("reschedule %d: %v", i, err)
+		}
+		cancelled := 0
+		for _, d := range res.Deliveries {
+			if d.Refused != nil {
+				t.Fatalf("reschedule %d: %+v refused", i, d)
+			}
+			if d.Status == schedule.StatusCancelled {
+				cancelled++
+			}
+		}
+		if cancelled != 10 {
+			t.Fatalf("reschedule %d cancelled %d; want the ten the last start created", i, cancelled)
+		}
+		if l.reads > 80 {
+			t.Fatalf("reschedule %d read %d reminders; want about what one start may have created", i, l.reads)
+		}
+	}
+}
+
+// TestACancelOfASeriesListsWhatItCancelled: an occurrence cancelled by
+// hand, then the series: the series' answer lists the others cancelled,
+// and not that one as refused (it changed nothing of it).
+func TestACancelOfASeriesListsWhatItCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-12", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Cancel(b.ctx, "weekly-12.20261213T0930", ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Cancel(b.ctx, "weekly-12", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Refused != nil || !r.Cancelled {
+			t.Errorf("%+v: want only what this cancel cancelled", r)
+		}
+	}
+	if len(res) != 4 {
+		t.Errorf("%d results: %+v; want the four others", len(res), res)
 	}
 }
