@@ -80,7 +80,17 @@ type Series struct {
 	// whoever reads it set finishes that first (the reschedule, or else
 	// the next extension), and no other restart is taken meanwhile.
 	Unsettled bool
+	// Early are occurrences created ahead of the series' extension, by a
+	// cancel or a reschedule of that one occurrence (NoteEarly), however
+	// far ahead: a cancel of the series, and a purge, find them here.
+	Early []string
 }
+
+// MaxEarly bounds Series.Early.
+const MaxEarly = 1000
+
+// ErrTooManyEarly is NoteEarly's refusal past MaxEarly.
+var ErrTooManyEarly = fmt.Errorf("the series has %d occurrences created ahead of their time, the most it keeps", MaxEarly)
 
 // Start is a series' first occurrence (its UTC time, and its wall-clock
 // time in the series' zone) and the index of its first occurrence not
@@ -127,6 +137,7 @@ type seriesRecord struct {
 	DueSort     string            `dynamodbav:"dueSort,omitempty"`
 	Starts      []startRecord     `dynamodbav:"starts,omitempty"`
 	Unsettled   bool              `dynamodbav:"unsettled,omitempty"`
+	Early       []string          `dynamodbav:"early,stringset,omitempty"`
 }
 
 // seriesSort is a series' due index sort key: its extension time, then its
@@ -234,7 +245,8 @@ func fromSeriesItem(av map[string]types.AttributeValue) (Series, error) {
 	if err := attributevalue.UnmarshalMap(av, &rec); err != nil {
 		return Series{}, fmt.Errorf("ledger: stored series is unreadable: %w", err)
 	}
-	s := Series{Item: r, Addresses: rec.Addresses, Next: rec.Next, Unsettled: rec.Unsettled}
+	s := Series{Item: r, Addresses: rec.Addresses, Next: rec.Next, Unsettled: rec.Unsettled, Early: rec.Early}
+	slices.Sort(s.Early)
 	for _, st := range rec.Starts {
 		at, err := parseOpt("starts.dueAt", st.DueAt)
 		if err != nil {
@@ -380,6 +392,33 @@ func restartsAre(n int, values map[string]types.AttributeValue) string {
 	return "size(starts) = :restarts"
 }
 
+// NoteEarly records on series id that its occurrence oid is created ahead
+// of its extension (Series.Early): before the create, so that a create
+// never goes unnoted. ErrTooManyEarly past MaxEarly; ErrNotFound without
+// the series.
+func (l *Ledger) NoteEarly(ctx context.Context, id, oid string) error {
+	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		UpdateExpression:    aws.String("ADD early :one"),
+		ConditionExpression: aws.String("attribute_exists(PK) AND (attribute_not_exists(early) OR size(early) < :max OR contains(early, :oid))"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": &types.AttributeValueMemberSS{Value: []string{oid}}, ":oid": sv(oid), ":max": av(MaxEarly),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if len(ccf.Item) == 0 {
+			return fmt.Errorf("ledger: series %q: %w", id, ErrNotFound)
+		}
+		return fmt.Errorf("ledger: series %q: occurrence %s: %w", id, oid, ErrTooManyEarly)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: series %q: note occurrence %s: %w", id, oid, err)
+	}
+	return nil
+}
+
 // ErrTooManyRestarts is RestartSeries' refusal of a series restarted
 // MaxRestarts times already.
 var ErrTooManyRestarts = fmt.Errorf("the series was restarted %d times, the most a series is", MaxRestarts)
@@ -475,6 +514,7 @@ func copySeries(s Series) Series {
 	s.Item = copyReminder(s.Item)
 	s.Addresses = maps.Clone(s.Addresses)
 	s.Starts = slices.Clone(s.Starts)
+	s.Early = slices.Clone(s.Early)
 	return s
 }
 
@@ -530,6 +570,27 @@ func (m *Memory) RestartSeries(_ context.Context, id string, from Start, due, ex
 	s.Starts = append(s.Starts, Start{DueAt: ms(from.DueAt), DueLocal: from.DueLocal, Next: from.Next, Restarts: len(s.Starts), LeftAt: ms(extendAt)})
 	s.Item.DueAt, s.Item.ExpiresAt, s.Item.Local = ms(due), ms(expires), local
 	s.Next, s.ExtendAt, s.Unsettled = 1, ms(extendAt), true
+	m.t.series[id] = s
+	return nil
+}
+
+// NoteEarly is Ledger.NoteEarly.
+func (m *Memory) NoteEarly(_ context.Context, id, oid string) error {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	s, ok := m.t.series[id]
+	if !ok {
+		return fmt.Errorf("ledger: series %q: %w", id, ErrNotFound)
+	}
+	if slices.Contains(s.Early, oid) {
+		return nil
+	}
+	if len(s.Early) >= MaxEarly {
+		return fmt.Errorf("ledger: series %q: occurrence %s: %w", id, oid, ErrTooManyEarly)
+	}
+	s = copySeries(s)
+	s.Early = append(s.Early, oid)
+	slices.Sort(s.Early)
 	m.t.series[id] = s
 	return nil
 }

@@ -396,7 +396,7 @@ func occurrencesToEnd(sr ledger.Series, b seriesBounds, now time.Time) ([]string
 	}
 	var ids []string
 	for _, o := range occ {
-		if o.At.Add(span).After(now) {
+		if o.Early || o.At.Add(span).After(now) {
 			ids = append(ids, o.ID)
 		}
 	}
@@ -408,6 +408,9 @@ func occurrencesToEnd(sr ledger.Series, b seriesBounds, now time.Time) ([]string
 type madeOccurrence struct {
 	ID string
 	At time.Time
+	// Early: created ahead of the extension (Series.Early), by a cancel
+	// or a reschedule of it alone, at a time At does not tell.
+	Early bool
 }
 
 // seriesBounds are an extension's: how far ahead (Config.SeriesAhead) and
@@ -428,7 +431,8 @@ type seriesBounds struct {
 // start gives it too: each restart cancelled (settleRestart) those its new
 // start does not give, so only those kept may still be live. Whether each
 // was created, and is still the series' (not purged, not a reminder made
-// by hand under the id), is for the caller to read.
+// by hand under the id), is for the caller to read. With current, those
+// created ahead of the extension (Series.Early) come last.
 func madeOccurrences(sr ledger.Series, b seriesBounds, current, live bool) ([]madeOccurrence, error) {
 	starts := slices.Clone(sr.Starts)
 	if current {
@@ -471,6 +475,14 @@ func madeOccurrences(sr ledger.Series, b seriesBounds, current, live bool) ([]ma
 			}
 			seen[oid] = true
 			out = append(out, madeOccurrence{ID: oid, At: o.At})
+		}
+	}
+	if current {
+		for _, oid := range sr.Early {
+			if !seen[oid] {
+				seen[oid] = true
+				out = append(out, madeOccurrence{ID: oid, Early: true})
+			}
 		}
 	}
 	return out, nil
@@ -563,6 +575,15 @@ func (s *Store) materialize(ctx context.Context, sr ledger.Series, o recur.Occur
 	caller := operator
 	if sr.Item.CreatedBy != "" {
 		caller = Caller{Principal: sr.Item.CreatedBy}
+	}
+	// Noted on the series first: however far ahead, a cancel of the
+	// series and a purge find it.
+	oid := recur.OccurrenceID(sr.Item.ID, o)
+	if err := s.cfg.Ledger.NoteEarly(ctx, sr.Item.ID, oid); errors.Is(err, ledger.ErrTooManyEarly) {
+		return &ValidationError{ID: oid, Problem: fmt.Sprintf("is not created yet, and its series has %d created ahead of their time, the most it keeps", ledger.MaxEarly),
+			Fix: fmt.Sprintf("cancel or reschedule it once it is created, %d days before its time", int(s.cfg.SeriesAhead.Hours()/24))}
+	} else if err != nil {
+		return err
 	}
 	_, err := s.create(ctx, caller, occurrence(sr, o))
 	return err

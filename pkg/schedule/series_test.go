@@ -702,3 +702,30 @@ func TestACancelOfASeriesListsWhatItCancelled(t *testing.T) {
 		t.Errorf("%d results: %+v; want the four others", len(res), res)
 	}
 }
+
+// TestAnOccurrenceCreatedFarAheadIsTheSeries: an occurrence six months
+// out, rescheduled by its id (so created then, far ahead of the series'
+// extension), is cancelled with the series, and in the purge's list.
+func TestAnOccurrenceCreatedFarAheadIsTheSeries(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("daily-far", "FREQ=DAILY", "2026-12-01T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Reschedule(b.ctx, "daily-far.20270601T0930", schedule.Times{DueLocal: "2027-06-01T12:00"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Cancel(b.ctx, "daily-far", ""); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("daily-far.20270601T0930")); err != nil || d.Status != ledger.StatusCancelled {
+		t.Fatalf("the occurrence created far ahead, after the series' cancel: %+v, %v; want it cancelled", d.Status, err)
+	}
+	st, err := l.ReadReminder(b.ctx, "daily-far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := schedule.CreatedOccurrences(*st.Series, schedule.DefaultSeriesAhead); err != nil || !slices.Contains(ids, "daily-far.20270601T0930") {
+		t.Fatalf("the purge's list: %v, %v", ids, err)
+	}
+}

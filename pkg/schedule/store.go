@@ -35,6 +35,7 @@ type Ledger interface {
 	AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error
 	RestartSeries(ctx context.Context, id string, from ledger.Start, due, expires time.Time, local ledger.Local, extendAt time.Time) error
 	SettleRestart(ctx context.Context, id string, starts int) error
+	NoteEarly(ctx context.Context, id, oid string) error
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 }
 

@@ -57,6 +57,7 @@ type Store interface {
 	AdvanceSeries(ctx context.Context, id string, from ledger.Start, next int, extendAt time.Time) error
 	RestartSeries(ctx context.Context, id string, from ledger.Start, due, expires time.Time, local ledger.Local, extendAt time.Time) error
 	SettleRestart(ctx context.Context, id string, starts int) error
+	NoteEarly(ctx context.Context, id, oid string) error
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 	DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error)
 	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)

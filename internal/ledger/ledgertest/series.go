@@ -272,6 +272,16 @@ func testASeriesRestartsAtMostMaxRestartsTimes(t *testing.T, b bundle) {
 	if err := b.l.SettleRestart(ctx, "ser-many", 0); !errors.Is(err, ledger.ErrSeriesMoved) {
 		t.Fatalf("a settle of a series never restarted: %v", err)
 	}
+	// Occurrences created ahead are noted, each once, kept through the
+	// restarts below.
+	for _, oid := range []string{"ser-many.20300101T0900", "ser-many.20290101T0900", "ser-many.20300101T0900"} {
+		if err := b.l.NoteEarly(ctx, "ser-many", oid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.l.NoteEarly(ctx, "ser-none", "ser-none.20300101T0900"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("a note on no series: %v", err)
+	}
 	from := ledger.Start{DueAt: it.DueAt, Next: 1}
 	for i := range ledger.MaxRestarts + 1 {
 		due := t0.Add(time.Duration(i+2) * time.Hour)
@@ -294,5 +304,8 @@ func testASeriesRestartsAtMostMaxRestartsTimes(t *testing.T, b bundle) {
 	if err != nil || len(st.Series.Starts) != ledger.MaxRestarts || !st.Series.Item.DueAt.Equal(from.DueAt) ||
 		!st.Series.Starts[0].DueAt.Equal(it.DueAt) || !st.Series.Starts[ledger.MaxRestarts-1].DueAt.Equal(from.DueAt.Add(-time.Hour)) {
 		t.Fatalf("after %d restarts: %+v, %v", ledger.MaxRestarts, st.Series, err)
+	}
+	if e := st.Series.Early; len(e) != 2 || e[0] != "ser-many.20290101T0900" || e[1] != "ser-many.20300101T0900" {
+		t.Fatalf("the occurrences created ahead: %v", e)
 	}
 }
