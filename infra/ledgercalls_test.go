@@ -222,10 +222,28 @@ func TestTheRolesAllowWhatTheLedgerCalls(t *testing.T) {
 			_, err := l.CancelSeries(ctx, "ser-1")
 			return err
 		}},
-		{enqueueRole, "the enqueue creating a series' occurrence", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
-			_, _, err := l.CreateReminder(ctx, reminderItem("ser-1.20261201T0900", ""))
-			return err
+		{enqueueRole, "the enqueue creating a series' occurrence (its item, and the check of the series' start, in one transaction)",
+			ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+				it := reminderItem("ser-1.20261201T0900", "")
+				it.Series = "ser-1"
+				_, _, err := l.CreateOccurrence(ctx, it, ledger.Start{DueAt: t0.Add(time.Hour), Next: 1})
+				return err
+			}},
+		{enqueueRole, "the enqueue settling a series' restart", ledger.Config{Table: "T", ShardsFromRegistry: true}, func(l *ledger.Ledger) error {
+			return l.SettleRestart(ctx, "ser-1", 1)
 		}},
+		{intakeRole, "the intake restarting a series (a reschedule), and creating its occurrences", ledger.Config{Table: "T", ShardsFromRegistry: true},
+			func(l *ledger.Ledger) error {
+				if err := l.RestartSeries(ctx, "ser-1", ledger.Start{DueAt: t0.Add(time.Hour), Next: 1}, t0.Add(2*time.Hour), t0.Add(3*time.Hour), ledger.Local{}, t0); err != nil {
+					return err
+				}
+				it := reminderItem("ser-1.20261201T1000", "")
+				it.Series = "ser-1"
+				_, _, err := l.CreateOccurrence(ctx, it, ledger.Start{DueAt: t0.Add(2 * time.Hour), Next: 1, Restarts: 1})
+				return err
+			}},
+		{intakeRole, "the intake noting an occurrence created ahead (a cancel or a reschedule of it alone)", ledger.Config{Table: "T", ShardsFromRegistry: true},
+			func(l *ledger.Ledger) error { return l.NoteEarly(ctx, "ser-1", "ser-1.20270601T0900") }},
 		{consumerRole, "the consumer claiming a probe", ledger.Config{Table: "T"}, func(l *ledger.Ledger) error {
 			_, err := l.ClaimProbe(ctx, "ses", t0, t0.Add(15*time.Minute), 15*time.Minute)
 			return err

@@ -228,8 +228,9 @@ func NewNudgeStack(scope constructs.Construct, id string, props *NudgeStackProps
 	n.Enqueue.AddToRolePolicy(allow([]string{"dynamodb:Query"}, indexARN))
 	// A series' extension (schedule.Store.Extend) reads the series' partition
 	// and creates its occurrences: reminder and delivery items, in
-	// reminders' partitions alone.
-	n.Enqueue.AddToRolePolicy(reminderWrites([]string{"dynamodb:Query", "dynamodb:PutItem"}, n.Table.TableArn()))
+	// reminders' partitions alone, each reminder item in a transaction with
+	// the check of the series' start (ConditionCheckItem).
+	n.Enqueue.AddToRolePolicy(reminderWrites([]string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:ConditionCheckItem"}, n.Table.TableArn()))
 	n.Enqueue.AddToRolePolicy(allow([]string{"sqs:SendMessage"}, n.WorkQueueArns()...))
 	// The depth of each provider's own queue, before its repairs
 	// (enqueue.Config.Depths): a delivery behind a backlog is not lost.

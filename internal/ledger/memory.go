@@ -470,11 +470,29 @@ func (m *Memory) DueBy(_ context.Context, shard int, by time.Time, page func([]I
 
 // CreateReminder is Ledger.CreateReminder.
 func (m *Memory) CreateReminder(_ context.Context, r ReminderItem) (ReminderItem, bool, error) {
+	return m.createReminder(r, nil)
+}
+
+// CreateOccurrence is Ledger.CreateOccurrence.
+func (m *Memory) CreateOccurrence(_ context.Context, r ReminderItem, at Start) (ReminderItem, bool, error) {
+	if r.Series == "" {
+		return ReminderItem{}, false, fmt.Errorf("ledger: occurrence %q names no series", r.ID)
+	}
+	return m.createReminder(r, &at)
+}
+
+func (m *Memory) createReminder(r ReminderItem, guard *Start) (ReminderItem, bool, error) {
 	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
 		return ReminderItem{}, false, err
 	}
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
+	if guard != nil {
+		s, ok := m.t.series[r.Series]
+		if !ok || !s.Item.DueAt.Equal(ms(guard.DueAt)) || len(s.Starts) != guard.Restarts || !s.CancelledAt.IsZero() {
+			return ReminderItem{}, false, fmt.Errorf("ledger: occurrence %q of series %q: %w", r.ID, r.Series, ErrSeriesMoved)
+		}
+	}
 	if stored, ok := m.t.reminders[r.ID]; ok {
 		return copyReminder(stored), true, nil
 	}

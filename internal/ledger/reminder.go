@@ -183,6 +183,24 @@ type reminderRecord struct {
 // compare. Where a series holds the id it is refused with ErrSeriesID. Its
 // deliveries are written by Create, one by one, after it.
 func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored ReminderItem, exists bool, err error) {
+	return l.createReminder(ctx, r, nil)
+}
+
+// CreateOccurrence is CreateReminder for an occurrence of series
+// r.Series, created by its extension from start at: only while the series
+// is still there (its DueAt and count of restarts as at's, not cancelled),
+// in one transaction with the put (ErrSeriesMoved otherwise, nothing
+// written). So an extension that read the series before a restart, or a
+// cancel, creates nothing after it: what it created before, the restart's
+// settle (or the cancel) finds.
+func (l *Ledger) CreateOccurrence(ctx context.Context, r ReminderItem, at Start) (stored ReminderItem, exists bool, err error) {
+	if r.Series == "" {
+		return ReminderItem{}, false, fmt.Errorf("ledger: occurrence %q names no series", r.ID)
+	}
+	return l.createReminder(ctx, r, &at)
+}
+
+func (l *Ledger) createReminder(ctx context.Context, r ReminderItem, guard *Start) (stored ReminderItem, exists bool, err error) {
 	if err := checkTimes(r.ID, r.DueAt, r.ExpiresAt); err != nil {
 		return ReminderItem{}, false, err
 	}
@@ -194,6 +212,9 @@ func (l *Ledger) CreateReminder(ctx context.Context, r ReminderItem) (stored Rem
 	})
 	if err != nil {
 		return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, err)
+	}
+	if guard != nil {
+		return l.createOccurrence(ctx, r, av, *guard)
 	}
 	in := &dynamodb.PutItemInput{
 		TableName: aws.String(l.cfg.Table), Item: av,

@@ -382,6 +382,76 @@ func (l *Ledger) RestartSeries(ctx context.Context, id string, from Start, due, 
 	return nil
 }
 
+// createOccurrence is CreateOccurrence's transaction: the put of the
+// reminder item av, and the check that series r.Series is at start at.
+func (l *Ledger) createOccurrence(ctx context.Context, r ReminderItem, av map[string]types.AttributeValue, at Start) (ReminderItem, bool, error) {
+	values := map[string]types.AttributeValue{":due": sv(Format(at.DueAt))}
+	cond := "dueAt = :due AND " + restartsAre(at.Restarts, values) + " AND attribute_not_exists(cancelledAt)"
+	in := &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: av, ConditionExpression: aws.String("attribute_not_exists(PK)"),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			{ConditionCheck: &types.ConditionCheck{TableName: aws.String(l.cfg.Table),
+				Key:                 map[string]types.AttributeValue{attrPK: sv(PartitionKey(r.Series)), attrSK: sv(seriesSK)},
+				ConditionExpression: aws.String(cond), ExpressionAttributeValues: values}},
+		},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	}
+	for wait := conflictPause; ; wait *= 2 {
+		out, err := l.api.TransactWriteItems(ctx, in)
+		if err == nil {
+			for _, cc := range out.ConsumedCapacity {
+				l.countTo(&l.units.Reminders, &cc)
+			}
+			return r, false, nil
+		}
+		var cancelled *types.TransactionCanceledException
+		if !errors.As(err, &cancelled) {
+			return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: %w", r.ID, err)
+		}
+		code := func(i int) string {
+			if i >= len(cancelled.CancellationReasons) {
+				return ""
+			}
+			return aws.ToString(cancelled.CancellationReasons[i].Code)
+		}
+		switch {
+		case code(1) == "ConditionalCheckFailed":
+			return ReminderItem{}, false, fmt.Errorf("ledger: occurrence %q of series %q: %w", r.ID, r.Series, ErrSeriesMoved)
+		case code(0) == "ConditionalCheckFailed":
+			item := cancelled.CancellationReasons[0].Item
+			if isSeriesClaim(item) {
+				return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, ErrSeriesID)
+			}
+			if len(item) == 0 {
+				// A stand-in that returns no item: what stands is read.
+				st, err := l.ReadReminder(ctx, r.ID)
+				switch {
+				case err != nil:
+					return ReminderItem{}, false, err
+				case st.Reminder != nil:
+					return *st.Reminder, true, nil
+				case st.Series != nil:
+					return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, ErrSeriesID)
+				}
+				continue // gone since: put again
+			}
+			stored, err := fromReminderItem(item)
+			return stored, true, err
+		case (code(0) == "TransactionConflict" || code(1) == "TransactionConflict") && wait <= 4*conflictPause:
+			// Another transaction on one of the keys: put again once it
+			// is done, and the conditions tell.
+			select {
+			case <-time.After(wait): // wall clock: a pause for DynamoDB's transaction to finish
+			case <-ctx.Done():
+				return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: %w", r.ID, err)
+			}
+		default:
+			return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: %w", r.ID, err)
+		}
+	}
+}
+
 // restartsAre is the condition that a series has had n restarts (its
 // starts' count), with its value added to values.
 func restartsAre(n int, values map[string]types.AttributeValue) string {

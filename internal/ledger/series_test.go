@@ -148,3 +148,34 @@ func TestARefusedSeriesCreateTellsFromTheCancellationReasons(t *testing.T) {
 		t.Fatalf("the refusals read the partition %d times; want 0 (the cancellation reasons carry the items)", n)
 	}
 }
+
+// TestAnOccurrencesCreateCostsATransaction: an occurrence's reminder item
+// is written in a transaction with the check of its series, so it costs
+// the transaction's rate for its put (the item and its account index
+// entry) and for the check of the series item (with its index entries):
+// DynamoDB Local reports 12 units, against a plain reminder's 2
+// (docs/ledger.md#write-units).
+func TestAnOccurrencesCreateCostsATransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, l := raceSetup(t, func(api ledger.API) ledger.API { return api })
+	if _, _, err := l.CreateSeries(ctx, ledger.Series{Item: raceItem("ser-u", "FREQ=DAILY"), Next: 1, ExtendAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Units().Reminders
+	if _, _, err := l.CreateReminder(ctx, raceItem("plain-u", "")); err != nil {
+		t.Fatal(err)
+	}
+	plain := l.Units().Reminders - before
+	occ := raceItem("ser-u.1", "")
+	occ.Series = "ser-u"
+	before = l.Units().Reminders
+	if _, _, err := l.CreateOccurrence(ctx, occ, ledger.Start{DueAt: raceItem("ser-u", "").DueAt, Next: 1}); err != nil {
+		t.Fatal(err)
+	}
+	guarded := l.Units().Reminders - before
+	t.Logf("a reminder's create: %v units; an occurrence's: %v", plain, guarded)
+	if plain != 2 || guarded != 12 {
+		t.Fatalf("a reminder's create counted %v, an occurrence's %v; want 2 and 12 (docs/ledger.md#write-units)", plain, guarded)
+	}
+}

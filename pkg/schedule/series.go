@@ -249,6 +249,7 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 	horizon := now.Add(s.cfg.SeriesAhead)
 	var out Extended
 	var next int             // set as the loop ends: the first occurrence left for a later extension
+	moved := false           // the series moved on (restarted, cancelled) while this one created
 	ahead := 0               // created, not yet due
 	var firstAhead time.Time // the earliest of them
 	last := 0                // the last occurrence's index, once the rule has no more
@@ -287,9 +288,16 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 			out.Missed++
 			continue
 		}
-		if _, err := s.create(ctx, caller, r); err != nil {
+		start := sr.CurrentStart()
+		if _, err := s.createWith(ctx, caller, r, &start); err != nil {
 			var cf *ConflictError
 			switch {
+			case errors.Is(err, ledger.ErrSeriesMoved):
+				// Restarted or cancelled since the read: this one creates
+				// nothing more, and what it created before, the restart's
+				// settle or the cancel finds (within its reach); below, it
+				// cancels them itself too.
+				moved = true
 			case errors.As(err, &cf) && cf.Holder == KindSeries:
 				// A series holds its id: not this series' to send.
 				out.Missed++
@@ -310,6 +318,9 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 				return out, fmt.Errorf("schedule: extend %q: occurrence %s: %w", id, r.ID, err)
 			}
 		}
+		if moved {
+			break
+		}
 		out.Created = append(out.Created, r.ID)
 		if o.At.After(now) {
 			if ahead == 0 {
@@ -318,13 +329,17 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 			ahead++
 		}
 	}
-	if out.Next.Before(now) && !out.Next.IsZero() {
-		out.Next = now
+	if moved {
+		err = ledger.ErrSeriesMoved
+	} else {
+		if out.Next.Before(now) && !out.Next.IsZero() {
+			out.Next = now
+		}
+		if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
+			return out, nil
+		}
+		err = s.cfg.Ledger.AdvanceSeries(ctx, id, sr.CurrentStart(), next, out.Next)
 	}
-	if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
-		return out, nil
-	}
-	err = s.cfg.Ledger.AdvanceSeries(ctx, id, sr.CurrentStart(), next, out.Next)
 	switch {
 	case errors.Is(err, ledger.ErrSeriesMoved):
 		// Another extension advanced it (and created the same
@@ -585,8 +600,15 @@ func (s *Store) materialize(ctx context.Context, sr ledger.Series, o recur.Occur
 	} else if err != nil {
 		return err
 	}
-	_, err := s.create(ctx, caller, occurrence(sr, o))
-	return err
+	// From the start read: a reschedule or a cancel of the series since
+	// refuses it (the caller reads again).
+	start := sr.CurrentStart()
+	if _, err := s.createWith(ctx, caller, occurrence(sr, o), &start); errors.Is(err, ledger.ErrSeriesMoved) {
+		return fmt.Errorf("schedule: occurrence %s: its series changed since it was read: %w; send the same request again", oid, ledger.ErrChanged)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // rescheduleSeries restarts series read from a new first occurrence (to:

@@ -378,6 +378,16 @@ type racingLedger struct {
 	hook  func()
 	fail  error
 	reads int // ReadReminder calls
+	// createHook runs once, before the first CreateOccurrence of series id.
+	createHook func()
+}
+
+func (r *racingLedger) CreateOccurrence(ctx context.Context, it ledger.ReminderItem, at ledger.Start) (ledger.ReminderItem, bool, error) {
+	if hook := r.createHook; hook != nil && it.Series == r.id {
+		r.createHook = nil
+		hook()
+	}
+	return r.Memory.CreateOccurrence(ctx, it, at)
 }
 
 func (r *racingLedger) ReadReminder(ctx context.Context, id string) (ledger.Stored, error) {
@@ -727,5 +737,34 @@ func TestAnOccurrenceCreatedFarAheadIsTheSeries(t *testing.T) {
 	}
 	if ids, err := schedule.CreatedOccurrences(*st.Series, schedule.DefaultSeriesAhead); err != nil || !slices.Contains(ids, "daily-far.20270601T0930") {
 		t.Fatalf("the purge's list: %v, %v", ids, err)
+	}
+}
+
+// TestAnExtensionCreatesNothingOnceTheSeriesMoved: an extension reads the
+// series; a reschedule moves it and settles before the extension creates
+// anything (so it finds nothing to cancel); the extension's create is then
+// refused (ledger.CreateOccurrence holds on the series' start), and nothing
+// is created at the old time, even had the extension stopped right after.
+func TestAnExtensionCreatesNothingOnceTheSeriesMoved(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "weekly-13")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-13", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(7 * 24 * time.Hour)
+	l.createHook = func() {
+		if _, err := b.store.Reschedule(b.ctx, "weekly-13", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
+			t.Errorf("the reschedule: %v", err)
+		}
+	}
+	ext, err := b.store.Extend(b.ctx, "weekly-13")
+	if err != nil || len(ext.Created) != 0 {
+		t.Fatalf("the extension: %+v, %v; want nothing created", ext, err)
+	}
+	if _, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-13.20270110T0930")); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("an occurrence at the old time: %v; want none", err)
+	}
+	if d, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-13.20270110T1100")); err != nil || d.Status != ledger.StatusPending {
+		t.Fatalf("the occurrence at the new time: %+v, %v", d.Status, err)
 	}
 }

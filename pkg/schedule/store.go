@@ -36,6 +36,7 @@ type Ledger interface {
 	RestartSeries(ctx context.Context, id string, from ledger.Start, due, expires time.Time, local ledger.Local, extendAt time.Time) error
 	SettleRestart(ctx context.Context, id string, starts int) error
 	NoteEarly(ctx context.Context, id, oid string) error
+	CreateOccurrence(ctx context.Context, r ledger.ReminderItem, at ledger.Start) (ledger.ReminderItem, bool, error)
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 }
 
@@ -220,6 +221,13 @@ func (s *Store) Create(ctx context.Context, r Reminder) (Outcome, error) {
 }
 
 func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, error) {
+	return s.createWith(ctx, c, r, nil)
+}
+
+// createWith is create; with guard, r is an occurrence its series'
+// extension creates from start guard, created only while the series is
+// there (ledger.CreateOccurrence: ErrSeriesMoved otherwise).
+func (s *Store) createWith(ctx context.Context, c Caller, r Reminder, guard *ledger.Start) (Outcome, error) {
 	if err := c.check(); err != nil {
 		return "", err
 	}
@@ -231,8 +239,17 @@ func (s *Store) create(ctx context.Context, c Caller, r Reminder) (Outcome, erro
 		return "", err
 	}
 	outcome := Created
-	stored, exists, err := s.cfg.Ledger.CreateReminder(ctx, reminderItem(r))
+	var stored ledger.ReminderItem
+	var exists bool
+	var err error
+	if guard != nil {
+		stored, exists, err = s.cfg.Ledger.CreateOccurrence(ctx, reminderItem(r), *guard)
+	} else {
+		stored, exists, err = s.cfg.Ledger.CreateReminder(ctx, reminderItem(r))
+	}
 	switch {
+	case errors.Is(err, ledger.ErrSeriesMoved):
+		return "", fmt.Errorf("schedule: %w", err)
 	case errors.Is(err, ledger.ErrSeriesID):
 		return "", s.seriesHolds(ctx, c, r)
 	case err != nil:

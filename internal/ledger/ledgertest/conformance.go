@@ -58,6 +58,7 @@ type Store interface {
 	RestartSeries(ctx context.Context, id string, from ledger.Start, due, expires time.Time, local ledger.Local, extendAt time.Time) error
 	SettleRestart(ctx context.Context, id string, starts int) error
 	NoteEarly(ctx context.Context, id, oid string) error
+	CreateOccurrence(ctx context.Context, r ledger.ReminderItem, at ledger.Start) (ledger.ReminderItem, bool, error)
 	CancelSeries(ctx context.Context, id string) (ledger.Series, error)
 	DueSeries(ctx context.Context, shard int, by time.Time, limit int) ([]string, error)
 	ListAccountCreatedBy(ctx context.Context, account, creator string, limit int, next string) (ledger.AccountPage, error)
@@ -158,6 +159,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"AnIDIsAReminderOrASeriesNeverBoth", testAnIDIsAReminderOrASeriesNeverBoth},
 		{"AReminderAndASeriesCreatedAtOnceOneWins", testAReminderAndASeriesCreatedAtOnceOneWins},
 		{"ASeriesRestartsAtMostMaxRestartsTimes", testASeriesRestartsAtMostMaxRestartsTimes},
+		{"AnOccurrenceIsCreatedOnlyWhileItsSeriesIsThere", testAnOccurrenceIsCreatedOnlyWhileItsSeriesIsThere},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

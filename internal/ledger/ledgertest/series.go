@@ -309,3 +309,53 @@ func testASeriesRestartsAtMostMaxRestartsTimes(t *testing.T, b bundle) {
 		t.Fatalf("the occurrences created ahead: %v", e)
 	}
 }
+
+// testAnOccurrenceIsCreatedOnlyWhileItsSeriesIsThere: an occurrence is
+// created from the series' start as read; from a start it has left (a
+// restart, even back to the same time), or once the series is cancelled,
+// it is refused with ErrSeriesMoved and nothing is written; one created
+// already is the stored one, as for any reminder.
+func testAnOccurrenceIsCreatedOnlyWhileItsSeriesIsThere(t *testing.T, b bundle) {
+	ctx := context.Background()
+	it := ledger.ReminderItem{ID: "ser-occ", AccountRef: "acct-o", DueAt: t0.Add(time.Hour), ExpiresAt: t0.Add(2 * time.Hour), Recur: "FREQ=DAILY",
+		Deliveries: []ledger.ReminderDelivery{{Channel: "sms", Provider: "webhook", RecipientRef: "c-1", TemplateRef: "t"}}}
+	if _, _, err := b.l.CreateSeries(ctx, ledger.Series{Item: it, Next: 1, ExtendAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	occ := func(id string) ledger.ReminderItem {
+		o := it
+		o.ID, o.Recur, o.Series = id, "", "ser-occ"
+		return o
+	}
+	at := ledger.Start{DueAt: it.DueAt, Next: 1}
+	if _, exists, err := b.l.CreateOccurrence(ctx, occ("ser-occ.1"), at); err != nil || exists {
+		t.Fatalf("from the start as read: %v, %v", exists, err)
+	}
+	if got, exists, err := b.l.CreateOccurrence(ctx, occ("ser-occ.1"), at); err != nil || !exists || got.Series != "ser-occ" {
+		t.Fatalf("again: %+v, %v, %v", got, exists, err)
+	}
+	// A restart back to the same time: the count of restarts tells.
+	if err := b.l.RestartSeries(ctx, "ser-occ", at, it.DueAt, it.ExpiresAt, ledger.Local{}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.l.CreateOccurrence(ctx, occ("ser-occ.2"), at); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("from a start left: %v; want ErrSeriesMoved", err)
+	}
+	if st, err := b.l.ReadReminder(ctx, "ser-occ.2"); err != nil || !st.Empty() {
+		t.Fatalf("the refused occurrence holds %+v, %v; want nothing", st, err)
+	}
+	now := at
+	now.Restarts = 1
+	if _, _, err := b.l.CreateOccurrence(ctx, occ("ser-occ.2"), now); err != nil {
+		t.Fatalf("from the start now: %v", err)
+	}
+	if _, err := b.l.CancelSeries(ctx, "ser-occ"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.l.CreateOccurrence(ctx, occ("ser-occ.3"), now); !errors.Is(err, ledger.ErrSeriesMoved) {
+		t.Fatalf("once cancelled: %v; want ErrSeriesMoved", err)
+	}
+	if _, _, err := b.l.CreateOccurrence(ctx, occ("ser-none.1"), now); err == nil {
+		t.Fatal("an occurrence of a series not there was created")
+	}
+}
