@@ -429,10 +429,17 @@ func (l *Ledger) createOccurrence(ctx context.Context, r ReminderItem, av map[st
 				switch {
 				case err != nil:
 					return ReminderItem{}, false, err
+				case st.ReminderErr != nil:
+					return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, st.ReminderErr)
 				case st.Reminder != nil:
 					return *st.Reminder, true, nil
 				case st.Series != nil:
 					return ReminderItem{}, false, fmt.Errorf("ledger: reminder %q: %w", r.ID, ErrSeriesID)
+				case wait > 4*conflictPause:
+					return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: its key is taken by an item that is neither a reminder nor a series (a series' claim left by a purge at the same time?); create it again", r.ID)
+				}
+				if err := pause(ctx, wait); err != nil {
+					return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: %w", r.ID, err)
 				}
 				continue // gone since: put again
 			}
@@ -441,14 +448,23 @@ func (l *Ledger) createOccurrence(ctx context.Context, r ReminderItem, av map[st
 		case (code(0) == "TransactionConflict" || code(1) == "TransactionConflict") && wait <= 4*conflictPause:
 			// Another transaction on one of the keys: put again once it
 			// is done, and the conditions tell.
-			select {
-			case <-time.After(wait): // wall clock: a pause for DynamoDB's transaction to finish
-			case <-ctx.Done():
+			if err := pause(ctx, wait); err != nil {
 				return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: %w", r.ID, err)
 			}
 		default:
 			return ReminderItem{}, false, fmt.Errorf("ledger: write occurrence %q: %w", r.ID, err)
 		}
+	}
+}
+
+// pause waits d (wall clock: a pause for DynamoDB's transaction to
+// finish), or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -601,14 +601,28 @@ func (s *Store) materialize(ctx context.Context, sr ledger.Series, o recur.Occur
 		return err
 	}
 	// From the start read: a reschedule or a cancel of the series since
-	// refuses it (the caller reads again).
-	start := sr.CurrentStart()
-	if _, err := s.createWith(ctx, caller, occurrence(sr, o), &start); errors.Is(err, ledger.ErrSeriesMoved) {
-		return fmt.Errorf("schedule: occurrence %s: its series changed since it was read: %w; send the same request again", oid, ledger.ErrChanged)
-	} else if err != nil {
-		return err
+	// refuses it, and the series is read again (the id may name no
+	// occurrence of it any more).
+	for attempt := 1; ; attempt++ {
+		start := sr.CurrentStart()
+		_, err := s.createWith(ctx, caller, occurrence(sr, o), &start)
+		if !errors.Is(err, ledger.ErrSeriesMoved) {
+			return err
+		}
+		if attempt == 3 {
+			return fmt.Errorf("schedule: occurrence %s: its series kept changing while it was created: %w; send the same request again", oid, ledger.ErrChanged)
+		}
+		again, o2, ok, err := s.occurrenceOf(ctx, oid)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("schedule: occurrence %s: its series no longer gives it (rescheduled since): %w", oid, ErrNoReminder)
+		case !again.CancelledAt.IsZero():
+			return fmt.Errorf("schedule: occurrence %s: the series was cancelled: %w", oid, ErrNoReminder)
+		}
+		sr, o = again, o2
 	}
-	return nil
 }
 
 // rescheduleSeries restarts series read from a new first occurrence (to:

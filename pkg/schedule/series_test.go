@@ -768,3 +768,27 @@ func TestAnExtensionCreatesNothingOnceTheSeriesMoved(t *testing.T) {
 		t.Fatalf("the occurrence at the new time: %+v, %v", d.Status, err)
 	}
 }
+
+// TestAnOccurrenceCreatedAheadWhileItsSeriesMovesIsReadAgain: a cancel of
+// one occurrence not created yet meets a reschedule of the series: its
+// create is refused (the series moved), the series is read again, and the
+// occurrence, which the new start no longer gives, is not found, as for
+// any id the series does not give (not a "changed, try again").
+func TestAnOccurrenceCreatedAheadWhileItsSeriesMovesIsReadAgain(t *testing.T) {
+	t.Parallel()
+	b, l := newRacing(t, "weekly-14")
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-14", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
+		t.Fatal(err)
+	}
+	l.createHook = func() {
+		if _, err := b.store.Reschedule(b.ctx, "weekly-14", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
+			t.Errorf("the reschedule: %v", err)
+		}
+	}
+	if _, err := b.store.Cancel(b.ctx, "weekly-14.20270307T0930", ""); !errors.Is(err, schedule.ErrNoReminder) {
+		t.Fatalf("the cancel of an occurrence the series no longer gives: %v; want ErrNoReminder", err)
+	}
+	if _, err := b.ledger.Get(b.ctx, occurrenceKey("weekly-14.20270307T0930")); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the occurrence at the old time: %v; want none", err)
+	}
+}

@@ -231,6 +231,12 @@ func (s *Store) createWith(ctx context.Context, c Caller, r Reminder, guard *led
 	if err := c.check(); err != nil {
 		return "", err
 	}
+	if r.Series != "" && guard == nil {
+		// Only a series' extension creates its occurrences, on condition
+		// of its start.
+		return "", &ValidationError{ID: r.ID, Field: "series", Problem: "is set: an occurrence is created by its series alone",
+			Fix: "leave series out; to change one occurrence, cancel or reschedule it by its id"}
+	}
 	if r.Recur != "" {
 		return s.createSeries(ctx, c, r)
 	}
