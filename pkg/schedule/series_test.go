@@ -23,6 +23,15 @@ func seriesJSON(id, recur, dueLocal, extra string) []byte {
 		`,"deliveries":[{"channel":"sms","provider":"webhook","recipientRef":"acct-1/contact-2","templateRef":"weekly"}]}`)
 }
 
+// createSeries creates series id (rule, from dueLocal in Berlin) through
+// the store.
+func (b bundle) createSeries(t *testing.T, id, rule, dueLocal string) {
+	t.Helper()
+	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON(id, rule, dueLocal, "")))); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func occurrenceKey(id string) message.DeliveryKey {
 	return message.DeliveryKey{ReminderID: id, Channel: "sms", Provider: "webhook"}
 }
@@ -426,9 +435,7 @@ func newRacing(t *testing.T, id string) (bundle, *racingLedger) {
 func TestARescheduleThatStopsAfterItsRestartIsFinishedByTheExtension(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-6", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-6", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	st, err := l.ReadReminder(b.ctx, "weekly-6")
 	if err != nil || st.Series == nil {
 		t.Fatalf("%+v, %v", st, err)
@@ -474,9 +481,7 @@ func TestARescheduleThatStopsAfterItsRestartIsFinishedByTheExtension(t *testing.
 func TestAnExtensionRacingARescheduleLeavesNothingAtTheOldTime(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "weekly-7")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-7", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-7", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	b.clk.Advance(7 * 24 * time.Hour) // 2026-12-07: the extension reaches 2027-01-10
 	l.hook = func() {
 		if _, err := b.store.Reschedule(b.ctx, "weekly-7", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
@@ -502,9 +507,7 @@ func TestAnExtensionRacingARescheduleLeavesNothingAtTheOldTime(t *testing.T) {
 func TestTheSameRescheduleAgainRestartsNothing(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-8", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-8", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	to := schedule.Times{DueLocal: "2026-12-13T11:00"}
 	for range 2 {
 		if _, err := b.store.Reschedule(b.ctx, "weekly-8", to, ""); err != nil {
@@ -562,9 +565,7 @@ func TestOccurrencesARestartKeptAreTheSeries(t *testing.T) {
 func TestAnExtensionThatStoppedBeforeItsRecordLeavesNothingAtTheOldTime(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "weekly-9")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-9", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-9", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	b.clk.Advance(7 * 24 * time.Hour)
 	l.fail = errors.New("the function timed out")
 	if ext, err := b.store.Extend(b.ctx, "weekly-9"); err == nil || !slices.Contains(ext.Created, "weekly-9.20270110T0930") {
@@ -593,9 +594,7 @@ func TestAnExtensionThatStoppedBeforeItsRecordLeavesNothingAtTheOldTime(t *testi
 func TestMovingASeriesBackToATimeItLeftIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-10", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-10", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	if _, err := b.store.Reschedule(b.ctx, "weekly-10", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -610,9 +609,7 @@ func TestMovingASeriesBackToATimeItLeftIsRefused(t *testing.T) {
 	// Daily at 09:30 (1–10 December created), to 11:00, then back to
 	// 09:30 from the 20th: within the old start's reach, but none of those
 	// was created, so none was cancelled.
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("daily-10", "FREQ=DAILY", "2026-12-01T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "daily-10", "FREQ=DAILY", "2026-12-01T09:30")
 	if _, err := b.store.Reschedule(b.ctx, "daily-10", schedule.Times{DueLocal: "2026-12-02T11:00"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -628,9 +625,7 @@ func TestMovingASeriesBackToATimeItLeftIsRefused(t *testing.T) {
 func TestARescheduleSentAgainAfterItsTimeFinishesTheFirst(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-11", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-11", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	st, err := l.ReadReminder(b.ctx, "weekly-11")
 	if err != nil {
 		t.Fatal(err)
@@ -660,9 +655,7 @@ func TestARescheduleSentAgainAfterItsTimeFinishesTheFirst(t *testing.T) {
 func TestASeriesRescheduledOftenReadsABoundedNumber(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("daily-many", "FREQ=DAILY", "2026-12-01T09:00", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "daily-many", "FREQ=DAILY", "2026-12-01T09:00")
 	for i := 1; i <= 30; i++ {
 		l.reads = 0
 		res, err := b.store.Reschedule(b.ctx, "daily-many", schedule.Times{DueLocal: fmt.Sprintf("2026-12-02T09:%02d", i)}, "")
@@ -693,9 +686,7 @@ func TestASeriesRescheduledOftenReadsABoundedNumber(t *testing.T) {
 func TestACancelOfASeriesListsWhatItCancelled(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-12", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-12", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	if _, err := b.store.Cancel(b.ctx, "weekly-12.20261213T0930", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -719,9 +710,7 @@ func TestACancelOfASeriesListsWhatItCancelled(t *testing.T) {
 func TestAnOccurrenceCreatedFarAheadIsTheSeries(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("daily-far", "FREQ=DAILY", "2026-12-01T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "daily-far", "FREQ=DAILY", "2026-12-01T09:30")
 	if _, err := b.store.Reschedule(b.ctx, "daily-far.20270601T0930", schedule.Times{DueLocal: "2027-06-01T12:00"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -748,9 +737,7 @@ func TestAnOccurrenceCreatedFarAheadIsTheSeries(t *testing.T) {
 func TestAnExtensionCreatesNothingOnceTheSeriesMoved(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "weekly-13")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-13", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-13", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	b.clk.Advance(7 * 24 * time.Hour)
 	l.createHook = func() {
 		if _, err := b.store.Reschedule(b.ctx, "weekly-13", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
@@ -777,9 +764,7 @@ func TestAnExtensionCreatesNothingOnceTheSeriesMoved(t *testing.T) {
 func TestAnOccurrenceCreatedAheadWhileItsSeriesMovesIsReadAgain(t *testing.T) {
 	t.Parallel()
 	b, l := newRacing(t, "weekly-14")
-	if _, err := b.store.Create(b.ctx, b.parse(t, string(seriesJSON("weekly-14", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30", "")))); err != nil {
-		t.Fatal(err)
-	}
+	b.createSeries(t, "weekly-14", "FREQ=WEEKLY;BYDAY=SU", "2026-12-06T09:30")
 	l.createHook = func() {
 		if _, err := b.store.Reschedule(b.ctx, "weekly-14", schedule.Times{DueLocal: "2026-12-13T11:00"}, ""); err != nil {
 			t.Errorf("the reschedule: %v", err)
