@@ -457,11 +457,11 @@ func (l *Ledger) createOccurrence(ctx context.Context, r ReminderItem, av map[st
 	}
 }
 
-// pause waits d (wall clock: a pause for DynamoDB's transaction to
-// finish), or until ctx ends.
+// pause waits d, for another DynamoDB transaction on the same keys to
+// finish, or until ctx ends.
 func pause(ctx context.Context, d time.Duration) error {
 	select {
-	case <-time.After(d):
+	case <-time.After(d): // wall clock: a pause for DynamoDB's transaction to finish, DynamoDB's time
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
