@@ -732,7 +732,8 @@ func (s *Store) rescheduleSeries(ctx context.Context, c Caller, read ledger.Seri
 	if err != nil {
 		// The series stands at its new start, unsettled: its next
 		// extension cancels what this one could not.
-		return out, fmt.Errorf("schedule: reschedule series %q: the series moved; cancel its old occurrences: %w", id, err)
+		return out, fmt.Errorf("schedule: reschedule series %q: the series is at its new start, but cancelling its old occurrences failed "+
+			"(its next extension, or this reschedule sent again, finishes it): %w", id, err)
 	}
 	ext, err := s.Extend(ctx, id)
 	if err != nil {
