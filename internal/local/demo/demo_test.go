@@ -407,23 +407,29 @@ func redriveRejected(t *testing.T, ctx context.Context, local Local) ([]message.
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := redrive.New(redrive.Config{Queue: q, DLQURL: local.DLQURL, TargetURL: local.WorkURL, Ledger: led, By: "demo-test", Rate: 100})
+	// The select's hold is 20 s, not the operator's 5 minutes: a DLQ read
+	// can come back short on the stand-ins, since a receive whose answer
+	// never arrived (the SDK repeats it) hides its messages for the read's
+	// hold, as the summary's own read found (readDLQ). With the default
+	// hold, one such receive in this select hid the rejected messages for
+	// 5 minutes, past both reads again below (a run failed so: "chose
+	// nothing while the DLQ holds 6 messages (6 in flight)"). The messages
+	// are still there: read again once the longest hold (20 s, the
+	// summary's and this select's) has passed, and say so.
+	const hold = 20 * time.Second
+	r, err := redrive.New(redrive.Config{Queue: q, DLQURL: local.DLQURL, TargetURL: local.WorkURL, Ledger: led, By: "demo-test", Rate: 100,
+		ReviewHold: hold, SelectHold: hold})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sel, err := r.Select(ctx, redrive.Filter{Max: 100, Class: "rejected"})
-	// A DLQ read can come back short on the stand-ins: a receive whose
-	// answer never arrived (the SDK repeats it) hides its messages for the
-	// read's hold, as the summary's own read found (readDLQ). The messages
-	// are still there: read again once the longest hold (the summary's
-	// 20 s) has passed, and say so.
 	for try := 1; err == nil && len(sel.Chosen) == 0 && try <= 2; try++ {
 		depth, derr := status.QueueDepth(ctx, q, local.DLQURL)
 		if derr != nil || depth.Total() == 0 {
 			break
 		}
 		t.Logf("the DLQ read chose nothing while the DLQ holds %d messages (%d in flight): reading again after the hold", depth.Total(), depth.InFlight)
-		time.Sleep(21 * time.Second)
+		time.Sleep(hold + time.Second)
 		sel, err = r.Select(ctx, redrive.Filter{Max: 100, Class: "rejected"})
 	}
 	if err != nil {
