@@ -228,9 +228,7 @@ func (l *Ledger) createReminder(ctx context.Context, r ReminderItem, guard *Star
 	// nothing: put again once it is done, and its condition tells.
 	var conflict *types.TransactionConflictException
 	for wait := conflictPause; errors.As(err, &conflict) && wait <= 4*conflictPause; wait *= 2 {
-		select {
-		case <-time.After(wait): // wall clock: a pause for DynamoDB's transaction to finish
-		case <-ctx.Done():
+		if perr := pause(ctx, wait); perr != nil {
 			return ReminderItem{}, false, fmt.Errorf("ledger: write reminder %q: %w", r.ID, err)
 		}
 		out, err = l.api.PutItem(ctx, in)

@@ -140,6 +140,11 @@ type seriesRecord struct {
 	Early       []string          `dynamodbav:"early,stringset,omitempty"`
 }
 
+// seriesKey is series id's item's key.
+func seriesKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)}
+}
+
 // seriesSort is a series' due index sort key: its extension time, then its
 // id.
 func seriesSort(at time.Time, id string) string { return Format(at) + "#" + id }
@@ -301,7 +306,7 @@ func (l *Ledger) AdvanceSeries(ctx context.Context, id string, from Start, next 
 		values[":at"], values[":shard"], values[":sort"] = sv(Format(extendAt)), sv(SeriesShardKey(ShardOf(id, shards))), sv(seriesSort(extendAt, id))
 	}
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		TableName: aws.String(l.cfg.Table), Key: seriesKey(id),
 		UpdateExpression:          aws.String(set + remove),
 		ConditionExpression:       aws.String("#next = :from AND dueAt = :fromDue AND " + restarts + " AND attribute_not_exists(cancelledAt)"),
 		ExpressionAttributeNames:  map[string]string{"#next": "next"},
@@ -365,7 +370,7 @@ func (l *Ledger) RestartSeries(ctx context.Context, id string, from Start, due, 
 		set += " REMOVE " + strings.Join(remove, ", ")
 	}
 	_, err = l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		TableName: aws.String(l.cfg.Table), Key: seriesKey(id),
 		UpdateExpression: aws.String(set),
 		ConditionExpression: aws.String("#next = :from AND dueAt = :fromDue AND " + restartsAre(from.Restarts, values) +
 			" AND attribute_not_exists(cancelledAt) AND attribute_not_exists(unsettled)"),
@@ -392,7 +397,7 @@ func (l *Ledger) createOccurrence(ctx context.Context, r ReminderItem, av map[st
 			{Put: &types.Put{TableName: aws.String(l.cfg.Table), Item: av, ConditionExpression: aws.String("attribute_not_exists(PK)"),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 			{ConditionCheck: &types.ConditionCheck{TableName: aws.String(l.cfg.Table),
-				Key:                 map[string]types.AttributeValue{attrPK: sv(PartitionKey(r.Series)), attrSK: sv(seriesSK)},
+				Key:                 seriesKey(r.Series),
 				ConditionExpression: aws.String(cond), ExpressionAttributeValues: values}},
 		},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -484,7 +489,7 @@ func restartsAre(n int, values map[string]types.AttributeValue) string {
 // the series.
 func (l *Ledger) NoteEarly(ctx context.Context, id, oid string) error {
 	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		TableName: aws.String(l.cfg.Table), Key: seriesKey(id),
 		UpdateExpression:    aws.String("ADD early :one"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND (attribute_not_exists(early) OR size(early) < :max OR contains(early, :oid))"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -515,7 +520,7 @@ var ErrTooManyRestarts = fmt.Errorf("the series was restarted %d times, the most
 // earlier restart does not settle a later one (ErrSeriesMoved then).
 func (l *Ledger) SettleRestart(ctx context.Context, id string, starts int) error {
 	_, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		TableName: aws.String(l.cfg.Table), Key: seriesKey(id),
 		UpdateExpression:          aws.String("REMOVE unsettled"),
 		ConditionExpression:       aws.String("size(starts) = :n"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":n": av(starts)},
@@ -535,7 +540,7 @@ func (l *Ledger) SettleRestart(ctx context.Context, id string, starts int) error
 // ErrNotFound if there is no such series.
 func (l *Ledger) CancelSeries(ctx context.Context, id string) (Series, error) {
 	out, err := l.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(l.cfg.Table), Key: map[string]types.AttributeValue{attrPK: sv(PartitionKey(id)), attrSK: sv(seriesSK)},
+		TableName: aws.String(l.cfg.Table), Key: seriesKey(id),
 		// Kept the retention after its cancel, as long as any occurrence it
 		// created may still be live; then DynamoDB deletes it, addresses
 		// and all.

@@ -247,6 +247,7 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 		caller = Caller{Principal: sr.Item.CreatedBy}
 	}
 	horizon := now.Add(s.cfg.SeriesAhead)
+	start := sr.CurrentStart() // what each create, and the record, hold to
 	var out Extended
 	var next int             // set as the loop ends: the first occurrence left for a later extension
 	moved := false           // the series moved on (restarted, cancelled) while this one created
@@ -288,7 +289,6 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 			out.Missed++
 			continue
 		}
-		start := sr.CurrentStart()
 		if _, err := s.createWith(ctx, caller, r, &start); err != nil {
 			var cf *ConflictError
 			switch {
@@ -338,7 +338,7 @@ func (s *Store) Extend(ctx context.Context, id string) (Extended, error) {
 		if next == sr.Next && out.Next.Equal(sr.ExtendAt) {
 			return out, nil
 		}
-		err = s.cfg.Ledger.AdvanceSeries(ctx, id, sr.CurrentStart(), next, out.Next)
+		err = s.cfg.Ledger.AdvanceSeries(ctx, id, start, next, out.Next)
 	}
 	switch {
 	case errors.Is(err, ledger.ErrSeriesMoved):
